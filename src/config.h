@@ -1,0 +1,86 @@
+/* The configuration file (YAML): accounts to poll, receivers to notify.
+ *
+ * config_load reads and validates the whole file before anything else runs.
+ * Every problem is reported as "FILE:LINE:COL: message" naming the key and
+ * what was expected; unknown keys are errors, because a misspelt key must
+ * never silently switch alerting off. String values may use ${VAR}; an unset
+ * variable is an error. Keys ending in `_file` read a secret from a file
+ * (trailing newline removed). Secrets (api_key, login_pass, webhook URLs and
+ * header values) are never part of an error message. */
+#ifndef WSRELAY_CONFIG_H
+#define WSRELAY_CONFIG_H
+
+#include "util/err.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CONFIG_DEFAULT_PATH "/etc/wsrelay/wsrelay.yaml"
+#define CONFIG_DEFAULT_STATE "/var/lib/wsrelay/state.json"
+#define CONFIG_DEFAULT_BASE_URL "https://api.webstorage-service.com"
+
+/* One device named in an account's `devices:` list. */
+struct device_conf {
+    char *serial; /* 8 characters */
+    char *base;   /* the base unit's serial; equals `serial` when not given */
+};
+
+struct account_conf {
+    char *name;
+    char *base_url;   /* without trailing slash; https, or http to a loopback host */
+    char *api_key;    /* secret */
+    char *login_id;
+    char *login_pass; /* secret */
+    bool devices_auto; /* `devices: auto` (the default): discover them */
+    struct device_conf *devices;
+    size_t n_devices;
+    char **include; /* serial globs; empty: every serial */
+    size_t n_include;
+    char **exclude; /* serial globs */
+    size_t n_exclude;
+};
+
+struct header_conf {
+    char *name;
+    char *value; /* secret */
+};
+
+enum receiver_type { RECEIVER_WEBHOOK, RECEIVER_FILE };
+
+struct receiver_conf {
+    char *name;
+    enum receiver_type type;
+    struct {
+        char *url; /* secret: may carry a token in its path */
+        struct header_conf *headers;
+        size_t n_headers;
+    } webhook;
+    struct {
+        char *path; /* "-" is standard output */
+    } file;
+};
+
+struct config {
+    char *path;       /* the file it was read from */
+    char *state_file; /* default CONFIG_DEFAULT_STATE */
+    long catch_up;    /* seconds; default 3600 */
+    struct account_conf *accounts;
+    size_t n_accounts;
+    struct receiver_conf *receivers;
+    size_t n_receivers;
+};
+
+/* Reads and validates `path`. On success *out belongs to the caller
+ * (config_free). On failure returns -1 with "FILE:LINE:COL: ..." in `e`
+ * (just "FILE: ..." when the file cannot be read at all). */
+int config_load(struct config **out, const char *path, struct err *e);
+
+void config_free(struct config *c);
+
+/* True when `serial` passes the account's include and exclude globs. */
+bool account_wants_serial(const struct account_conf *a, const char *serial);
+
+/* The receiver called `name`, or NULL. */
+const struct receiver_conf *config_receiver(const struct config *c, const char *name);
+
+#endif

@@ -1,0 +1,73 @@
+/* Alert-log entries turned into events.
+ *
+ * One alert-log entry can carry several kinds at the same unixtime (ch1 and
+ * battery-level, say); each present member becomes its own event. An event
+ * is identified by serial + unixtime + kind: that triple is the dedup key.
+ * The raw alert text is kept unchanged. */
+#ifndef WSRELAY_EVENT_H
+#define WSRELAY_EVENT_H
+
+#include "util/err.h"
+
+#include <json-c/json.h>
+#include <stddef.h>
+
+/* The alert-log members that carry events, in the order they are emitted. */
+extern const char *const event_kinds[];
+extern const size_t event_n_kinds;
+
+struct event {
+    char *account;     /* the config account's name */
+    char *serial;      /* remote unit (or standalone device) */
+    char *model;       /* may be "" when the platform leaves it out */
+    char *name;        /* device name, UTF-8, may be "" */
+    char *base_serial;
+    char *base_model;
+    char *base_name;
+    long long unixtime;
+    char *kind;         /* one of event_kinds */
+    char *text;         /* the raw alert text, unchanged */
+    char *channel_name; /* for chN, the channel's name when the log lists it; else NULL */
+    char *channel_unit; /* likewise */
+    int utc_offset;     /* minutes east of UTC of the device's local time */
+};
+
+struct event_list {
+    struct event *items;
+    size_t n;
+    size_t entries;     /* alert-log entries in the response (up to 20) */
+    long long oldest;   /* smallest unixtime among them; 0 when there are none */
+};
+
+/* Turns a Get Alert Logs body into events of `account`. Accepts values as
+ * JSON strings or numbers and member names in kebab-case or snake_case;
+ * ignores unknown members; a missing optional member is not an error.
+ * Fails only when the body is not an object or an entry has no usable
+ * unixtime. On success `out` (zeroed by the caller) is filled; free it with
+ * event_list_free. */
+int event_parse_alert_log(struct event_list *out, const struct json_object *body,
+                          const char *account, struct err *e);
+
+void event_list_free(struct event_list *l);
+void event_clear(struct event *ev);
+void event_copy(struct event *out, const struct event *ev);
+
+/* "YYYY-MM-DD HH:MM:SS +HH:MM" in the device's local time; `out` of at least
+ * 32 bytes. */
+void event_local_time(const struct event *ev, char *out, size_t size);
+
+/* "YYYY-MM-DDTHH:MM:SSZ"; `out` of at least 24 bytes. */
+void event_utc_time(const struct event *ev, char *out, size_t size);
+
+/* The event as a JSON object (a new reference, the caller puts it):
+ * account, serial, model, name, base_serial, base_model, base_name,
+ * unixtime, kind, text, channel_name, channel_unit, utc_offset,
+ * local_time, utc_time. This is the form kept in the state's outbox and
+ * sent in webhook documents. */
+struct json_object *event_to_json(const struct event *ev);
+
+/* The reverse of event_to_json; `out` is filled and owned by the caller
+ * (event_clear). Fails when a required member is missing. */
+int event_from_json(struct event *out, const struct json_object *obj, struct err *e);
+
+#endif

@@ -1,0 +1,78 @@
+/* The platform client: Get Current Readings and Get Alert Logs over HTTPS.
+ *
+ * Every request is a POST with `X-HTTP-Method-Override: GET` and a JSON body
+ * carrying the credentials. TLS verification is always on; plain http is
+ * accepted only for a loopback host (the simulator). One connection is
+ * reused for all calls of a `struct platform`. The rate-limit headers are
+ * read from every response, errors included. An error is keyed on the HTTP
+ * status and the body's numeric code, never on the (localised) message. */
+#ifndef WSRELAY_PLATFORM_H
+#define WSRELAY_PLATFORM_H
+
+#include "config.h"
+#include "util/err.h"
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+enum platform_op { PLATFORM_CURRENT, PLATFORM_ALERT, PLATFORM_N_OPS };
+
+/* "current" or "alert": the name used in logs, the state and metrics. */
+const char *platform_op_name(enum platform_op op);
+
+struct ratelimit {
+    bool present;    /* all three headers were there */
+    long limit;      /* X-RateLimit-Limit */
+    long reset;      /* X-RateLimit-Reset, seconds */
+    long remaining;  /* X-RateLimit-Remaining */
+};
+
+struct platform_reply {
+    long http_status;   /* 0 when no HTTP response came (connection, TLS, timeout) */
+    int api_code;       /* error.code of an error body; 0 when absent or not JSON */
+    char *message;      /* what went wrong, for logs (never holds a secret); NULL on success */
+    struct ratelimit rl;
+    struct json_object *body; /* the parsed JSON object of a 200 reply; else NULL */
+};
+
+struct platform;
+
+/* A client for one account. Fails when the base URL is not usable (not
+ * https, and not http to 127.0.0.1/localhost/[::1]). The account must
+ * outlive the client. */
+int platform_new(struct platform **out, const struct account_conf *account, struct err *e);
+
+void platform_free(struct platform *p);
+
+/* Makes one call. For PLATFORM_ALERT, `serial` and `base` name the device;
+ * for PLATFORM_CURRENT both are NULL (all devices). Returns 0 on a 200 with
+ * a JSON object body, -1 otherwise; in both cases `out` (zeroed by the
+ * caller) describes the reply and must be released with
+ * platform_reply_free. */
+int platform_call(struct platform *p, enum platform_op op, const char *serial, const char *base,
+                  struct platform_reply *out);
+
+void platform_reply_free(struct platform_reply *r);
+
+/* A device as Get Current Readings lists it. */
+struct device_info {
+    char *serial;
+    char *model;
+    char *name;
+    char *base_serial; /* baseunit.serial; the device's own serial when standalone */
+    char *base_model;
+    char *base_name;
+    char *group_name;  /* "" without a group */
+};
+
+/* Lists the devices of a Get Current Readings body. `baseunit` and `group`
+ * may be objects or one-element arrays; values strings or numbers. A record
+ * without a serial is skipped. *out (caller frees with device_info_free) is
+ * an array of *n devices. Fails only when `devices` is missing or not an
+ * array. */
+int platform_parse_devices(struct device_info **out, size_t *n, const struct json_object *body,
+                           struct err *e);
+
+void device_info_free(struct device_info *d, size_t n);
+
+#endif

@@ -1,0 +1,36 @@
+/* Which devices to poll now, within a login ID's budget.
+ *
+ * The platform allows 12 alert calls per hour per login ID, shared by all
+ * its devices, and keeps only the last 20 entries of each device. Spending
+ * the budget in a burst would leave the rest of the hour blind, so calls
+ * are spread evenly: one per span/limit seconds (5 minutes for the alert
+ * operation), with credit for time that passed without a run, never more
+ * than the sliding window allows. Devices are taken least recently polled
+ * first, never-polled devices before all others. Pure: `now` is an
+ * argument. */
+#ifndef WSRELAY_SCHEDULER_H
+#define WSRELAY_SCHEDULER_H
+
+#include <stddef.h>
+
+struct sched_device {
+    long long last_poll; /* 0: never */
+};
+
+struct sched_budget {
+    int limit;               /* calls allowed per span (12) */
+    long span;               /* seconds (3600) */
+    size_t used;             /* calls recorded in [now - span, now] */
+    long long last_call;     /* 0: none */
+    long long blocked_until; /* no call before this time */
+};
+
+/* How many calls the budget allows now. */
+size_t scheduler_allowance(const struct sched_budget *b, long long now);
+
+/* Writes into `out` the indices of the devices to poll now, most urgent
+ * first, at most `max_out` and at most the allowance; returns how many. */
+size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *devs, size_t n,
+                      const struct sched_budget *b, long long now);
+
+#endif

@@ -1,0 +1,112 @@
+/* Reading whole files and replacing them atomically, like a database
+ * snapshot: temp file, fsync, rename, fsync the directory. */
+#include "util/fileio.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int file_read(struct buf *out, const char *path, struct err *e)
+{
+    int rc = -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        err_set(e, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    for (;;) {
+        char chunk[8192];
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            err_set(e, "%s: %s", path, strerror(errno));
+            goto out;
+        }
+        if (n == 0)
+            break;
+        if (buf_append(out, chunk, (size_t)n) < 0) {
+            err_set(e, "%s: larger than %zu bytes", path, out->limit);
+            goto out;
+        }
+    }
+    if (!out->data)
+        buf_append(out, "", 0);
+    rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+char *file_dirname(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return xstrdup(".");
+    if (slash == path)
+        return xstrdup("/");
+    return xstrndup(path, (size_t)(slash - path));
+}
+
+static int write_all(int fd, const char *data, size_t len)
+{
+    while (len) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e)
+{
+    int rc = -1;
+    char *tmp = xasprintf("%s.tmp", path);
+    char *dir = file_dirname(path);
+    int dirfd = -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0) {
+        err_set(e, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    if (fchmod(fd, mode) < 0 || write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+        err_set(e, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    if (close(fd) < 0) {
+        fd = -1;
+        err_set(e, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    fd = -1;
+    if (rename(tmp, path) < 0) {
+        err_set(e, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
+        goto out;
+    }
+    dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0 || fsync(dirfd) < 0) {
+        err_set(e, "%s: cannot sync directory: %s", dir, strerror(errno));
+        goto out;
+    }
+    rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    if (rc < 0)
+        unlink(tmp);
+    if (dirfd >= 0)
+        close(dirfd);
+    free(tmp);
+    free(dir);
+    return rc;
+}

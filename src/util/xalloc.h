@@ -1,0 +1,20 @@
+/* Allocation that cannot fail: on out-of-memory the program ends with a
+ * message. A relay that lives for a second gains nothing from untestable
+ * recovery branches. Every function here returns memory the caller frees. */
+#ifndef WSRELAY_XALLOC_H
+#define WSRELAY_XALLOC_H
+
+#include <stddef.h>
+
+void *xmalloc(size_t size);
+void *xcalloc(size_t nmemb, size_t size);
+void *xrealloc(void *ptr, size_t size);
+/* Grows an array of `nmemb` elements of `size` bytes; checks for overflow. */
+void *xreallocarray(void *ptr, size_t nmemb, size_t size);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+/* NULL in, NULL out. */
+char *xstrdup_or_null(const char *s);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
