@@ -100,9 +100,16 @@ long long state_last_call(const struct state *s, const char *login, enum platfor
 void state_block(struct state *s, const char *login, enum platform_op op, long long until);
 long long state_blocked_until(const struct state *s, const char *login, enum platform_op op);
 
-/* Remembers the last rate-limit headers seen, with their time. */
+/* Remembers the last rate-limit headers seen, with their time. Values
+ * without `present` (the headers were missing) are not stored. */
 void state_set_ratelimit(struct state *s, const char *login, enum platform_op op,
                          const struct ratelimit *rl, long long now);
+
+/* The last rate-limit headers stored by state_set_ratelimit, in *out, and
+ * when they were seen, in *at (may be NULL). False (and *out zeroed, *at 0)
+ * when none were stored. */
+bool state_ratelimit(const struct state *s, const char *login, enum platform_op op,
+                     struct ratelimit *out, long long *at);
 
 /* --- outbox ----------------------------------------------------------- */
 

@@ -1,0 +1,873 @@
+/* The state file: loading, locking, saving, and each kind of record it
+ * keeps. Every test works in its own temporary directory. */
+#include "state.h"
+#include "util/buf.h"
+#include "util/fileio.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char dir[64];
+static char *path; /* DIR/state.json */
+
+static void setup(void)
+{
+    strcpy(dir, "/tmp/wsrelay-state-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    path = xasprintf("%s/state.json", dir);
+}
+
+static void teardown(void)
+{
+    char *cmd = xasprintf("rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", dir);
+    free(cmd);
+    free(path);
+}
+
+TestSuite(state, .init = setup, .fini = teardown);
+
+/* --- helpers ----------------------------------------------------------- */
+
+static char *slurp(const char *p)
+{
+    struct buf b;
+    struct err e;
+    buf_init(&b, 0);
+    if (file_read(&b, p, &e) < 0) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_steal(&b);
+}
+
+static void spew(const char *p, const char *text)
+{
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f, "%s: %s", p, strerror(errno));
+    fputs(text, f);
+    cr_assert_eq(fclose(f), 0);
+}
+
+static struct state *open_ok(void)
+{
+    struct state *s = NULL;
+    struct err e = {{0}};
+    int rc = state_open(&s, path, 0, &e);
+    cr_assert_eq(rc, 0, "state_open: %s", e.msg);
+    cr_assert_not_null(s);
+    return s;
+}
+
+static void save_ok(struct state *s)
+{
+    struct err e = {{0}};
+    cr_assert_eq(state_save(s, &e), 0, "state_save: %s", e.msg);
+}
+
+static struct state *reopen(struct state *s)
+{
+    save_ok(s);
+    state_close(s);
+    return open_ok();
+}
+
+/* Opens a state that must fail; returns the message. */
+static void open_fails(struct err *e)
+{
+    struct state *s = (struct state *)1;
+    memset(e, 0, sizeof *e);
+    cr_assert_eq(state_open(&s, path, 0, e), -1, "state_open of a bad state succeeded");
+    cr_assert_null(s);
+    cr_assert_neq(e->msg[0], '\0');
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static struct event sample_event(const char *serial, long long unixtime, const char *kind)
+{
+    struct event ev = {
+        .account = xstrdup("tokyo"),
+        .serial = xstrdup(serial),
+        .model = xstrdup("TR-72nw"),
+        .name = xstrdup("冷蔵庫 1"),
+        .base_serial = xstrdup("52000001"),
+        .base_model = xstrdup("RTR500BW"),
+        .base_name = xstrdup("Base \"A\"/west"),
+        .unixtime = unixtime,
+        .kind = xstrdup(kind),
+        .text = xstrdup("High Limit 8.0°C \\ exceeded"),
+        .channel_name = xstrdup("温度"),
+        .channel_unit = xstrdup("°C"),
+        .utc_offset = -570,
+    };
+    return ev;
+}
+
+/* A device as the caller hands it in, owning its strings. */
+static struct state_device dev(const char *serial, const char *base, const char *model,
+                               const char *name, long long last_poll)
+{
+    struct state_device d = {
+        .serial = xstrdup_or_null(serial),
+        .base = xstrdup_or_null(base),
+        .model = xstrdup_or_null(model),
+        .name = xstrdup_or_null(name),
+        .last_poll = last_poll,
+    };
+    return d;
+}
+
+static void expect_str_eq(const char *got, const char *want, const char *what)
+{
+    if (!want) {
+        cr_expect_null(got, "%s: want NULL, got '%s'", what, got ? got : "");
+        return;
+    }
+    cr_expect(got && strcmp(got, want) == 0, "%s: want '%s', got '%s'", what, want,
+              got ? got : "(null)");
+}
+
+static void expect_event_eq(const struct event *a, const struct event *b)
+{
+    expect_str_eq(a->account, b->account, "account");
+    expect_str_eq(a->serial, b->serial, "serial");
+    expect_str_eq(a->model, b->model, "model");
+    expect_str_eq(a->name, b->name, "name");
+    expect_str_eq(a->base_serial, b->base_serial, "base_serial");
+    expect_str_eq(a->base_model, b->base_model, "base_model");
+    expect_str_eq(a->base_name, b->base_name, "base_name");
+    cr_expect_eq(a->unixtime, b->unixtime);
+    expect_str_eq(a->kind, b->kind, "kind");
+    expect_str_eq(a->text, b->text, "text");
+    expect_str_eq(a->channel_name, b->channel_name, "channel_name");
+    expect_str_eq(a->channel_unit, b->channel_unit, "channel_unit");
+    cr_expect_eq(a->utc_offset, b->utc_offset);
+}
+
+/* --- open and load ----------------------------------------------------- */
+
+Test(state, missing_file_is_empty)
+{
+    struct state *s = open_ok();
+    size_t n = 99;
+    struct ratelimit rl;
+    long long at = 5;
+    cr_expect_not(state_seen(s, "5214000A", 1795000000, "ch1"));
+    cr_expect_eq(state_seen_count(s, "5214000A"), 0);
+    cr_expect_eq(state_discovered_at(s, "tokyo"), 0);
+    cr_expect_null(state_devices(s, "tokyo", &n));
+    cr_expect_eq(n, 0);
+    cr_expect_eq(state_calls_since(s, "tbzz9999", PLATFORM_ALERT, 0), 0);
+    cr_expect_eq(state_last_call(s, "tbzz9999", PLATFORM_ALERT), 0);
+    cr_expect_eq(state_blocked_until(s, "tbzz9999", PLATFORM_CURRENT), 0);
+    cr_expect_not(state_ratelimit(s, "tbzz9999", PLATFORM_ALERT, &rl, &at));
+    cr_expect_eq(at, 0);
+    cr_expect_eq(state_outbox_count(s, NULL), 0);
+    cr_expect_null(state_outbox_due(s, "ops", 1LL << 40, &n));
+    cr_expect_eq(n, 0);
+    /* Opening does not write the state file. */
+    cr_expect_eq(access(path, F_OK), -1);
+    save_ok(s);
+    char *text = slurp(path);
+    cr_assert_not_null(text);
+    cr_expect_eq(strncmp(text, "{\"version\":1,", 13), 0, "file: %s", text);
+    cr_expect_eq(text[strlen(text) - 1], '\n');
+    free(text);
+    state_close(s);
+}
+
+Test(state, round_trip_of_every_kind_of_data)
+{
+    struct state *s = open_ok();
+    struct state_device *devs = xcalloc(2, sizeof *devs);
+    devs[0] = dev("5214000A", "52000001", "TR-72nw", "冷蔵庫", 0);
+    devs[1] = dev("5214000B", "52000001", "TR-71nw", "", 0);
+    struct ratelimit rl = {.present = true, .limit = 12, .remaining = 3, .reset = 1800};
+    struct event ev = sample_event("5214000A", 1795000000, "ch1");
+
+    state_mark_seen(s, "5214000A", 1795000000, "ch1");
+    state_mark_seen(s, "5214000A", 1795000000, "battery-level");
+    state_set_devices(s, "tokyo", devs, 2, 1795000100);
+    state_devices_free(devs, 2);
+    state_device_polled(s, "tokyo", "5214000A", "52000001", 1795000200);
+    state_record_call(s, "tbzz9999", PLATFORM_ALERT, 1795000150);
+    state_record_call(s, "tbzz9999", PLATFORM_ALERT, 1795000200);
+    state_record_call(s, "tbzz9999", PLATFORM_CURRENT, 1795000100);
+    state_block(s, "tbzz9999", PLATFORM_ALERT, 1795003800);
+    state_set_ratelimit(s, "tbzz9999", PLATFORM_ALERT, &rl, 1795000200);
+    state_enqueue(s, "ops-hook", &ev, 1795000210);
+    state_enqueue(s, "mail", &ev, 1795000210);
+    state_outbox_failed(s, 2, "SMTP 451 try later", 1795000220);
+
+    s = reopen(s);
+
+    cr_expect(state_seen(s, "5214000A", 1795000000, "ch1"));
+    cr_expect(state_seen(s, "5214000A", 1795000000, "battery-level"));
+    cr_expect_not(state_seen(s, "5214000A", 1795000000, "ch2"));
+    cr_expect_eq(state_seen_count(s, "5214000A"), 2);
+
+    cr_expect_eq(state_discovered_at(s, "tokyo"), 1795000100);
+    size_t n = 0;
+    struct state_device *got = state_devices(s, "tokyo", &n);
+    cr_assert_eq(n, 2);
+    expect_str_eq(got[0].serial, "5214000A", "serial");
+    expect_str_eq(got[0].base, "52000001", "base");
+    expect_str_eq(got[0].model, "TR-72nw", "model");
+    expect_str_eq(got[0].name, "冷蔵庫", "name");
+    cr_expect_eq(got[0].last_poll, 1795000200);
+    expect_str_eq(got[1].serial, "5214000B", "serial");
+    expect_str_eq(got[1].name, "", "name");
+    cr_expect_eq(got[1].last_poll, 0);
+    state_devices_free(got, n);
+
+    cr_expect_eq(state_calls_since(s, "tbzz9999", PLATFORM_ALERT, 0), 2);
+    cr_expect_eq(state_calls_since(s, "tbzz9999", PLATFORM_CURRENT, 0), 1);
+    cr_expect_eq(state_last_call(s, "tbzz9999", PLATFORM_ALERT), 1795000200);
+    cr_expect_eq(state_blocked_until(s, "tbzz9999", PLATFORM_ALERT), 1795003800);
+    cr_expect_eq(state_blocked_until(s, "tbzz9999", PLATFORM_CURRENT), 0);
+    struct ratelimit back;
+    long long at = 0;
+    cr_assert(state_ratelimit(s, "tbzz9999", PLATFORM_ALERT, &back, &at));
+    cr_expect(back.present);
+    cr_expect_eq(back.limit, 12);
+    cr_expect_eq(back.remaining, 3);
+    cr_expect_eq(back.reset, 1800);
+    cr_expect_eq(at, 1795000200);
+    cr_expect_not(state_ratelimit(s, "tbzz9999", PLATFORM_CURRENT, &back, NULL));
+
+    cr_expect_eq(state_outbox_count(s, NULL), 2);
+    struct outbox_item *items = state_outbox_due(s, "ops-hook", 1795000300, &n);
+    cr_assert_eq(n, 1);
+    cr_expect_eq(items[0].id, 1);
+    expect_str_eq(items[0].receiver, "ops-hook", "receiver");
+    cr_expect_eq(items[0].attempts, 0);
+    cr_expect_eq(items[0].queued_at, 1795000210);
+    cr_expect_eq(items[0].next_try, 1795000210);
+    cr_expect_null(items[0].last_error);
+    expect_event_eq(&items[0].event, &ev);
+    state_outbox_free(items, n);
+    items = state_outbox_due(s, "mail", 1795000300, &n);
+    cr_assert_eq(n, 1);
+    cr_expect_eq(items[0].id, 2);
+    cr_expect_eq(items[0].attempts, 1);
+    cr_expect_eq(items[0].next_try, 1795000280);
+    expect_str_eq(items[0].last_error, "SMTP 451 try later", "last_error");
+    state_outbox_free(items, n);
+
+    /* Ids are never reused, even after the queue empties. */
+    state_outbox_done(s, 1);
+    state_outbox_done(s, 2);
+    s = reopen(s);
+    state_enqueue(s, "ops-hook", &ev, 1795000400);
+    items = state_outbox_due(s, "ops-hook", 1795000400, &n);
+    cr_assert_eq(n, 1);
+    cr_expect_eq(items[0].id, 3);
+    state_outbox_free(items, n);
+
+    event_clear(&ev);
+    state_close(s);
+}
+
+Test(state, file_mode_is_0600_and_no_temp_file_is_left)
+{
+    umask(0);
+    struct state *s = open_ok();
+    state_mark_seen(s, "A", 1, "ch1");
+    save_ok(s);
+    save_ok(s); /* replacing an existing file too */
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_expect_eq(st.st_mode & 07777, 0600, "mode %o", (unsigned)(st.st_mode & 07777));
+    char *tmp = xasprintf("%s.tmp", path);
+    cr_expect_eq(access(tmp, F_OK), -1, "%s is left behind", tmp);
+    free(tmp);
+    char *lock = xasprintf("%s.lock", path);
+    cr_assert_eq(stat(lock, &st), 0);
+    cr_expect_eq(st.st_mode & 07777, 0600, "lock mode %o", (unsigned)(st.st_mode & 07777));
+    free(lock);
+    state_close(s);
+}
+
+Test(state, second_open_in_the_same_process_waits_then_fails)
+{
+    struct state *s1 = open_ok();
+    struct state *s2 = NULL;
+    struct err e = {{0}};
+    double t0 = now_s();
+    cr_assert_eq(state_open(&s2, path, 1, &e), -1);
+    double waited = now_s() - t0;
+    cr_expect_null(s2);
+    cr_expect(waited >= 0.9 && waited < 2.5, "waited %.2f s", waited);
+    char *want = xasprintf("%s: locked by another wsrelay run (pid %ld)", path, (long)getpid());
+    expect_str_eq(e.msg, want, "message");
+    free(want);
+    state_close(s1);
+    cr_assert_eq(state_open(&s2, path, 1, &e), 0, "%s", e.msg);
+    state_close(s2);
+}
+
+Test(state, lock_held_by_another_process)
+{
+    int ready[2], release[2];
+    cr_assert_eq(pipe(ready), 0);
+    cr_assert_eq(pipe(release), 0);
+    pid_t child = fork();
+    cr_assert_neq(child, -1);
+    if (child == 0) {
+        struct state *s = NULL;
+        char c = 0;
+        close(ready[0]);
+        close(release[1]);
+        int rc = state_open(&s, path, 0, NULL);
+        c = rc == 0 ? 'y' : 'n';
+        if (write(ready[1], &c, 1) != 1)
+            _exit(2);
+        while (read(release[0], &c, 1) > 0)
+            ;
+        state_close(s);
+        _exit(0);
+    }
+    close(ready[1]);
+    close(release[0]);
+    char c = 0;
+    cr_assert_eq(read(ready[0], &c, 1), 1);
+    cr_assert_eq(c, 'y', "the child could not open the state");
+
+    struct state *s = NULL;
+    struct err e = {{0}};
+    double t0 = now_s();
+    int rc = state_open(&s, path, 1, &e);
+    double waited = now_s() - t0;
+    char *want = xasprintf("%s: locked by another wsrelay run (pid %ld)", path, (long)child);
+    cr_expect_eq(rc, -1);
+    expect_str_eq(e.msg, want, "message");
+    cr_expect(waited >= 0.9 && waited < 2.5, "waited %.2f s", waited);
+    free(want);
+
+    /* The lock is given up when the other run ends; a waiting run gets it. */
+    close(release[1]);
+    rc = state_open(&s, path, 5, &e);
+    cr_expect_eq(rc, 0, "%s", e.msg);
+    state_close(s);
+    int status = 0;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(ready[0]);
+}
+
+Test(state, corrupt_json_is_an_error_and_the_file_is_left_alone)
+{
+    static const char *const texts[] = {
+        "{\"version\":1,\"seen\":{", "{\"version\":1} trailing", "{\"version\":1,}", "", "not json",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        struct err e;
+        spew(path, texts[i]);
+        open_fails(&e);
+        char *want = xasprintf("%s: corrupt state file: ", path);
+        cr_expect_eq(strncmp(e.msg, want, strlen(want)), 0, "text %zu: %s", i, e.msg);
+        free(want);
+        char *after = slurp(path);
+        expect_str_eq(after, texts[i], "file after a failed open");
+        free(after);
+    }
+    /* Text after a NUL byte is not ignored. */
+    static const char nul[] = "{\"version\":1}\0{\"version\":1}";
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(nul, 1, sizeof nul - 1, f), sizeof nul - 1);
+    cr_assert_eq(fclose(f), 0);
+    struct err e;
+    open_fails(&e);
+    cr_expect_not_null(strstr(e.msg, "corrupt state file"), "%s", e.msg);
+
+    /* A failed open releases the lock. */
+    spew(path, "{\"version\":1}");
+    state_close(open_ok());
+}
+
+Test(state, newer_version_is_refused)
+{
+    struct err e;
+    spew(path, "{\"version\":2,\"whatever\":[]}\n");
+    open_fails(&e);
+    char *want = xasprintf("%s: written by a newer wsrelay (version 2)", path);
+    expect_str_eq(e.msg, want, "message");
+    free(want);
+}
+
+Test(state, wrong_shapes_inside_are_corrupt)
+{
+    static const char *const docs[] = {
+        "[]",
+        "{}",
+        "{\"version\":\"1\"}",
+        "{\"version\":1.5}",
+        "{\"version\":0}",
+        "{\"version\":1,\"next_id\":\"7\"}",
+        "{\"version\":1,\"seen\":[]}",
+        "{\"version\":1,\"seen\":{\"A\":[\"1/ch1\"]}}",
+        "{\"version\":1,\"seen\":{\"A\":{\"ch1\":1}}}",
+        "{\"version\":1,\"seen\":{\"A\":{\"12x/ch1\":1}}}",
+        "{\"version\":1,\"seen\":{\"A\":{\"12/\":1}}}",
+        "{\"version\":1,\"accounts\":{\"t\":[]}}",
+        "{\"version\":1,\"accounts\":{\"t\":{\"discovered_at\":\"x\"}}}",
+        "{\"version\":1,\"accounts\":{\"t\":{\"devices\":{}}}}",
+        "{\"version\":1,\"accounts\":{\"t\":{\"devices\":[7]}}}",
+        "{\"version\":1,\"accounts\":{\"t\":{\"devices\":[{\"base\":\"B\"}]}}}",
+        "{\"version\":1,\"accounts\":{\"t\":{\"devices\":[{\"serial\":1}]}}}",
+        "{\"version\":1,\"accounts\":{\"t\":{\"devices\":[{\"serial\":\"A\",\"last_poll\":null}]}}"
+        "}",
+        "{\"version\":1,\"logins\":[]}",
+        "{\"version\":1,\"logins\":{\"x\":1}}",
+        "{\"version\":1,\"logins\":{\"x\":{\"alert\":[]}}}",
+        "{\"version\":1,\"logins\":{\"x\":{\"alert\":{\"calls\":[1,\"2\"]}}}}",
+        "{\"version\":1,\"logins\":{\"x\":{\"current\":{\"calls\":{}}}}}",
+        "{\"version\":1,\"logins\":{\"x\":{\"alert\":{\"blocked_until\":true}}}}",
+        "{\"version\":1,\"logins\":{\"x\":{\"alert\":{\"ratelimit\":{\"limit\":\"12\"}}}}}",
+        "{\"version\":1,\"outbox\":{}}",
+        "{\"version\":1,\"outbox\":[1]}",
+        "{\"version\":1,\"outbox\":[{\"receiver\":\"r\",\"event\":{}}]}",
+        "{\"version\":1,\"outbox\":[{\"id\":0,\"receiver\":\"r\"}]}",
+        "{\"version\":1,\"outbox\":[{\"id\":1}]}",
+        "{\"version\":1,\"outbox\":[{\"id\":1,\"receiver\":\"r\",\"attempts\":-1}]}",
+        "{\"version\":1,\"outbox\":[{\"id\":1,\"receiver\":\"r\",\"next_try\":\"soon\"}]}",
+        "{\"version\":1,\"outbox\":[{\"id\":1,\"receiver\":\"r\",\"last_error\":5}]}",
+        "{\"version\":1,\"outbox\":[{\"id\":3,\"receiver\":\"r\"},{\"id\":3,\"receiver\":\"q\"}]}",
+    };
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        struct err e;
+        spew(path, docs[i]);
+        open_fails(&e);
+        char *want = xasprintf("%s: corrupt state file: ", path);
+        cr_expect_eq(strncmp(e.msg, want, strlen(want)), 0, "doc %zu (%s): %s", i, docs[i], e.msg);
+        free(want);
+    }
+}
+
+Test(state, unknown_members_are_kept)
+{
+    spew(path, "{\"version\":1,\"future\":{\"x\":[1,2]},\"logins\":{\"l\":{\"other\":1}}}");
+    struct state *s = open_ok();
+    save_ok(s);
+    state_close(s);
+    char *text = slurp(path);
+    cr_expect_not_null(strstr(text, "\"future\":{\"x\":[1,2]}"), "%s", text);
+    cr_expect_not_null(strstr(text, "\"other\":1"), "%s", text);
+    free(text);
+}
+
+Test(state, unwritable_directory_fails_at_open)
+{
+    struct state *s = NULL;
+    struct err e = {{0}};
+    char *file = xasprintf("%s/plain", dir);
+    spew(file, "x");
+    char *bad = xasprintf("%s/state.json", file);
+    cr_expect_eq(state_open(&s, bad, 0, &e), -1);
+    cr_expect_null(s);
+    char *want = xasprintf("%s: state directory %s is not writable: ", bad, file);
+    cr_expect_eq(strncmp(e.msg, want, strlen(want)), 0, "%s", e.msg);
+    free(want);
+    free(bad);
+
+    bad = xasprintf("%s/missing/state.json", dir);
+    cr_expect_eq(state_open(&s, bad, 0, &e), -1);
+    cr_expect_null(s);
+    cr_expect_not_null(strstr(e.msg, "is not writable"), "%s", e.msg);
+    free(bad);
+    free(file);
+}
+
+/* --- seen keys --------------------------------------------------------- */
+
+Test(state, seen_mark_prune_count)
+{
+    struct state *s = open_ok();
+    state_mark_seen(s, "A", 100, "ch1");
+    state_mark_seen(s, "A", 100, "ch1"); /* twice is once */
+    state_mark_seen(s, "A", 100, "ch2");
+    state_mark_seen(s, "A", 200, "ch1");
+    state_mark_seen(s, "A", 300, "battery-level");
+    state_mark_seen(s, "B", 100, "ch1");
+    cr_expect_eq(state_seen_count(s, "A"), 4);
+    cr_expect_eq(state_seen_count(s, "B"), 1);
+    cr_expect(state_seen(s, "A", 100, "ch2"));
+    cr_expect_not(state_seen(s, "A", 101, "ch2"));
+    cr_expect_not(state_seen(s, "C", 100, "ch1"));
+
+    state_prune_seen(s, "A", 200); /* strictly older only */
+    cr_expect_eq(state_seen_count(s, "A"), 2);
+    cr_expect_not(state_seen(s, "A", 100, "ch1"));
+    cr_expect_not(state_seen(s, "A", 100, "ch2"));
+    cr_expect(state_seen(s, "A", 200, "ch1"));
+    cr_expect(state_seen(s, "A", 300, "battery-level"));
+    cr_expect_eq(state_seen_count(s, "B"), 1, "another serial is untouched");
+    state_prune_seen(s, "C", 1000); /* unknown serial: nothing */
+    state_prune_seen(s, "A", 1000);
+    cr_expect_eq(state_seen_count(s, "A"), 0);
+
+    s = reopen(s);
+    cr_expect_eq(state_seen_count(s, "A"), 0);
+    cr_expect(state_seen(s, "B", 100, "ch1"));
+    state_close(s);
+}
+
+/* --- devices ----------------------------------------------------------- */
+
+Test(state, devices_keep_last_poll_across_discovery)
+{
+    struct state *s = open_ok();
+    struct state_device *first = xcalloc(2, sizeof *first);
+    first[0] = dev("A", "X", "TR-71", "one", 0);
+    first[1] = dev("B", "X", "TR-72", "two", 0);
+    state_set_devices(s, "tokyo", first, 2, 1000);
+    state_devices_free(first, 2);
+    state_device_polled(s, "tokyo", "A", "X", 1100);
+    state_device_polled(s, "tokyo", "B", "X", 1200);
+
+    struct state_device *second = xcalloc(2, sizeof *second);
+    second[0] = dev("C", "Y", NULL, NULL, 0);
+    second[1] = dev("A", "Y", "TR-71nw", "renamed", 5);
+    state_set_devices(s, "tokyo", second, 2, 2000);
+    state_devices_free(second, 2);
+    cr_expect_eq(state_discovered_at(s, "tokyo"), 2000);
+    cr_expect_eq(state_discovered_at(s, "osaka"), 0);
+
+    size_t n = 0;
+    struct state_device *d = state_devices(s, "tokyo", &n);
+    cr_assert_eq(n, 2, "B is gone, C is new");
+    expect_str_eq(d[0].serial, "C", "serial");
+    expect_str_eq(d[0].model, "", "model");
+    expect_str_eq(d[0].name, "", "name");
+    cr_expect_eq(d[0].last_poll, 0);
+    expect_str_eq(d[1].serial, "A", "serial");
+    expect_str_eq(d[1].base, "Y", "base");
+    expect_str_eq(d[1].model, "TR-71nw", "model");
+    expect_str_eq(d[1].name, "renamed", "name");
+    cr_expect_eq(d[1].last_poll, 1100, "kept, got %lld", d[1].last_poll);
+    /* A copy: changing it does not change the state. */
+    d[1].last_poll = 7;
+    state_devices_free(d, n);
+    d = state_devices(s, "tokyo", &n);
+    cr_expect_eq(d[1].last_poll, 1100);
+    state_devices_free(d, n);
+    state_devices_free(NULL, 0);
+    state_close(s);
+}
+
+Test(state, polling_an_unlisted_device_adds_it)
+{
+    struct state *s = open_ok();
+    state_device_polled(s, "osaka", "HAND1", "BASE9", 500);
+    cr_expect_eq(state_discovered_at(s, "osaka"), 0, "a poll is not a discovery");
+    s = reopen(s);
+    size_t n = 0;
+    struct state_device *d = state_devices(s, "osaka", &n);
+    cr_assert_eq(n, 1);
+    expect_str_eq(d[0].serial, "HAND1", "serial");
+    expect_str_eq(d[0].base, "BASE9", "base");
+    expect_str_eq(d[0].model, "", "model");
+    expect_str_eq(d[0].name, "", "name");
+    cr_expect_eq(d[0].last_poll, 500);
+    state_devices_free(d, n);
+    /* Polled again, through another base: still one entry, which follows. */
+    state_device_polled(s, "osaka", "HAND1", "BASE7", 600);
+    d = state_devices(s, "osaka", &n);
+    cr_assert_eq(n, 1);
+    cr_expect_eq(d[0].last_poll, 600);
+    expect_str_eq(d[0].base, "BASE7", "base");
+    state_devices_free(d, n);
+    state_close(s);
+}
+
+/* --- budget ledger ----------------------------------------------------- */
+
+Test(state, ledger_counts_since_and_drops_after_a_day)
+{
+    const long long t = 1800000000;
+    struct state *s = open_ok();
+    state_record_call(s, "L", PLATFORM_ALERT, t - 3700);
+    state_record_call(s, "L", PLATFORM_ALERT, t - 3600);
+    state_record_call(s, "L", PLATFORM_ALERT, t - 10);
+    state_record_call(s, "L", PLATFORM_ALERT, t);
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, t - 3600), 3, "since is inclusive");
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, t - 3599), 2);
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, t - 86400), 4);
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_CURRENT, 0), 0, "ops are separate");
+    cr_expect_eq(state_calls_since(s, "M", PLATFORM_ALERT, 0), 0, "logins are separate");
+    cr_expect_eq(state_last_call(s, "L", PLATFORM_ALERT), t);
+
+    /* A day later the first two fall out; one exactly a day old stays. */
+    state_record_call(s, "L", PLATFORM_ALERT, t - 3600 + 86400);
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, 0), 4);
+    state_record_call(s, "L", PLATFORM_ALERT, t - 10 + 86400 + 1);
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, 0), 3);
+
+    s = reopen(s);
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, 0), 3);
+    cr_expect_eq(state_last_call(s, "L", PLATFORM_ALERT), t + 86400 - 9);
+    state_close(s);
+}
+
+Test(state, ledger_counts_calls_in_the_future)
+{
+    const long long t = 1800000000;
+    struct state *s = open_ok();
+    state_record_call(s, "L", PLATFORM_CURRENT, t);
+    state_record_call(s, "L", PLATFORM_CURRENT, t + 60);
+    /* The clock went back by ten minutes. */
+    state_record_call(s, "L", PLATFORM_CURRENT, t - 600);
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_CURRENT, t - 600 - 120), 3);
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_CURRENT, t - 599), 2);
+    cr_expect_eq(state_last_call(s, "L", PLATFORM_CURRENT), t + 60);
+    /* Going back a long way does not drop what lies ahead of it. */
+    state_record_call(s, "L", PLATFORM_CURRENT, t - 200000);
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_CURRENT, t - 200000), 4);
+    state_close(s);
+}
+
+Test(state, block_and_ratelimit)
+{
+    struct state *s = open_ok();
+    state_block(s, "L", PLATFORM_ALERT, 5000);
+    cr_expect_eq(state_blocked_until(s, "L", PLATFORM_ALERT), 5000);
+    cr_expect_eq(state_blocked_until(s, "L", PLATFORM_CURRENT), 0);
+    state_block(s, "L", PLATFORM_ALERT, 4000);
+    cr_expect_eq(state_blocked_until(s, "L", PLATFORM_ALERT), 4000, "the last word counts");
+
+    struct ratelimit rl = {.present = true, .limit = 10, .remaining = 0, .reset = 90};
+    state_set_ratelimit(s, "L", PLATFORM_CURRENT, &rl, 3000);
+    struct ratelimit missing = {.present = false, .limit = 1, .remaining = 1, .reset = 1};
+    state_set_ratelimit(s, "L", PLATFORM_CURRENT, &missing, 3100);
+    s = reopen(s);
+    cr_expect_eq(state_blocked_until(s, "L", PLATFORM_ALERT), 4000);
+    struct ratelimit got;
+    long long at = 0;
+    cr_assert(state_ratelimit(s, "L", PLATFORM_CURRENT, &got, &at));
+    cr_expect_eq(got.limit, 10);
+    cr_expect_eq(got.remaining, 0);
+    cr_expect_eq(got.reset, 90);
+    cr_expect_eq(at, 3000, "headers that were absent are not stored");
+    char *text = slurp(path);
+    cr_expect_not_null(
+        strstr(text, "\"ratelimit\":{\"limit\":10,\"remaining\":0,\"reset\":90,\"at\":3000}"), "%s",
+        text);
+    free(text);
+    state_close(s);
+}
+
+/* --- outbox ------------------------------------------------------------ */
+
+Test(state, outbox_due_order_and_counts)
+{
+    struct state *s = open_ok();
+    struct event ev = sample_event("A", 100, "ch1");
+    state_enqueue(s, "hook", &ev, 300); /* id 1 */
+    state_enqueue(s, "mail", &ev, 100); /* id 2 */
+    state_enqueue(s, "hook", &ev, 200); /* id 3 */
+    state_enqueue(s, "hook", &ev, 200); /* id 4 */
+    state_enqueue(s, "hook", &ev, 900); /* id 5: not due at 500 */
+    cr_expect_eq(state_outbox_count(s, NULL), 5);
+    cr_expect_eq(state_outbox_count(s, "hook"), 4);
+    cr_expect_eq(state_outbox_count(s, "mail"), 1);
+    cr_expect_eq(state_outbox_count(s, "slack"), 0);
+
+    size_t n = 0;
+    struct outbox_item *items = state_outbox_due(s, "hook", 500, &n);
+    cr_assert_eq(n, 3);
+    cr_expect_eq(items[0].id, 3);
+    cr_expect_eq(items[1].id, 4);
+    cr_expect_eq(items[2].id, 1);
+    state_outbox_free(items, n);
+    cr_expect_null(state_outbox_due(s, "slack", 500, &n));
+    cr_expect_eq(n, 0);
+
+    state_outbox_failed(s, 3, "HTTP 500", 500);
+    items = state_outbox_due(s, "hook", 500, &n);
+    cr_assert_eq(n, 2, "a failed item waits");
+    cr_expect_eq(items[0].id, 4);
+    state_outbox_free(items, n);
+    items = state_outbox_due(s, "hook", 560, &n);
+    cr_assert_eq(n, 3, "and is due again after its backoff");
+    cr_expect_eq(items[0].id, 3);
+    state_outbox_free(items, n);
+
+    state_outbox_done(s, 4);
+    state_outbox_done(s, 4); /* already gone: nothing */
+    state_outbox_done(s, 99);
+    state_outbox_failed(s, 99, "x", 1);
+    cr_expect_eq(state_outbox_count(s, NULL), 4);
+    cr_expect_eq(state_outbox_count(s, "hook"), 3);
+    state_outbox_done(s, 2);
+    cr_expect_eq(state_outbox_count(s, "mail"), 0);
+    cr_expect_eq(state_outbox_count(s, NULL), 3);
+    state_outbox_free(NULL, 0);
+    event_clear(&ev);
+    state_close(s);
+}
+
+Test(state, outbox_backoff_doubles_to_an_hour)
+{
+    static const long long delays[] = {60, 120, 240, 480, 960, 1920, 3600, 3600, 3600};
+    struct state *s = open_ok();
+    struct event ev = sample_event("A", 100, "ch1");
+    state_enqueue(s, "hook", &ev, 1000);
+    long long now = 1000;
+    for (size_t i = 0; i < sizeof delays / sizeof delays[0]; i++) {
+        char error[32];
+        snprintf(error, sizeof error, "failure %zu", i + 1);
+        state_outbox_failed(s, 1, error, now);
+        size_t n = 0;
+        struct outbox_item *items = state_outbox_due(s, "hook", now + delays[i] - 1, &n);
+        cr_expect_eq(n, 0, "attempt %zu: due too early", i + 1);
+        state_outbox_free(items, n);
+        items = state_outbox_due(s, "hook", now + delays[i], &n);
+        cr_assert_eq(n, 1, "attempt %zu: not due after %lld s", i + 1, delays[i]);
+        cr_expect_eq(items[0].next_try - now, delays[i], "attempt %zu", i + 1);
+        cr_expect_eq(items[0].attempts, (int)i + 1);
+        expect_str_eq(items[0].last_error, error, "last_error");
+        cr_expect_eq(items[0].queued_at, 1000);
+        state_outbox_free(items, n);
+        now += delays[i] + 7;
+    }
+    event_clear(&ev);
+    state_close(s);
+}
+
+Test(state, stored_event_round_trips_every_field)
+{
+    struct state *s = open_ok();
+    struct event ev = sample_event("5214000A", 1795000000, "communication-status");
+    struct event bare = {
+        .account = xstrdup("a"),
+        .serial = xstrdup("B"),
+        .model = xstrdup(""),
+        .name = xstrdup(""),
+        .unixtime = -5,
+        .kind = xstrdup("ch6"),
+        .text = xstrdup(""),
+        .utc_offset = 540,
+    };
+    state_enqueue(s, "hook", &ev, 10);
+    state_enqueue(s, "hook", &bare, 11);
+    s = reopen(s);
+    size_t n = 0;
+    struct outbox_item *items = state_outbox_due(s, "hook", 11, &n);
+    cr_assert_eq(n, 2);
+    expect_event_eq(&items[0].event, &ev);
+    expect_event_eq(&items[1].event, &bare);
+    state_outbox_free(items, n);
+    event_clear(&ev);
+    event_clear(&bare);
+    state_close(s);
+}
+
+Test(state, unreadable_outbox_event_is_skipped)
+{
+    struct event ev = sample_event("A", 100, "ch1");
+    struct json_object *good = event_to_json(&ev);
+    char *text = xasprintf(
+        "{\"version\":1,\"next_id\":2,\"outbox\":["
+        "{\"id\":9,\"receiver\":\"hook\",\"event\":%s,\"attempts\":0,\"queued_at\":5,"
+        "\"next_try\":5,\"last_error\":null},"
+        "{\"id\":4,\"receiver\":\"hook\",\"event\":\"garbage\",\"queued_at\":1,\"next_try\":1},"
+        "{\"id\":5,\"receiver\":\"hook\",\"event\":{\"serial\":\"A\"},\"queued_at\":2},"
+        "{\"id\":6,\"receiver\":\"hook\",\"queued_at\":3}]}\n",
+        json_object_to_json_string_ext(good, JSON_C_TO_STRING_PLAIN));
+    spew(path, text);
+
+    /* Catch the warnings. */
+    char *log = xasprintf("%s/stderr", dir);
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+
+    struct state *s = open_ok();
+    size_t n = 0;
+    struct outbox_item *items = state_outbox_due(s, "hook", 100, &n);
+    fflush(stderr);
+    char *warnings = slurp(log);
+
+    cr_assert_eq(n, 1);
+    cr_expect_eq(items[0].id, 9);
+    expect_event_eq(&items[0].event, &ev);
+    state_outbox_free(items, n);
+    cr_expect_eq(state_outbox_count(s, "hook"), 4, "unreadable items stay queued");
+    cr_expect_not_null(strstr(warnings, "outbox item 4 for hook skipped"), "%s", warnings);
+    cr_expect_not_null(strstr(warnings, "outbox item 5 for hook skipped"), "%s", warnings);
+    cr_expect_not_null(strstr(warnings, "outbox item 6 for hook skipped"), "%s", warnings);
+
+    /* The file's outbox was out of order and next_id too low: new ids still
+     * go above every id in use, and lookups by id still work. */
+    state_enqueue(s, "hook", &ev, 50);
+    state_outbox_done(s, 6);
+    state_outbox_failed(s, 9, "boom", 60);
+    items = state_outbox_due(s, "hook", 60, &n);
+    cr_assert_eq(n, 1);
+    cr_expect_eq(items[0].id, 10);
+    state_outbox_free(items, n);
+    cr_expect_eq(state_outbox_count(s, NULL), 4);
+
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    free(warnings);
+    free(log);
+    free(text);
+    json_object_put(good);
+    event_clear(&ev);
+    state_close(s);
+}
+
+Test(state, failed_save_leaves_the_previous_file)
+{
+    struct state *s = open_ok();
+    state_mark_seen(s, "A", 1, "ch1");
+    save_ok(s);
+    char *before = slurp(path);
+    state_mark_seen(s, "A", 2, "ch1");
+    char *tmp = xasprintf("%s.tmp", path);
+    cr_assert_eq(mkdir(tmp, 0700), 0);
+    struct err e = {{0}};
+    cr_expect_eq(state_save(s, &e), -1);
+    cr_expect_not_null(strstr(e.msg, path), "%s", e.msg);
+    char *after = slurp(path);
+    expect_str_eq(after, before, "state file");
+    /* Once the obstacle is gone the save goes through. */
+    cr_assert_eq(rmdir(tmp), 0);
+    save_ok(s);
+    state_close(s);
+    s = open_ok();
+    cr_expect(state_seen(s, "A", 2, "ch1"));
+    state_close(s);
+    free(before);
+    free(after);
+    free(tmp);
+}
+
+Test(state, close_accepts_null)
+{
+    state_close(NULL);
+}
