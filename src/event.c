@@ -177,8 +177,8 @@ int event_from_json(struct event *out, const struct json_object *obj, struct err
 
 /* ---- Get Alert Logs bodies ---- */
 
-#define MAX_OFFSET (24 * 60)          /* minutes; any real offset is well inside */
-#define MAX_UNIXTIME 253402300799LL   /* 9999-12-31T23:59:59Z */
+#define MAX_OFFSET (24 * 60)        /* minutes; any real offset is well inside */
+#define MAX_UNIXTIME 253402300799LL /* 9999-12-31T23:59:59Z */
 #define DEFAULT_DST_BIAS 60
 
 /* The member `key` of `obj`, trying the name as given and then with '_' and

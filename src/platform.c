@@ -40,8 +40,7 @@ struct call {
 };
 
 static const char *const op_names[PLATFORM_N_OPS] = {"current", "alert"};
-static const char *const op_paths[PLATFORM_N_OPS] = {"/v1/devices/current",
-                                                      "/v1/devices/alert"};
+static const char *const op_paths[PLATFORM_N_OPS] = {"/v1/devices/current", "/v1/devices/alert"};
 
 const char *platform_op_name(enum platform_op op)
 {
@@ -212,8 +211,9 @@ static int check_base_url(bool *loopback, const char *url, struct err *e)
     }
     *loopback = is_loopback(host);
     if (http && !*loopback) {
-        err_set(e, "plain http is allowed only to 127.0.0.1, localhost or [::1], not to '%s'; "
-                   "use https",
+        err_set(e,
+                "plain http is allowed only to 127.0.0.1, localhost or [::1], not to '%s'; "
+                "use https",
                 host);
         goto out;
     }
@@ -304,15 +304,13 @@ void platform_set_timeouts(struct platform *p, long connect_s, long total_s)
 /* The options that stay the same for every call. */
 static int set_fixed_options(struct platform *p, bool loopback, struct err *e)
 {
+    int rc = -1;
     const struct {
         CURLoption opt;
         long value;
     } longs[] = {
-        {CURLOPT_SSL_VERIFYPEER, 1L},
-        {CURLOPT_SSL_VERIFYHOST, 2L},
-        {CURLOPT_FOLLOWLOCATION, 0L},
-        {CURLOPT_NOSIGNAL, 1L},
-        {CURLOPT_POST, 1L},
+        {CURLOPT_SSL_VERIFYPEER, 1L}, {CURLOPT_SSL_VERIFYHOST, 2L}, {CURLOPT_FOLLOWLOCATION, 0L},
+        {CURLOPT_NOSIGNAL, 1L},       {CURLOPT_POST, 1L},
     };
     const char *headers[] = {"X-HTTP-Method-Override: GET", "Content-Type: application/json",
                              "Accept: application/json", "Expect:"};
@@ -321,8 +319,10 @@ static int set_fixed_options(struct platform *p, bool loopback, struct err *e)
         cc = curl_easy_setopt(p->curl, longs[i].opt, longs[i].value);
     for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) {
         struct curl_slist *l = curl_slist_append(p->headers, headers[i]);
-        if (!l)
-            return err_set(e, "cannot build the request headers");
+        if (!l) {
+            err_set(e, "cannot build the request headers");
+            goto out;
+        }
         p->headers = l;
     }
 #if LIBCURL_VERSION_NUM >= 0x075500
@@ -347,9 +347,13 @@ static int set_fixed_options(struct platform *p, bool loopback, struct err *e)
         cc = curl_easy_setopt(p->curl, CURLOPT_WRITEFUNCTION, on_body);
     if (cc == CURLE_OK)
         cc = curl_easy_setopt(p->curl, CURLOPT_HEADERFUNCTION, on_header);
-    if (cc != CURLE_OK)
-        return err_set(e, "libcurl refused an option: %s", curl_easy_strerror(cc));
-    return 0;
+    if (cc != CURLE_OK) {
+        err_set(e, "libcurl refused an option: %s", curl_easy_strerror(cc));
+        goto out;
+    }
+    rc = 0;
+out:
+    return rc;
 }
 
 int platform_new(struct platform **out, const struct account_conf *account, struct err *e)
@@ -415,8 +419,7 @@ static struct json_object *request_body(const struct account_conf *a, enum platf
 {
     struct json_object *req = json_object_new_object();
     json_object_object_add(req, "api-key", json_object_new_string(a->api_key ? a->api_key : ""));
-    json_object_object_add(req, "login-id",
-                           json_object_new_string(a->login_id ? a->login_id : ""));
+    json_object_object_add(req, "login-id", json_object_new_string(a->login_id ? a->login_id : ""));
     json_object_object_add(req, "login-pass",
                            json_object_new_string(a->login_pass ? a->login_pass : ""));
     if (op == PLATFORM_ALERT) {
@@ -478,7 +481,7 @@ static char *clean_text(const char *text, const struct account_conf *a, size_t m
 static char *error_message(int *api_code, long status, const struct buf *body,
                            const struct account_conf *a)
 {
-    struct json_object *doc = NULL, *error = NULL;
+    struct json_object *doc = NULL, *error = NULL, *text = NULL;
     char *detail = NULL, *message = NULL;
     long long code = 0;
     bool have_code = false;
@@ -501,7 +504,7 @@ static char *error_message(int *api_code, long status, const struct buf *body,
         have_code = true;
         *api_code = (int)code;
     }
-    struct json_object *text = member(error, "message");
+    text = member(error, "message");
     if (text && json_object_is_type(text, json_type_string))
         detail = clean_text(json_object_get_string(text), a, PLATFORM_MESSAGE_MAX);
     if (have_code && detail)
@@ -526,6 +529,7 @@ int platform_call(struct platform *p, enum platform_op op, const char *serial, c
     struct json_object *req = NULL;
     char *url = NULL;
     const char *text;
+    const char *name = p->account->name ? p->account->name : "";
     CURLcode cc = CURLE_OK;
     buf_init(&c.body, RESPONSE_LIMIT);
     platform_reply_free(out);
@@ -538,8 +542,8 @@ int platform_call(struct platform *p, enum platform_op op, const char *serial, c
         goto out;
     }
     req = request_body(p->account, op, serial, base);
-    text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN |
-                                                   JSON_C_TO_STRING_NOSLASHESCAPE);
+    text = json_object_to_json_string_ext(req,
+                                          JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     url = xasprintf("%s%s", p->base_url, op_paths[op]);
     p->errbuf[0] = '\0';
     cc = curl_easy_setopt(p->curl, CURLOPT_URL, url);
@@ -562,8 +566,8 @@ int platform_call(struct platform *p, enum platform_op op, const char *serial, c
         memset(&out->rl, 0, sizeof out->rl);
     if (c.too_large) {
         curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &out->http_status);
-        out->message = xasprintf("HTTP %ld: response too large (over %zu MiB)",
-                                 out->http_status, RESPONSE_LIMIT / (1024 * 1024));
+        out->message = xasprintf("HTTP %ld: response too large (over %zu MiB)", out->http_status,
+                                 RESPONSE_LIMIT / (1024 * 1024));
         goto out;
     }
     if (cc != CURLE_OK) {
@@ -587,11 +591,11 @@ int platform_call(struct platform *p, enum platform_op op, const char *serial, c
     rc = 0;
 out:
     if (out->rl.present)
-        log_debug("platform: %s: HTTP %ld, %ld of %ld calls left", platform_op_name(op),
-                  out->http_status, out->rl.remaining, out->rl.limit);
+        log_debug("platform: account '%s': %s: HTTP %ld, %ld of %ld calls left", name,
+                  platform_op_name(op), out->http_status, out->rl.remaining, out->rl.limit);
     else
-        log_debug("platform: %s: HTTP %ld, no rate-limit headers", platform_op_name(op),
-                  out->http_status);
+        log_debug("platform: account '%s': %s: HTTP %ld, no rate-limit headers", name,
+                  platform_op_name(op), out->http_status);
     json_object_put(req);
     free(url);
     buf_free(&c.body);
@@ -637,7 +641,7 @@ int platform_parse_devices(struct device_info **out, size_t *n, const struct jso
 {
     int rc = -1;
     struct device_info *list = NULL;
-    size_t count = 0;
+    size_t count = 0, len = 0;
     struct json_object *devices = member(body, "devices");
     *out = NULL;
     *n = 0;
@@ -645,14 +649,15 @@ int platform_parse_devices(struct device_info **out, size_t *n, const struct jso
         err_set(e, "Get Current Readings reply has no 'devices' array");
         goto out;
     }
-    size_t len = json_object_array_length(devices);
+    len = json_object_array_length(devices);
     if (len > 0)
         list = xreallocarray(NULL, len, sizeof *list);
     for (size_t i = 0; i < len; i++) {
         struct json_object *rec = json_object_array_get_idx(devices, i);
         if (!rec || !json_object_is_type(rec, json_type_object) ||
             !read_device(&list[count], rec)) {
-            log_warn("platform: device record %zu of %zu has no usable serial; skipped", i + 1, len);
+            log_warn("platform: device record %zu of %zu has no usable serial; skipped", i + 1,
+                     len);
             continue;
         }
         count++;

@@ -310,8 +310,9 @@ Test(event, daylight_saving)
     cr_assert_eq(l.items[0].utc_offset, -240);
     event_list_free(&l);
     /* dst-flg 0 ignores dst-bias. */
-    parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"time-diff\":\"540\",\"dst-flg\":\"0\","
-                 "\"dst-bias\":\"60\",\"alert-logs\":[{\"unixtime\":\"1700000000\",\"ch1\":\"x\"}]}");
+    parse_ok(&l,
+             "{\"remote-serial\":\"52C10001\",\"time-diff\":\"540\",\"dst-flg\":\"0\","
+             "\"dst-bias\":\"60\",\"alert-logs\":[{\"unixtime\":\"1700000000\",\"ch1\":\"x\"}]}");
     cr_assert_eq(l.items[0].utc_offset, 540);
     event_list_free(&l);
 }

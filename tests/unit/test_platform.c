@@ -42,8 +42,8 @@ struct recorded {
 
 struct canned {
     unsigned status;
-    const char *body; /* NULL: empty */
-    size_t body_len;  /* 0: strlen(body) */
+    const char *body;        /* NULL: empty */
+    size_t body_len;         /* 0: strlen(body) */
     const char *headers[16]; /* name, value, name, value, ..., NULL */
     unsigned delay_ms;
 };
@@ -97,8 +97,8 @@ static const char *header(struct MHD_Connection *conn, const char *name)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_size, void **req_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **req_cls)
 {
     struct buf *body = *req_cls;
     struct MHD_Response *resp;
@@ -304,8 +304,8 @@ Test(platform, current_request_and_ratelimit)
     assert_member(req, "login-id", login_id);
     assert_member(req, "login-pass", password);
     /* The quote and backslash travel escaped. */
-    cr_assert_not_null(strstr(srv.req[0].body, "\"login-pass\":\"pa\\\"ss\\\\wd\""),
-                       "body: %s", srv.req[0].body);
+    cr_assert_not_null(strstr(srv.req[0].body, "\"login-pass\":\"pa\\\"ss\\\\wd\""), "body: %s",
+                       srv.req[0].body);
     json_object_put(req);
     platform_reply_free(&r);
     cr_assert_null(r.body);
@@ -498,8 +498,7 @@ Test(platform, ok_but_not_json)
     const char *bodies[] = {"devices: none", "[1,2,3]", "\"text\"", "null", "", "{\"a\":1} x"};
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
         answer(200, bodies[i]);
-        cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), -1, "%s",
-                     bodies[i]);
+        cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), -1, "%s", bodies[i]);
         cr_assert_eq(r.http_status, 200);
         cr_assert_null(r.body);
         cr_assert_str_eq(r.message, "HTTP 200 with a body that is not a JSON object");
@@ -657,8 +656,8 @@ Test(platform, no_secret_in_logs)
     close(fd);
     cr_assert_gt(n, 0);
     text[n] = '\0';
-    cr_assert_not_null(strstr(text, "platform: current: HTTP 200"), "%s", text);
-    cr_assert_not_null(strstr(text, "platform: alert: HTTP 401"), "%s", text);
+    cr_assert_not_null(strstr(text, "platform: account 'test': current: HTTP 200"), "%s", text);
+    cr_assert_not_null(strstr(text, "platform: account 'test': alert: HTTP 401"), "%s", text);
     assert_no_secret(text);
 }
 
@@ -676,10 +675,8 @@ Test(platform, base_url_checked)
         "https://",
     };
     const char *accepted[] = {
-        "https://example.com",
-        "https://api.webstorage-service.com/",
-        "http://127.0.0.1:1",
-        "http://localhost:8080",
+        "https://example.com", "https://api.webstorage-service.com/",
+        "http://127.0.0.1:1",  "http://localhost:8080",
         "http://[::1]:8080",
     };
     for (size_t i = 0; i < sizeof rejected / sizeof rejected[0]; i++) {
