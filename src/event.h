@@ -35,15 +35,19 @@ struct event {
 struct event_list {
     struct event *items;
     size_t n;
-    size_t entries;     /* alert-log entries in the response (up to 20) */
+    size_t entries;     /* alert-log entries in the response (up to 20), usable or not */
+    size_t skipped;     /* entries skipped for want of a usable unixtime (logged) */
     long long oldest;   /* smallest unixtime among them; 0 when there are none */
 };
 
 /* Turns a Get Alert Logs body into events of `account`. Accepts values as
  * JSON strings or numbers and member names in kebab-case or snake_case;
  * ignores unknown members; a missing optional member is not an error.
- * Fails only when the body is not an object or an entry has no usable
- * unixtime. On success `out` (zeroed by the caller) is filled; free it with
+ * Events come sorted by unixtime, then in event_kinds order, whatever the
+ * order of the entries. An entry without a usable unixtime is skipped with
+ * a warning and counted in `skipped`. Fails only when the body is not an
+ * object, has no remote serial, or has an `alert-logs` that is not an
+ * array. On success `out` (zeroed by the caller) is filled; free it with
  * event_list_free. */
 int event_parse_alert_log(struct event_list *out, const struct json_object *body,
                           const char *account, struct err *e);

@@ -44,11 +44,21 @@ int platform_new(struct platform **out, const struct account_conf *account, stru
 
 void platform_free(struct platform *p);
 
+/* Sets the connect and total timeouts of every later call, in seconds
+ * (defaults 10 and 30); a value below 1 keeps the current one. A call that
+ * runs out of time fails with http_status 0. */
+void platform_set_timeouts(struct platform *p, long connect_s, long total_s);
+
 /* Makes one call. For PLATFORM_ALERT, `serial` and `base` name the device;
- * for PLATFORM_CURRENT both are NULL (all devices). Returns 0 on a 200 with
+ * for PLATFORM_CURRENT both are NULL (all devices), or one names the remote
+ * unit (sent as `remote-serial`) or the base unit (`base-serial`) to list;
+ * `serial` wins when both are given, as the platform forbids both. Returns 0 on a 200 with
  * a JSON object body, -1 otherwise; in both cases `out` (zeroed by the
  * caller) describes the reply and must be released with
- * platform_reply_free. */
+ * platform_reply_free. Whatever `out` held from an earlier call is freed
+ * first. http_status is 0 when no HTTP response came, and the status
+ * received when the body passed the 4 MiB cap ("response too large").
+ * 3xx replies are failures: redirects are never followed. */
 int platform_call(struct platform *p, enum platform_op op, const char *serial, const char *base,
                   struct platform_reply *out);
 

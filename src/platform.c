@@ -1,0 +1,690 @@
+/* The platform client: builds each request body with json-c, makes the POST
+ * over one libcurl handle kept for the whole run, and turns what comes back
+ * (status, rate-limit headers, error body) into a struct platform_reply. It
+ * also lists the devices of a Get Current Readings body. */
+#include "platform.h"
+#include "util/buf.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define RESPONSE_LIMIT ((size_t)4 * 1024 * 1024)
+#define PLATFORM_MESSAGE_MAX 200 /* bytes of the platform's own error message kept */
+#define DEFAULT_CONNECT_TIMEOUT 10L
+#define DEFAULT_TOTAL_TIMEOUT 30L
+#define REDACTED "[redacted]"
+
+struct platform {
+    const struct account_conf *account;
+    CURL *curl;
+    struct curl_slist *headers;
+    char *base_url; /* without trailing slashes */
+    long connect_s;
+    long total_s;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+/* What one transfer collects through the libcurl callbacks. */
+struct call {
+    struct platform_reply *reply;
+    struct buf body;
+    bool too_large;
+    bool seen_limit, seen_reset, seen_remaining;
+};
+
+static const char *const op_names[PLATFORM_N_OPS] = {"current", "alert"};
+static const char *const op_paths[PLATFORM_N_OPS] = {"/v1/devices/current", "/v1/devices/alert"};
+
+const char *platform_op_name(enum platform_op op)
+{
+    return (unsigned)op < PLATFORM_N_OPS ? op_names[op] : "unknown";
+}
+
+/* ---- JSON helpers ---- */
+
+/* The member `key` of `obj`, trying the name as given and then with '_' and
+ * '-' swapped ("time_diff", then "time-diff"): the platform's dialects
+ * differ in this. NULL when absent, null, or `obj` is not an object. */
+static struct json_object *member(const struct json_object *obj, const char *key)
+{
+    struct json_object *v = NULL;
+    char alt[64];
+    size_t len = strlen(key);
+    if (!obj || !json_object_is_type(obj, json_type_object))
+        return NULL;
+    if (json_object_object_get_ex(obj, key, &v) && v)
+        return v;
+    if (len >= sizeof alt)
+        return NULL;
+    for (size_t i = 0; i <= len; i++)
+        alt[i] = key[i] == '_' ? '-' : key[i] == '-' ? '_' : key[i];
+    if (json_object_object_get_ex(obj, alt, &v) && v)
+        return v;
+    return NULL;
+}
+
+/* A string value copied, or a number as its decimal text; NULL for any
+ * other type or when absent. */
+static char *text_of(struct json_object *v)
+{
+    if (!v)
+        return NULL;
+    switch (json_object_get_type(v)) {
+    case json_type_string:
+    case json_type_int:
+    case json_type_double:
+        return xstrdup(json_object_get_string(v));
+    default:
+        return NULL;
+    }
+}
+
+/* Like text_of, but "" instead of NULL. */
+static char *text_or_empty(struct json_object *v)
+{
+    char *s = text_of(v);
+    return s ? s : xstrdup("");
+}
+
+/* An integer given as a JSON integer or as a string of digits (an
+ * optional '-' first). */
+static bool int_of(struct json_object *v, long long *out)
+{
+    if (!v)
+        return false;
+    if (json_object_is_type(v, json_type_int)) {
+        *out = json_object_get_int64(v);
+        return true;
+    }
+    if (json_object_is_type(v, json_type_string)) {
+        const char *s = json_object_get_string(v);
+        const char *digits = *s == '-' ? s + 1 : s;
+        char *end = NULL;
+        if (*digits < '0' || *digits > '9')
+            return false;
+        errno = 0;
+        long long n = strtoll(s, &end, 10);
+        if (errno || *end)
+            return false;
+        *out = n;
+        return true;
+    }
+    return false;
+}
+
+/* `v` when it is an object, its first element when it is an array that
+ * starts with an object; else NULL. */
+static struct json_object *object_or_first(struct json_object *v)
+{
+    if (!v)
+        return NULL;
+    if (json_object_is_type(v, json_type_object))
+        return v;
+    if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > 0) {
+        struct json_object *first = json_object_array_get_idx(v, 0);
+        if (first && json_object_is_type(first, json_type_object))
+            return first;
+    }
+    return NULL;
+}
+
+/* Parses exactly `len` bytes as one JSON value (whitespace may follow).
+ * NULL when it is not JSON, or is JSON null. */
+static struct json_object *parse_json(const char *data, size_t len)
+{
+    struct json_tokener *tok = NULL;
+    struct json_object *obj = NULL;
+    if (!data || len == 0 || len > INT_MAX)
+        goto out;
+    tok = json_tokener_new();
+    if (!tok)
+        goto out;
+    obj = json_tokener_parse_ex(tok, data, (int)len);
+    if (json_tokener_get_error(tok) != json_tokener_success) {
+        json_object_put(obj);
+        obj = NULL;
+        goto out;
+    }
+    for (size_t i = json_tokener_get_parse_end(tok); i < len; i++) {
+        if (!strchr(" \t\r\n", data[i])) {
+            json_object_put(obj);
+            obj = NULL;
+            goto out;
+        }
+    }
+out:
+    if (tok)
+        json_tokener_free(tok);
+    return obj;
+}
+
+/* ---- The client ---- */
+
+static bool is_loopback(const char *host)
+{
+    return !strcasecmp(host, "127.0.0.1") || !strcasecmp(host, "localhost") ||
+           !strcmp(host, "[::1]") || !strcmp(host, "::1");
+}
+
+/* Checks a base URL: https to any host, http only to a loopback host, no
+ * user name or password, no query or fragment (paths are appended to it).
+ * The URL itself is not repeated in messages. */
+static int check_base_url(bool *loopback, const char *url, struct err *e)
+{
+    int rc = -1;
+    CURLU *u = NULL;
+    char *host = NULL, *part = NULL;
+    bool http = false;
+    if (!url || !*url) {
+        err_set(e, "base_url is empty");
+        goto out;
+    }
+    if (!strncasecmp(url, "http://", 7))
+        http = true;
+    else if (strncasecmp(url, "https://", 8)) {
+        err_set(e, "base_url must start with https:// (http:// only for 127.0.0.1, localhost "
+                   "or [::1])");
+        goto out;
+    }
+    u = curl_url();
+    if (!u || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host || !*host) {
+        err_set(e, "base_url is not a valid URL");
+        goto out;
+    }
+    if (curl_url_get(u, CURLUPART_USER, &part, 0) == CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PASSWORD, &part, 0) == CURLUE_OK) {
+        err_set(e, "base_url must not carry a user name or password");
+        goto out;
+    }
+    if (curl_url_get(u, CURLUPART_QUERY, &part, 0) == CURLUE_OK ||
+        curl_url_get(u, CURLUPART_FRAGMENT, &part, 0) == CURLUE_OK) {
+        err_set(e, "base_url must not have a query or fragment");
+        goto out;
+    }
+    *loopback = is_loopback(host);
+    if (http && !*loopback) {
+        err_set(e,
+                "plain http is allowed only to 127.0.0.1, localhost or [::1], not to '%s'; "
+                "use https",
+                host);
+        goto out;
+    }
+    rc = 0;
+out:
+    curl_free(part);
+    curl_free(host);
+    curl_url_cleanup(u);
+    return rc;
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *userdata)
+{
+    struct call *c = userdata;
+    (void)size; /* always 1 */
+    if (buf_append(&c->body, data, n) < 0) {
+        c->too_large = true;
+        return 0; /* makes libcurl stop with CURLE_WRITE_ERROR */
+    }
+    return n;
+}
+
+/* A header value that is a whole non-negative integer. */
+static bool header_long(long *out, const char *value, size_t len)
+{
+    char text[32];
+    char *end = NULL;
+    while (len && (*value == ' ' || *value == '\t')) {
+        value++;
+        len--;
+    }
+    while (len && strchr(" \t\r\n", value[len - 1]))
+        len--;
+    if (len == 0 || len >= sizeof text)
+        return false;
+    memcpy(text, value, len);
+    text[len] = '\0';
+    if (text[0] < '0' || text[0] > '9')
+        return false;
+    errno = 0;
+    long n = strtol(text, &end, 10);
+    if (errno || *end)
+        return false;
+    *out = n;
+    return true;
+}
+
+/* Called once per header line. A status line starts a new response (there
+ * could be an interim one), so it clears what earlier lines set. */
+static size_t on_header(char *data, size_t size, size_t n, void *userdata)
+{
+    struct call *c = userdata;
+    struct ratelimit *rl = &c->reply->rl;
+    const struct {
+        const char *name;
+        long *slot;
+        bool *seen;
+    } wanted[] = {
+        {"X-RateLimit-Limit", &rl->limit, &c->seen_limit},
+        {"X-RateLimit-Reset", &rl->reset, &c->seen_reset},
+        {"X-RateLimit-Remaining", &rl->remaining, &c->seen_remaining},
+    };
+    (void)size; /* always 1 */
+    if (n >= 5 && !strncmp(data, "HTTP/", 5)) {
+        memset(rl, 0, sizeof *rl);
+        c->seen_limit = c->seen_reset = c->seen_remaining = false;
+        return n;
+    }
+    const char *colon = memchr(data, ':', n);
+    if (!colon)
+        return n;
+    size_t name_len = (size_t)(colon - data);
+    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
+        if (name_len == strlen(wanted[i].name) && !strncasecmp(data, wanted[i].name, name_len))
+            *wanted[i].seen = header_long(wanted[i].slot, colon + 1, n - name_len - 1);
+    }
+    return n;
+}
+
+void platform_set_timeouts(struct platform *p, long connect_s, long total_s)
+{
+    if (connect_s >= 1)
+        p->connect_s = connect_s;
+    if (total_s >= 1)
+        p->total_s = total_s;
+}
+
+/* The options that stay the same for every call. */
+static int set_fixed_options(struct platform *p, bool loopback, struct err *e)
+{
+    int rc = -1;
+    const struct {
+        CURLoption opt;
+        long value;
+    } longs[] = {
+        {CURLOPT_SSL_VERIFYPEER, 1L}, {CURLOPT_SSL_VERIFYHOST, 2L}, {CURLOPT_FOLLOWLOCATION, 0L},
+        {CURLOPT_NOSIGNAL, 1L},       {CURLOPT_POST, 1L},
+    };
+    const char *headers[] = {"X-HTTP-Method-Override: GET", "Content-Type: application/json",
+                             "Accept: application/json", "Expect:"};
+    CURLcode cc = CURLE_OK;
+    for (size_t i = 0; i < sizeof longs / sizeof longs[0] && cc == CURLE_OK; i++)
+        cc = curl_easy_setopt(p->curl, longs[i].opt, longs[i].value);
+    for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) {
+        struct curl_slist *l = curl_slist_append(p->headers, headers[i]);
+        if (!l) {
+            err_set(e, "cannot build the request headers");
+            goto out;
+        }
+        p->headers = l;
+    }
+#if LIBCURL_VERSION_NUM >= 0x075500
+    if (cc == CURLE_OK)
+        cc = curl_easy_setopt(p->curl, CURLOPT_PROTOCOLS_STR, loopback ? "https,http" : "https");
+#else
+    if (cc == CURLE_OK)
+        cc = curl_easy_setopt(p->curl, CURLOPT_PROTOCOLS,
+                              loopback ? (long)(CURLPROTO_HTTPS | CURLPROTO_HTTP)
+                                       : (long)CURLPROTO_HTTPS);
+#endif
+    /* The simulator on this machine is never reached through a proxy. */
+    if (cc == CURLE_OK && loopback)
+        cc = curl_easy_setopt(p->curl, CURLOPT_NOPROXY, "*");
+    if (cc == CURLE_OK)
+        cc = curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER, p->headers);
+    if (cc == CURLE_OK)
+        cc = curl_easy_setopt(p->curl, CURLOPT_USERAGENT, "wsrelay/" WSRELAY_VERSION);
+    if (cc == CURLE_OK)
+        cc = curl_easy_setopt(p->curl, CURLOPT_ERRORBUFFER, p->errbuf);
+    if (cc == CURLE_OK)
+        cc = curl_easy_setopt(p->curl, CURLOPT_WRITEFUNCTION, on_body);
+    if (cc == CURLE_OK)
+        cc = curl_easy_setopt(p->curl, CURLOPT_HEADERFUNCTION, on_header);
+    if (cc != CURLE_OK) {
+        err_set(e, "libcurl refused an option: %s", curl_easy_strerror(cc));
+        goto out;
+    }
+    rc = 0;
+out:
+    return rc;
+}
+
+int platform_new(struct platform **out, const struct account_conf *account, struct err *e)
+{
+    int rc = -1;
+    struct platform *p = NULL;
+    bool loopback = false;
+    const char *name = account->name ? account->name : "";
+    *out = NULL;
+    if (check_base_url(&loopback, account->base_url, e) < 0) {
+        err_prefix(e, "account '%s'", name);
+        goto out;
+    }
+    p = xcalloc(1, sizeof *p);
+    p->account = account;
+    p->connect_s = DEFAULT_CONNECT_TIMEOUT;
+    p->total_s = DEFAULT_TOTAL_TIMEOUT;
+    p->base_url = xstrdup(account->base_url);
+    for (size_t len = strlen(p->base_url); len > 0 && p->base_url[len - 1] == '/'; len--)
+        p->base_url[len - 1] = '\0';
+    p->curl = curl_easy_init();
+    if (!p->curl) {
+        err_set(e, "account '%s': cannot start libcurl", name);
+        goto out;
+    }
+    if (set_fixed_options(p, loopback, e) < 0) {
+        err_prefix(e, "account '%s'", name);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (rc < 0)
+        platform_free(p);
+    else
+        *out = p;
+    return rc;
+}
+
+void platform_free(struct platform *p)
+{
+    if (!p)
+        return;
+    if (p->curl)
+        curl_easy_cleanup(p->curl);
+    curl_slist_free_all(p->headers);
+    free(p->base_url);
+    free(p);
+}
+
+void platform_reply_free(struct platform_reply *r)
+{
+    if (!r)
+        return;
+    free(r->message);
+    json_object_put(r->body);
+    memset(r, 0, sizeof *r);
+}
+
+/* The request body. json-c does the quoting, so no value can break out of
+ * its string. */
+static struct json_object *request_body(const struct account_conf *a, enum platform_op op,
+                                        const char *serial, const char *base)
+{
+    struct json_object *req = json_object_new_object();
+    json_object_object_add(req, "api-key", json_object_new_string(a->api_key ? a->api_key : ""));
+    json_object_object_add(req, "login-id", json_object_new_string(a->login_id ? a->login_id : ""));
+    json_object_object_add(req, "login-pass",
+                           json_object_new_string(a->login_pass ? a->login_pass : ""));
+    if (op == PLATFORM_ALERT) {
+        json_object_object_add(req, "remote-serial", json_object_new_string(serial));
+        json_object_object_add(req, "base-serial", json_object_new_string(base));
+    } else if (serial || base) {
+        struct json_object *list = json_object_new_array();
+        json_object_array_add(list, json_object_new_string(serial ? serial : base));
+        json_object_object_add(req, serial ? "remote-serial" : "base-serial", list);
+    }
+    return req;
+}
+
+/* Replaces every occurrence of `secret` in `s` by REDACTED. */
+static char *redact(char *s, const char *secret)
+{
+    struct buf b;
+    const char *at = s, *hit;
+    size_t len = secret ? strlen(secret) : 0;
+    if (len == 0 || !strstr(s, secret))
+        return s;
+    buf_init(&b, 0);
+    while ((hit = strstr(at, secret))) {
+        buf_append(&b, at, (size_t)(hit - at));
+        buf_puts(&b, REDACTED);
+        at = hit + len;
+    }
+    buf_puts(&b, at);
+    free(s);
+    return buf_steal(&b);
+}
+
+/* A message from outside made fit for a log line: control characters
+ * removed, the account's secrets masked, cut to `max` bytes without
+ * splitting a UTF-8 sequence. */
+static char *clean_text(const char *text, const struct account_conf *a, size_t max)
+{
+    size_t j = 0;
+    char *s = xstrdup(text);
+    for (size_t i = 0; s[i]; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x20 && ch != 0x7f)
+            s[j++] = s[i];
+    }
+    s[j] = '\0';
+    s = redact(s, a->api_key);
+    s = redact(s, a->login_pass);
+    size_t len = strlen(s);
+    if (len > max) {
+        len = max;
+        while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
+            len--;
+        s[len] = '\0';
+    }
+    return s;
+}
+
+/* Describes a reply other than 200: "HTTP 401 (code 401: message)". */
+static char *error_message(int *api_code, long status, const struct buf *body,
+                           const struct account_conf *a)
+{
+    struct json_object *doc = NULL, *error = NULL, *text = NULL;
+    char *detail = NULL, *message = NULL;
+    long long code = 0;
+    bool have_code = false;
+    *api_code = 0;
+    if (status >= 300 && status < 400) {
+        message = xasprintf("HTTP %ld (a redirect; redirects are not followed)", status);
+        goto out;
+    }
+    if (body->len == 0) {
+        message = xasprintf("HTTP %ld (empty body)", status);
+        goto out;
+    }
+    doc = parse_json(body->data, body->len);
+    if (!doc) {
+        message = xasprintf("HTTP %ld (body not JSON)", status);
+        goto out;
+    }
+    error = member(doc, "error");
+    if (int_of(member(error, "code"), &code) && code >= INT_MIN && code <= INT_MAX) {
+        have_code = true;
+        *api_code = (int)code;
+    }
+    text = member(error, "message");
+    if (text && json_object_is_type(text, json_type_string))
+        detail = clean_text(json_object_get_string(text), a, PLATFORM_MESSAGE_MAX);
+    if (have_code && detail)
+        message = xasprintf("HTTP %ld (code %d: %s)", status, *api_code, detail);
+    else if (have_code)
+        message = xasprintf("HTTP %ld (code %d)", status, *api_code);
+    else if (detail)
+        message = xasprintf("HTTP %ld (no error code: %s)", status, detail);
+    else
+        message = xasprintf("HTTP %ld (no error object in body)", status);
+out:
+    free(detail);
+    json_object_put(doc);
+    return message;
+}
+
+int platform_call(struct platform *p, enum platform_op op, const char *serial, const char *base,
+                  struct platform_reply *out)
+{
+    int rc = -1;
+    struct call c = {.reply = out};
+    struct json_object *req = NULL;
+    char *url = NULL;
+    const char *text;
+    const char *name = p->account->name ? p->account->name : "";
+    CURLcode cc = CURLE_OK;
+    buf_init(&c.body, RESPONSE_LIMIT);
+    platform_reply_free(out);
+    if ((unsigned)op >= PLATFORM_N_OPS) {
+        out->message = xstrdup("unknown operation");
+        goto out;
+    }
+    if (op == PLATFORM_ALERT && (!serial || !*serial || !base || !*base)) {
+        out->message = xstrdup("alert: a serial and a base serial are needed");
+        goto out;
+    }
+    req = request_body(p->account, op, serial, base);
+    text = json_object_to_json_string_ext(req,
+                                          JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    url = xasprintf("%s%s", p->base_url, op_paths[op]);
+    p->errbuf[0] = '\0';
+    cc = curl_easy_setopt(p->curl, CURLOPT_URL, url);
+    if (cc == CURLE_OK)
+        cc = curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, text);
+    if (cc == CURLE_OK)
+        cc = curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(text));
+    if (cc == CURLE_OK)
+        cc = curl_easy_setopt(p->curl, CURLOPT_WRITEDATA, &c);
+    if (cc == CURLE_OK)
+        cc = curl_easy_setopt(p->curl, CURLOPT_HEADERDATA, &c);
+    if (cc == CURLE_OK)
+        cc = curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT, p->connect_s);
+    if (cc == CURLE_OK)
+        cc = curl_easy_setopt(p->curl, CURLOPT_TIMEOUT, p->total_s);
+    if (cc == CURLE_OK)
+        cc = curl_easy_perform(p->curl);
+    out->rl.present = c.seen_limit && c.seen_reset && c.seen_remaining;
+    if (!out->rl.present)
+        memset(&out->rl, 0, sizeof out->rl);
+    if (c.too_large) {
+        curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &out->http_status);
+        out->message = xasprintf("HTTP %ld: response too large (over %zu MiB)", out->http_status,
+                                 RESPONSE_LIMIT / (1024 * 1024));
+        goto out;
+    }
+    if (cc != CURLE_OK) {
+        out->http_status = 0;
+        out->message = clean_text(p->errbuf[0] ? p->errbuf : curl_easy_strerror(cc), p->account,
+                                  CURL_ERROR_SIZE);
+        goto out;
+    }
+    curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &out->http_status);
+    if (out->http_status != 200) {
+        out->message = error_message(&out->api_code, out->http_status, &c.body, p->account);
+        goto out;
+    }
+    out->body = parse_json(c.body.data, c.body.len);
+    if (!out->body || !json_object_is_type(out->body, json_type_object)) {
+        json_object_put(out->body);
+        out->body = NULL;
+        out->message = xstrdup("HTTP 200 with a body that is not a JSON object");
+        goto out;
+    }
+    rc = 0;
+out:
+    if (out->rl.present)
+        log_debug("platform: account '%s': %s: HTTP %ld, %ld of %ld calls left", name,
+                  platform_op_name(op), out->http_status, out->rl.remaining, out->rl.limit);
+    else
+        log_debug("platform: account '%s': %s: HTTP %ld, no rate-limit headers", name,
+                  platform_op_name(op), out->http_status);
+    json_object_put(req);
+    free(url);
+    buf_free(&c.body);
+    return rc;
+}
+
+/* ---- Devices of a Get Current Readings body ---- */
+
+/* Fills `d` from one device record; false when it has no usable serial. */
+static bool read_device(struct device_info *d, struct json_object *rec)
+{
+    struct json_object *unit, *group;
+    char *base_serial;
+    memset(d, 0, sizeof *d);
+    d->serial = text_of(member(rec, "serial"));
+    if (!d->serial || !*d->serial) {
+        free(d->serial);
+        d->serial = NULL;
+        return false;
+    }
+    d->model = text_or_empty(member(rec, "model"));
+    d->name = text_or_empty(member(rec, "name"));
+    unit = object_or_first(member(rec, "baseunit"));
+    base_serial = text_of(member(unit, "serial"));
+    if (base_serial && *base_serial) {
+        d->base_serial = base_serial;
+        d->base_model = text_or_empty(member(unit, "model"));
+        d->base_name = text_or_empty(member(unit, "name"));
+    } else {
+        /* No base unit given: a standalone device is its own base unit. */
+        free(base_serial);
+        d->base_serial = xstrdup(d->serial);
+        d->base_model = xstrdup(d->model);
+        d->base_name = xstrdup(d->name);
+    }
+    group = object_or_first(member(rec, "group"));
+    d->group_name = text_or_empty(member(group, "name"));
+    return true;
+}
+
+int platform_parse_devices(struct device_info **out, size_t *n, const struct json_object *body,
+                           struct err *e)
+{
+    int rc = -1;
+    struct device_info *list = NULL;
+    size_t count = 0, len = 0;
+    struct json_object *devices = member(body, "devices");
+    *out = NULL;
+    *n = 0;
+    if (!devices || !json_object_is_type(devices, json_type_array)) {
+        err_set(e, "Get Current Readings reply has no 'devices' array");
+        goto out;
+    }
+    len = json_object_array_length(devices);
+    if (len > 0)
+        list = xreallocarray(NULL, len, sizeof *list);
+    for (size_t i = 0; i < len; i++) {
+        struct json_object *rec = json_object_array_get_idx(devices, i);
+        if (!rec || !json_object_is_type(rec, json_type_object) ||
+            !read_device(&list[count], rec)) {
+            log_warn("platform: device record %zu of %zu has no usable serial; skipped", i + 1,
+                     len);
+            continue;
+        }
+        count++;
+    }
+    rc = 0;
+out:
+    if (rc == 0 && count > 0) {
+        *out = list;
+        *n = count;
+    } else {
+        free(list);
+    }
+    return rc;
+}
+
+void device_info_free(struct device_info *d, size_t n)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        free(d[i].serial);
+        free(d[i].model);
+        free(d[i].name);
+        free(d[i].base_serial);
+        free(d[i].base_model);
+        free(d[i].base_name);
+        free(d[i].group_name);
+    }
+    free(d);
+}

@@ -1,0 +1,395 @@
+/* Tests of event.c: Get Alert Logs bodies in both dialects turned into
+ * events, local times, and the JSON form of an event. */
+#include "event.h"
+#include "util/buf.h"
+#include "util/fileio.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct json_object *parse(const char *text)
+{
+    struct json_object *obj = json_tokener_parse(text);
+    cr_assert_not_null(obj, "test JSON does not parse: %s", text);
+    return obj;
+}
+
+static struct json_object *fixture(const char *name)
+{
+    struct buf b;
+    struct err e = {{0}};
+    char *path = NULL;
+    struct json_object *obj;
+    buf_init(&b, 1 << 20);
+    path = xasprintf("%s/tests/data/platform/%s", WSRELAY_SOURCE_DIR, name);
+    cr_assert_eq(file_read(&b, path, &e), 0, "%s", e.msg);
+    obj = parse(buf_str(&b));
+    buf_free(&b);
+    free(path);
+    return obj;
+}
+
+/* Parses `text` and expects success. */
+static void parse_ok(struct event_list *l, const char *text)
+{
+    struct err e = {{0}};
+    struct json_object *body = parse(text);
+    memset(l, 0, sizeof *l);
+    cr_assert_eq(event_parse_alert_log(l, body, "acct", &e), 0, "%s", e.msg);
+    json_object_put(body);
+}
+
+static void assert_str(const char *got, const char *want)
+{
+    if (!want)
+        cr_assert_null(got, "expected NULL, got '%s'", got ? got : "");
+    else {
+        cr_assert_not_null(got, "expected '%s', got NULL", want);
+        cr_assert_str_eq(got, want);
+    }
+}
+
+TestSuite(event, .timeout = 20);
+
+Test(event, strings_dialect_kebab)
+{
+    struct event_list l = {0};
+    struct err e = {{0}};
+    struct json_object *body = fixture("alert-strings.json");
+    cr_assert_eq(event_parse_alert_log(&l, body, "main", &e), 0, "%s", e.msg);
+    cr_assert_eq(l.entries, 3);
+    cr_assert_eq(l.skipped, 0);
+    cr_assert_eq(l.oldest, 1700000000);
+    cr_assert_eq(l.n, 4);
+    /* Sorted by unixtime whatever the order of the array. */
+    cr_assert_eq(l.items[0].unixtime, 1700000000);
+    assert_str(l.items[0].kind, "ch2");
+    assert_str(l.items[0].text, "CH2 下限値警報 20.5%");
+    assert_str(l.items[0].channel_name, "湿度");
+    assert_str(l.items[0].channel_unit, "%");
+
+    /* One entry with ch1 and battery-level: two events, in kind order. */
+    cr_assert_eq(l.items[1].unixtime, 1700000300);
+    assert_str(l.items[1].kind, "ch1");
+    assert_str(l.items[1].text, "CH1 上限値警報 12.3℃");
+    cr_assert_eq(memcmp(l.items[1].text,
+                        "\x43\x48\x31\x20\xe4\xb8\x8a\xe9\x99\x90\xe5\x80\xa4\xe8\xad\xa6\xe5\xa0"
+                        "\xb1\x20\x31\x32\x2e\x33\xe2\x84\x83",
+                        strlen(l.items[1].text) + 1),
+                 0);
+    assert_str(l.items[1].channel_name, "温度");
+    assert_str(l.items[1].channel_unit, "℃");
+    cr_assert_eq(l.items[2].unixtime, 1700000300);
+    assert_str(l.items[2].kind, "battery-level");
+    assert_str(l.items[2].text, "電池残量低下");
+    assert_str(l.items[2].channel_name, NULL);
+    assert_str(l.items[2].channel_unit, NULL);
+
+    /* "" and null are absent kinds. */
+    cr_assert_eq(l.items[3].unixtime, 1700000600);
+    assert_str(l.items[3].kind, "ch1");
+
+    for (size_t i = 0; i < l.n; i++) {
+        assert_str(l.items[i].account, "main");
+        assert_str(l.items[i].serial, "52C10001");
+        assert_str(l.items[i].model, "RTR501B");
+        assert_str(l.items[i].name, "冷蔵庫A");
+        assert_str(l.items[i].base_serial, "58210001");
+        assert_str(l.items[i].base_model, "RTR500BW");
+        assert_str(l.items[i].base_name, "本社1F");
+        cr_assert_eq(l.items[i].utc_offset, 540);
+    }
+    event_list_free(&l);
+    json_object_put(body);
+}
+
+Test(event, numbers_dialect_snake)
+{
+    struct event_list l = {0};
+    struct err e = {{0}};
+    struct json_object *body = fixture("alert-numbers.json");
+    cr_assert_eq(event_parse_alert_log(&l, body, "old", &e), 0, "%s", e.msg);
+    cr_assert_eq(l.entries, 1);
+    cr_assert_eq(l.oldest, 1700003600);
+    cr_assert_eq(l.n, 2);
+    assert_str(l.items[0].serial, "52100002");
+    assert_str(l.items[0].base_serial, "52100002");
+    assert_str(l.items[0].name, "Freezer 2");
+    assert_str(l.items[0].kind, "ch2");
+    assert_str(l.items[0].channel_name, "ch2");
+    assert_str(l.items[0].channel_unit, "C");
+    assert_str(l.items[1].kind, "communication-status");
+    assert_str(l.items[1].text, "Communication error");
+    /* time_diff -300 with daylight saving on: -240. */
+    cr_assert_eq(l.items[0].utc_offset, -240);
+    event_list_free(&l);
+    json_object_put(body);
+}
+
+Test(event, all_kinds_in_order)
+{
+    struct event_list l;
+    parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"alert-logs\":[{\"unixtime\":\"1700000000\","
+                 "\"communication-status\":\"lost\",\"ch6\":\"uv\",\"ch5\":\"lux\","
+                 "\"battery_level\":\"low\",\"ch4\":\"d\",\"ch3\":\"c\",\"ch2\":\"b\","
+                 "\"ch1\":\"a\"}]}");
+    cr_assert_eq(l.n, event_n_kinds);
+    for (size_t i = 0; i < l.n; i++)
+        assert_str(l.items[i].kind, event_kinds[i]);
+    assert_str(l.items[4].text, "lux");
+    assert_str(l.items[5].text, "uv");
+    assert_str(l.items[6].text, "low");
+    assert_str(l.items[7].text, "lost");
+    event_list_free(&l);
+}
+
+Test(event, number_text_becomes_decimal)
+{
+    struct event_list l;
+    parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"alert-logs\":[{\"unixtime\":1700000000,"
+                 "\"battery-level\":2}]}");
+    cr_assert_eq(l.n, 1);
+    assert_str(l.items[0].text, "2");
+    event_list_free(&l);
+}
+
+Test(event, channel_mapping)
+{
+    struct event_list l;
+    /* num as string and number, out of order; ch3 has no channel element. */
+    parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"channel\":[{\"name\":\"Humidity\",\"num\":2,"
+                 "\"unit\":\"%RH\"},{\"name\":\"Temp\",\"num\":\"1\",\"unit\":\"F\"}],"
+                 "\"alert-logs\":[{\"unixtime\":\"1700000000\",\"ch1\":\"x\",\"ch2\":\"y\","
+                 "\"ch3\":\"z\"}]}");
+    cr_assert_eq(l.n, 3);
+    assert_str(l.items[0].channel_name, "Temp");
+    assert_str(l.items[0].channel_unit, "F");
+    assert_str(l.items[1].channel_name, "Humidity");
+    assert_str(l.items[1].channel_unit, "%RH");
+    assert_str(l.items[2].channel_name, NULL);
+    assert_str(l.items[2].channel_unit, NULL);
+    event_list_free(&l);
+}
+
+Test(event, missing_optional_members)
+{
+    struct event_list l;
+    parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"unknown\":{\"x\":1},"
+                 "\"alert-logs\":[{\"unixtime\":\"1700000000\",\"ch1\":\"hot\",\"extra\":1}]}");
+    cr_assert_eq(l.n, 1);
+    assert_str(l.items[0].account, "acct");
+    assert_str(l.items[0].serial, "52C10001");
+    assert_str(l.items[0].base_serial, "52C10001");
+    assert_str(l.items[0].model, "");
+    assert_str(l.items[0].name, "");
+    assert_str(l.items[0].base_model, "");
+    assert_str(l.items[0].base_name, "");
+    assert_str(l.items[0].channel_name, NULL);
+    cr_assert_eq(l.items[0].utc_offset, 0);
+    event_list_free(&l);
+}
+
+Test(event, entry_without_unixtime_skipped)
+{
+    struct event_list l;
+    parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"alert-logs\":["
+                 "{\"ch1\":\"no time\"},"
+                 "{\"unixtime\":\"soon\",\"ch1\":\"bad time\"},"
+                 "{\"unixtime\":\"\",\"ch1\":\"empty time\"},"
+                 "{\"unixtime\":null,\"ch1\":\"null time\"},"
+                 "\"not an object\","
+                 "{\"unixtime\":\"1700000500\",\"ch1\":\"b\"},"
+                 "{\"unixtime\":1700000100,\"ch2\":\"a\"}]}");
+    cr_assert_eq(l.entries, 7);
+    cr_assert_eq(l.skipped, 5);
+    cr_assert_eq(l.n, 2);
+    cr_assert_eq(l.oldest, 1700000100);
+    assert_str(l.items[0].text, "a");
+    assert_str(l.items[1].text, "b");
+    event_list_free(&l);
+}
+
+Test(event, empty_and_missing_log)
+{
+    struct event_list l;
+    parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"alert-logs\":[]}");
+    cr_assert_eq(l.n, 0);
+    cr_assert_eq(l.entries, 0);
+    cr_assert_eq(l.oldest, 0);
+    cr_assert_null(l.items);
+    event_list_free(&l);
+    parse_ok(&l, "{\"remote-serial\":\"52C10001\"}");
+    cr_assert_eq(l.n, 0);
+    cr_assert_eq(l.entries, 0);
+    event_list_free(&l);
+    /* An entry with no kind at all counts but makes nothing. */
+    parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"alert-logs\":[{\"unixtime\":\"1700000000\"}]}");
+    cr_assert_eq(l.n, 0);
+    cr_assert_eq(l.entries, 1);
+    cr_assert_eq(l.oldest, 1700000000);
+    event_list_free(&l);
+}
+
+Test(event, rejects_bad_bodies)
+{
+    const char *bad[] = {
+        "[]",
+        "\"text\"",
+        "42",
+        "{\"alert-logs\":[]}",
+        "{\"remote-serial\":\"\",\"alert-logs\":[]}",
+        "{\"remote-serial\":\"52C10001\",\"alert-logs\":{\"unixtime\":\"1\"}}",
+        "{\"remote-serial\":\"52C10001\",\"alert-logs\":\"none\"}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct event_list l = {0};
+        struct err e = {{0}};
+        struct json_object *body = parse(bad[i]);
+        cr_assert_eq(event_parse_alert_log(&l, body, "acct", &e), -1, "accepted %s", bad[i]);
+        cr_assert_neq(e.msg[0], '\0');
+        cr_assert_eq(l.n, 0);
+        cr_assert_null(l.items);
+        json_object_put(body);
+    }
+    struct event_list l = {0};
+    struct err e = {{0}};
+    cr_assert_eq(event_parse_alert_log(&l, NULL, "acct", &e), -1);
+    cr_assert_str_eq(e.msg, "alert log is not a JSON object");
+}
+
+Test(event, local_time_plus_nine)
+{
+    struct event_list l;
+    char local[40], utc[32];
+    /* 2023-11-14T22:13:20Z */
+    parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"time-diff\":\"540\",\"dst-flg\":\"0\","
+                 "\"alert-logs\":[{\"unixtime\":\"1700000000\",\"ch1\":\"x\"}]}");
+    cr_assert_eq(l.items[0].utc_offset, 540);
+    event_local_time(&l.items[0], local, sizeof local);
+    cr_assert_str_eq(local, "2023-11-15 07:13:20 +09:00");
+    event_utc_time(&l.items[0], utc, sizeof utc);
+    cr_assert_str_eq(utc, "2023-11-14T22:13:20Z");
+    event_list_free(&l);
+}
+
+Test(event, local_time_negative)
+{
+    struct event_list l;
+    char local[40];
+    parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"time_diff\":-300,\"dst_flg\":\"0\","
+                 "\"alert-logs\":[{\"unixtime\":\"1700000000\",\"ch1\":\"x\"}]}");
+    cr_assert_eq(l.items[0].utc_offset, -300);
+    event_local_time(&l.items[0], local, sizeof local);
+    cr_assert_str_eq(local, "2023-11-14 17:13:20 -05:00");
+    event_list_free(&l);
+    parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"time-diff\":\"-210\","
+                 "\"alert-logs\":[{\"unixtime\":\"1700000000\",\"ch1\":\"x\"}]}");
+    event_local_time(&l.items[0], local, sizeof local);
+    cr_assert_str_eq(local, "2023-11-14 18:43:20 -03:30");
+    event_list_free(&l);
+}
+
+Test(event, daylight_saving)
+{
+    struct event_list l;
+    char local[40];
+    /* dst-flg 1 adds dst-bias; std-bias is not added. */
+    parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"time-diff\":\"60\",\"std-bias\":\"30\","
+                 "\"dst-flg\":\"1\",\"dst-bias\":\"60\","
+                 "\"alert-logs\":[{\"unixtime\":\"1700000000\",\"ch1\":\"x\"}]}");
+    cr_assert_eq(l.items[0].utc_offset, 120);
+    event_local_time(&l.items[0], local, sizeof local);
+    cr_assert_str_eq(local, "2023-11-15 00:13:20 +02:00");
+    event_list_free(&l);
+    /* dst-bias missing: 60. */
+    parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"time-diff\":-300,\"dst-flg\":1,"
+                 "\"alert-logs\":[{\"unixtime\":\"1700000000\",\"ch1\":\"x\"}]}");
+    cr_assert_eq(l.items[0].utc_offset, -240);
+    event_list_free(&l);
+    /* dst-flg 0 ignores dst-bias. */
+    parse_ok(&l,
+             "{\"remote-serial\":\"52C10001\",\"time-diff\":\"540\",\"dst-flg\":\"0\","
+             "\"dst-bias\":\"60\",\"alert-logs\":[{\"unixtime\":\"1700000000\",\"ch1\":\"x\"}]}");
+    cr_assert_eq(l.items[0].utc_offset, 540);
+    event_list_free(&l);
+}
+
+Test(event, entry_order_does_not_matter)
+{
+    struct event_list a, b;
+    parse_ok(&a, "{\"remote-serial\":\"52C10001\",\"alert-logs\":["
+                 "{\"unixtime\":\"1700000300\",\"ch1\":\"x\",\"battery-level\":\"y\"},"
+                 "{\"unixtime\":\"1700000000\",\"ch2\":\"z\"}]}");
+    parse_ok(&b, "{\"remote-serial\":\"52C10001\",\"alert-logs\":["
+                 "{\"unixtime\":\"1700000000\",\"ch2\":\"z\"},"
+                 "{\"battery-level\":\"y\",\"unixtime\":\"1700000300\",\"ch1\":\"x\"}]}");
+    cr_assert_eq(a.n, 3);
+    cr_assert_eq(b.n, 3);
+    cr_assert_eq(a.oldest, b.oldest);
+    for (size_t i = 0; i < a.n; i++) {
+        cr_assert_eq(a.items[i].unixtime, b.items[i].unixtime);
+        cr_assert_str_eq(a.items[i].kind, b.items[i].kind);
+        cr_assert_str_eq(a.items[i].text, b.items[i].text);
+    }
+    event_list_free(&a);
+    event_list_free(&b);
+}
+
+static void assert_events_equal(const struct event *a, const struct event *b)
+{
+    assert_str(b->account, a->account);
+    assert_str(b->serial, a->serial);
+    assert_str(b->model, a->model);
+    assert_str(b->name, a->name);
+    assert_str(b->base_serial, a->base_serial);
+    assert_str(b->base_model, a->base_model);
+    assert_str(b->base_name, a->base_name);
+    cr_assert_eq(b->unixtime, a->unixtime);
+    assert_str(b->kind, a->kind);
+    assert_str(b->text, a->text);
+    assert_str(b->channel_name, a->channel_name);
+    assert_str(b->channel_unit, a->channel_unit);
+    cr_assert_eq(b->utc_offset, a->utc_offset);
+}
+
+Test(event, json_round_trip)
+{
+    struct event_list l = {0};
+    struct err e = {{0}};
+    struct json_object *body = fixture("alert-strings.json");
+    cr_assert_eq(event_parse_alert_log(&l, body, "main", &e), 0, "%s", e.msg);
+    for (size_t i = 0; i < l.n; i++) {
+        struct event back;
+        struct json_object *obj = event_to_json(&l.items[i]);
+        /* Through text, as the outbox keeps it. */
+        struct json_object *again = json_tokener_parse(json_object_to_json_string(obj));
+        cr_assert_not_null(again);
+        cr_assert_eq(event_from_json(&back, again, &e), 0, "%s", e.msg);
+        assert_events_equal(&l.items[i], &back);
+        event_clear(&back);
+        json_object_put(obj);
+        json_object_put(again);
+    }
+    /* The copy is equal too. */
+    struct event copy;
+    event_copy(&copy, &l.items[1]);
+    assert_events_equal(&l.items[1], &copy);
+    event_clear(&copy);
+    event_list_free(&l);
+    json_object_put(body);
+}
+
+Test(event, from_json_needs_serial)
+{
+    struct event ev;
+    struct err e = {{0}};
+    struct json_object *obj = parse("{\"account\":\"a\",\"kind\":\"ch1\",\"text\":\"x\","
+                                    "\"unixtime\":1700000000}");
+    cr_assert_eq(event_from_json(&ev, obj, &e), -1);
+    cr_assert_str_eq(e.msg, "event has no 'serial'");
+    cr_assert_null(ev.account);
+    json_object_put(obj);
+}

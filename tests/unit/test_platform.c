@@ -1,0 +1,835 @@
+/* Tests of platform.c against a real HTTP server on 127.0.0.1 started in
+ * the test: it records every request and answers what the test prepared.
+ * Also the device list of Get Current Readings bodies in both dialects. */
+#include "platform.h"
+#include "util/buf.h"
+#include "util/fileio.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <curl/curl.h>
+#include <json-c/json.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_REQUESTS 8
+
+static char api_key[] = "wsk-TESTKEY-0123456789abcdefghijklmnopqrstuvw"; /* 45 chars */
+static char login_id[] = "tduser01";
+static char password[] = "pa\"ss\\wd"; /* a quote and a backslash */
+static char account_name[] = "test";
+
+struct recorded {
+    char *method;
+    char *url;
+    char *override;
+    char *content_type;
+    char *accept;
+    char *user_agent;
+    bool has_expect;
+    char *body;
+};
+
+struct canned {
+    unsigned status;
+    const char *body;        /* NULL: empty */
+    size_t body_len;         /* 0: strlen(body) */
+    const char *headers[16]; /* name, value, name, value, ..., NULL */
+    unsigned delay_ms;
+};
+
+static struct {
+    struct MHD_Daemon *d;
+    unsigned short port;
+    pthread_mutex_t lock;
+    int connections;
+    size_t n_requests;
+    struct recorded req[MAX_REQUESTS];
+    struct canned reply;
+    atomic_bool stopping;
+} srv = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static char *dup_or_null(const char *s)
+{
+    return s ? xstrdup(s) : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    (void)conn;
+    (void)socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        pthread_mutex_lock(&srv.lock);
+        srv.connections++;
+        pthread_mutex_unlock(&srv.lock);
+    }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode code)
+{
+    struct buf *body = *req_cls;
+    (void)cls;
+    (void)conn;
+    (void)code;
+    if (body) {
+        buf_free(body);
+        free(body);
+        *req_cls = NULL;
+    }
+}
+
+static const char *header(struct MHD_Connection *conn, const char *name)
+{
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **req_cls)
+{
+    struct buf *body = *req_cls;
+    struct MHD_Response *resp;
+    enum MHD_Result ret;
+    const struct canned *c = &srv.reply;
+    (void)cls;
+    (void)version;
+    if (!body) {
+        body = xcalloc(1, sizeof *body);
+        buf_init(body, 0);
+        *req_cls = body;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        buf_append(body, upload_data, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    pthread_mutex_lock(&srv.lock);
+    if (srv.n_requests < MAX_REQUESTS) {
+        struct recorded *r = &srv.req[srv.n_requests];
+        r->method = xstrdup(method);
+        r->url = xstrdup(url);
+        r->override = dup_or_null(header(conn, "X-HTTP-Method-Override"));
+        r->content_type = dup_or_null(header(conn, "Content-Type"));
+        r->accept = dup_or_null(header(conn, "Accept"));
+        r->user_agent = dup_or_null(header(conn, "User-Agent"));
+        r->has_expect = header(conn, "Expect") != NULL;
+        r->body = xstrdup(buf_str(body));
+    }
+    srv.n_requests++;
+    pthread_mutex_unlock(&srv.lock);
+    for (unsigned waited = 0; waited < c->delay_ms && !atomic_load(&srv.stopping); waited += 10)
+        usleep(10 * 1000);
+    size_t len = c->body ? (c->body_len ? c->body_len : strlen(c->body)) : 0;
+    resp = MHD_create_response_from_buffer(len, (void *)(c->body ? c->body : ""),
+                                           MHD_RESPMEM_PERSISTENT);
+    for (size_t i = 0; c->headers[i]; i += 2)
+        MHD_add_response_header(resp, c->headers[i], c->headers[i + 1]);
+    ret = MHD_queue_response(conn, c->status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static void server_start(void)
+{
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = 0;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    srv.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                             on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                             MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+    cr_assert_not_null(srv.d, "cannot start the test HTTP server");
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv.d, MHD_DAEMON_INFO_BIND_PORT);
+    cr_assert_not_null(info);
+    srv.port = info->port;
+    cr_assert_neq(srv.port, 0);
+}
+
+static void server_stop(void)
+{
+    atomic_store(&srv.stopping, true);
+    if (srv.d)
+        MHD_stop_daemon(srv.d);
+    srv.d = NULL;
+    for (size_t i = 0; i < MAX_REQUESTS; i++) {
+        struct recorded *r = &srv.req[i];
+        free(r->method);
+        free(r->url);
+        free(r->override);
+        free(r->content_type);
+        free(r->accept);
+        free(r->user_agent);
+        free(r->body);
+        memset(r, 0, sizeof *r);
+    }
+}
+
+static char base_url[64];
+static struct account_conf account;
+static struct platform *client;
+
+static void setup(void)
+{
+    struct err e = {{0}};
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    server_start();
+    snprintf(base_url, sizeof base_url, "http://127.0.0.1:%u", (unsigned)srv.port);
+    memset(&account, 0, sizeof account);
+    account.name = account_name;
+    account.base_url = base_url;
+    account.api_key = api_key;
+    account.login_id = login_id;
+    account.login_pass = password;
+    cr_assert_eq(platform_new(&client, &account, &e), 0, "%s", e.msg);
+}
+
+static void teardown(void)
+{
+    platform_free(client);
+    client = NULL;
+    server_stop();
+    curl_global_cleanup();
+}
+
+static void answer(unsigned status, const char *body)
+{
+    memset(&srv.reply, 0, sizeof srv.reply);
+    srv.reply.status = status;
+    srv.reply.body = body;
+}
+
+static void answer_header(const char *name, const char *value)
+{
+    size_t i = 0;
+    while (srv.reply.headers[i])
+        i += 2;
+    cr_assert_lt(i + 2, sizeof srv.reply.headers / sizeof srv.reply.headers[0]);
+    srv.reply.headers[i] = name;
+    srv.reply.headers[i + 1] = value;
+}
+
+static void assert_no_secret(const char *text)
+{
+    if (!text)
+        return;
+    cr_assert_null(strstr(text, api_key), "API key in: %s", text);
+    cr_assert_null(strstr(text, password), "password in: %s", text);
+    cr_assert_null(strstr(text, "pa\\\"ss"), "escaped password in: %s", text);
+    cr_assert_null(strstr(text, "login-pass"), "request body in: %s", text);
+}
+
+static struct json_object *request_json(size_t i)
+{
+    cr_assert_lt(i, srv.n_requests);
+    struct json_object *obj = json_tokener_parse(srv.req[i].body);
+    cr_assert_not_null(obj, "request body is not JSON: %s", srv.req[i].body);
+    cr_assert(json_object_is_type(obj, json_type_object));
+    return obj;
+}
+
+static void assert_member(struct json_object *obj, const char *key, const char *want)
+{
+    struct json_object *v = NULL;
+    cr_assert(json_object_object_get_ex(obj, key, &v), "no member '%s'", key);
+    cr_assert(json_object_is_type(v, json_type_string), "member '%s' is not a string", key);
+    cr_assert_str_eq(json_object_get_string(v), want);
+}
+
+static void assert_common_request(size_t i, const char *path)
+{
+    const struct recorded *r = &srv.req[i];
+    cr_assert_str_eq(r->method, "POST");
+    cr_assert_str_eq(r->url, path);
+    cr_assert_not_null(r->override);
+    cr_assert_str_eq(r->override, "GET");
+    cr_assert_not_null(r->content_type);
+    cr_assert_str_eq(r->content_type, "application/json");
+    cr_assert_not_null(r->accept);
+    cr_assert_str_eq(r->accept, "application/json");
+    cr_assert_not_null(r->user_agent);
+    cr_assert_str_eq(r->user_agent, "wsrelay/" WSRELAY_VERSION);
+    cr_assert_not(r->has_expect);
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+TestSuite(platform, .init = setup, .fini = teardown, .timeout = 30);
+
+Test(platform, current_request_and_ratelimit)
+{
+    struct platform_reply r = {0};
+    answer(200, "{\"devices\":[]}");
+    answer_header("Content-Type", "application/json; charset=utf-8");
+    answer_header("X-RateLimit-Limit", "10");
+    answer_header("X-RateLimit-Reset", "120");
+    answer_header("X-RateLimit-Remaining", "7");
+    cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), 0, "%s",
+                 r.message ? r.message : "");
+    cr_assert_eq(r.http_status, 200);
+    cr_assert_eq(r.api_code, 0);
+    cr_assert_null(r.message);
+    cr_assert_not_null(r.body);
+    cr_assert(json_object_is_type(r.body, json_type_object));
+    cr_assert(r.rl.present);
+    cr_assert_eq(r.rl.limit, 10);
+    cr_assert_eq(r.rl.reset, 120);
+    cr_assert_eq(r.rl.remaining, 7);
+
+    cr_assert_eq(srv.n_requests, 1);
+    assert_common_request(0, "/v1/devices/current");
+    struct json_object *req = request_json(0);
+    cr_assert_eq(json_object_object_length(req), 3);
+    assert_member(req, "api-key", api_key);
+    assert_member(req, "login-id", login_id);
+    assert_member(req, "login-pass", password);
+    /* The quote and backslash travel escaped. */
+    cr_assert_not_null(strstr(srv.req[0].body, "\"login-pass\":\"pa\\\"ss\\\\wd\""), "body: %s",
+                       srv.req[0].body);
+    json_object_put(req);
+    platform_reply_free(&r);
+    cr_assert_null(r.body);
+}
+
+Test(platform, alert_request)
+{
+    struct platform_reply r = {0};
+    answer(200, "{\"remote-serial\":\"52C10001\",\"alert-logs\":[]}");
+    cr_assert_eq(platform_call(client, PLATFORM_ALERT, "52C10001", "58210001", &r), 0);
+    cr_assert_eq(r.http_status, 200);
+    cr_assert_not(r.rl.present);
+    cr_assert_eq(srv.n_requests, 1);
+    assert_common_request(0, "/v1/devices/alert");
+    struct json_object *req = request_json(0);
+    cr_assert_eq(json_object_object_length(req), 5);
+    assert_member(req, "api-key", api_key);
+    assert_member(req, "login-id", login_id);
+    assert_member(req, "login-pass", password);
+    assert_member(req, "remote-serial", "52C10001");
+    assert_member(req, "base-serial", "58210001");
+    json_object_put(req);
+    platform_reply_free(&r);
+}
+
+Test(platform, current_for_one_serial)
+{
+    struct platform_reply r = {0};
+    struct json_object *req, *list = NULL;
+    answer(200, "{\"devices\":[]}");
+    cr_assert_eq(platform_call(client, PLATFORM_CURRENT, "52C10001", "58210001", &r), 0);
+    req = request_json(0);
+    cr_assert_eq(json_object_object_length(req), 4);
+    cr_assert(json_object_object_get_ex(req, "remote-serial", &list));
+    cr_assert(json_object_is_type(list, json_type_array));
+    cr_assert_eq(json_object_array_length(list), 1);
+    cr_assert_str_eq(json_object_get_string(json_object_array_get_idx(list, 0)), "52C10001");
+    cr_assert_not(json_object_object_get_ex(req, "base-serial", NULL));
+    json_object_put(req);
+    platform_reply_free(&r);
+}
+
+Test(platform, alert_needs_serials)
+{
+    struct platform_reply r = {0};
+    answer(200, "{}");
+    cr_assert_eq(platform_call(client, PLATFORM_ALERT, NULL, "58210001", &r), -1);
+    cr_assert_eq(r.http_status, 0);
+    cr_assert_not_null(r.message);
+    cr_assert_eq(srv.n_requests, 0);
+    platform_reply_free(&r);
+}
+
+Test(platform, too_many_requests)
+{
+    struct platform_reply r = {0};
+    answer(429, "{\"error\":{\"code\":429,\"message\":\"Too Many Requests\"}}");
+    /* Names in any case. */
+    answer_header("x-ratelimit-limit", "12");
+    answer_header("X-RATELIMIT-RESET", "3600");
+    answer_header("X-RateLimit-Remaining", " 0 ");
+    cr_assert_eq(platform_call(client, PLATFORM_ALERT, "52C10001", "58210001", &r), -1);
+    cr_assert_eq(r.http_status, 429);
+    cr_assert_eq(r.api_code, 429);
+    cr_assert_null(r.body);
+    cr_assert(r.rl.present);
+    cr_assert_eq(r.rl.limit, 12);
+    cr_assert_eq(r.rl.reset, 3600);
+    cr_assert_eq(r.rl.remaining, 0);
+    cr_assert_str_eq(r.message, "HTTP 429 (code 429: Too Many Requests)");
+    platform_reply_free(&r);
+}
+
+Test(platform, partial_ratelimit_is_not_present)
+{
+    struct platform_reply r = {0};
+    answer(200, "{}");
+    answer_header("X-RateLimit-Limit", "10");
+    answer_header("X-RateLimit-Reset", "soon");
+    answer_header("X-RateLimit-Remaining", "3");
+    cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), 0);
+    cr_assert_not(r.rl.present);
+    cr_assert_eq(r.rl.limit, 0);
+    cr_assert_eq(r.rl.remaining, 0);
+    platform_reply_free(&r);
+}
+
+Test(platform, error_code_number_401)
+{
+    struct platform_reply r = {0};
+    answer(401, "{\"error\":{\"code\":401,\"message\":\"認証に失敗しました\"}}");
+    answer_header("X-RateLimit-Limit", "10");
+    answer_header("X-RateLimit-Reset", "120");
+    answer_header("X-RateLimit-Remaining", "9");
+    cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), -1);
+    cr_assert_eq(r.http_status, 401);
+    cr_assert_eq(r.api_code, 401);
+    cr_assert(r.rl.present);
+    cr_assert_eq(r.rl.remaining, 9);
+    cr_assert_str_eq(r.message, "HTTP 401 (code 401: 認証に失敗しました)");
+    assert_no_secret(r.message);
+    platform_reply_free(&r);
+}
+
+Test(platform, error_code_string_503)
+{
+    struct platform_reply r = {0};
+    answer(503, "{\"error\":{\"code\":\"503\",\"message\":\"Service Unavailable\"}}");
+    cr_assert_eq(platform_call(client, PLATFORM_ALERT, "52C10001", "58210001", &r), -1);
+    cr_assert_eq(r.http_status, 503);
+    cr_assert_eq(r.api_code, 503);
+    cr_assert_str_eq(r.message, "HTTP 503 (code 503: Service Unavailable)");
+    platform_reply_free(&r);
+}
+
+Test(platform, error_body_not_json)
+{
+    struct platform_reply r = {0};
+    answer(503, "<html><body>Service Unavailable</body></html>");
+    answer_header("Content-Type", "text/html");
+    cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), -1);
+    cr_assert_eq(r.http_status, 503);
+    cr_assert_eq(r.api_code, 0);
+    cr_assert_str_eq(r.message, "HTTP 503 (body not JSON)");
+    platform_reply_free(&r);
+}
+
+Test(platform, error_body_without_code)
+{
+    struct platform_reply r = {0};
+    answer(400, "{\"error\":{\"code\":\"bad\",\"message\":\"Bad Request\"}}");
+    cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), -1);
+    cr_assert_eq(r.http_status, 400);
+    cr_assert_eq(r.api_code, 0);
+    cr_assert_str_eq(r.message, "HTTP 400 (no error code: Bad Request)");
+    platform_reply_free(&r);
+    answer(400, "{\"status\":\"nope\"}");
+    cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), -1);
+    cr_assert_str_eq(r.message, "HTTP 400 (no error object in body)");
+    platform_reply_free(&r);
+}
+
+Test(platform, error_message_cleaned)
+{
+    struct platform_reply r = {0};
+    static char body[2048];
+    /* Control characters, the API key echoed back, and far too long. */
+    snprintf(body, sizeof body,
+             "{\"error\":{\"code\":403,\"message\":\"bad\\r\\nkey %s\\u0007 for "
+             "%s; %0300d\"}}",
+             api_key, "pa\\\"ss\\\\wd", 7);
+    answer(403, body);
+    cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), -1);
+    cr_assert_eq(r.api_code, 403);
+    assert_no_secret(r.message);
+    cr_assert_null(strpbrk(r.message, "\r\n\a"), "%s", r.message);
+    const char *prefix = "HTTP 403 (code 403: ";
+    cr_assert_eq(strncmp(r.message, prefix, strlen(prefix)), 0, "%s", r.message);
+    cr_assert_eq(strncmp(r.message + strlen(prefix), "badkey [redacted] for [redacted]; 000", 37),
+                 0, "%s", r.message);
+    /* The platform's part is at most 200 bytes. */
+    cr_assert_eq(strlen(r.message), strlen(prefix) + 200 + 1, "%s", r.message);
+    platform_reply_free(&r);
+}
+
+Test(platform, error_message_cut_on_character)
+{
+    struct platform_reply r = {0};
+    static char body[2048];
+    struct buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"error\":{\"code\":500,\"message\":\"x");
+    for (int i = 0; i < 100; i++)
+        buf_puts(&b, "あ"); /* 3 bytes each; 1 + 3k never lands on 200 */
+    buf_puts(&b, "\"}}");
+    snprintf(body, sizeof body, "%s", buf_str(&b));
+    buf_free(&b);
+    answer(500, body);
+    cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), -1);
+    const char *prefix = "HTTP 500 (code 500: ";
+    size_t part = strlen(r.message) - strlen(prefix) - 1;
+    cr_assert_eq(part, 199, "%s", r.message);
+    cr_assert_str_eq(r.message + strlen(r.message) - 4, "あ)");
+    platform_reply_free(&r);
+}
+
+Test(platform, ok_but_not_json)
+{
+    struct platform_reply r = {0};
+    const char *bodies[] = {"devices: none", "[1,2,3]", "\"text\"", "null", "", "{\"a\":1} x"};
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        answer(200, bodies[i]);
+        cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), -1, "%s", bodies[i]);
+        cr_assert_eq(r.http_status, 200);
+        cr_assert_null(r.body);
+        cr_assert_str_eq(r.message, "HTTP 200 with a body that is not a JSON object");
+        platform_reply_free(&r);
+    }
+}
+
+Test(platform, redirect_not_followed)
+{
+    struct platform_reply r = {0};
+    answer(302, "");
+    answer_header("Location", "/v1/devices/elsewhere");
+    cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), -1);
+    cr_assert_eq(r.http_status, 302);
+    cr_assert_null(r.body);
+    cr_assert_not_null(strstr(r.message, "redirect"), "%s", r.message);
+    cr_assert_eq(srv.n_requests, 1);
+    platform_reply_free(&r);
+}
+
+Test(platform, response_too_large)
+{
+    struct platform_reply r = {0};
+    size_t len = 5 * 1024 * 1024;
+    char *big = xmalloc(len);
+    memset(big, ' ', len);
+    big[0] = '{';
+    big[len - 1] = '}';
+    answer(200, big);
+    srv.reply.body_len = len;
+    cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), -1);
+    cr_assert_null(r.body);
+    cr_assert_not_null(strstr(r.message, "response too large"), "%s", r.message);
+    platform_reply_free(&r);
+    server_stop(); /* before the buffer it serves goes */
+    free(big);
+}
+
+Test(platform, connection_refused)
+{
+    struct platform_reply r = {0};
+    struct platform *p = NULL;
+    struct account_conf a = account;
+    struct err e = {{0}};
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof sa;
+    char url[64];
+    struct timespec t0;
+    /* A port that was free a moment ago: nothing listens there. */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert_geq(fd, 0);
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    close(fd);
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+    a.base_url = url;
+    cr_assert_eq(platform_new(&p, &a, &e), 0, "%s", e.msg);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cr_assert_eq(platform_call(p, PLATFORM_CURRENT, NULL, NULL, &r), -1);
+    cr_assert_lt(seconds_since(&t0), 5.0);
+    cr_assert_eq(r.http_status, 0);
+    cr_assert_not_null(r.message);
+    cr_assert_neq(r.message[0], '\0');
+    cr_assert_not(r.rl.present);
+    assert_no_secret(r.message);
+    platform_reply_free(&r);
+    platform_free(p);
+}
+
+Test(platform, slow_server_times_out)
+{
+    struct platform_reply r = {0};
+    struct timespec t0;
+    answer(200, "{}");
+    srv.reply.delay_ms = 10 * 1000;
+    platform_set_timeouts(client, 1, 1);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cr_assert_eq(platform_call(client, PLATFORM_ALERT, "52C10001", "58210001", &r), -1);
+    double took = seconds_since(&t0);
+    cr_assert_geq(took, 0.9);
+    cr_assert_lt(took, 4.0, "took %.1f s", took);
+    cr_assert_eq(r.http_status, 0);
+    cr_assert_not_null(r.message);
+    cr_assert_not_null(strstr(r.message, "imed out"), "%s", r.message);
+    assert_no_secret(r.message);
+    platform_reply_free(&r);
+}
+
+Test(platform, one_connection_for_many_calls)
+{
+    struct platform_reply r = {0};
+    answer(200, "{\"devices\":[]}");
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(platform_call(client, i == 1 ? PLATFORM_ALERT : PLATFORM_CURRENT,
+                                   i == 1 ? "52C10001" : NULL, i == 1 ? "58210001" : NULL, &r),
+                     0);
+        platform_reply_free(&r);
+    }
+    cr_assert_eq(srv.n_requests, 3);
+    cr_assert_eq(srv.connections, 1);
+}
+
+Test(platform, reply_reset_between_calls)
+{
+    struct platform_reply r = {0};
+    answer(429, "{\"error\":{\"code\":429,\"message\":\"slow down\"}}");
+    answer_header("X-RateLimit-Limit", "12");
+    answer_header("X-RateLimit-Reset", "3600");
+    answer_header("X-RateLimit-Remaining", "0");
+    cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), -1);
+    cr_assert(r.rl.present);
+    /* The same reply again, without platform_reply_free in between. */
+    answer(200, "{\"devices\":[]}");
+    cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), 0);
+    cr_assert_eq(r.http_status, 200);
+    cr_assert_eq(r.api_code, 0);
+    cr_assert_null(r.message);
+    cr_assert_not(r.rl.present);
+    cr_assert_not_null(r.body);
+    platform_reply_free(&r);
+}
+
+Test(platform, no_secret_in_logs)
+{
+    struct platform_reply r = {0};
+    static char body[512];
+    char path[] = "/tmp/wsrelay-test-log-XXXXXX";
+    char text[8192];
+    int fd = mkstemp(path), saved;
+    ssize_t n;
+    cr_assert_geq(fd, 0);
+    unlink(path);
+    fflush(stderr);
+    saved = dup(2);
+    dup2(fd, 2);
+    log_set_level(LOG_DEBUG);
+    answer(200, "{\"devices\":[]}");
+    platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r);
+    snprintf(body, sizeof body, "{\"error\":{\"code\":401,\"message\":\"bad key %s / %s\"}}",
+             api_key, "pa\\\"ss\\\\wd");
+    answer(401, body);
+    platform_call(client, PLATFORM_ALERT, "52C10001", "58210001", &r);
+    answer(500, "not json");
+    platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r);
+    platform_reply_free(&r);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    log_set_level(LOG_INFO);
+    lseek(fd, 0, SEEK_SET);
+    n = read(fd, text, sizeof text - 1);
+    close(fd);
+    cr_assert_gt(n, 0);
+    text[n] = '\0';
+    cr_assert_not_null(strstr(text, "platform: account 'test': current: HTTP 200"), "%s", text);
+    cr_assert_not_null(strstr(text, "platform: account 'test': alert: HTTP 401"), "%s", text);
+    assert_no_secret(text);
+}
+
+Test(platform, base_url_checked)
+{
+    const char *rejected[] = {
+        "http://example.com",
+        "ftp://example.com/",
+        "example.com",
+        "",
+        "http://127.0.0.1.example.com",
+        "http://localhost@example.com",
+        "https://user:secretpw@example.com",
+        "https://example.com/?a=1",
+        "https://",
+    };
+    const char *accepted[] = {
+        "https://example.com", "https://api.webstorage-service.com/",
+        "http://127.0.0.1:1",  "http://localhost:8080",
+        "http://[::1]:8080",
+    };
+    for (size_t i = 0; i < sizeof rejected / sizeof rejected[0]; i++) {
+        struct account_conf a = account;
+        struct platform *p = (struct platform *)&a; /* must become NULL */
+        struct err e = {{0}};
+        char url[128];
+        snprintf(url, sizeof url, "%s", rejected[i]);
+        a.base_url = url;
+        cr_assert_eq(platform_new(&p, &a, &e), -1, "accepted %s", rejected[i]);
+        cr_assert_null(p);
+        cr_assert_not_null(strstr(e.msg, "account 'test'"), "%s", e.msg);
+        cr_assert_null(strstr(e.msg, "secretpw"), "%s", e.msg);
+    }
+    {
+        struct account_conf a = account;
+        struct platform *p = NULL;
+        struct err e = {{0}};
+        char url[] = "http://example.com";
+        a.base_url = url;
+        cr_assert_eq(platform_new(&p, &a, &e), -1);
+        cr_assert_not_null(strstr(e.msg, "https"), "%s", e.msg);
+    }
+    for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
+        struct account_conf a = account;
+        struct platform *p = NULL;
+        struct err e = {{0}};
+        char url[128];
+        snprintf(url, sizeof url, "%s", accepted[i]);
+        a.base_url = url;
+        cr_assert_eq(platform_new(&p, &a, &e), 0, "rejected %s: %s", accepted[i], e.msg);
+        cr_assert_not_null(p);
+        platform_free(p);
+    }
+    platform_free(NULL);
+}
+
+Test(platform, tls_to_plain_server_fails)
+{
+    /* A TLS handshake with a plain-HTTP server fails: status 0, not a
+     * silent downgrade. */
+    struct platform_reply r = {0};
+    struct platform *p = NULL;
+    struct account_conf a = account;
+    struct err e = {{0}};
+    char url[64];
+    snprintf(url, sizeof url, "https://127.0.0.1:%u", (unsigned)srv.port);
+    a.base_url = url;
+    answer(200, "{}");
+    cr_assert_eq(platform_new(&p, &a, &e), 0, "%s", e.msg);
+    platform_set_timeouts(p, 2, 3);
+    cr_assert_eq(platform_call(p, PLATFORM_CURRENT, NULL, NULL, &r), -1);
+    cr_assert_eq(r.http_status, 0);
+    cr_assert_not_null(r.message);
+    platform_reply_free(&r);
+    platform_free(p);
+}
+
+Test(platform, op_names)
+{
+    cr_assert_str_eq(platform_op_name(PLATFORM_CURRENT), "current");
+    cr_assert_str_eq(platform_op_name(PLATFORM_ALERT), "alert");
+    struct platform_reply r = {0};
+    platform_reply_free(&r);
+    platform_reply_free(NULL);
+}
+
+/* ---- platform_parse_devices ---- */
+
+static struct json_object *fixture(const char *name)
+{
+    struct buf b;
+    struct err e = {{0}};
+    char *path = xasprintf("%s/tests/data/platform/%s", WSRELAY_SOURCE_DIR, name);
+    struct json_object *obj;
+    buf_init(&b, 1 << 20);
+    cr_assert_eq(file_read(&b, path, &e), 0, "%s", e.msg);
+    obj = json_tokener_parse(buf_str(&b));
+    cr_assert_not_null(obj, "%s does not parse", path);
+    buf_free(&b);
+    free(path);
+    return obj;
+}
+
+TestSuite(devices, .timeout = 20);
+
+Test(devices, strings_dialect)
+{
+    struct device_info *d = NULL;
+    size_t n = 0;
+    struct err e = {{0}};
+    struct json_object *body = fixture("current-strings.json");
+    cr_assert_eq(platform_parse_devices(&d, &n, body, &e), 0, "%s", e.msg);
+    cr_assert_eq(n, 2); /* the record without serial is skipped */
+    cr_assert_str_eq(d[0].serial, "52C10001");
+    cr_assert_str_eq(d[0].model, "RTR501B");
+    cr_assert_str_eq(d[0].name, "冷蔵庫A");
+    cr_assert_str_eq(d[0].base_serial, "58210001");
+    cr_assert_str_eq(d[0].base_model, "RTR500BW");
+    cr_assert_str_eq(d[0].base_name, "本社1F");
+    cr_assert_str_eq(d[0].group_name, "冷蔵庫群");
+    /* rssi "" and no dst_flg do not matter. */
+    cr_assert_str_eq(d[1].serial, "52100002");
+    cr_assert_str_eq(d[1].base_serial, "52100002");
+    cr_assert_str_eq(d[1].base_name, "Freezer 2");
+    cr_assert_str_eq(d[1].group_name, "");
+    device_info_free(d, n);
+    json_object_put(body);
+}
+
+Test(devices, numbers_dialect_with_arrays)
+{
+    struct device_info *d = NULL;
+    size_t n = 0;
+    struct err e = {{0}};
+    struct json_object *body = fixture("current-numbers.json");
+    cr_assert_eq(platform_parse_devices(&d, &n, body, &e), 0, "%s", e.msg);
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(d[0].serial, "52100003");
+    cr_assert_str_eq(d[0].model, "RTR-502");
+    cr_assert_str_eq(d[0].name, "Warehouse");
+    cr_assert_str_eq(d[0].base_serial, "58210009");
+    cr_assert_str_eq(d[0].base_model, "RTR-500");
+    cr_assert_str_eq(d[0].base_name, "Gateway");
+    cr_assert_str_eq(d[0].group_name, "Cold room");
+    /* No baseunit: the device is its own; no group: "". */
+    cr_assert_str_eq(d[1].serial, "52100004");
+    cr_assert_str_eq(d[1].base_serial, "52100004");
+    cr_assert_str_eq(d[1].base_model, "TR-72wb");
+    cr_assert_str_eq(d[1].base_name, "Standalone");
+    cr_assert_str_eq(d[1].group_name, "");
+    device_info_free(d, n);
+    json_object_put(body);
+}
+
+Test(devices, empty_and_bad)
+{
+    struct device_info *d = (struct device_info *)&d;
+    size_t n = 99;
+    struct err e = {{0}};
+    struct json_object *body = json_tokener_parse("{\"devices\":[]}");
+    cr_assert_eq(platform_parse_devices(&d, &n, body, &e), 0);
+    cr_assert_eq(n, 0);
+    cr_assert_null(d);
+    json_object_put(body);
+    const char *bad[] = {"{}", "{\"devices\":{}}", "[]", "{\"devices\":\"x\"}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        body = json_tokener_parse(bad[i]);
+        cr_assert_eq(platform_parse_devices(&d, &n, body, &e), -1, "%s", bad[i]);
+        cr_assert_null(d);
+        cr_assert_eq(n, 0);
+        cr_assert_not_null(strstr(e.msg, "devices"));
+        json_object_put(body);
+    }
+    device_info_free(NULL, 0);
+}
