@@ -80,6 +80,11 @@ void config_free(struct config *c);
 /* True when `serial` passes the account's include and exclude globs. */
 bool account_wants_serial(const struct account_conf *a, const char *serial);
 
+/* Every key of the file with its type, default and help text, one entry per
+ * key ("accounts[].login_id (string; required)" and an indented help line),
+ * for `--help` and the README. The caller frees the string. */
+char *config_reference(void);
+
 /* The receiver called `name`, or NULL. */
 const struct receiver_conf *config_receiver(const struct config *c, const char *name);
 

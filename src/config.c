@@ -1,0 +1,1197 @@
+/* The configuration file: YAML in, a validated `struct config` out. Every key
+ * is a row of a table (kind, flags, default, check, help); one walker checks a
+ * mapping against its rows, so validation, freeing and the key reference all
+ * come from the same tables. */
+#include "config.h"
+#include "util/buf.h"
+#include "util/duration.h"
+#include "util/fileio.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <yaml.h>
+
+#define CONFIG_MAX_BYTES (1024 * 1024)
+#define SECRET_MAX_BYTES (64 * 1024)
+#define CATCH_UP_DEFAULT "1h"
+
+/* How a key's YAML value becomes a C value, and where that value lives. */
+enum kind {
+    K_STRING,       /* char *: a string, ${VAR} expanded */
+    K_PATH,         /* char *: a path; a relative one is taken from the config's directory */
+    K_SECRET_FILE,  /* char *: the contents of the file the value names */
+    K_DURATION,     /* long: seconds, written "90s", "30m", "1h" */
+    K_GLOBS,        /* char ** and a size_t count: one string or a list of strings */
+    K_LIST,         /* an array of `sub` structs and a size_t count: a non-empty list */
+    K_AUTO_OR_LIST, /* the word "auto" (the list stays empty) or a K_LIST */
+    K_MAP,          /* a `sub` struct embedded at `off` */
+    K_HEADERS,      /* an array of struct header_conf and a size_t count */
+};
+
+enum {
+    F_REQUIRED = 1 << 0,
+    F_SECRET = 1 << 1, /* never echoed; may not contain a line break */
+    F_UNIQUE = 1 << 2, /* unique among the elements of the enclosing list */
+};
+
+struct schema;
+
+struct key {
+    const char *name;
+    enum kind kind;
+    unsigned flags;
+    int group;        /* non-zero: exactly one key of this group must be given */
+    size_t off;       /* where the value is stored */
+    size_t count_off; /* K_GLOBS, K_LIST, K_AUTO_OR_LIST, K_HEADERS: the element count */
+    const char *def;  /* default, as it would be written in the file */
+    const char *(*check)(char *value); /* returns what is wrong, or NULL; may normalise */
+    const struct schema *sub;
+    const char *help;
+};
+
+struct schema {
+    const char *what; /* names an element in messages: "duplicate receiver name" */
+    const struct key *keys;
+    size_t n_keys;
+    size_t size;
+    void (*finish)(void *obj); /* fills in what depends on several keys */
+};
+
+static const char *check_name(char *v);
+static const char *check_base_url(char *v);
+static const char *check_login_id(char *v);
+static const char *check_serial(char *v);
+static const char *check_webhook_url(char *v);
+static void finish_device(void *obj);
+static void finish_account(void *obj);
+static void finish_receiver(void *obj);
+
+#define N(rows) (sizeof(rows) / sizeof((rows)[0]))
+#define AT(type, member) offsetof(struct type, member)
+
+/* clang-format off: the tables read better as rows */
+static const struct key device_keys[] = {
+    {.name = "serial",
+     .kind = K_STRING,
+     .flags = F_REQUIRED | F_UNIQUE,
+     .off = AT(device_conf, serial),
+     .check = check_serial,
+     .help = "The device's serial number: 8 letters or digits."},
+    {.name = "base",
+     .kind = K_STRING,
+     .off = AT(device_conf, base),
+     .check = check_serial,
+     .help = "The serial of the base unit the device reports through (default: the serial)."},
+};
+static const struct schema device_schema = {"device", device_keys, N(device_keys),
+                                            sizeof(struct device_conf), finish_device};
+
+static const struct key account_keys[] = {
+    {.name = "name",
+     .kind = K_STRING,
+     .flags = F_REQUIRED | F_UNIQUE,
+     .off = AT(account_conf, name),
+     .check = check_name,
+     .help = "A short name for the account: letters, digits, '_', '.', '-'."},
+    {.name = "base_url",
+     .kind = K_STRING,
+     .off = AT(account_conf, base_url),
+     .def = CONFIG_DEFAULT_BASE_URL,
+     .check = check_base_url,
+     .help = "The platform's API; https://api.webstorage.jp for the Japanese service."},
+    {.name = "api_key",
+     .kind = K_STRING,
+     .flags = F_SECRET,
+     .group = 1,
+     .off = AT(account_conf, api_key),
+     .help = "The API key, e.g. \"${WS_API_KEY}\"."},
+    {.name = "api_key_file",
+     .kind = K_SECRET_FILE,
+     .flags = F_SECRET,
+     .group = 1,
+     .off = AT(account_conf, api_key),
+     .help = "A file holding the API key (mode 0600)."},
+    {.name = "login_id",
+     .kind = K_STRING,
+     .flags = F_REQUIRED,
+     .off = AT(account_conf, login_id),
+     .check = check_login_id,
+     .help = "The WebStorage login ID the API calls are made as."},
+    {.name = "login_pass",
+     .kind = K_STRING,
+     .flags = F_SECRET,
+     .group = 2,
+     .off = AT(account_conf, login_pass),
+     .help = "The login password."},
+    {.name = "login_pass_file",
+     .kind = K_SECRET_FILE,
+     .flags = F_SECRET,
+     .group = 2,
+     .off = AT(account_conf, login_pass),
+     .help = "A file holding the password (mode 0600)."},
+    {.name = "devices",
+     .kind = K_AUTO_OR_LIST,
+     .off = AT(account_conf, devices),
+     .count_off = AT(account_conf, n_devices),
+     .def = "auto",
+     .sub = &device_schema,
+     .help = "`auto` to discover the account's devices, or a list of {serial, base}."},
+    {.name = "include",
+     .kind = K_GLOBS,
+     .off = AT(account_conf, include),
+     .count_off = AT(account_conf, n_include),
+     .help = "Only serials matching one of these globs are polled (default: all)."},
+    {.name = "exclude",
+     .kind = K_GLOBS,
+     .off = AT(account_conf, exclude),
+     .count_off = AT(account_conf, n_exclude),
+     .help = "Serials matching one of these globs are never polled."},
+};
+static const struct schema account_schema = {"account", account_keys, N(account_keys),
+                                             sizeof(struct account_conf), finish_account};
+
+/* Only used to free header arrays; parse_headers reads them. */
+static const struct key header_keys[] = {
+    {.name = "name", .kind = K_STRING, .off = AT(header_conf, name)},
+    {.name = "value", .kind = K_STRING, .flags = F_SECRET, .off = AT(header_conf, value)},
+};
+static const struct schema header_schema = {"header", header_keys, N(header_keys),
+                                            sizeof(struct header_conf), NULL};
+
+static const struct key webhook_keys[] = {
+    {.name = "url",
+     .kind = K_STRING,
+     .flags = F_SECRET,
+     .group = 1,
+     .off = AT(receiver_conf, webhook.url) - AT(receiver_conf, webhook),
+     .check = check_webhook_url,
+     .help = "Where events are POSTed: https:// or http://."},
+    {.name = "url_file",
+     .kind = K_SECRET_FILE,
+     .flags = F_SECRET,
+     .group = 1,
+     .off = AT(receiver_conf, webhook.url) - AT(receiver_conf, webhook),
+     .check = check_webhook_url,
+     .help = "A file holding the URL (mode 0600)."},
+    {.name = "headers",
+     .kind = K_HEADERS,
+     .off = AT(receiver_conf, webhook.headers) - AT(receiver_conf, webhook),
+     .count_off = AT(receiver_conf, webhook.n_headers) - AT(receiver_conf, webhook),
+     .sub = &header_schema,
+     .help = "Extra request headers, name: value (not Content-Type or Content-Length)."},
+};
+static const struct schema webhook_schema = {"webhook", webhook_keys, N(webhook_keys),
+                                             sizeof(((struct receiver_conf *)0)->webhook), NULL};
+
+static const struct key file_keys[] = {
+    {.name = "path",
+     .kind = K_PATH,
+     .flags = F_REQUIRED,
+     .off = AT(receiver_conf, file.path) - AT(receiver_conf, file),
+     .help = "The file events are appended to; \"-\" is standard output."},
+};
+static const struct schema file_schema = {"file", file_keys, N(file_keys),
+                                          sizeof(((struct receiver_conf *)0)->file), NULL};
+
+static const struct key receiver_keys[] = {
+    {.name = "name",
+     .kind = K_STRING,
+     .flags = F_REQUIRED | F_UNIQUE,
+     .off = AT(receiver_conf, name),
+     .check = check_name,
+     .help = "The name rules use to route events here."},
+    {.name = "webhook",
+     .kind = K_MAP,
+     .group = 1,
+     .off = AT(receiver_conf, webhook),
+     .sub = &webhook_schema,
+     .help = "Send events to a URL in an HTTP POST."},
+    {.name = "file",
+     .kind = K_MAP,
+     .group = 1,
+     .off = AT(receiver_conf, file),
+     .sub = &file_schema,
+     .help = "Append events to a file."},
+};
+static const struct schema receiver_schema = {"receiver", receiver_keys, N(receiver_keys),
+                                              sizeof(struct receiver_conf), finish_receiver};
+
+static const struct key top_keys[] = {
+    {.name = "state_file",
+     .kind = K_PATH,
+     .off = AT(config, state_file),
+     .def = CONFIG_DEFAULT_STATE,
+     .help = "Where wsrelay keeps what it has seen and what it still has to send."},
+    {.name = "catch_up",
+     .kind = K_DURATION,
+     .off = AT(config, catch_up),
+     .def = CATCH_UP_DEFAULT,
+     .help = "On a device's first poll, older entries are recorded as seen, not sent."},
+    {.name = "accounts",
+     .kind = K_LIST,
+     .flags = F_REQUIRED,
+     .off = AT(config, accounts),
+     .count_off = AT(config, n_accounts),
+     .sub = &account_schema,
+     .help = "The WebStorage accounts to poll."},
+    {.name = "receivers",
+     .kind = K_LIST,
+     .flags = F_REQUIRED,
+     .off = AT(config, receivers),
+     .count_off = AT(config, n_receivers),
+     .sub = &receiver_schema,
+     .help = "Where events are sent."},
+};
+static const struct schema top_schema = {"configuration", top_keys, N(top_keys),
+                                         sizeof(struct config), NULL};
+/* clang-format on */
+
+/* ---- value checks: each returns what is wrong (never quoting the value) ---- */
+
+static bool is_alnum(char ch)
+{
+    return (ch >= '0' && ch <= '9') || (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z');
+}
+
+static bool is_hex(char ch)
+{
+    return (ch >= '0' && ch <= '9') || (ch >= 'A' && ch <= 'F') || (ch >= 'a' && ch <= 'f');
+}
+
+static bool is_ctl(char ch)
+{
+    return (unsigned char)ch < 0x20 || ch == 0x7f;
+}
+
+static const char *check_name(char *v)
+{
+    for (const char *p = v; *p; p++)
+        if (!is_alnum(*p) && !strchr("_.-", *p))
+            return "expected a name made of letters, digits, '_', '.' and '-'";
+    return NULL;
+}
+
+static const char *check_login_id(char *v)
+{
+    for (const char *p = v; *p; p++)
+        if (*p == ' ' || is_ctl(*p))
+            return "expected a login ID without spaces or control characters";
+    return NULL;
+}
+
+static const char *check_serial(char *v)
+{
+    size_t n = 0;
+    while (is_alnum(v[n]))
+        n++;
+    if (n != 8 || v[n])
+        return "expected a device serial: exactly 8 letters or digits";
+    return NULL;
+}
+
+static const char *check_webhook_url(char *v)
+{
+    size_t skip = 0;
+    if (!strncasecmp(v, "https://", 8))
+        skip = 8;
+    else if (!strncasecmp(v, "http://", 7))
+        skip = 7;
+    if (!skip || !v[skip] || v[skip] == '/')
+        return "expected a URL starting with https:// or http:// and a host";
+    for (const char *p = v; *p; p++)
+        if (*p == ' ' || is_ctl(*p))
+            return "the URL must not contain spaces or control characters";
+    return NULL;
+}
+
+/* https://host[:port][/prefix], or http:// to a loopback host; trailing
+ * slashes are removed. */
+static const char *check_base_url(char *v)
+{
+    static const char usage[] = "expected https://host[:port][/prefix]";
+    bool http = false;
+    char *p;
+    if (!strncasecmp(v, "https://", 8)) {
+        p = v + 8;
+    } else if (!strncasecmp(v, "http://", 7)) {
+        p = v + 7;
+        http = true;
+    } else {
+        return usage;
+    }
+    const char *host = p;
+    if (*p == '[') {
+        p++;
+        while (is_hex(*p) || *p == ':' || *p == '.')
+            p++;
+        if (*p++ != ']')
+            return usage;
+    } else {
+        while (is_alnum(*p) || *p == '-' || *p == '.')
+            p++;
+    }
+    size_t host_len = (size_t)(p - host);
+    if (!host_len || (*host == '[' && host_len == 2))
+        return usage;
+    if (*p == ':') {
+        long port = 0;
+        int digits = 0;
+        for (p++; *p >= '0' && *p <= '9' && digits < 6; p++, digits++)
+            port = port * 10 + (*p - '0');
+        if (!digits || port < 1 || port > 65535)
+            return "expected a port number from 1 to 65535 after the host";
+    }
+    char *authority_end = p;
+    if (*p && *p != '/')
+        return usage;
+    for (; *p; p++)
+        if (*p == ' ' || *p == '?' || *p == '#' || is_ctl(*p))
+            return "the path prefix must not contain spaces, control characters, '?' or '#'";
+    static const char *const loopback[] = {"127.0.0.1", "localhost", "[::1]"};
+    bool is_loopback = false;
+    for (size_t i = 0; i < N(loopback); i++)
+        if (host_len == strlen(loopback[i]) && !strncasecmp(host, loopback[i], host_len))
+            is_loopback = true;
+    if (http && !is_loopback)
+        return "http:// is only allowed for 127.0.0.1, localhost or [::1]; use https://";
+    size_t len = strlen(v);
+    while (v + len > authority_end && v[len - 1] == '/')
+        v[--len] = '\0';
+    return NULL;
+}
+
+/* ---- what depends on several keys ---- */
+
+static void finish_device(void *obj)
+{
+    struct device_conf *d = obj;
+    if (!d->base)
+        d->base = xstrdup(d->serial);
+}
+
+static void finish_account(void *obj)
+{
+    struct account_conf *a = obj;
+    a->devices_auto = a->n_devices == 0;
+}
+
+static void finish_receiver(void *obj)
+{
+    struct receiver_conf *r = obj;
+    r->type = r->file.path ? RECEIVER_FILE : RECEIVER_WEBHOOK;
+}
+
+/* ---- the walker ---- */
+
+struct ctx {
+    const char *file; /* for messages */
+    char *dir;        /* relative paths start here */
+    yaml_document_t *doc;
+    struct err *e;
+    char key[512]; /* the key path being read: "receivers[1].webhook.url" */
+    size_t key_len;
+    char **warned; /* secret files already warned about */
+    size_t n_warned;
+};
+
+static size_t key_push(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static size_t key_push(struct ctx *c, const char *fmt, ...)
+{
+    size_t old = c->key_len;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(c->key + old, sizeof c->key - old, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        c->key_len = old + (size_t)n < sizeof c->key ? old + (size_t)n : sizeof c->key - 1;
+    return old;
+}
+
+static size_t key_push_name(struct ctx *c, const char *name)
+{
+    return key_push(c, c->key_len ? ".%s" : "%s", name);
+}
+
+static void key_pop(struct ctx *c, size_t old)
+{
+    c->key_len = old;
+    c->key[old] = '\0';
+}
+
+/* "FILE:LINE:COL: KEY: message"; libyaml counts from 0, people from 1. */
+static int fail(struct ctx *c, yaml_mark_t at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(struct ctx *c, yaml_mark_t at, const char *fmt, ...)
+{
+    char msg[ERR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return err_set(c->e, "%s:%zu:%zu: %s%s%s", c->file, at.line + 1, at.column + 1, c->key,
+                   c->key_len ? ": " : "", msg);
+}
+
+static yaml_node_t *node(struct ctx *c, int id)
+{
+    return yaml_document_get_node(c->doc, id);
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+    return (const char *)n->data.scalar.value;
+}
+
+/* A plain empty scalar, `~` or `null`: YAML's way of writing nothing. */
+static bool is_null(const yaml_node_t *n)
+{
+    static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
+    if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return false;
+    for (size_t i = 0; i < N(nulls); i++)
+        if (!strcmp(scalar(n), nulls[i]))
+            return true;
+    return false;
+}
+
+static const char *kind_name(const yaml_node_t *n)
+{
+    if (n->type == YAML_MAPPING_NODE)
+        return "a mapping";
+    if (n->type == YAML_SEQUENCE_NODE)
+        return "a list";
+    return is_null(n) ? "an empty value" : "a string";
+}
+
+static bool is_name_start(char ch)
+{
+    return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_';
+}
+
+/* ${NAME} becomes the variable's value, $${ a literal ${. */
+static int expand(struct ctx *c, yaml_mark_t at, const char *in, char **out)
+{
+    int rc = -1;
+    struct buf b;
+    buf_init(&b, 0);
+    char *var = NULL;
+    const char *p = in;
+    while (*p) {
+        const char *dollar = strchr(p, '$');
+        if (!dollar) {
+            buf_puts(&b, p);
+            break;
+        }
+        buf_append(&b, p, (size_t)(dollar - p));
+        p = dollar;
+        if (!strncmp(p, "$${", 3)) {
+            buf_puts(&b, "${");
+            p += 3;
+        } else if (!strncmp(p, "${", 2)) {
+            const char *name = p + 2, *end = name;
+            if (is_name_start(*end))
+                while (is_name_start(*end) || (*end >= '0' && *end <= '9'))
+                    end++;
+            if (end == name || *end != '}') {
+                fail(c, at,
+                     "malformed ${...}: expected ${NAME}, NAME made of letters, digits "
+                     "and '_' (write $${ for a literal ${)");
+                goto out;
+            }
+            var = xstrndup(name, (size_t)(end - name));
+            const char *value = getenv(var);
+            if (!value) {
+                fail(c, at, "environment variable '%s' is not set", var);
+                goto out;
+            }
+            buf_puts(&b, value);
+            free(var);
+            var = NULL;
+            p = end + 1;
+        } else {
+            buf_append(&b, p, 1);
+            p++;
+        }
+    }
+    *out = buf_steal(&b);
+    rc = 0;
+out:
+    free(var);
+    buf_free(&b);
+    return rc;
+}
+
+/* The expanded text of a scalar node that should be a string. */
+static int string_of(struct ctx *c, yaml_node_t *n, const char *expected, char **out)
+{
+    if (n->type != YAML_SCALAR_NODE || is_null(n))
+        return fail(c, n->start_mark, "expected %s, got %s", expected, kind_name(n));
+    if (memchr(n->data.scalar.value, '\0', n->data.scalar.length))
+        return fail(c, n->start_mark, "the value contains a NUL character");
+    return expand(c, n->start_mark, scalar(n), out);
+}
+
+static char *resolve_path(struct ctx *c, const char *path)
+{
+    if (path[0] == '/' || !strcmp(path, "-"))
+        return xstrdup(path);
+    return xasprintf("%s/%s", c->dir, path);
+}
+
+static void warn_if_readable(struct ctx *c, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) < 0 || !(st.st_mode & (S_IRGRP | S_IROTH)))
+        return;
+    for (size_t i = 0; i < c->n_warned; i++)
+        if (!strcmp(c->warned[i], path))
+            return;
+    c->warned = xreallocarray(c->warned, c->n_warned + 1, sizeof *c->warned);
+    c->warned[c->n_warned++] = xstrdup(path);
+    log_warn("secret file %s is readable by group or others; make it mode 0600 (chmod 600 %s)",
+             path, path);
+}
+
+/* The contents of the secret file `name`, less one trailing newline. */
+static int read_secret(struct ctx *c, yaml_mark_t at, const char *name, char **out)
+{
+    int rc = -1;
+    char *path = resolve_path(c, name);
+    struct buf b;
+    buf_init(&b, SECRET_MAX_BYTES);
+    struct err fe;
+    if (file_read(&b, path, &fe) < 0) {
+        fail(c, at, "cannot read secret file: %s", fe.msg);
+        goto out;
+    }
+    size_t len = b.len;
+    if (len && b.data[len - 1] == '\n') {
+        len--;
+        if (len && b.data[len - 1] == '\r')
+            len--;
+    }
+    if (!len) {
+        fail(c, at, "secret file %s is empty", path);
+        goto out;
+    }
+    if (memchr(b.data, '\0', len) || memchr(b.data, '\r', len) || memchr(b.data, '\n', len)) {
+        fail(c, at,
+             "secret file %s contains a line break or NUL byte (only one trailing "
+             "newline is allowed)",
+             path);
+        goto out;
+    }
+    warn_if_readable(c, path);
+    *out = xstrndup(b.data, len);
+    rc = 0;
+out:
+    buf_free(&b);
+    free(path);
+    return rc;
+}
+
+/* Stores the expanded text `text` (taken over) for a scalar row. */
+static int store_scalar(struct ctx *c, const struct key *k, yaml_mark_t at, char *text, void *obj)
+{
+    int rc = -1;
+    char *value = NULL;
+    char *field = (char *)obj + k->off;
+    if (k->kind == K_DURATION) {
+        if (duration_parse((long *)(void *)field, text) < 0) {
+            fail(c, at, "expected a duration such as 90s, 30m, 1h");
+            goto out;
+        }
+        rc = 0;
+        goto out;
+    }
+    if (!*text) {
+        fail(c, at, "expected a non-empty string");
+        goto out;
+    }
+    if (k->kind == K_PATH) {
+        value = resolve_path(c, text);
+    } else if (k->kind == K_SECRET_FILE) {
+        if (read_secret(c, at, text, &value) < 0)
+            goto out;
+    } else {
+        value = text;
+        text = NULL;
+    }
+    if ((k->flags & F_SECRET) && strpbrk(value, "\r\n")) {
+        fail(c, at, "the value must not contain a line break");
+        goto out;
+    }
+    const char *problem = k->check ? k->check(value) : NULL;
+    if (problem) {
+        fail(c, at, "%s", problem);
+        goto out;
+    }
+    *(char **)(void *)field = value;
+    value = NULL;
+    rc = 0;
+out:
+    free(text);
+    free(value);
+    return rc;
+}
+
+static int parse_map(struct ctx *c, const struct schema *s, yaml_node_t *map, void *obj);
+
+static int add_glob(struct ctx *c, yaml_node_t *n, char ***globs, size_t *count)
+{
+    char *glob = NULL;
+    if (string_of(c, n, "a glob", &glob) < 0)
+        return -1;
+    if (!*glob) {
+        free(glob);
+        return fail(c, n->start_mark, "expected a non-empty glob");
+    }
+    *globs = xreallocarray(*globs, *count + 1, sizeof **globs);
+    (*globs)[(*count)++] = glob;
+    return 0;
+}
+
+/* One string or a list of strings. */
+static int parse_globs(struct ctx *c, const struct key *k, yaml_node_t *n, void *obj)
+{
+    char ***globs = (char ***)(void *)((char *)obj + k->off);
+    size_t *count = (size_t *)(void *)((char *)obj + k->count_off);
+    if (n->type == YAML_SCALAR_NODE && !is_null(n))
+        return add_glob(c, n, globs, count);
+    if (n->type != YAML_SEQUENCE_NODE)
+        return fail(c, n->start_mark, "expected a glob or a list of globs, got %s", kind_name(n));
+    yaml_node_item_t *items = n->data.sequence.items.start;
+    for (size_t i = 0; items + i < n->data.sequence.items.top; i++) {
+        size_t mark = key_push(c, "[%zu]", i);
+        if (add_glob(c, node(c, items[i]), globs, count) < 0)
+            return -1;
+        key_pop(c, mark);
+    }
+    return 0;
+}
+
+/* The value node of key `name` in mapping `map`, or NULL. */
+static yaml_node_t *map_value(struct ctx *c, yaml_node_t *map, const char *name)
+{
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+         p++) {
+        yaml_node_t *k = node(c, p->key);
+        if (k->type == YAML_SCALAR_NODE && !strcmp(scalar(k), name))
+            return node(c, p->value);
+    }
+    return NULL;
+}
+
+/* Reports the second of two list elements that share a F_UNIQUE value. */
+static int check_unique(struct ctx *c, const struct schema *s, yaml_node_t *seq, char *arr)
+{
+    yaml_node_item_t *items = seq->data.sequence.items.start;
+    size_t n = (size_t)(seq->data.sequence.items.top - items);
+    for (const struct key *k = s->keys; k < s->keys + s->n_keys; k++) {
+        if (!(k->flags & F_UNIQUE))
+            continue;
+        for (size_t j = 1; j < n; j++) {
+            const char *b = *(char **)(void *)(arr + j * s->size + k->off);
+            for (size_t i = 0; i < j; i++) {
+                const char *a = *(char **)(void *)(arr + i * s->size + k->off);
+                if (!a || !b || strcmp(a, b))
+                    continue;
+                yaml_node_t *first = node(c, items[i]), *second = node(c, items[j]);
+                yaml_node_t *v1 = map_value(c, first, k->name);
+                yaml_node_t *v2 = map_value(c, second, k->name);
+                key_push(c, "[%zu].%s", j, k->name);
+                return fail(c, (v2 ? v2 : second)->start_mark,
+                            "duplicate %s %s '%s' (first at line %zu)", s->what, k->name, b,
+                            (v1 ? v1 : first)->start_mark.line + 1);
+            }
+        }
+    }
+    return 0;
+}
+
+/* A list of mappings, each read with the row's sub-schema; or, for
+ * K_AUTO_OR_LIST, the word auto. */
+static int parse_list(struct ctx *c, const struct key *k, yaml_node_t *n, void *obj)
+{
+    int rc = -1;
+    char *text = NULL;
+    bool allow_auto = k->kind == K_AUTO_OR_LIST;
+    const char *expected = allow_auto ? "'auto' or a list" : "a list";
+    if (allow_auto && n->type == YAML_SCALAR_NODE && !is_null(n)) {
+        if (string_of(c, n, expected, &text) < 0)
+            goto out;
+        if (strcmp(text, "auto")) {
+            fail(c, n->start_mark, "expected 'auto' or a list of {serial, base}");
+            goto out;
+        }
+        rc = 0;
+        goto out;
+    }
+    if (n->type != YAML_SEQUENCE_NODE) {
+        fail(c, n->start_mark, "expected %s, got %s", expected, kind_name(n));
+        goto out;
+    }
+    yaml_node_item_t *items = n->data.sequence.items.start;
+    size_t count = (size_t)(n->data.sequence.items.top - items);
+    if (!count) {
+        fail(c, n->start_mark, "the list is empty; give at least one %s", k->sub->what);
+        goto out;
+    }
+    const struct schema *s = k->sub;
+    char *arr = xcalloc(count, s->size);
+    *(void **)(void *)((char *)obj + k->off) = arr;
+    *(size_t *)(void *)((char *)obj + k->count_off) = count;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *item = node(c, items[i]);
+        size_t mark = key_push(c, "[%zu]", i);
+        if (item->type != YAML_MAPPING_NODE) {
+            fail(c, item->start_mark, "expected a mapping, got %s", kind_name(item));
+            goto out;
+        }
+        if (parse_map(c, s, item, arr + i * s->size) < 0)
+            goto out;
+        key_pop(c, mark);
+    }
+    if (check_unique(c, s, n, arr) < 0)
+        goto out;
+    rc = 0;
+out:
+    free(text);
+    return rc;
+}
+
+static bool is_token_char(char ch)
+{
+    return is_alnum(ch) || (ch && strchr("!#$%&'*+.^_`|~-", ch));
+}
+
+/* name: value pairs, built so that no header can smuggle in another. */
+static int parse_headers(struct ctx *c, const struct key *k, yaml_node_t *n, void *obj)
+{
+    static const char *const reserved[] = {"Content-Type", "Content-Length"};
+    struct header_conf **headers = (struct header_conf **)(void *)((char *)obj + k->off);
+    size_t *count = (size_t *)(void *)((char *)obj + k->count_off);
+    if (n->type != YAML_MAPPING_NODE)
+        return fail(c, n->start_mark, "expected a mapping of header names to values, got %s",
+                    kind_name(n));
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = node(c, p->key), *vn = node(c, p->value);
+        if (kn->type != YAML_SCALAR_NODE)
+            return fail(c, kn->start_mark, "expected a header name, got %s", kind_name(kn));
+        const char *name = scalar(kn);
+        size_t mark = key_push(c, ".%s", name);
+        int rc = -1;
+        char *value = NULL;
+        const char *bad = name;
+        while (is_token_char(*bad))
+            bad++;
+        if (!*name || *bad || bad != name + kn->data.scalar.length) {
+            fail(c, kn->start_mark,
+                 "expected a header name made of letters, digits and "
+                 "!#$%%&'*+.^_`|~-");
+            goto next;
+        }
+        for (size_t i = 0; i < N(reserved); i++)
+            if (!strcasecmp(name, reserved[i])) {
+                fail(c, kn->start_mark, "%s is set by wsrelay and cannot be overridden",
+                     reserved[i]);
+                goto next;
+            }
+        for (size_t i = 0; i < *count; i++)
+            if (!strcasecmp(name, (*headers)[i].name)) {
+                fail(c, kn->start_mark, "duplicate header '%s' (header names ignore case)", name);
+                goto next;
+            }
+        if (string_of(c, vn, "a string", &value) < 0)
+            goto next;
+        if (!*value) {
+            fail(c, vn->start_mark, "expected a non-empty string");
+            goto next;
+        }
+        for (const char *q = value; *q; q++)
+            if (is_ctl(*q) && *q != '\t') {
+                fail(c, vn->start_mark,
+                     "the value must not contain a line break or other "
+                     "control character");
+                goto next;
+            }
+        *headers = xreallocarray(*headers, *count + 1, sizeof **headers);
+        (*headers)[*count].name = xstrdup(name);
+        (*headers)[*count].value = value;
+        (*count)++;
+        value = NULL;
+        rc = 0;
+    next:
+        free(value);
+        key_pop(c, mark);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int parse_value(struct ctx *c, const struct key *k, yaml_node_t *n, void *obj)
+{
+    char *text = NULL;
+    switch (k->kind) {
+    case K_DURATION:
+        if (string_of(c, n, "a duration such as 90s, 30m, 1h", &text) < 0)
+            return -1;
+        return store_scalar(c, k, n->start_mark, text, obj);
+    case K_STRING:
+    case K_PATH:
+    case K_SECRET_FILE:
+        if (string_of(c, n, "a string", &text) < 0)
+            return -1;
+        return store_scalar(c, k, n->start_mark, text, obj);
+    case K_GLOBS:
+        return parse_globs(c, k, n, obj);
+    case K_LIST:
+    case K_AUTO_OR_LIST:
+        return parse_list(c, k, n, obj);
+    case K_MAP:
+        if (n->type != YAML_MAPPING_NODE)
+            return fail(c, n->start_mark, "expected a mapping, got %s", kind_name(n));
+        return parse_map(c, k->sub, n, (char *)obj + k->off);
+    case K_HEADERS:
+        return parse_headers(c, k, n, obj);
+    }
+    return fail(c, n->start_mark, "internal error: unknown key kind");
+}
+
+/* "a, b or c", each name optionally quoted. */
+static char *group_names(const struct schema *s, int group, bool quote)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    size_t total = 0, seen = 0;
+    for (size_t i = 0; i < s->n_keys; i++)
+        total += s->keys[i].group == group;
+    for (size_t i = 0; i < s->n_keys; i++) {
+        if (s->keys[i].group != group)
+            continue;
+        if (seen++)
+            buf_puts(&b, seen == total ? " or " : ", ");
+        buf_printf(&b, quote ? "'%s'" : "%s", s->keys[i].name);
+    }
+    return buf_steal(&b);
+}
+
+/* Checks the keys of `map` against the rows of `s`, then reads each value. */
+static int parse_map(struct ctx *c, const struct schema *s, yaml_node_t *map, void *obj)
+{
+    int rc = -1;
+    char *names = NULL;
+    yaml_node_t **given = xcalloc(s->n_keys, sizeof *given);
+    yaml_node_pair_t *pairs = map->data.mapping.pairs.start;
+    size_t n_pairs = (size_t)(map->data.mapping.pairs.top - pairs);
+    size_t *row_of = xcalloc(n_pairs, sizeof *row_of); /* the row each pair was found in */
+
+    for (size_t p = 0; p < n_pairs; p++) {
+        yaml_node_t *kn = node(c, pairs[p].key);
+        if (kn->type != YAML_SCALAR_NODE) {
+            fail(c, kn->start_mark, "expected a key name, got %s", kind_name(kn));
+            goto out;
+        }
+        const char *name = scalar(kn);
+        size_t i = 0;
+        while (i < s->n_keys && strcmp(s->keys[i].name, name))
+            i++;
+        if (i == s->n_keys) {
+            struct buf list;
+            buf_init(&list, 0);
+            for (size_t j = 0; j < s->n_keys; j++)
+                buf_printf(&list, "%s%s", j ? ", " : "", s->keys[j].name);
+            fail(c, kn->start_mark, "unknown key '%s' (expected one of: %s)", name, buf_str(&list));
+            buf_free(&list);
+            goto out;
+        }
+        if (given[i]) {
+            fail(c, kn->start_mark, "duplicate key '%s' (first at line %zu)", name,
+                 given[i]->start_mark.line + 1);
+            goto out;
+        }
+        for (size_t j = 0; s->keys[i].group && j < s->n_keys; j++)
+            if (given[j] && s->keys[j].group == s->keys[i].group) {
+                names = group_names(s, s->keys[i].group, false);
+                fail(c, kn->start_mark, "give %s, not both", names);
+                goto out;
+            }
+        given[i] = kn;
+        row_of[p] = i;
+    }
+    for (size_t i = 0; i < s->n_keys; i++) {
+        const struct key *k = &s->keys[i];
+        if ((k->flags & F_REQUIRED) && !given[i]) {
+            fail(c, map->start_mark, "missing required key '%s'", k->name);
+            goto out;
+        }
+        bool group_given = false;
+        for (size_t j = 0; k->group && j < s->n_keys; j++)
+            group_given |= given[j] && s->keys[j].group == k->group;
+        if (k->group && !group_given) {
+            names = group_names(s, k->group, true);
+            fail(c, map->start_mark, "missing required key %s", names);
+            goto out;
+        }
+    }
+    for (size_t p = 0; p < n_pairs; p++) {
+        const struct key *k = &s->keys[row_of[p]];
+        size_t mark = key_push_name(c, k->name);
+        if (parse_value(c, k, node(c, pairs[p].value), obj) < 0)
+            goto out;
+        key_pop(c, mark);
+    }
+    for (size_t i = 0; i < s->n_keys; i++) {
+        const struct key *k = &s->keys[i];
+        /* A list's default is its absence (devices: auto); finish hooks do the rest. */
+        bool scalar_kind = k->kind == K_STRING || k->kind == K_PATH || k->kind == K_DURATION;
+        if (given[i] || !k->def || !scalar_kind)
+            continue;
+        size_t mark = key_push_name(c, k->name);
+        int r = store_scalar(c, k, map->start_mark, xstrdup(k->def), obj);
+        key_pop(c, mark);
+        if (r < 0)
+            goto out;
+    }
+    if (s->finish)
+        s->finish(obj);
+    rc = 0;
+out:
+    free(names);
+    free(given);
+    free(row_of);
+    return rc;
+}
+
+/* ---- freeing, from the same rows ---- */
+
+static void free_obj(const struct schema *s, void *obj)
+{
+    for (const struct key *k = s->keys; k < s->keys + s->n_keys; k++) {
+        char *field = (char *)obj + k->off;
+        switch (k->kind) {
+        case K_STRING:
+        case K_PATH:
+        case K_SECRET_FILE: {
+            char **p = (char **)(void *)field;
+            free(*p);
+            *p = NULL; /* api_key and api_key_file share one field */
+            break;
+        }
+        case K_DURATION:
+            break;
+        case K_GLOBS: {
+            char ***v = (char ***)(void *)field;
+            size_t *n = (size_t *)(void *)((char *)obj + k->count_off);
+            for (size_t i = 0; i < *n; i++)
+                free((*v)[i]);
+            free(*v);
+            *v = NULL;
+            *n = 0;
+            break;
+        }
+        case K_LIST:
+        case K_AUTO_OR_LIST:
+        case K_HEADERS: {
+            char **arr = (char **)(void *)field;
+            size_t *n = (size_t *)(void *)((char *)obj + k->count_off);
+            for (size_t i = 0; i < *n; i++)
+                free_obj(k->sub, *arr + i * k->sub->size);
+            free(*arr);
+            *arr = NULL;
+            *n = 0;
+            break;
+        }
+        case K_MAP:
+            free_obj(k->sub, field);
+            break;
+        }
+    }
+}
+
+/* ---- loading ---- */
+
+static void syntax_error(struct err *e, const char *file, const yaml_parser_t *p,
+                         const struct buf *text)
+{
+    const char *problem = p->problem ? p->problem : "cannot parse the YAML";
+    yaml_mark_t at = p->problem_mark;
+    if (p->error == YAML_READER_ERROR) {
+        /* Only a byte offset is known: count the lines up to it. */
+        size_t line = 0, col = 0;
+        for (size_t i = 0; i < p->problem_offset && i < text->len; i++, col++)
+            if (text->data[i] == '\n')
+                line++, col = (size_t)-1;
+        at.line = line;
+        at.column = col;
+    }
+    if (p->context)
+        err_set(e, "%s:%zu:%zu: %s %s at %zu:%zu", file, at.line + 1, at.column + 1, problem,
+                p->context, p->context_mark.line + 1, p->context_mark.column + 1);
+    else
+        err_set(e, "%s:%zu:%zu: %s", file, at.line + 1, at.column + 1, problem);
+}
+
+int config_load(struct config **out, const char *path, struct err *e)
+{
+    int rc = -1;
+    struct config *cfg = xcalloc(1, sizeof *cfg);
+    struct ctx c = {.file = path, .dir = file_dirname(path), .e = e};
+    struct buf text;
+    buf_init(&text, CONFIG_MAX_BYTES);
+    yaml_parser_t parser;
+    yaml_document_t doc, extra;
+    bool have_parser = false, have_doc = false, have_extra = false;
+
+    *out = NULL;
+    cfg->path = xstrdup(path);
+    if (file_read(&text, path, e) < 0)
+        goto out;
+    if (!yaml_parser_initialize(&parser)) {
+        err_set(e, "%s: cannot start the YAML parser", path);
+        goto out;
+    }
+    have_parser = true;
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text.data, text.len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        syntax_error(e, path, &parser, &text);
+        goto out;
+    }
+    have_doc = true;
+    if (!yaml_parser_load(&parser, &extra)) {
+        syntax_error(e, path, &parser, &text);
+        goto out;
+    }
+    have_extra = true;
+    if (yaml_document_get_root_node(&extra)) {
+        fail(&c, extra.start_mark, "a second YAML document; the file must hold exactly one");
+        goto out;
+    }
+    c.doc = &doc;
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (!root) {
+        err_set(e, "%s:1:1: the file is empty; it needs at least accounts and receivers", path);
+        goto out;
+    }
+    if (root->type != YAML_MAPPING_NODE) {
+        fail(&c, root->start_mark, "expected a mapping with accounts and receivers, got %s",
+             kind_name(root));
+        goto out;
+    }
+    if (parse_map(&c, &top_schema, root, cfg) < 0)
+        goto out;
+    *out = cfg;
+    cfg = NULL;
+    rc = 0;
+out:
+    if (have_extra)
+        yaml_document_delete(&extra);
+    if (have_doc)
+        yaml_document_delete(&doc);
+    if (have_parser)
+        yaml_parser_delete(&parser);
+    for (size_t i = 0; i < c.n_warned; i++)
+        free(c.warned[i]);
+    free(c.warned);
+    free(c.dir);
+    buf_free(&text);
+    config_free(cfg);
+    return rc;
+}
+
+void config_free(struct config *c)
+{
+    if (!c)
+        return;
+    free_obj(&top_schema, c);
+    free(c->path);
+    free(c);
+}
+
+bool account_wants_serial(const struct account_conf *a, const char *serial)
+{
+    bool wanted = a->n_include == 0;
+    for (size_t i = 0; i < a->n_include && !wanted; i++)
+        wanted = fnmatch(a->include[i], serial, 0) == 0;
+    for (size_t i = 0; i < a->n_exclude && wanted; i++)
+        wanted = fnmatch(a->exclude[i], serial, 0) != 0;
+    return wanted;
+}
+
+const struct receiver_conf *config_receiver(const struct config *c, const char *name)
+{
+    for (size_t i = 0; c && name && i < c->n_receivers; i++)
+        if (!strcmp(c->receivers[i].name, name))
+            return &c->receivers[i];
+    return NULL;
+}
+
+/* ---- the key reference ---- */
+
+static const char *kind_text(enum kind kind)
+{
+    switch (kind) {
+    case K_STRING:
+        return "string";
+    case K_PATH:
+        return "path";
+    case K_SECRET_FILE:
+        return "path of a secret file";
+    case K_DURATION:
+        return "duration";
+    case K_GLOBS:
+        return "glob or list of globs";
+    case K_LIST:
+        return "list";
+    case K_AUTO_OR_LIST:
+        return "auto or list";
+    case K_MAP:
+        return "mapping";
+    case K_HEADERS:
+        return "mapping of header names to values";
+    }
+    return "?";
+}
+
+static void reference(struct buf *b, const struct schema *s, const char *prefix)
+{
+    for (const struct key *k = s->keys; k < s->keys + s->n_keys; k++) {
+        buf_printf(b, "%s%s (%s", prefix, k->name, kind_text(k->kind));
+        if (k->flags & F_REQUIRED)
+            buf_puts(b, "; required");
+        if (k->group) {
+            char *names = group_names(s, k->group, false);
+            buf_printf(b, "; give exactly one of %s", names);
+            free(names);
+        }
+        if (k->def)
+            buf_printf(b, "; default %s", k->def);
+        if (k->flags & F_SECRET)
+            buf_puts(b, "; secret");
+        if (k->flags & F_UNIQUE)
+            buf_puts(b, "; unique");
+        buf_printf(b, ")\n    %s\n", k->help);
+        if (k->sub && k->kind != K_HEADERS) {
+            char *sub = xasprintf("%s%s%s", prefix, k->name, k->kind == K_MAP ? "." : "[].");
+            reference(b, k->sub, sub);
+            free(sub);
+        }
+    }
+}
+
+char *config_reference(void)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    reference(&b, &top_schema, "");
+    return buf_steal(&b);
+}

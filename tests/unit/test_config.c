@@ -1,0 +1,973 @@
+/* The configuration file: every field and default of a valid file, and for
+ * each kind of mistake the exact FILE:LINE:COL, key path and message. Each
+ * test writes YAML into a fresh temporary directory and loads it. */
+#include "config.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmp[] = "/tmp/wsrelay-config-XXXXXX";
+static char *conf_path;
+static struct config *cfg;
+static struct err err;
+
+static void remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *ent;
+        while ((ent = readdir(d))) {
+            if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, ".."))
+                continue;
+            char *sub = xasprintf("%s/%s", path, ent->d_name);
+            remove_tree(sub);
+            free(sub);
+        }
+        closedir(d);
+    }
+    remove(path);
+}
+
+static void setup(void)
+{
+    cr_assert_not_null(mkdtemp(tmp));
+    conf_path = xasprintf("%s/wsrelay.yaml", tmp);
+}
+
+static void teardown(void)
+{
+    config_free(cfg);
+    cfg = NULL;
+    free(conf_path);
+    remove_tree(tmp);
+}
+
+/* Runs after the suite's setup. */
+static void capture_stderr(void)
+{
+    cr_redirect_stderr();
+}
+
+TestSuite(config, .init = setup, .fini = teardown);
+
+/* `name` (relative to the temporary directory) now holds `text`. */
+static char *put(const char *name, const char *text, mode_t mode)
+{
+    char *path = xasprintf("%s/%s", tmp, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "cannot create %s", path);
+    fputs(text, f);
+    fclose(f);
+    cr_assert_eq(chmod(path, mode), 0);
+    return path;
+}
+
+static int load(const char *yaml)
+{
+    free(put("wsrelay.yaml", yaml, 0600));
+    config_free(cfg);
+    cfg = NULL;
+    memset(&err, 0, sizeof err);
+    return config_load(&cfg, conf_path, &err);
+}
+
+/* Loading `yaml` fails with exactly "CONF_PATH:" followed by `tail`. */
+static void expect_error(const char *yaml, const char *tail)
+{
+    cr_assert_eq(load(yaml), -1, "loaded, but should have failed with %s", tail);
+    cr_assert_null(cfg);
+    char *want = xasprintf("%s:%s", conf_path, tail);
+    cr_assert_str_eq(err.msg, want);
+    free(want);
+}
+
+static void expect_ok(const char *yaml)
+{
+    int rc = load(yaml);
+    cr_assert_eq(rc, 0, "failed: %s", err.msg);
+    cr_assert_not_null(cfg);
+}
+
+/* Lines 1-5: one valid account. */
+#define ACCOUNT                                                                                    \
+    "accounts:\n"                                                                                  \
+    "  - name: tokyo\n"                                                                            \
+    "    api_key: k\n"                                                                             \
+    "    login_id: tbzz9999\n"                                                                     \
+    "    login_pass: p\n"
+
+/* Three lines: one valid receiver. */
+#define RECEIVER                                                                                   \
+    "receivers:\n"                                                                                 \
+    "  - name: console\n"                                                                          \
+    "    file: {path: \"-\"}\n"
+
+/* ---- valid files ---- */
+
+Test(config, full_file_every_key)
+{
+    free(put("tokyo.key", "KEY-1\n", 0600));
+    free(put("hook.url", "https://hooks.example.com/secret-path\n", 0600));
+    char *pass = put("tokyo.pass", "PASS-1", 0600);
+    cr_assert_eq(setenv("T_KEY", "KEY-2", 1), 0);
+    cr_assert_eq(setenv("T_HOOK", "abc", 1), 0);
+    cr_assert_eq(setenv("T_TOKEN", "tok", 1), 0);
+    cr_assert_eq(setenv("T_EMPTY", "", 1), 0);
+    char *yaml = xasprintf("state_file: state/relay.json\n"
+                           "catch_up: 1h30m\n"
+                           "accounts:\n"
+                           "  - name: tokyo\n"
+                           "    base_url: https://api.webstorage.jp:8443/v1//\n"
+                           "    api_key_file: tokyo.key\n"
+                           "    login_id: tbzz9999\n"
+                           "    login_pass_file: %s\n"
+                           "    devices:\n"
+                           "      - serial: 5214ABCD\n"
+                           "      - serial: 5214abce\n"
+                           "        base: 3F360001\n"
+                           "    include: \"52*\"\n"
+                           "    exclude: [\"5214ABCE\", \"3F36*\"]\n"
+                           "  - name: local.sim-1\n"
+                           "    base_url: http://127.0.0.1:8080/\n"
+                           "    api_key: \"${T_KEY}\"\n"
+                           "    login_id: tbzz8888\n"
+                           "    login_pass: \"p$${x}${T_EMPTY}\"\n"
+                           "    devices: auto\n"
+                           "receivers:\n"
+                           "  - name: ops-hook\n"
+                           "    webhook:\n"
+                           "      url: \"https://hooks.example.com/${T_HOOK}\"\n"
+                           "      headers:\n"
+                           "        Authorization: \"Bearer ${T_TOKEN}\"\n"
+                           "        X-Team: ops\n"
+                           "  - name: hook2\n"
+                           "    webhook: {url_file: hook.url}\n"
+                           "  - name: console\n"
+                           "    file: {path: \"-\"}\n"
+                           "  - name: archive\n"
+                           "    file:\n"
+                           "      path: alerts.log\n",
+                           pass);
+    expect_ok(yaml);
+    free(yaml);
+
+    char *state = xasprintf("%s/state/relay.json", tmp);
+    cr_assert_str_eq(cfg->path, conf_path);
+    cr_assert_str_eq(cfg->state_file, state);
+    free(state);
+    cr_assert_eq(cfg->catch_up, 5400);
+    cr_assert_eq(cfg->n_accounts, 2);
+
+    const struct account_conf *a = &cfg->accounts[0];
+    cr_assert_str_eq(a->name, "tokyo");
+    cr_assert_str_eq(a->base_url, "https://api.webstorage.jp:8443/v1");
+    cr_assert_str_eq(a->api_key, "KEY-1");
+    cr_assert_str_eq(a->login_id, "tbzz9999");
+    cr_assert_str_eq(a->login_pass, "PASS-1");
+    cr_assert_not(a->devices_auto);
+    cr_assert_eq(a->n_devices, 2);
+    cr_assert_str_eq(a->devices[0].serial, "5214ABCD");
+    cr_assert_str_eq(a->devices[0].base, "5214ABCD");
+    cr_assert_str_eq(a->devices[1].serial, "5214abce");
+    cr_assert_str_eq(a->devices[1].base, "3F360001");
+    cr_assert_eq(a->n_include, 1);
+    cr_assert_str_eq(a->include[0], "52*");
+    cr_assert_eq(a->n_exclude, 2);
+    cr_assert_str_eq(a->exclude[0], "5214ABCE");
+    cr_assert_str_eq(a->exclude[1], "3F36*");
+
+    a = &cfg->accounts[1];
+    cr_assert_str_eq(a->name, "local.sim-1");
+    cr_assert_str_eq(a->base_url, "http://127.0.0.1:8080");
+    cr_assert_str_eq(a->api_key, "KEY-2");
+    cr_assert_str_eq(a->login_id, "tbzz8888");
+    cr_assert_str_eq(a->login_pass, "p${x}");
+    cr_assert(a->devices_auto);
+    cr_assert_eq(a->n_devices, 0);
+    cr_assert_eq(a->n_include, 0);
+    cr_assert_eq(a->n_exclude, 0);
+
+    cr_assert_eq(cfg->n_receivers, 4);
+    const struct receiver_conf *r = &cfg->receivers[0];
+    cr_assert_str_eq(r->name, "ops-hook");
+    cr_assert_eq(r->type, RECEIVER_WEBHOOK);
+    cr_assert_str_eq(r->webhook.url, "https://hooks.example.com/abc");
+    cr_assert_eq(r->webhook.n_headers, 2);
+    cr_assert_str_eq(r->webhook.headers[0].name, "Authorization");
+    cr_assert_str_eq(r->webhook.headers[0].value, "Bearer tok");
+    cr_assert_str_eq(r->webhook.headers[1].name, "X-Team");
+    cr_assert_str_eq(r->webhook.headers[1].value, "ops");
+    r = &cfg->receivers[1];
+    cr_assert_eq(r->type, RECEIVER_WEBHOOK);
+    cr_assert_str_eq(r->webhook.url, "https://hooks.example.com/secret-path");
+    cr_assert_eq(r->webhook.n_headers, 0);
+    r = &cfg->receivers[2];
+    cr_assert_eq(r->type, RECEIVER_FILE);
+    cr_assert_str_eq(r->file.path, "-");
+    cr_assert_null(r->webhook.url);
+    r = &cfg->receivers[3];
+    char *log = xasprintf("%s/alerts.log", tmp);
+    cr_assert_eq(r->type, RECEIVER_FILE);
+    cr_assert_str_eq(r->file.path, log);
+    free(log);
+    free(pass);
+}
+
+Test(config, defaults)
+{
+    expect_ok(ACCOUNT RECEIVER);
+    cr_assert_str_eq(cfg->state_file, CONFIG_DEFAULT_STATE);
+    cr_assert_eq(cfg->catch_up, 3600);
+    cr_assert_eq(cfg->n_accounts, 1);
+    const struct account_conf *a = &cfg->accounts[0];
+    cr_assert_str_eq(a->base_url, CONFIG_DEFAULT_BASE_URL);
+    cr_assert_str_eq(a->api_key, "k");
+    cr_assert_str_eq(a->login_pass, "p");
+    cr_assert(a->devices_auto);
+    cr_assert_eq(a->n_devices, 0);
+    cr_assert_null(a->devices);
+    cr_assert_eq(a->n_include, 0);
+    cr_assert_eq(a->n_exclude, 0);
+    cr_assert_eq(cfg->n_receivers, 1);
+    cr_assert_eq(cfg->receivers[0].type, RECEIVER_FILE);
+}
+
+Test(config, plain_number_is_a_duration_and_flow_style_works)
+{
+    expect_ok("{catch_up: 3600, state_file: /x/s.json, accounts: [{name: a, api_key: k, "
+              "login_id: l, login_pass: p, devices: [{serial: ABCDEFGH}]}], "
+              "receivers: [{name: r, file: {path: /x/log}}]}\n");
+    cr_assert_eq(cfg->catch_up, 3600);
+    cr_assert_str_eq(cfg->state_file, "/x/s.json");
+    cr_assert_str_eq(cfg->accounts[0].devices[0].base, "ABCDEFGH");
+    cr_assert_str_eq(cfg->receivers[0].file.path, "/x/log");
+}
+
+Test(config, base_url_forms)
+{
+    static const struct {
+        const char *in, *out;
+    } ok[] = {
+        {"https://api.webstorage.jp", "https://api.webstorage.jp"},
+        {"https://api.webstorage.jp/", "https://api.webstorage.jp"},
+        {"https://h.example:443/prefix/v1///", "https://h.example:443/prefix/v1"},
+        {"http://localhost:8080", "http://localhost:8080"},
+        {"http://127.0.0.1/", "http://127.0.0.1"},
+        {"http://[::1]:9000/sim/", "http://[::1]:9000/sim"},
+        {"https://[2001:db8::1]", "https://[2001:db8::1]"},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT "    base_url: %s\n" RECEIVER, ok[i].in);
+        expect_ok(yaml);
+        cr_assert_str_eq(cfg->accounts[0].base_url, ok[i].out, "for %s", ok[i].in);
+        free(yaml);
+    }
+    static const char *const bad[] = {"api.webstorage.jp", "ftp://x.example",   "https://",
+                                      "https:///x",        "https://user@host", "https://h:0",
+                                      "https://h:99999",   "https://h/a?b",     "https://h:x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT "    base_url: %s\n" RECEIVER, bad[i]);
+        cr_assert_eq(load(yaml), -1, "accepted %s", bad[i]);
+        char *want = xasprintf("%s:6:15: accounts[0].base_url: ", conf_path);
+        cr_assert(!strncmp(err.msg, want, strlen(want)), "for %s: %s", bad[i], err.msg);
+        free(want);
+        free(yaml);
+    }
+}
+
+/* ---- mistakes: where, which key, what was expected ---- */
+
+Test(config, misspelt_top_level_key)
+{
+    expect_error(ACCOUNT "recievers:\n"
+                         "  - name: console\n"
+                         "    file: {path: \"-\"}\n",
+                 "6:1: unknown key 'recievers' (expected one of: state_file, catch_up, "
+                 "accounts, receivers)");
+}
+
+Test(config, misspelt_nested_keys)
+{
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: k\n"
+                 "    logn_id: tbzz9999\n"
+                 "    login_pass: p\n" RECEIVER,
+                 "4:5: accounts[0]: unknown key 'logn_id' (expected one of: name, base_url, "
+                 "api_key, api_key_file, login_id, login_pass, login_pass_file, devices, "
+                 "include, exclude)");
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: hook\n"
+                         "    webhook: {ulr: \"https://x.example\"}\n",
+                 "8:15: receivers[0].webhook: unknown key 'ulr' (expected one of: url, "
+                 "url_file, headers)");
+    expect_error(ACCOUNT "    devices:\n"
+                         "      - serial: 5214ABCD\n"
+                         "        bsae: 5214ABCD\n" RECEIVER,
+                 "8:9: accounts[0].devices[0]: unknown key 'bsae' (expected one of: serial, "
+                 "base)");
+}
+
+Test(config, wrong_types)
+{
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: k\n"
+                 "    login_id: {a: b}\n"
+                 "    login_pass: p\n" RECEIVER,
+                 "4:15: accounts[0].login_id: expected a string, got a mapping");
+    expect_error("accounts: tokyo\n" RECEIVER, "1:11: accounts: expected a list, got a string");
+    expect_error("accounts:\n" RECEIVER, "1:10: accounts: expected a list, got an empty value");
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - console\n",
+                 "7:5: receivers[0]: expected a mapping, got a string");
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: console\n"
+                         "    file: \"-\"\n",
+                 "8:11: receivers[0].file: expected a mapping, got a string");
+    expect_error("catch_up: [1h]\n" ACCOUNT RECEIVER,
+                 "1:11: catch_up: expected a duration such as 90s, 30m, 1h, got a list");
+    expect_error(ACCOUNT "    exclude: {a: b}\n" RECEIVER,
+                 "6:14: accounts[0].exclude: expected a glob or a list of globs, got a mapping");
+    expect_error(ACCOUNT "    exclude: [\"A*\", [B]]\n" RECEIVER,
+                 "6:21: accounts[0].exclude[1]: expected a glob, got a list");
+    expect_error(ACCOUNT "    devices: [5214ABCD]\n" RECEIVER,
+                 "6:15: accounts[0].devices[0]: expected a mapping, got a string");
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: hook\n"
+                         "    webhook:\n"
+                         "      url: https://x.example\n"
+                         "      headers: [a]\n",
+                 "10:16: receivers[0].webhook.headers: expected a mapping of header names to "
+                 "values, got a list");
+    expect_error("- a\n", "1:1: expected a mapping with accounts and receivers, got a list");
+    expect_error(ACCOUNT "    ? [a]\n    : b\n" RECEIVER,
+                 "6:7: accounts[0]: expected a key name, got a list");
+}
+
+Test(config, missing_required_keys_point_at_the_mapping)
+{
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: k\n"
+                 "    login_pass: p\n" RECEIVER,
+                 "2:5: accounts[0]: missing required key 'login_id'");
+    expect_error(RECEIVER, "1:1: missing required key 'accounts'");
+    expect_error("# a comment\n" ACCOUNT, "2:1: missing required key 'receivers'");
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: console\n"
+                         "    file: {}\n",
+                 "8:11: receivers[0].file: missing required key 'path'");
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - file: {path: x}\n",
+                 "7:5: receivers[0]: missing required key 'name'");
+    expect_error(ACCOUNT "    devices:\n"
+                         "      - base: 5214ABCD\n" RECEIVER,
+                 "7:9: accounts[0].devices[0]: missing required key 'serial'");
+}
+
+Test(config, empty_lists)
+{
+    expect_error("accounts: []\n" RECEIVER,
+                 "1:11: accounts: the list is empty; give at least one account");
+    expect_error(ACCOUNT "receivers: []\n",
+                 "6:12: receivers: the list is empty; give at least one receiver");
+    expect_error(ACCOUNT "    devices: []\n" RECEIVER,
+                 "6:14: accounts[0].devices: the list is empty; give at least one device");
+}
+
+Test(config, empty_file)
+{
+    expect_error("", "1:1: the file is empty; it needs at least accounts and receivers");
+    expect_error("# nothing\n\n",
+                 "1:1: the file is empty; it needs at least accounts and receivers");
+}
+
+Test(config, missing_config_file)
+{
+    char *path = xasprintf("%s/nope.yaml", tmp);
+    cr_assert_eq(config_load(&cfg, path, &err), -1);
+    cr_assert_null(cfg);
+    char *want = xasprintf("%s: No such file or directory", path);
+    cr_assert_str_eq(err.msg, want);
+    free(want);
+    free(path);
+}
+
+Test(config, duplicate_keys)
+{
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: k\n"
+                 "    login_id: tbzz9999\n"
+                 "    login_pass: p\n"
+                 "    login_id: tbzz9998\n" RECEIVER,
+                 "6:5: accounts[0]: duplicate key 'login_id' (first at line 4)");
+    expect_error(ACCOUNT RECEIVER "accounts: []\n",
+                 "9:1: duplicate key 'accounts' (first at line 1)");
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: hook\n"
+                         "    webhook:\n"
+                         "      url: https://x.example\n"
+                         "      headers: {X-A: 1, x-a: 2}\n",
+                 "10:25: receivers[0].webhook.headers.x-a: duplicate header 'x-a' (header names "
+                 "ignore case)");
+}
+
+Test(config, duplicate_names_point_at_the_second)
+{
+    expect_error(ACCOUNT RECEIVER "  - name: console\n"
+                                  "    file: {path: x}\n",
+                 "9:11: receivers[1].name: duplicate receiver name 'console' (first at line 7)");
+    expect_error(ACCOUNT "  - name: tokyo\n"
+                         "    api_key: k\n"
+                         "    login_id: x\n"
+                         "    login_pass: p\n" RECEIVER,
+                 "6:11: accounts[1].name: duplicate account name 'tokyo' (first at line 2)");
+    expect_error(ACCOUNT "    devices:\n"
+                         "      - serial: 5214ABCD\n"
+                         "      - serial: 5214ABCE\n"
+                         "      - serial: 5214ABCD\n" RECEIVER,
+                 "9:17: accounts[0].devices[2].serial: duplicate device serial '5214ABCD' "
+                 "(first at line 7)");
+}
+
+Test(config, exactly_one_of_a_secret_and_its_file)
+{
+    free(put("k", "KEY\n", 0600));
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: k\n"
+                 "    login_id: tbzz9999\n"
+                 "    login_pass: p\n"
+                 "    api_key_file: k\n" RECEIVER,
+                 "6:5: accounts[0]: give api_key or api_key_file, not both");
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    login_id: tbzz9999\n"
+                 "    login_pass: p\n" RECEIVER,
+                 "2:5: accounts[0]: missing required key 'api_key' or 'api_key_file'");
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: k\n"
+                 "    login_pass_file: k\n"
+                 "    login_id: tbzz9999\n"
+                 "    login_pass: p\n" RECEIVER,
+                 "6:5: accounts[0]: give login_pass or login_pass_file, not both");
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: hook\n"
+                         "    webhook: {url: \"https://a.example\", url_file: k}\n",
+                 "8:41: receivers[0].webhook: give url or url_file, not both");
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: hook\n"
+                         "    webhook: {headers: {}}\n",
+                 "8:14: receivers[0].webhook: missing required key 'url' or 'url_file'");
+}
+
+Test(config, receiver_needs_exactly_one_type)
+{
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: both\n"
+                         "    webhook: {url: \"https://a.example\"}\n"
+                         "    file: {path: x}\n",
+                 "9:5: receivers[0]: give webhook or file, not both");
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: none\n",
+                 "7:5: receivers[0]: missing required key 'webhook' or 'file'");
+}
+
+Test(config, secret_files)
+{
+    char *big = xmalloc(70000);
+    memset(big, 'x', 69999);
+    big[69999] = '\0';
+    free(put("big", big, 0600));
+    free(big);
+    free(put("empty", "\n", 0600));
+    free(put("two", "line1\nline2\n", 0600));
+    free(put("twonl", "abc\n\n", 0600));
+    char *sub = xasprintf("%s/dir", tmp);
+    cr_assert_eq(mkdir(sub, 0700), 0);
+    free(sub);
+
+    struct {
+        const char *file, *message;
+    } cases[] = {
+        {"nokey", "cannot read secret file: %s/nokey: No such file or directory"},
+        {"dir", "cannot read secret file: %s/dir: Is a directory"},
+        {"big", "cannot read secret file: %s/big: larger than 65536 bytes"},
+        {"empty", "secret file %s/empty is empty"},
+        {"two", "secret file %s/two contains a line break or NUL byte (only one trailing "
+                "newline is allowed)"},
+        {"twonl", "secret file %s/twonl contains a line break or NUL byte (only one trailing "
+                  "newline is allowed)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *yaml = xasprintf("accounts:\n"
+                               "  - name: tokyo\n"
+                               "    api_key_file: %s\n"
+                               "    login_id: tbzz9999\n"
+                               "    login_pass: p\n" RECEIVER,
+                               cases[i].file);
+        char *message = xasprintf(cases[i].message, tmp);
+        char *tail = xasprintf("3:19: accounts[0].api_key_file: %s", message);
+        expect_error(yaml, tail);
+        free(tail);
+        free(message);
+        free(yaml);
+    }
+}
+
+Test(config, secret_file_newline_stripped_once)
+{
+    static const struct {
+        const char *content, *secret;
+    } cases[] = {{"abc\n", "abc"}, {"abc\r\n", "abc"}, {"abc", "abc"}, {" a b ", " a b "}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        free(put("pass", cases[i].content, 0600));
+        expect_ok("accounts:\n"
+                  "  - name: tokyo\n"
+                  "    api_key: k\n"
+                  "    login_id: tbzz9999\n"
+                  "    login_pass_file: pass\n" RECEIVER);
+        cr_assert_str_eq(cfg->accounts[0].login_pass, cases[i].secret);
+    }
+}
+
+Test(config, relative_secret_file_is_taken_from_the_config_directory)
+{
+    char *etc = xasprintf("%s/etc", tmp);
+    cr_assert_eq(mkdir(etc, 0700), 0);
+    free(put("etc/tokyo.key", "FROM-ETC\n", 0600));
+    free(put("etc/hook.url", "https://h.example/t\n", 0600));
+    free(put("etc/wsrelay.yaml",
+             "accounts:\n"
+             "  - name: tokyo\n"
+             "    api_key_file: tokyo.key\n"
+             "    login_id: tbzz9999\n"
+             "    login_pass: p\n"
+             "receivers:\n"
+             "  - name: hook\n"
+             "    webhook: {url_file: ./hook.url}\n",
+             0600));
+    cr_assert_eq(chdir("/"), 0);
+    char *path = xasprintf("%s/wsrelay.yaml", etc);
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(cfg->accounts[0].api_key, "FROM-ETC");
+    cr_assert_str_eq(cfg->receivers[0].webhook.url, "https://h.example/t");
+    free(path);
+    free(etc);
+}
+
+Test(config, variable_in_a_secret_file_path)
+{
+    free(put("tokyo.key", "CRED\n", 0600));
+    cr_assert_eq(setenv("CREDENTIALS_DIRECTORY", tmp, 1), 0);
+    expect_ok("accounts:\n"
+              "  - name: tokyo\n"
+              "    api_key_file: ${CREDENTIALS_DIRECTORY}/tokyo.key\n"
+              "    login_id: tbzz9999\n"
+              "    login_pass: p\n" RECEIVER);
+    cr_assert_str_eq(cfg->accounts[0].api_key, "CRED");
+}
+
+Test(config, readable_secret_file_warns_once_without_the_secret, .init = capture_stderr)
+{
+    char *path = put("shared.secret", "SUPER-SECRET-VALUE\n", 0644);
+    free(put("private.secret", "PRIVATE-VALUE\n", 0600));
+    expect_ok("accounts:\n"
+              "  - name: tokyo\n"
+              "    api_key_file: shared.secret\n"
+              "    login_id: tbzz9999\n"
+              "    login_pass_file: shared.secret\n"
+              "  - name: osaka\n"
+              "    api_key_file: private.secret\n"
+              "    login_id: tbzz9998\n"
+              "    login_pass: p\n" RECEIVER);
+    fflush(stderr);
+    char text[4096] = "";
+    size_t n = fread(text, 1, sizeof text - 1, cr_get_redirected_stderr());
+    text[n] = '\0';
+    char *line = xasprintf("wsrelay: warning: secret file %s is readable by group or others; "
+                           "make it mode 0600 (chmod 600 %s)\n",
+                           path, path);
+    cr_assert_str_eq(text, line);
+    cr_assert_null(strstr(text, "SECRET-VALUE"));
+    free(line);
+    free(path);
+}
+
+Test(config, environment_variables)
+{
+    cr_assert_eq(unsetenv("WS_NOPE"), 0);
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: k\n"
+                 "    login_id: tbzz9999\n"
+                 "    login_pass: \"${WS_NOPE}\"\n" RECEIVER,
+                 "5:17: accounts[0].login_pass: environment variable 'WS_NOPE' is not set");
+    expect_error("state_file: ${WS_NOPE}/s.json\n" ACCOUNT RECEIVER,
+                 "1:13: state_file: environment variable 'WS_NOPE' is not set");
+
+    static const char *const malformed[] = {"${1X}", "${X", "${}", "a${X-Y}", "${ X}"};
+    for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT RECEIVER "state_file: \"%s\"\n", malformed[i]);
+        expect_error(yaml, "9:13: state_file: malformed ${...}: expected ${NAME}, NAME made of "
+                           "letters, digits and '_' (write $${ for a literal ${)");
+        free(yaml);
+    }
+
+    cr_assert_eq(setenv("WS_DIR", "/srv/x", 1), 0);
+    cr_assert_eq(setenv("WS_EMPTY", "", 1), 0);
+    cr_assert_eq(setenv("_v1", "one", 1), 0);
+    static const struct {
+        const char *in, *out;
+    } ok[] = {
+        {"${WS_DIR}/s.json", "/srv/x/s.json"},
+        {"/a$${WS_DIR}", "/a${WS_DIR}"},
+        {"/a$$b$c$", "/a$$b$c$"},
+        {"/a$$${WS_EMPTY}", "/a$${WS_EMPTY}"}, /* only "$${" is special */
+        {"/${WS_EMPTY}x${_v1}", "/xone"},
+        {"/$${${_v1}}", "/${one}"},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT RECEIVER "state_file: \"%s\"\n", ok[i].in);
+        expect_ok(yaml);
+        cr_assert_str_eq(cfg->state_file, ok[i].out, "for %s", ok[i].in);
+        free(yaml);
+    }
+}
+
+Test(config, empty_values)
+{
+    cr_assert_eq(setenv("WS_EMPTY", "", 1), 0);
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: \"${WS_EMPTY}\"\n"
+                 "    login_id: tbzz9999\n"
+                 "    login_pass: p\n" RECEIVER,
+                 "3:14: accounts[0].api_key: expected a non-empty string");
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: k\n"
+                 "    login_id:\n"
+                 "    login_pass: p\n" RECEIVER,
+                 "4:14: accounts[0].login_id: expected a string, got an empty value");
+    expect_error(ACCOUNT "    exclude: [\"\"]\n" RECEIVER,
+                 "6:15: accounts[0].exclude[0]: expected a non-empty glob");
+}
+
+Test(config, bad_duration)
+{
+    expect_error("catch_up: 1hour\n" ACCOUNT RECEIVER,
+                 "1:11: catch_up: expected a duration such as 90s, 30m, 1h");
+    expect_error("catch_up: -5\n" ACCOUNT RECEIVER,
+                 "1:11: catch_up: expected a duration such as 90s, 30m, 1h");
+}
+
+Test(config, http_only_to_loopback)
+{
+    expect_error(ACCOUNT "    base_url: http://api.webstorage.jp\n" RECEIVER,
+                 "6:15: accounts[0].base_url: http:// is only allowed for 127.0.0.1, localhost "
+                 "or [::1]; use https://");
+    expect_error(ACCOUNT "    base_url: http://127.0.0.2\n" RECEIVER,
+                 "6:15: accounts[0].base_url: http:// is only allowed for 127.0.0.1, localhost "
+                 "or [::1]; use https://");
+    expect_error(ACCOUNT "    base_url: http://localhost.example.com\n" RECEIVER,
+                 "6:15: accounts[0].base_url: http:// is only allowed for 127.0.0.1, localhost "
+                 "or [::1]; use https://");
+}
+
+Test(config, bad_serials_names_and_login_ids)
+{
+    expect_error(ACCOUNT "    devices:\n"
+                         "      - serial: 5214ABC\n" RECEIVER,
+                 "7:17: accounts[0].devices[0].serial: expected a device serial: exactly 8 "
+                 "letters or digits");
+    expect_error(ACCOUNT "    devices:\n"
+                         "      - {serial: 5214ABCD, base: 5214-ABC}\n" RECEIVER,
+                 "7:34: accounts[0].devices[0].base: expected a device serial: exactly 8 "
+                 "letters or digits");
+    expect_error(ACCOUNT "    devices: all\n" RECEIVER,
+                 "6:14: accounts[0].devices: expected 'auto' or a list of {serial, base}");
+    expect_error("accounts:\n"
+                 "  - name: tokyo office\n"
+                 "    api_key: k\n"
+                 "    login_id: tbzz9999\n"
+                 "    login_pass: p\n" RECEIVER,
+                 "2:11: accounts[0].name: expected a name made of letters, digits, '_', '.' "
+                 "and '-'");
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: k\n"
+                 "    login_id: \"tbzz 9999\"\n"
+                 "    login_pass: p\n" RECEIVER,
+                 "4:15: accounts[0].login_id: expected a login ID without spaces or control "
+                 "characters");
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: k\n"
+                 "    login_id: \"tbzz\\09999\"\n"
+                 "    login_pass: p\n" RECEIVER,
+                 "4:15: accounts[0].login_id: the value contains a NUL character");
+}
+
+Test(config, webhook_urls)
+{
+    expect_ok(ACCOUNT "receivers:\n"
+                      "  - name: internal\n"
+                      "    webhook: {url: \"http://alerts.internal:8080/hook\"}\n");
+    cr_assert_str_eq(cfg->receivers[0].webhook.url, "http://alerts.internal:8080/hook");
+    static const char *const bad[] = {"ftp://x", "hooks.example.com", "https://", "https:///p",
+                                      "https://a b"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT "receivers:\n"
+                                       "  - name: hook\n"
+                                       "    webhook: {url: \"%s\"}\n",
+                               bad[i]);
+        cr_assert_eq(load(yaml), -1, "accepted %s", bad[i]);
+        char *want = xasprintf("%s:8:20: receivers[0].webhook.url: ", conf_path);
+        cr_assert(!strncmp(err.msg, want, strlen(want)), "for %s: %s", bad[i], err.msg);
+        free(want);
+        free(yaml);
+    }
+}
+
+Test(config, header_values_cannot_inject_headers)
+{
+    cr_assert_eq(setenv("T_HDR", "ok\r\nX-Evil: 1", 1), 0);
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: hook\n"
+                         "    webhook:\n"
+                         "      url: https://x.example\n"
+                         "      headers:\n"
+                         "        X-Token: \"${T_HDR}\"\n",
+                 "11:18: receivers[0].webhook.headers.X-Token: the value must not contain a "
+                 "line break or other control character");
+    cr_assert_null(strstr(err.msg, "Evil"));
+    cr_assert_eq(setenv("T_HDR", "ok\nX-Evil: 1", 1), 0);
+    cr_assert_eq(load(ACCOUNT "receivers:\n"
+                              "  - name: hook\n"
+                              "    webhook:\n"
+                              "      url: https://x.example\n"
+                              "      headers: {X-Token: \"${T_HDR}\"}\n"),
+                 -1);
+    cr_assert_null(strstr(err.msg, "Evil"));
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: hook\n"
+                         "    webhook:\n"
+                         "      url: https://x.example\n"
+                         "      headers: {\"X-A: b\": c}\n",
+                 "10:17: receivers[0].webhook.headers.X-A: b: expected a header name made of "
+                 "letters, digits and !#$%&'*+.^_`|~-");
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: hook\n"
+                         "    webhook:\n"
+                         "      url: https://x.example\n"
+                         "      headers: {X-A: \"\"}\n",
+                 "10:22: receivers[0].webhook.headers.X-A: expected a non-empty string");
+}
+
+Test(config, content_headers_cannot_be_overridden)
+{
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: hook\n"
+                         "    webhook:\n"
+                         "      url: https://x.example\n"
+                         "      headers:\n"
+                         "        content-type: text/plain\n",
+                 "11:9: receivers[0].webhook.headers.content-type: Content-Type is set by "
+                 "wsrelay and cannot be overridden");
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: hook\n"
+                         "    webhook:\n"
+                         "      url: https://x.example\n"
+                         "      headers: {Content-Length: 5}\n",
+                 "10:17: receivers[0].webhook.headers.Content-Length: Content-Length is set by "
+                 "wsrelay and cannot be overridden");
+}
+
+Test(config, secrets_never_appear_in_messages)
+{
+    cr_assert_eq(setenv("SECRET", "TOPSECRET\r\n${oops} \"'%s%n", 1), 0);
+    cr_assert_eq(setenv("SECRET_URL", "ftp://TOPSECRET@x", 1), 0);
+    free(put("two-lines", "TOPSECRET\nTOPSECRET\n", 0600));
+    free(put("bad-url", "mailto:TOPSECRET\n", 0600));
+    static const char *const cases[] = {
+        ACCOUNT "    api_key: x\n" RECEIVER,
+        "accounts:\n  - name: t\n    api_key: \"${SECRET}\"\n    login_id: l\n"
+        "    login_pass: p\n" RECEIVER,
+        "accounts:\n  - name: t\n    api_key: k\n    login_id: l\n"
+        "    login_pass: \"${SECRET}\"\n" RECEIVER,
+        "accounts:\n  - name: t\n    api_key: \"TOPSECRET${\"\n    login_id: l\n"
+        "    login_pass: p\n" RECEIVER,
+        "accounts:\n  - name: t\n    api_key: \"TOPSECRET${NOT_SET_ANYWHERE\"\n"
+        "    login_id: l\n    login_pass: p\n" RECEIVER,
+        "accounts:\n  - name: t\n    api_key_file: two-lines\n    login_id: l\n"
+        "    login_pass: p\n" RECEIVER,
+        ACCOUNT "receivers:\n  - name: h\n    webhook: {url: \"${SECRET_URL}\"}\n",
+        ACCOUNT "receivers:\n  - name: h\n    webhook: {url: \"ftp://TOPSECRET\"}\n",
+        ACCOUNT "receivers:\n  - name: h\n    webhook: {url: \"https://h/TOPSECRET \"}\n",
+        ACCOUNT "receivers:\n  - name: h\n    webhook: {url: \"https://h/${SECRET}\"}\n",
+        ACCOUNT "receivers:\n  - name: h\n    webhook: {url_file: bad-url}\n",
+        ACCOUNT "receivers:\n  - name: h\n    webhook: {url: \"https://h\", "
+                "headers: {Authorization: \"${SECRET}\"}}\n",
+        ACCOUNT "receivers:\n  - name: h\n    webhook: {url: \"https://h\", "
+                "headers: {Authorization: \"TOPSECRET\\r\"}}\n",
+    };
+    cr_assert_eq(unsetenv("NOT_SET_ANYWHERE"), 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_assert_eq(load(cases[i]), -1, "case %zu loaded", i);
+        cr_assert(strlen(err.msg) > strlen(conf_path), "case %zu: no message", i);
+        cr_assert_null(strstr(err.msg, "TOPSECRET"), "case %zu: %s", i, err.msg);
+    }
+}
+
+Test(config, yaml_syntax_errors)
+{
+    expect_error("catch_up: [1h, 2h\nstate_file: x\n" ACCOUNT RECEIVER,
+                 "2:11: did not find expected ',' or ']' while parsing a flow sequence at 1:11");
+    expect_error("accounts:\n"
+                 "  - name: t\n"
+                 "   api_key: k\n",
+                 "3:4: did not find expected '-' indicator while parsing a block collection at "
+                 "2:3");
+    expect_error("a: 1\nb:\tc\n  d: 2\n", "3:4: mapping values are not allowed in this context");
+    expect_error("state_file: \"x\xff\"\n", "1:15: invalid leading UTF-8 octet");
+}
+
+Test(config, multiple_documents_rejected)
+{
+    expect_error(ACCOUNT RECEIVER "---\n" ACCOUNT RECEIVER,
+                 "9:1: a second YAML document; the file must hold exactly one");
+    expect_error(ACCOUNT RECEIVER "---\n" ACCOUNT "receivers: [\n",
+                 "16:1: did not find expected node content while parsing a flow node at 16:1");
+}
+
+Test(config, aliases_are_followed)
+{
+    expect_ok("accounts:\n"
+              "  - name: tokyo\n"
+              "    api_key: &k shared\n"
+              "    login_id: tbzz9999\n"
+              "    login_pass: *k\n" RECEIVER);
+    cr_assert_str_eq(cfg->accounts[0].login_pass, "shared");
+    expect_error("accounts: &a [*a]\n" RECEIVER,
+                 "1:11: accounts[0]: expected a mapping, got a list");
+}
+
+Test(config, account_wants_serial)
+{
+    expect_ok("accounts:\n"
+              "  - {name: all, api_key: k, login_id: a, login_pass: p}\n"
+              "  - {name: inc, api_key: k, login_id: b, login_pass: p, include: [\"52*\", X]}\n"
+              "  - {name: exc, api_key: k, login_id: c, login_pass: p, exclude: \"3F36*\"}\n"
+              "  - {name: both, api_key: k, login_id: d, login_pass: p, include: \"52??????\",\n"
+              "     exclude: [\"5214*\"]}\n" RECEIVER);
+    const struct account_conf *all = &cfg->accounts[0], *inc = &cfg->accounts[1],
+                              *exc = &cfg->accounts[2], *both = &cfg->accounts[3];
+    cr_assert(account_wants_serial(all, "5214ABCD"));
+    cr_assert(account_wants_serial(all, "3F360001"));
+    cr_assert(account_wants_serial(inc, "5214ABCD"));
+    cr_assert(account_wants_serial(inc, "X"));
+    cr_assert_not(account_wants_serial(inc, "3F360001"));
+    cr_assert(account_wants_serial(exc, "5214ABCD"));
+    cr_assert_not(account_wants_serial(exc, "3F360001"));
+    cr_assert(account_wants_serial(both, "5299ABCD"));
+    cr_assert_not(account_wants_serial(both, "5214ABCD"));
+    cr_assert_not(account_wants_serial(both, "5299ABC"));
+    cr_assert_not(account_wants_serial(both, "3F360001"));
+}
+
+Test(config, receiver_lookup_and_free_null)
+{
+    expect_ok(ACCOUNT RECEIVER "  - name: hook\n"
+                               "    webhook: {url: \"https://h.example\"}\n");
+    const struct receiver_conf *r = config_receiver(cfg, "hook");
+    cr_assert_not_null(r);
+    cr_assert_eq(r, &cfg->receivers[1]);
+    cr_assert_eq(config_receiver(cfg, "console"), &cfg->receivers[0]);
+    cr_assert_null(config_receiver(cfg, "Hook"));
+    cr_assert_null(config_receiver(cfg, "nope"));
+    config_free(NULL);
+}
+
+Test(config, reference_names_every_key)
+{
+    char *ref = config_reference();
+    static const char *const lines[] = {
+        "state_file (path; default " CONFIG_DEFAULT_STATE ")\n",
+        "catch_up (duration; default 1h)\n",
+        "accounts (list; required)\n",
+        "accounts[].name (string; required; unique)\n",
+        "accounts[].base_url (string; default " CONFIG_DEFAULT_BASE_URL ")\n",
+        "accounts[].api_key (string; give exactly one of api_key or api_key_file; secret)\n",
+        "accounts[].api_key_file (path of a secret file; give exactly one of api_key or "
+        "api_key_file; secret)\n",
+        "accounts[].login_id (string; required)\n",
+        "accounts[].login_pass (string; give exactly one of login_pass or login_pass_file; "
+        "secret)\n",
+        "accounts[].login_pass_file (",
+        "accounts[].devices (auto or list; default auto)\n",
+        "accounts[].devices[].serial (string; required; unique)\n",
+        "accounts[].devices[].base (string)\n",
+        "accounts[].include (glob or list of globs)\n",
+        "accounts[].exclude (glob or list of globs)\n",
+        "receivers (list; required)\n",
+        "receivers[].name (string; required; unique)\n",
+        "receivers[].webhook (mapping; give exactly one of webhook or file)\n",
+        "receivers[].webhook.url (string; give exactly one of url or url_file; secret)\n",
+        "receivers[].webhook.url_file (",
+        "receivers[].webhook.headers (mapping of header names to values)\n",
+        "receivers[].file (mapping; give exactly one of webhook or file)\n",
+        "receivers[].file.path (path; required)\n",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        cr_assert_not_null(strstr(ref, lines[i]), "missing %s in:\n%s", lines[i], ref);
+    cr_assert_not_null(strstr(ref, "api.webstorage.jp"));
+    free(ref);
+}
+
+/* The example an administrator copies must stay a real, valid file. */
+Test(config, packaged_example_loads)
+{
+    char *src = xasprintf("%s/packaging/wsrelay.yaml", WSRELAY_SOURCE_DIR);
+    FILE *in = fopen(src, "r");
+    cr_assert_not_null(in, "cannot open %s", src);
+    char *text = xcalloc(1, 65536);
+    size_t n = fread(text, 1, 65535, in);
+    fclose(in);
+    cr_assert(n > 0 && n < 65535);
+    free(put("wsrelay.yaml", text, 0644));
+    free(text);
+    free(put("tokyo.key", "tokyo-api-key\n", 0600));
+    free(put("tokyo.pass", "tokyo-pass\n", 0600));
+    free(put("ops-hook.url", "https://hooks.example.com/T0/B0/x\n", 0600));
+    cr_assert_eq(setenv("OSAKA_API_KEY", "osaka-api-key", 1), 0);
+    cr_assert_eq(setenv("OSAKA_LOGIN_PASS", "osaka-pass", 1), 0);
+    cr_assert_eq(setenv("OPS_HOOK_TOKEN", "hook-token", 1), 0);
+
+    cr_assert_eq(config_load(&cfg, conf_path, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(cfg->state_file, "/var/lib/wsrelay/state.json");
+    cr_assert_eq(cfg->catch_up, 3600);
+    cr_assert_eq(cfg->n_accounts, 2);
+    cr_assert_str_eq(cfg->accounts[0].api_key, "tokyo-api-key");
+    cr_assert_str_eq(cfg->accounts[0].login_pass, "tokyo-pass");
+    cr_assert(cfg->accounts[0].devices_auto);
+    cr_assert_str_eq(cfg->accounts[1].base_url, "https://api.webstorage.jp");
+    cr_assert_str_eq(cfg->accounts[1].api_key, "osaka-api-key");
+    cr_assert_eq(cfg->accounts[1].n_devices, 2);
+    cr_assert_eq(cfg->n_receivers, 2);
+    cr_assert_eq(cfg->receivers[0].type, RECEIVER_WEBHOOK);
+    cr_assert_str_eq(cfg->receivers[0].webhook.url, "https://hooks.example.com/T0/B0/x");
+    cr_assert_str_eq(cfg->receivers[0].webhook.headers[0].value, "Bearer hook-token");
+    cr_assert_eq(cfg->receivers[1].type, RECEIVER_FILE);
+    free(src);
+}
