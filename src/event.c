@@ -3,6 +3,7 @@
  * and events into (and back from) the JSON kept in the outbox. */
 #include "event.h"
 #include "util/log.h"
+#include "util/jsonv.h"
 #include "util/xalloc.h"
 
 #include <errno.h>
@@ -181,74 +182,6 @@ int event_from_json(struct event *out, const struct json_object *obj, struct err
 #define MAX_UNIXTIME 253402300799LL /* 9999-12-31T23:59:59Z */
 #define DEFAULT_DST_BIAS 60
 
-/* The member `key` of `obj`, trying the name as given and then with '_' and
- * '-' swapped ("time-diff", then "time_diff"): the platform's dialects
- * differ in this. NULL when absent, null, or `obj` is not an object. */
-static struct json_object *member(const struct json_object *obj, const char *key)
-{
-    struct json_object *v = NULL;
-    char alt[64];
-    size_t len = strlen(key);
-    if (!obj || !json_object_is_type(obj, json_type_object))
-        return NULL;
-    if (json_object_object_get_ex(obj, key, &v) && v)
-        return v;
-    if (len >= sizeof alt)
-        return NULL;
-    for (size_t i = 0; i <= len; i++)
-        alt[i] = key[i] == '_' ? '-' : key[i] == '-' ? '_' : key[i];
-    if (json_object_object_get_ex(obj, alt, &v) && v)
-        return v;
-    return NULL;
-}
-
-/* A string value copied, or a number as its decimal text; NULL for any
- * other type or when absent. */
-static char *text_of(struct json_object *v)
-{
-    if (!v)
-        return NULL;
-    switch (json_object_get_type(v)) {
-    case json_type_string:
-    case json_type_int:
-    case json_type_double:
-        return xstrdup(json_object_get_string(v));
-    default:
-        return NULL;
-    }
-}
-
-static char *text_or_empty(struct json_object *v)
-{
-    char *s = text_of(v);
-    return s ? s : xstrdup("");
-}
-
-/* An integer given as a JSON integer or as a string of digits (an optional
- * '-' first). */
-static bool int_of(struct json_object *v, long long *out)
-{
-    if (!v)
-        return false;
-    if (json_object_is_type(v, json_type_int)) {
-        *out = json_object_get_int64(v);
-        return true;
-    }
-    if (json_object_is_type(v, json_type_string)) {
-        const char *s = json_object_get_string(v);
-        const char *digits = *s == '-' ? s + 1 : s;
-        char *end = NULL;
-        if (*digits < '0' || *digits > '9')
-            return false;
-        errno = 0;
-        long long n = strtoll(s, &end, 10);
-        if (errno || *end)
-            return false;
-        *out = n;
-        return true;
-    }
-    return false;
-}
 
 /* The device that a Get Alert Logs body is about. */
 struct alert_device {
@@ -275,10 +208,10 @@ static int offset_member(const struct json_object *body, const char *key, int fa
                          const char *serial)
 {
     long long v = 0;
-    struct json_object *m = member(body, key);
+    struct json_object *m = jsonv_member(body, key);
     if (!m)
         return fallback;
-    if (!int_of(m, &v) || v < -MAX_OFFSET || v > MAX_OFFSET) {
+    if (!jsonv_int(m, &v) || v < -MAX_OFFSET || v > MAX_OFFSET) {
         log_warn("alert log of %s: '%s' is not a number of minutes; taken as %d", serial, key,
                  fallback);
         return fallback;
@@ -301,7 +234,7 @@ static int utc_offset_of(const struct json_object *body, const char *serial)
 {
     long long flag = 0;
     int offset = offset_member(body, "time-diff", 0, serial);
-    if (int_of(member(body, "dst-flg"), &flag) && flag == 1)
+    if (jsonv_int(jsonv_member(body, "dst-flg"), &flag) && flag == 1)
         offset += offset_member(body, "dst-bias", DEFAULT_DST_BIAS, serial);
     return offset;
 }
@@ -312,20 +245,20 @@ static int read_alert_device(struct alert_device *d, const struct json_object *b
 {
     struct json_object *channels;
     memset(d, 0, sizeof *d);
-    d->serial = text_of(member(body, "remote-serial"));
+    d->serial = jsonv_text(jsonv_member(body, "remote-serial"));
     if (!d->serial || !*d->serial)
         return err_set(e, "alert log has no remote-serial");
-    d->model = text_or_empty(member(body, "remote-model"));
-    d->name = text_or_empty(member(body, "remote-name"));
-    d->base_serial = text_of(member(body, "base-serial"));
+    d->model = jsonv_text_or_empty(jsonv_member(body, "remote-model"));
+    d->name = jsonv_text_or_empty(jsonv_member(body, "remote-name"));
+    d->base_serial = jsonv_text(jsonv_member(body, "base-serial"));
     if (!d->base_serial || !*d->base_serial) {
         free(d->base_serial);
         d->base_serial = xstrdup(d->serial);
     }
-    d->base_model = text_or_empty(member(body, "base-model"));
-    d->base_name = text_or_empty(member(body, "base-name"));
+    d->base_model = jsonv_text_or_empty(jsonv_member(body, "base-model"));
+    d->base_name = jsonv_text_or_empty(jsonv_member(body, "base-name"));
     d->utc_offset = utc_offset_of(body, d->serial);
-    channels = member(body, "channel");
+    channels = jsonv_member(body, "channel");
     d->channels = channels && json_object_is_type(channels, json_type_array) ? channels : NULL;
     return 0;
 }
@@ -337,7 +270,7 @@ static struct json_object *find_channel(const struct json_object *channels, long
     for (size_t i = 0; i < n; i++) {
         struct json_object *ch = json_object_array_get_idx(channels, i);
         long long v = 0;
-        if (int_of(member(ch, "num"), &v) && v == num)
+        if (jsonv_int(jsonv_member(ch, "num"), &v) && v == num)
             return ch;
     }
     return NULL;
@@ -348,8 +281,8 @@ static struct json_object *find_channel(const struct json_object *channels, long
 static char *kind_text(struct json_object *entry, const char *kind, const char *serial,
                        long long unixtime)
 {
-    struct json_object *v = member(entry, kind);
-    char *text = text_of(v);
+    struct json_object *v = jsonv_member(entry, kind);
+    char *text = jsonv_text(v);
     if (v && !text)
         log_warn("alert log of %s at %lld: '%s' is neither text nor a number; ignored", serial,
                  unixtime, kind);
@@ -383,8 +316,8 @@ static void add_event(struct event_list *l, size_t *cap, const struct alert_devi
     ev->utc_offset = d->utc_offset;
     if (kind[0] == 'c' && kind[1] == 'h' && kind[2] >= '1' && kind[2] <= '9' && !kind[3]) {
         struct json_object *ch = find_channel(d->channels, kind[2] - '0');
-        ev->channel_name = text_of(member(ch, "name"));
-        ev->channel_unit = text_of(member(ch, "unit"));
+        ev->channel_name = jsonv_text(jsonv_member(ch, "name"));
+        ev->channel_unit = jsonv_text(jsonv_member(ch, "unit"));
     }
 }
 
@@ -426,7 +359,7 @@ int event_parse_alert_log(struct event_list *out, const struct json_object *body
     }
     if (read_alert_device(&d, body, e) < 0)
         goto out;
-    logs = member(body, "alert-logs");
+    logs = jsonv_member(body, "alert-logs");
     if (logs && !json_object_is_type(logs, json_type_array)) {
         err_set(e, "alert log of %s: 'alert-logs' is not an array", d.serial);
         goto out;
@@ -435,7 +368,7 @@ int event_parse_alert_log(struct event_list *out, const struct json_object *body
     for (size_t i = 0; i < l.entries; i++) {
         struct json_object *entry = json_object_array_get_idx(logs, i);
         long long t = 0;
-        if (!int_of(member(entry, "unixtime"), &t) || t <= 0 || t > MAX_UNIXTIME) {
+        if (!jsonv_int(jsonv_member(entry, "unixtime"), &t) || t <= 0 || t > MAX_UNIXTIME) {
             log_warn("alert log of %s: entry %zu of %zu has no usable unixtime; skipped",
                      d.serial, i + 1, l.entries);
             l.skipped++;

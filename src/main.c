@@ -1,7 +1,190 @@
-/* Placeholder until the command line lands. */
+/* The command line: global options, then one command from the table below.
+ * Exit codes: 0 all went well, 1 a run-time failure that the next run
+ * retries (state saved), 2 a usage or configuration error (nothing done). */
+#include "config.h"
+#include "notify/notify.h"
+#include "run.h"
+#include "util/log.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
-int main(void)
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct globals {
+    const char *config_path;
+};
+
+struct command {
+    const char *name;
+    const char *usage; /* after "wsrelay [-c FILE] [-v] NAME" */
+    const char *help;
+    int (*fn)(const struct globals *g, int argc, char **argv);
+};
+
+static int cmd_run(const struct globals *g, int argc, char **argv);
+static int cmd_check(const struct globals *g, int argc, char **argv);
+
+static const struct command commands[] = {
+    {"run", "[--now UNIXTIME] [--dry-run]",
+     "poll the platform within its budget and deliver new alerts", cmd_run},
+    {"check", "", "validate the configuration and report every problem with FILE:LINE:COL",
+     cmd_check},
+};
+
+static void usage(FILE *out)
 {
-    puts("wsrelay " WSRELAY_VERSION);
+    fprintf(out, "usage: wsrelay [-c FILE] [-v] COMMAND [ARGS]\n\n"
+                 "Relays the alert logs of T&D WebStorage devices to the people on call.\n\n"
+                 "Commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-6s %-30s %s\n", commands[i].name, commands[i].usage, commands[i].help);
+    fprintf(out, "\nOptions:\n"
+                 "  -c FILE      configuration file (default $WSRELAY_CONFIG, else %s)\n"
+                 "  -v           show debug lines\n"
+                 "  -h, --help   show this help\n"
+                 "  --version    show the version\n\n"
+                 "Exit status: 0 all went well; 1 a failure the next run retries;\n"
+                 "2 a usage or configuration error.\n",
+            CONFIG_DEFAULT_PATH);
+}
+
+static int load_config(struct config **out, const struct globals *g)
+{
+    struct err e;
+    if (config_load(out, g->config_path, &e) < 0) {
+        fprintf(stderr, "wsrelay: %s\n", e.msg);
+        return -1;
+    }
     return 0;
+}
+
+static int parse_time(long long *out, const char *text)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int cmd_run(const struct globals *g, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"now", required_argument, NULL, 'n'},
+        {"dry-run", no_argument, NULL, 'd'},
+        {NULL, 0, NULL, 0},
+    };
+    struct run_options ro = {.now = (long long)time(NULL), .lock_wait = 10};
+    struct config *c = NULL;
+    int rc = RUN_USAGE;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'n':
+            if (parse_time(&ro.now, optarg) < 0) {
+                fprintf(stderr, "wsrelay: run: --now expects a Unix time, got '%s'\n", optarg);
+                goto out;
+            }
+            break;
+        case 'd':
+            ro.dry_run = true;
+            break;
+        default:
+            fprintf(stderr, "usage: wsrelay run [--now UNIXTIME] [--dry-run]\n");
+            goto out;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "wsrelay: run: unexpected argument '%s'\n", argv[optind]);
+        goto out;
+    }
+    if (load_config(&c, g) < 0)
+        goto out;
+    rc = run_once(c, &ro);
+out:
+    config_free(c);
+    return rc;
+}
+
+static int cmd_check(const struct globals *g, int argc, char **argv)
+{
+    struct config *c = NULL;
+    (void)argv;
+    if (argc > 1) {
+        fprintf(stderr, "usage: wsrelay check\n");
+        return RUN_USAGE;
+    }
+    if (load_config(&c, g) < 0)
+        return RUN_USAGE;
+    printf("%s: OK: %zu account%s, %zu receiver%s\n", c->path, c->n_accounts,
+           c->n_accounts == 1 ? "" : "s", c->n_receivers, c->n_receivers == 1 ? "" : "s");
+    for (size_t i = 0; i < c->n_receivers; i++)
+        printf("  receiver %s (%s)\n", c->receivers[i].name,
+               notify_type_name(c->receivers[i].type));
+    config_free(c);
+    return RUN_OK;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    struct globals g = {.config_path = getenv("WSRELAY_CONFIG")};
+    int rc = RUN_USAGE;
+    int ch;
+    if (!g.config_path || !*g.config_path)
+        g.config_path = CONFIG_DEFAULT_PATH;
+    /* "+": stop at the command; its own options follow it. */
+    while ((ch = getopt_long(argc, argv, "+c:vh", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            g.config_path = optarg;
+            break;
+        case 'v':
+            log_set_level(LOG_DEBUG);
+            break;
+        case 'h':
+            usage(stdout);
+            return RUN_OK;
+        case 'V':
+            printf("wsrelay %s\n", WSRELAY_VERSION);
+            return RUN_OK;
+        default:
+            usage(stderr);
+            return RUN_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return RUN_USAGE;
+    }
+    const struct command *cmd = NULL;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[optind], commands[i].name) == 0)
+            cmd = &commands[i];
+    if (!cmd) {
+        fprintf(stderr, "wsrelay: unknown command '%s' (try wsrelay --help)\n", argv[optind]);
+        return RUN_USAGE;
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "wsrelay: cannot initialise libcurl\n");
+        return RUN_FAILED;
+    }
+    int sub_argc = argc - optind;
+    char **sub_argv = argv + optind;
+    optind = 1; /* restart getopt for the command's own options */
+    rc = cmd->fn(&g, sub_argc, sub_argv);
+    curl_global_cleanup();
+    fflush(stdout);
+    return rc;
 }

@@ -5,6 +5,7 @@
 #include "platform.h"
 #include "util/buf.h"
 #include "util/log.h"
+#include "util/jsonv.h"
 #include "util/xalloc.h"
 
 #include <curl/curl.h>
@@ -49,75 +50,6 @@ const char *platform_op_name(enum platform_op op)
 
 /* ---- JSON helpers ---- */
 
-/* The member `key` of `obj`, trying the name as given and then with '_' and
- * '-' swapped ("time_diff", then "time-diff"): the platform's dialects
- * differ in this. NULL when absent, null, or `obj` is not an object. */
-static struct json_object *member(const struct json_object *obj, const char *key)
-{
-    struct json_object *v = NULL;
-    char alt[64];
-    size_t len = strlen(key);
-    if (!obj || !json_object_is_type(obj, json_type_object))
-        return NULL;
-    if (json_object_object_get_ex(obj, key, &v) && v)
-        return v;
-    if (len >= sizeof alt)
-        return NULL;
-    for (size_t i = 0; i <= len; i++)
-        alt[i] = key[i] == '_' ? '-' : key[i] == '-' ? '_' : key[i];
-    if (json_object_object_get_ex(obj, alt, &v) && v)
-        return v;
-    return NULL;
-}
-
-/* A string value copied, or a number as its decimal text; NULL for any
- * other type or when absent. */
-static char *text_of(struct json_object *v)
-{
-    if (!v)
-        return NULL;
-    switch (json_object_get_type(v)) {
-    case json_type_string:
-    case json_type_int:
-    case json_type_double:
-        return xstrdup(json_object_get_string(v));
-    default:
-        return NULL;
-    }
-}
-
-/* Like text_of, but "" instead of NULL. */
-static char *text_or_empty(struct json_object *v)
-{
-    char *s = text_of(v);
-    return s ? s : xstrdup("");
-}
-
-/* An integer given as a JSON integer or as a string of digits (an
- * optional '-' first). */
-static bool int_of(struct json_object *v, long long *out)
-{
-    if (!v)
-        return false;
-    if (json_object_is_type(v, json_type_int)) {
-        *out = json_object_get_int64(v);
-        return true;
-    }
-    if (json_object_is_type(v, json_type_string)) {
-        const char *s = json_object_get_string(v);
-        const char *digits = *s == '-' ? s + 1 : s;
-        char *end = NULL;
-        if (*digits < '0' || *digits > '9')
-            return false;
-        errno = 0;
-        long long n = strtoll(s, &end, 10);
-        if (errno || *end)
-            return false;
-        *out = n;
-        return true;
-    }
-    return false;
-}
 
 /* `v` when it is an object, its first element when it is an array that
  * starts with an object; else NULL. */
@@ -499,12 +431,12 @@ static char *error_message(int *api_code, long status, const struct buf *body,
         message = xasprintf("HTTP %ld (body not JSON)", status);
         goto out;
     }
-    error = member(doc, "error");
-    if (int_of(member(error, "code"), &code) && code >= INT_MIN && code <= INT_MAX) {
+    error = jsonv_member(doc, "error");
+    if (jsonv_int(jsonv_member(error, "code"), &code) && code >= INT_MIN && code <= INT_MAX) {
         have_code = true;
         *api_code = (int)code;
     }
-    text = member(error, "message");
+    text = jsonv_member(error, "message");
     if (text && json_object_is_type(text, json_type_string))
         detail = clean_text(json_object_get_string(text), a, PLATFORM_MESSAGE_MAX);
     if (have_code && detail)
@@ -610,20 +542,20 @@ static bool read_device(struct device_info *d, struct json_object *rec)
     struct json_object *unit, *group;
     char *base_serial;
     memset(d, 0, sizeof *d);
-    d->serial = text_of(member(rec, "serial"));
+    d->serial = jsonv_text(jsonv_member(rec, "serial"));
     if (!d->serial || !*d->serial) {
         free(d->serial);
         d->serial = NULL;
         return false;
     }
-    d->model = text_or_empty(member(rec, "model"));
-    d->name = text_or_empty(member(rec, "name"));
-    unit = object_or_first(member(rec, "baseunit"));
-    base_serial = text_of(member(unit, "serial"));
+    d->model = jsonv_text_or_empty(jsonv_member(rec, "model"));
+    d->name = jsonv_text_or_empty(jsonv_member(rec, "name"));
+    unit = object_or_first(jsonv_member(rec, "baseunit"));
+    base_serial = jsonv_text(jsonv_member(unit, "serial"));
     if (base_serial && *base_serial) {
         d->base_serial = base_serial;
-        d->base_model = text_or_empty(member(unit, "model"));
-        d->base_name = text_or_empty(member(unit, "name"));
+        d->base_model = jsonv_text_or_empty(jsonv_member(unit, "model"));
+        d->base_name = jsonv_text_or_empty(jsonv_member(unit, "name"));
     } else {
         /* No base unit given: a standalone device is its own base unit. */
         free(base_serial);
@@ -631,8 +563,8 @@ static bool read_device(struct device_info *d, struct json_object *rec)
         d->base_model = xstrdup(d->model);
         d->base_name = xstrdup(d->name);
     }
-    group = object_or_first(member(rec, "group"));
-    d->group_name = text_or_empty(member(group, "name"));
+    group = object_or_first(jsonv_member(rec, "group"));
+    d->group_name = jsonv_text_or_empty(jsonv_member(group, "name"));
     return true;
 }
 
@@ -642,7 +574,7 @@ int platform_parse_devices(struct device_info **out, size_t *n, const struct jso
     int rc = -1;
     struct device_info *list = NULL;
     size_t count = 0, len = 0;
-    struct json_object *devices = member(body, "devices");
+    struct json_object *devices = jsonv_member(body, "devices");
     *out = NULL;
     *n = 0;
     if (!devices || !json_object_is_type(devices, json_type_array)) {

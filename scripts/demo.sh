@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and shows wsrelay at work: the bundled
+# simulator plays a lab's platform account while wsrelay runs every ten
+# (simulated) minutes and prints what on-call staff would receive.
+set -euo pipefail
+wsrelay_root=$(cd "$(dirname "$0")/.." && pwd)
+. "$wsrelay_root/scripts/deps.sh"
+wsrelay_install_deps
+wsrelay_build "$wsrelay_root/build" >/dev/null
+
+bin=$wsrelay_root/build
+work=$(mktemp -d)
+sim_pid=
+cleanup() {
+  [ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null && wait "$sim_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$bin/wsrelay-sim" --scenario "$wsrelay_root/tests/sim/scenarios/demo.json" \
+  --port 0 --port-file "$work/port" >"$work/sim.log" 2>&1 &
+sim_pid=$!
+for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
+[ -s "$work/port" ] || { echo "the simulator did not start:" >&2; cat "$work/sim.log" >&2; exit 1; }
+port=$(cat "$work/port")
+
+cat >"$work/wsrelay.yaml" <<YAML
+state_file: $work/state.json
+catch_up: 1h
+accounts:
+  - name: demo-lab
+    base_url: http://127.0.0.1:$port
+    api_key: DEMO-API-KEY-0000000000000000000000000000000
+    login_id: demo0001
+    login_pass: demo-pass
+receivers:
+  - name: on-call
+    file: {path: "-"}
+YAML
+
+start=1795000000
+echo "The simulator plays a lab's account on 127.0.0.1:$port; wsrelay runs every"
+echo "10 simulated minutes. Log lines go to stderr, notifications to stdout."
+for step in 0 600 1200 1800 2400 3000 3600; do
+  now=$((start + step))
+  curl -fsS -X POST -d "{\"now\":$now}" "http://127.0.0.1:$port/_sim/clock" >/dev/null
+  echo
+  echo "### run at $(date -u -d "@$now" '+%Y-%m-%d %H:%M UTC')"
+  "$bin/wsrelay" -c "$work/wsrelay.yaml" run --now "$now" || echo "(exit status $?)"
+done
+echo
+echo "Done: every alert above was sent once; the state is in $work/state.json (removed now)."

@@ -1,0 +1,26 @@
+/* One HTTP POST to a receiver (webhooks, chat services), with TLS
+ * verification on, no redirects, bounded time and a capped reply. */
+#ifndef WSRELAY_NOTIFY_HTTP_H
+#define WSRELAY_NOTIFY_HTTP_H
+
+#include "config.h"
+#include "util/err.h"
+
+#include <stddef.h>
+
+struct http_post_reply {
+    long status;  /* 0 when no HTTP reply came */
+    char *body;   /* at most 64 KiB of the reply; caller frees */
+};
+
+/* POSTs `body` (of `content_type`) to `url` with the extra `headers`.
+ * Returns 0 when a reply came (whatever its status), -1 on a transport
+ * failure with the reason in `e`. The URL in messages is redacted. */
+int http_post(struct http_post_reply *out, const char *url, const struct header_conf *headers,
+              size_t n_headers, const char *content_type, const char *body, struct err *e);
+
+/* "scheme://host[:port]/…": the URL without path, query or credentials, for
+ * logs. Webhook URLs carry their secret in the path. Caller frees. */
+char *http_redact_url(const char *url);
+
+#endif

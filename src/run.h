@@ -1,0 +1,25 @@
+/* One tick of the relay (`wsrelay run`): poll what the budget allows, turn
+ * new alert-log entries into events, queue them for their receivers, and
+ * deliver what is due. */
+#ifndef WSRELAY_RUN_H
+#define WSRELAY_RUN_H
+
+#include "config.h"
+
+#include <stdbool.h>
+
+struct run_options {
+    long long now;  /* the clock of this run (Unix time) */
+    bool dry_run;   /* print instead of sending; keep seen keys and outbox unsaved */
+    int lock_wait;  /* seconds to wait for an overlapping run's lock */
+};
+
+/* Exit codes shared with the command line. */
+enum { RUN_OK = 0, RUN_FAILED = 1, RUN_USAGE = 2 };
+
+/* Runs one tick. Returns RUN_OK when every call and delivery succeeded, and
+ * RUN_FAILED when something failed that the next run retries (what was
+ * polled and queued is saved either way). Each problem is logged. */
+int run_once(const struct config *c, const struct run_options *o);
+
+#endif

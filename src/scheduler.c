@@ -1,0 +1,66 @@
+/* Choosing which devices to poll now, within a login ID's budget.
+ *
+ * Why spread the calls: the alert operation allows 12 calls per hour per
+ * login ID and each device keeps only its 20 newest entries. Twelve calls in
+ * the first minute would leave the next 59 minutes blind; one call every
+ * five minutes bounds how late any alert is seen. A run that comes late
+ * (cron skipped a minute, the machine slept) gets credit for the slots it
+ * missed, but never more than the sliding window still allows, so the
+ * platform's limit is never passed however runs are timed. */
+#include "scheduler.h"
+
+size_t scheduler_allowance(const struct sched_budget *b, long long now)
+{
+    if (b->limit <= 0 || b->span <= 0 || now < b->blocked_until)
+        return 0;
+    if (b->used >= (size_t)b->limit)
+        return 0;
+    size_t left = (size_t)b->limit - b->used;
+    long spacing = b->span / b->limit;
+    if (spacing < 1)
+        spacing = 1;
+    /* A first call, or a clock that went back, earns one slot. */
+    long long since = b->last_call ? now - b->last_call : spacing;
+    if (since < 0)
+        return 0;
+    long long slots = since / spacing;
+    if (b->last_call == 0 && slots > 1)
+        slots = 1;
+    return slots < (long long)left ? (size_t)slots : left;
+}
+
+/* Never-polled devices first (0 sorts lowest), then the oldest poll; ties
+ * keep configuration order so the choice is stable. */
+static int more_urgent(const struct sched_device *a, size_t ia, const struct sched_device *b,
+                       size_t ib)
+{
+    if (a->last_poll != b->last_poll)
+        return a->last_poll < b->last_poll;
+    return ia < ib;
+}
+
+size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *devs, size_t n,
+                      const struct sched_budget *b, long long now)
+{
+    size_t want = scheduler_allowance(b, now);
+    if (want > max_out)
+        want = max_out;
+    if (want > n)
+        want = n;
+    /* Selection by repeated minimum: n is a few dozen devices at most and
+     * `want` at most the allowance, so this stays tiny and allocation-free. */
+    size_t count = 0;
+    while (count < want) {
+        size_t best = n;
+        for (size_t i = 0; i < n; i++) {
+            int taken = 0;
+            for (size_t j = 0; j < count; j++)
+                if (out[j] == i)
+                    taken = 1;
+            if (!taken && (best == n || more_urgent(&devs[i], i, &devs[best], best)))
+                best = i;
+        }
+        out[count++] = best;
+    }
+    return count;
+}

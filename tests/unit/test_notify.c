@@ -1,0 +1,135 @@
+/* The transports that need no network: URL redaction, the text block and
+ * the file receiver. The webhook is tested end to end in test_run.c. */
+#include "notify/http.h"
+#include "notify/notify.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void check_redact(const char *url, const char *want)
+{
+    char *got = http_redact_url(url);
+    cr_assert_str_eq(got, want, "%s", url);
+    free(got);
+}
+
+Test(notify, urls_lose_path_query_and_credentials)
+{
+    check_redact("https://hooks.slack.com/services/T000/B000/XXXX", "https://hooks.slack.com/…");
+    check_redact("https://user:pw@example.org:8443/x?token=1", "https://example.org:8443/…");
+    check_redact("http://127.0.0.1:8080", "http://127.0.0.1:8080");
+    check_redact("https://example.org?key=secret", "https://example.org/…");
+    check_redact("no scheme", "(unparsable URL)");
+}
+
+/* An event owning its strings (event_clear frees them). */
+static struct event sample(const char *name, const char *text)
+{
+    struct event ev = {
+        .account = xstrdup("lab"),
+        .serial = xstrdup("5214000A"),
+        .model = xstrdup("TR-72A2"),
+        .name = xstrdup(name),
+        .base_serial = xstrdup("5214000A"),
+        .base_model = xstrdup("TR-72A2"),
+        .base_name = xstrdup("Freezer"),
+        .unixtime = 1795000000,
+        .kind = xstrdup("ch1"),
+        .text = xstrdup(text),
+        .channel_name = xstrdup("温度"),
+        .channel_unit = xstrdup("°C"),
+        .utc_offset = 540,
+    };
+    return ev;
+}
+
+Test(notify, text_block_shows_device_time_and_raw_text)
+{
+    struct event evs[2] = {sample("冷凍庫 A", "CH1 上限値警報 -70.2℃"),
+                           sample("Freezer", "CH1 Upper Limit Exceeded")};
+    free(evs[1].base_serial);
+    free(evs[1].base_name);
+    free(evs[1].channel_name);
+    free(evs[1].channel_unit);
+    evs[1].base_serial = xstrdup("58B20000");
+    evs[1].base_name = xstrdup("Base 1");
+    evs[1].channel_name = NULL;
+    evs[1].channel_unit = NULL;
+    struct buf b;
+    buf_init(&b, 0);
+    notify_render_text(&b, "console", evs, 2);
+    const char *want = "== wsrelay: 2 new alerts for console ==\n"
+                       "\n"
+                       "冷凍庫 A (TR-72A2, 5214000A) - ch1 温度 [°C]\n"
+                       "  2026-11-18 20:06:40 +09:00  account lab\n"
+                       "  CH1 上限値警報 -70.2℃\n"
+                       "\n"
+                       "Freezer (TR-72A2, 5214000A) - ch1\n"
+                       "  2026-11-18 20:06:40 +09:00  account lab, base unit Base 1\n"
+                       "  CH1 Upper Limit Exceeded\n";
+    cr_assert_str_eq(buf_str(&b), want);
+    buf_free(&b);
+    event_clear(&evs[0]);
+    event_clear(&evs[1]);
+}
+
+Test(notify, control_characters_cannot_forge_lines)
+{
+    struct event ev = sample("evil\r\nBcc: x\x1b[2J", "line1\nline2");
+    struct buf b;
+    buf_init(&b, 0);
+    notify_render_text(&b, "c", &ev, 1);
+    cr_assert_null(strstr(buf_str(&b), "\r"));
+    cr_assert_null(strstr(buf_str(&b), "\x1b"));
+    cr_assert_not_null(strstr(buf_str(&b), "evil  Bcc: x [2J"));
+    cr_assert_not_null(strstr(buf_str(&b), "line1 line2"));
+    buf_free(&b);
+    event_clear(&ev);
+}
+
+Test(notify, file_receiver_appends_whole_blocks_privately)
+{
+    char dir[] = "/tmp/wsrelay-notify-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/alerts.txt", dir);
+    char name[] = "log";
+    struct receiver_conf r = {.name = name, .type = RECEIVER_FILE, .file = {.path = path}};
+    struct event ev = sample("Freezer", "CH1 Upper Limit Exceeded");
+    struct err e;
+    cr_assert_eq(notify_send(&r, &ev, 1, &e), 0, "%s", e.msg);
+    cr_assert_eq(notify_send(&r, &ev, 1, &e), 0, "%s", e.msg);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600);
+    FILE *f = fopen(path, "r");
+    char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    size_t blocks = 0;
+    for (const char *p = text; (p = strstr(p, "== wsrelay: 1 new alert for log ==")); p++)
+        blocks++;
+    cr_assert_eq(blocks, 2);
+    event_clear(&ev);
+    unlink(path);
+    rmdir(dir);
+}
+
+Test(notify, file_receiver_failure_names_the_file)
+{
+    char name[] = "log", path[] = "/nonexistent-dir/alerts.txt";
+    struct receiver_conf r = {.name = name, .type = RECEIVER_FILE, .file = {.path = path}};
+    struct event ev = sample("Freezer", "x");
+    struct err e;
+    cr_assert_eq(notify_send(&r, &ev, 1, &e), -1);
+    event_clear(&ev);
+    cr_assert_not_null(strstr(e.msg, "receiver 'log' (file): /nonexistent-dir/alerts.txt"), "%s",
+                       e.msg);
+}

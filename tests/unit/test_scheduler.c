@@ -1,0 +1,108 @@
+/* The scheduler: budget arithmetic and the order in which devices are polled. */
+#include "scheduler.h"
+
+#include <criterion/criterion.h>
+
+static struct sched_budget alert_budget(size_t used, long long last_call)
+{
+    struct sched_budget b = {.limit = 12, .span = 3600, .used = used, .last_call = last_call};
+    return b;
+}
+
+Test(scheduler, first_call_gets_one_slot)
+{
+    struct sched_budget b = alert_budget(0, 0);
+    cr_assert_eq(scheduler_allowance(&b, 1000000), 1);
+}
+
+Test(scheduler, calls_are_spaced_five_minutes_apart)
+{
+    struct sched_budget b = alert_budget(1, 1000000);
+    cr_assert_eq(scheduler_allowance(&b, 1000000 + 60), 0);
+    cr_assert_eq(scheduler_allowance(&b, 1000000 + 299), 0);
+    cr_assert_eq(scheduler_allowance(&b, 1000000 + 300), 1);
+}
+
+Test(scheduler, late_run_gets_credit_but_not_past_the_window)
+{
+    struct sched_budget b = alert_budget(10, 1000000);
+    cr_assert_eq(scheduler_allowance(&b, 1000000 + 900), 2, "3 slots earned, 2 left in window");
+    b.used = 0;
+    cr_assert_eq(scheduler_allowance(&b, 1000000 + 900), 3);
+}
+
+Test(scheduler, full_window_allows_nothing)
+{
+    struct sched_budget b = alert_budget(12, 1000000);
+    cr_assert_eq(scheduler_allowance(&b, 1000000 + 3000), 0);
+}
+
+Test(scheduler, blocked_allows_nothing_until_the_time)
+{
+    struct sched_budget b = alert_budget(0, 0);
+    b.blocked_until = 2000;
+    cr_assert_eq(scheduler_allowance(&b, 1999), 0);
+    cr_assert_eq(scheduler_allowance(&b, 2000), 1);
+}
+
+Test(scheduler, clock_going_back_allows_nothing)
+{
+    struct sched_budget b = alert_budget(1, 1000000);
+    cr_assert_eq(scheduler_allowance(&b, 999000), 0);
+}
+
+Test(scheduler, never_polled_first_then_oldest)
+{
+    struct sched_device devs[] = {{.last_poll = 500}, {.last_poll = 100}, {.last_poll = 0},
+                                  {.last_poll = 300}, {.last_poll = 0}};
+    struct sched_budget b = alert_budget(0, 1000);
+    size_t out[8];
+    size_t n = scheduler_plan(out, 8, devs, 5, &b, 1000 + 3 * 300);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(out[0], 2);
+    cr_assert_eq(out[1], 4);
+    cr_assert_eq(out[2], 1);
+}
+
+Test(scheduler, plan_is_capped_by_max_out_and_devices)
+{
+    struct sched_device devs[] = {{.last_poll = 5}, {.last_poll = 1}};
+    struct sched_budget b = alert_budget(0, 1000);
+    size_t out[1];
+    cr_assert_eq(scheduler_plan(out, 1, devs, 2, &b, 1000 + 3600), 1);
+    cr_assert_eq(out[0], 1);
+    size_t out2[8];
+    cr_assert_eq(scheduler_plan(out2, 8, devs, 2, &b, 1000 + 3600), 2);
+    cr_assert_eq(scheduler_plan(out2, 8, devs, 0, &b, 1000 + 3600), 0);
+}
+
+/* A day of runs every minute: whatever the timing, no window of an hour
+ * ever holds more than 12 calls. */
+Test(scheduler, a_day_of_minutely_runs_never_exceeds_twelve_per_hour)
+{
+    long long calls[400];
+    size_t n_calls = 0;
+    long long start = 1795000000;
+    for (long long now = start; now < start + 86400; now += 60) {
+        struct sched_budget b = {.limit = 12, .span = 3600};
+        for (size_t i = 0; i < n_calls; i++) {
+            if (calls[i] > now - 3600)
+                b.used++;
+            if (calls[i] > b.last_call)
+                b.last_call = calls[i];
+        }
+        size_t allow = scheduler_allowance(&b, now);
+        for (size_t k = 0; k < allow; k++) {
+            cr_assert_lt(n_calls, 400);
+            calls[n_calls++] = now;
+        }
+    }
+    for (size_t i = 0; i < n_calls; i++) {
+        size_t in_hour = 0;
+        for (size_t j = 0; j < n_calls; j++)
+            if (calls[j] >= calls[i] && calls[j] < calls[i] + 3600)
+                in_hour++;
+        cr_assert_leq(in_hour, 12);
+    }
+    cr_assert_geq(n_calls, 280, "a day should use nearly all of its 288 calls, used %zu", n_calls);
+}
