@@ -1,0 +1,874 @@
+/* The platform simulator over real HTTP: both operations in both dialects,
+ * every error of the documented check order, rate limits and their
+ * headers, faults, the statistics, the command line, and the webhook sink
+ * the other integration tests rely on. */
+#include "support.h"
+#include "util/xalloc.h"
+#include "util/buf.h"
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NOW 1795000000LL
+#define KEY "K-0123456789012345678901234567890123456789AB"
+#define LOGIN "tbzz9999"
+#define PASS "secret12"
+#define CREDS "\"api-key\":\"" KEY "\",\"login-id\":\"" LOGIN "\",\"login-pass\":\"" PASS "\""
+#define NUM_CREDS "\"api-key\":\"K2\",\"login-id\":\"num00001\",\"login-pass\":\"pass\""
+#define FREEZER "\"remote-serial\":\"5214000A\",\"base-serial\":\"5214000A\""
+
+static struct sim sim;
+static char *dir;
+
+/* Freezer 5214000A carries 25 past alerts (NOW-100 ... NOW-2500, the one at
+ * NOW-100 with three kinds) and two future ones; two remote units hang off
+ * base unit 5893C000; 5214000B has no alert logs; a second account speaks
+ * the numbers dialect. */
+static char *scenario_text(void)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "{\"now\":%lld,\"accounts\":[{\"api_key\":\"%s\",\"login_id\":\"%s\","
+                   "\"login_pass\":\"%s\",\"devices\":[",
+               NOW, KEY, LOGIN, PASS);
+    buf_puts(&b, "{\"serial\":\"5214000A\",\"model\":\"TR-72A2\",\"name\":\"Freezer A\","
+                 "\"group\":{\"num\":1,\"name\":\"Lab A\"},\"time_diff\":540,\"battery\":4,"
+                 "\"rssi\":\"\",\"channels\":[{\"name\":\"Temperature\",\"unit\":\"°C\","
+                 "\"value\":\"-79.8\"},{\"name\":\"Humidity\",\"unit\":\"%\","
+                 "\"value\":\"Sensor Error\"}],\"alerts\":[");
+    buf_printf(&b, "{\"unixtime\":%lld,\"ch1\":\"CH1 Upper Limit Exceeded -70.2°C (limit "
+                   "-75.0°C)\",\"battery-level\":\"Low Battery Warning\","
+                   "\"communication-status\":\"Communication Error\"}",
+               NOW - 100);
+    /* Listed out of order on purpose: the simulator must sort. */
+    for (int k = 25; k >= 2; k--)
+        buf_printf(&b, ",{\"unixtime\":%lld,\"ch1\":\"alert %d\"}", NOW - 100LL * k, k);
+    buf_printf(&b, ",{\"unixtime\":%lld,\"ch1\":\"future 1\"}", NOW + 50);
+    buf_printf(&b, ",{\"unixtime\":%lld,\"ch2\":\"future 2\"}]},", NOW + 1000);
+    buf_puts(&b, "{\"serial\":\"5820D101\",\"model\":\"RTR501B\",\"name\":\"Cold Room\","
+                 "\"num\":1,\"base\":{\"serial\":\"5893C000\",\"model\":\"RTR500B\","
+                 "\"name\":\"Gateway\"},\"channels\":[{\"name\":\"ch1\",\"unit\":\"°C\","
+                 "\"value\":\"7.5\"}]},"
+                 "{\"serial\":\"5820D102\",\"model\":\"RTR503B\",\"name\":\"冷蔵庫 2F\","
+                 "\"num\":2,\"base\":{\"serial\":\"5893C000\",\"model\":\"RTR500B\","
+                 "\"name\":\"Gateway\"}},"
+                 "{\"serial\":\"5214000B\",\"model\":\"TR-71nw\",\"name\":\"Old\","
+                 "\"alert_supported\":false}]},");
+    buf_printf(&b, "{\"api_key\":\"K2\",\"login_id\":\"num00001\",\"login_pass\":\"pass\","
+                   "\"dialect\":\"numbers\",\"devices\":[{\"serial\":\"5214000C\","
+                   "\"model\":\"TR-72A2\",\"name\":\"N\",\"channels\":[{\"name\":\"T\","
+                   "\"unit\":\"C\",\"value\":\"-79.8\"},{\"name\":\"E\",\"value\":\"Sensor "
+                   "Error\"}],\"alerts\":[{\"unixtime\":%lld,\"ch1\":\"a\"},"
+                   "{\"unixtime\":%lld,\"ch1\":\"b\"}]}]}]}",
+               NOW - 20, NOW - 10);
+    return buf_steal(&b);
+}
+
+static void setup(void)
+{
+    dir = test_tmpdir();
+    char *path = xasprintf("%s/scenario.json", dir);
+    char *text = scenario_text();
+    write_file(path, text);
+    sim_start(&sim, path, dir);
+    free(text);
+    free(path);
+}
+
+static void teardown(void)
+{
+    sim_stop(&sim);
+    test_rmtree(dir);
+    free(dir);
+    dir = NULL;
+}
+
+TestSuite(sim, .init = setup, .fini = teardown, .timeout = 30);
+
+/* ---- helpers ---------------------------------------------------------- */
+
+/* A platform call as the client must make it; `fields` go after the
+ * credentials (may be ""). */
+static void call(struct http_reply *r, const char *op, const char *creds, const char *fields)
+{
+    char *url = xasprintf("%s/v1/devices/%s", sim.base_url, op);
+    char *body = xasprintf("{%s%s%s}", creds, *fields ? "," : "", fields);
+    char *const headers[] = {(char *)"X-HTTP-Method-Override: GET", NULL};
+    int rc = http_request(r, "POST", url, "application/json", body, headers);
+    cr_assert_eq(rc, 0, "no reply from %s", url);
+    free(url);
+    free(body);
+}
+
+static struct json_object *parse(const struct http_reply *r)
+{
+    struct json_object *o = json_tokener_parse(r->body);
+    cr_assert(o, "not JSON: %s", r->body);
+    return o;
+}
+
+static struct json_object *get(struct json_object *o, const char *key)
+{
+    struct json_object *v = NULL;
+    cr_assert(json_object_object_get_ex(o, key, &v), "no member '%s' in %s", key,
+              json_object_to_json_string(o));
+    return v;
+}
+
+static const char *str(struct json_object *o, const char *key)
+{
+    struct json_object *v = get(o, key);
+    cr_assert(json_object_is_type(v, json_type_string), "'%s' is not a string: %s", key,
+              json_object_to_json_string(v));
+    return json_object_get_string(v);
+}
+
+static long long num(struct json_object *o, const char *key)
+{
+    struct json_object *v = get(o, key);
+    cr_assert(json_object_is_type(v, json_type_int), "'%s' is not an integer: %s", key,
+              json_object_to_json_string(v));
+    return (long long)json_object_get_int64(v);
+}
+
+static long header_num(const struct http_reply *r, const char *name)
+{
+    const char *v = http_header(r, name);
+    cr_assert(v, "no %s header in:\n%s", name, r->headers);
+    return strtol(v, NULL, 10);
+}
+
+static void expect_rate(const struct http_reply *r, long limit, long remaining, long reset)
+{
+    cr_expect_eq(header_num(r, "X-RateLimit-Limit"), limit);
+    cr_expect_eq(header_num(r, "X-RateLimit-Remaining"), remaining);
+    cr_expect_eq(header_num(r, "X-RateLimit-Reset"), reset);
+}
+
+/* Checks status, content type and {"error":{"code":status,"message":...}};
+ * returns the message (a copy). */
+static char *expect_error(const struct http_reply *r, long status)
+{
+    cr_assert_eq(r->status, status, "status %ld, want %ld: %s", r->status, status, r->body);
+    const char *ct = http_header(r, "Content-Type");
+    cr_assert(ct && strcmp(ct, "application/json; charset=utf-8") == 0, "Content-Type %s", ct);
+    struct json_object *o = parse(r);
+    struct json_object *e = get(o, "error");
+    cr_expect_eq(num(e, "code"), status);
+    char *msg = xstrdup(str(e, "message"));
+    cr_expect(*msg, "empty message");
+    json_object_put(o);
+    return msg;
+}
+
+static void call_error(const char *op, const char *creds, const char *fields, long status)
+{
+    struct http_reply r;
+    call(&r, op, creds, fields);
+    free(expect_error(&r, status));
+    http_reply_free(&r);
+}
+
+/* A raw request to a platform path, for the checks before authentication. */
+static void raw_error(const char *method, const char *op, const char *override,
+                      const char *content_type, const char *body, long status)
+{
+    char *url = xasprintf("%s/v1/devices/%s", sim.base_url, op);
+    char *hdr = override ? xasprintf("X-HTTP-Method-Override: %s", override) : NULL;
+    char *const headers[] = {hdr, NULL};
+    struct http_reply r;
+    cr_assert_eq(http_request(&r, method, url, content_type, body, headers), 0);
+    free(expect_error(&r, status));
+    cr_expect_null(http_header(&r, "X-RateLimit-Limit"), "rate headers before authentication");
+    http_reply_free(&r);
+    free(url);
+    free(hdr);
+}
+
+/* ---- Get Current Readings ---------------------------------------------- */
+
+Test(sim, current_lists_all_devices_with_string_fields)
+{
+    struct http_reply r;
+    call(&r, "current", CREDS, "");
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_expect_str_eq(http_header(&r, "Content-Type"), "application/json; charset=utf-8");
+    struct json_object *o = parse(&r);
+    struct json_object *devs = get(o, "devices");
+    cr_assert_eq(json_object_array_length(devs), 4);
+
+    struct json_object *d = json_object_array_get_idx(devs, 0);
+    cr_expect_str_eq(str(d, "num"), "0");
+    cr_expect_str_eq(str(d, "serial"), "5214000A");
+    cr_expect_str_eq(str(d, "model"), "TR-72A2");
+    cr_expect_str_eq(str(d, "name"), "Freezer A");
+    cr_expect_str_eq(str(d, "battery"), "4");
+    cr_expect_str_eq(str(d, "rssi"), "");
+    cr_expect_str_eq(str(d, "time_diff"), "540");
+    cr_expect_str_eq(str(d, "std_bias"), "0");
+    cr_expect_str_eq(str(d, "dst_flg"), "0");
+    cr_expect_str_eq(str(d, "dst_bias"), "60");
+    cr_expect_str_eq(str(d, "unixtime"), "1795000000");
+    struct json_object *chs = get(d, "channel");
+    cr_assert_eq(json_object_array_length(chs), 2);
+    struct json_object *ch = json_object_array_get_idx(chs, 0);
+    cr_expect_str_eq(str(ch, "num"), "1");
+    cr_expect_str_eq(str(ch, "name"), "Temperature");
+    cr_expect_str_eq(str(ch, "value"), "-79.8");
+    cr_expect_str_eq(str(ch, "unit"), "°C");
+    ch = json_object_array_get_idx(chs, 1);
+    cr_expect_str_eq(str(ch, "num"), "2");
+    cr_expect_str_eq(str(ch, "value"), "Sensor Error");
+    struct json_object *base = get(d, "baseunit");
+    cr_expect_str_eq(str(base, "serial"), "5214000A");
+    cr_expect_str_eq(str(base, "model"), "TR-72A2");
+    cr_expect_str_eq(str(base, "name"), "Freezer A");
+    cr_expect_str_eq(str(get(d, "group"), "num"), "1");
+    cr_expect_str_eq(str(get(d, "group"), "name"), "Lab A");
+
+    d = json_object_array_get_idx(devs, 2);
+    cr_expect_str_eq(str(d, "num"), "2");
+    cr_expect_str_eq(str(d, "name"), "冷蔵庫 2F");
+    cr_expect_str_eq(str(get(d, "baseunit"), "serial"), "5893C000");
+    cr_expect_str_eq(str(get(d, "group"), "num"), "0");
+    cr_expect_str_eq(str(get(d, "group"), "name"), "");
+    cr_expect_eq(json_object_array_length(get(d, "channel")), 0);
+    json_object_put(o);
+    http_reply_free(&r);
+
+    /* unixtime follows the virtual clock */
+    sim_advance(&sim, 61);
+    call(&r, "current", CREDS, "");
+    o = parse(&r);
+    d = json_object_array_get_idx(get(o, "devices"), 0);
+    cr_expect_str_eq(str(d, "unixtime"), "1795000061");
+    json_object_put(o);
+    http_reply_free(&r);
+}
+
+static void expect_serials(const char *fields, const char *want)
+{
+    struct http_reply r;
+    call(&r, "current", CREDS, fields);
+    cr_assert_eq(r.status, 200, "%s: %s", fields, r.body);
+    struct json_object *o = parse(&r);
+    struct json_object *devs = get(o, "devices");
+    char got[256] = "";
+    for (size_t i = 0; i < json_object_array_length(devs); i++) {
+        strcat(got, i ? " " : "");
+        strncat(got, str(json_object_array_get_idx(devs, i), "serial"), 16);
+    }
+    cr_expect_str_eq(got, want, "filter %s", fields);
+    json_object_put(o);
+    http_reply_free(&r);
+}
+
+Test(sim, current_filters_by_remote_or_base_serial)
+{
+    expect_serials("\"remote-serial\":[\"5820D102\"]", "5820D102");
+    expect_serials("\"remote-serial\":[\"5214000B\",\"5214000A\"]", "5214000A 5214000B");
+    expect_serials("\"base-serial\":[\"5893C000\"]", "5820D101 5820D102");
+    expect_serials("\"base-serial\":[\"5214000A\"]", "5214000A");
+    expect_serials("\"remote-serial\":[\"00000000\"]", "");
+}
+
+Test(sim, current_numbers_dialect_sends_numbers)
+{
+    struct http_reply r;
+    call(&r, "current", NUM_CREDS, "");
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    struct json_object *o = parse(&r);
+    struct json_object *d = json_object_array_get_idx(get(o, "devices"), 0);
+    cr_expect_eq(num(d, "num"), 0);
+    cr_expect_eq(num(d, "battery"), 5);
+    cr_expect_eq(num(d, "time_diff"), 0);
+    cr_expect_eq(num(d, "dst_bias"), 60);
+    cr_expect_eq(num(d, "unixtime"), NOW);
+    cr_expect_str_eq(str(d, "rssi"), "", "an empty rssi stays a string");
+    struct json_object *ch = json_object_array_get_idx(get(d, "channel"), 0);
+    cr_expect_eq(num(ch, "num"), 1);
+    struct json_object *v = get(ch, "value");
+    cr_assert(json_object_is_type(v, json_type_double), "value %s", json_object_to_json_string(v));
+    cr_expect_float_eq(json_object_get_double(v), -79.8, 1e-9);
+    cr_expect(strstr(r.body, "\"value\":-79.8,"), "value not sent as -79.8: %s", r.body);
+    ch = json_object_array_get_idx(get(d, "channel"), 1);
+    cr_expect_str_eq(str(ch, "value"), "Sensor Error");
+    cr_expect_eq(num(get(d, "group"), "num"), 0);
+    json_object_put(o);
+    http_reply_free(&r);
+}
+
+/* ---- Get Alert Logs ----------------------------------------------------- */
+
+Test(sim, alert_returns_20_newest_past_entries_newest_first)
+{
+    struct http_reply r;
+    call(&r, "alert", CREDS, FREEZER);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    struct json_object *o = parse(&r);
+    cr_expect_str_eq(str(o, "remote-serial"), "5214000A");
+    cr_expect_str_eq(str(o, "remote-model"), "TR-72A2");
+    cr_expect_str_eq(str(o, "remote-name"), "Freezer A");
+    cr_expect_str_eq(str(o, "base-serial"), "5214000A");
+    cr_expect_str_eq(str(o, "base-model"), "TR-72A2");
+    cr_expect_str_eq(str(o, "base-name"), "Freezer A");
+    cr_expect_str_eq(str(o, "time-diff"), "540");
+    cr_expect_str_eq(str(o, "std-bias"), "0");
+    cr_expect_str_eq(str(o, "dst-flg"), "0");
+    cr_expect_str_eq(str(o, "dst-bias"), "60");
+    struct json_object *ch = json_object_array_get_idx(get(o, "channel"), 0);
+    cr_expect_str_eq(str(ch, "name"), "Temperature");
+    cr_expect_str_eq(str(ch, "num"), "1");
+    cr_expect_str_eq(str(ch, "unit"), "°C");
+
+    struct json_object *logs = get(o, "alert-logs");
+    cr_assert_eq(json_object_array_length(logs), 20);
+    struct json_object *first = json_object_array_get_idx(logs, 0);
+    cr_expect_str_eq(str(first, "unixtime"), "1794999900");
+    cr_expect_str_eq(str(first, "ch1"), "CH1 Upper Limit Exceeded -70.2°C (limit -75.0°C)");
+    cr_expect_str_eq(str(first, "battery-level"), "Low Battery Warning");
+    cr_expect_str_eq(str(first, "communication-status"), "Communication Error");
+    cr_expect_not(json_object_object_get_ex(first, "ch2", NULL), "absent kinds are left out");
+    for (size_t i = 1; i < 20; i++) {
+        struct json_object *e = json_object_array_get_idx(logs, i);
+        long long t = strtoll(str(e, "unixtime"), NULL, 10);
+        cr_expect_eq(t, NOW - 100LL * (long long)(i + 1), "entry %zu", i);
+        char want[32];
+        snprintf(want, sizeof want, "alert %zu", i + 1);
+        cr_expect_str_eq(str(e, "ch1"), want);
+    }
+    json_object_put(o);
+    http_reply_free(&r);
+
+    /* The entry at NOW+50 appears once the clock passes it, pushing out
+     * the oldest. */
+    sim_advance(&sim, 50);
+    call(&r, "alert", CREDS, FREEZER);
+    o = parse(&r);
+    logs = get(o, "alert-logs");
+    cr_assert_eq(json_object_array_length(logs), 20);
+    cr_expect_str_eq(str(json_object_array_get_idx(logs, 0), "ch1"), "future 1");
+    cr_expect_str_eq(str(json_object_array_get_idx(logs, 0), "unixtime"), "1795000050");
+    cr_expect_str_eq(str(json_object_array_get_idx(logs, 19), "ch1"), "alert 19");
+    json_object_put(o);
+    http_reply_free(&r);
+}
+
+Test(sim, alert_of_remote_unit_names_its_base)
+{
+    struct http_reply r;
+    call(&r, "alert", CREDS, "\"remote-serial\":\"5820D102\",\"base-serial\":\"5893C000\"");
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    struct json_object *o = parse(&r);
+    cr_expect_str_eq(str(o, "remote-name"), "冷蔵庫 2F");
+    cr_expect_str_eq(str(o, "base-serial"), "5893C000");
+    cr_expect_str_eq(str(o, "base-model"), "RTR500B");
+    cr_expect_str_eq(str(o, "base-name"), "Gateway");
+    cr_expect_eq(json_object_array_length(get(o, "alert-logs")), 0);
+    json_object_put(o);
+    http_reply_free(&r);
+}
+
+Test(sim, alert_numbers_dialect_sends_numbers)
+{
+    struct http_reply r;
+    call(&r, "alert", NUM_CREDS, "\"remote-serial\":\"5214000C\",\"base-serial\":\"5214000C\"");
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    struct json_object *o = parse(&r);
+    cr_expect_eq(num(o, "time-diff"), 0);
+    cr_expect_eq(num(o, "dst-bias"), 60);
+    cr_expect_eq(num(json_object_array_get_idx(get(o, "channel"), 0), "num"), 1);
+    struct json_object *logs = get(o, "alert-logs");
+    cr_assert_eq(json_object_array_length(logs), 2);
+    cr_expect_eq(num(json_object_array_get_idx(logs, 0), "unixtime"), NOW - 10);
+    cr_expect_eq(num(json_object_array_get_idx(logs, 1), "unixtime"), NOW - 20);
+    json_object_put(o);
+    http_reply_free(&r);
+}
+
+/* ---- the check order ---------------------------------------------------- */
+
+Test(sim, rejects_wrong_method_or_override_with_400)
+{
+    const char *body = "{" CREDS "}";
+    raw_error("GET", "current", NULL, "application/json", body, 400);
+    raw_error("GET", "alert", "GET", "application/json", body, 400);
+    raw_error("PUT", "alert", "GET", "application/json", body, 400);
+    raw_error("POST", "alert", NULL, "application/json", body, 400);
+    raw_error("POST", "current", "POST", "application/json", body, 400);
+    /* the method checks come before the body checks */
+    raw_error("POST", "current", NULL, "text/plain", "nope", 400);
+}
+
+Test(sim, rejects_other_content_or_bodies_with_415)
+{
+    const char *body = "{" CREDS "}";
+    raw_error("POST", "current", "GET", NULL, body, 415);
+    raw_error("POST", "current", "GET", "text/plain", body, 415);
+    raw_error("POST", "current", "GET", "application/jsonp", body, 415);
+    raw_error("POST", "alert", "GET", "application/json", "", 415);
+    raw_error("POST", "alert", "GET", "application/json", "{\"api-key\":", 415);
+    raw_error("POST", "alert", "GET", "application/json", "[1,2]", 415);
+    raw_error("POST", "alert", "GET", "application/json", "{} x", 415);
+
+    /* with a charset the type is fine */
+    char *url = xasprintf("%s/v1/devices/current", sim.base_url);
+    char *const headers[] = {(char *)"X-HTTP-Method-Override: GET", NULL};
+    struct http_reply r;
+    cr_assert_eq(http_request(&r, "POST", url, "application/json; charset=utf-8", body, headers), 0);
+    cr_expect_eq(r.status, 200, "%s", r.body);
+    http_reply_free(&r);
+    free(url);
+}
+
+Test(sim, rejects_missing_credentials_with_400_and_wrong_ones_with_401)
+{
+    call_error("current", "\"login-id\":\"" LOGIN "\",\"login-pass\":\"" PASS "\"", "", 400);
+    call_error("current", "\"api-key\":\"" KEY "\",\"login-pass\":\"" PASS "\"", "", 400);
+    call_error("alert", "\"api-key\":\"" KEY "\",\"login-id\":\"" LOGIN "\"", FREEZER, 400);
+    call_error("current", "\"api-key\":1,\"login-id\":\"" LOGIN "\",\"login-pass\":\"" PASS "\"",
+               "", 400);
+    call_error("current", "\"api-key\":\"" KEY "\",\"login-id\":\"" LOGIN "\",\"login-pass\":\"x\"",
+               "", 401);
+    call_error("alert", "\"api-key\":\"K2\",\"login-id\":\"" LOGIN "\",\"login-pass\":\"" PASS "\"",
+               FREEZER, 401);
+    /* a key of one account with the login of another */
+    call_error("current", "\"api-key\":\"K2\",\"login-id\":\"num00001\",\"login-pass\":\"" PASS "\"",
+               "", 401);
+
+    struct http_reply r;
+    call(&r, "current", "\"api-key\":\"" KEY "\",\"login-id\":\"" LOGIN "\",\"login-pass\":\"no\"",
+         "");
+    cr_expect_null(http_header(&r, "X-RateLimit-Remaining"), "no rate headers without a login");
+    http_reply_free(&r);
+}
+
+Test(sim, current_rejects_bad_serial_lists_with_400)
+{
+    call_error("current", CREDS, "\"remote-serial\":[\"5214000A\"],\"base-serial\":[\"5893C000\"]",
+               400);
+    call_error("current", CREDS, "\"remote-serial\":\"5214000A\"", 400);
+    call_error("current", CREDS, "\"base-serial\":[\"5893C000\",7]", 400);
+    call_error("current", CREDS, "\"remote-serial\":null", 400);
+}
+
+Test(sim, alert_rejects_bad_devices_with_400)
+{
+    call_error("alert", CREDS, "\"base-serial\":\"5214000A\"", 400);
+    call_error("alert", CREDS, "\"remote-serial\":\"5214000A\"", 400);
+    call_error("alert", CREDS, "\"remote-serial\":[\"5214000A\"],\"base-serial\":\"5214000A\"", 400);
+    call_error("alert", CREDS, "\"remote-serial\":\"5214000A\",\"base-serial\":5214000", 400);
+    call_error("alert", CREDS, "\"remote-serial\":\"5214000A\",\"base-serial\":\"5893C000\"", 400);
+    call_error("alert", CREDS, "\"remote-serial\":\"5820D101\",\"base-serial\":\"5820D101\"", 400);
+    /* a serial of another account is unknown here */
+    call_error("alert", CREDS, "\"remote-serial\":\"5214000C\",\"base-serial\":\"5214000C\"", 400);
+
+    struct http_reply r;
+    call(&r, "alert", CREDS, "\"remote-serial\":\"99999999\",\"base-serial\":\"99999999\"");
+    char *unknown = expect_error(&r, 400);
+    http_reply_free(&r);
+    call(&r, "alert", CREDS, "\"remote-serial\":\"5214000B\",\"base-serial\":\"5214000B\"");
+    char *unsupported = expect_error(&r, 400);
+    http_reply_free(&r);
+    cr_expect_str_neq(unknown, unsupported, "an unsupported device needs its own message");
+    free(unknown);
+    free(unsupported);
+}
+
+Test(sim, unknown_paths_get_404)
+{
+    struct http_reply r;
+    char *url = xasprintf("%s/v1/devices/latest-data", sim.base_url);
+    cr_assert_eq(http_request(&r, "POST", url, "application/json", "{" CREDS "}", NULL), 0);
+    free(expect_error(&r, 404));
+    http_reply_free(&r);
+    free(url);
+    url = xasprintf("%s/_sim/nothing", sim.base_url);
+    cr_assert_eq(http_request(&r, "GET", url, NULL, NULL, NULL), 0);
+    free(expect_error(&r, 404));
+    http_reply_free(&r);
+    free(url);
+}
+
+/* ---- rate limits -------------------------------------------------------- */
+
+Test(sim, rate_headers_come_with_successes_and_errors)
+{
+    struct http_reply r;
+    call(&r, "current", CREDS, "");
+    cr_expect_eq(r.status, 200);
+    expect_rate(&r, 10, 9, 120);
+    http_reply_free(&r);
+
+    sim_advance(&sim, 30);
+    call(&r, "current", CREDS, "\"remote-serial\":5");
+    free(expect_error(&r, 400));
+    expect_rate(&r, 10, 8, 90);
+    http_reply_free(&r);
+
+    /* each operation has its own window */
+    call(&r, "alert", CREDS, "\"remote-serial\":\"nope\",\"base-serial\":\"nope\"");
+    free(expect_error(&r, 400));
+    expect_rate(&r, 12, 11, 3600);
+    http_reply_free(&r);
+    call(&r, "alert", CREDS, FREEZER);
+    cr_expect_eq(r.status, 200);
+    expect_rate(&r, 12, 10, 3600);
+    http_reply_free(&r);
+
+    /* and so has each login */
+    call(&r, "alert", NUM_CREDS, "\"remote-serial\":\"5214000C\",\"base-serial\":\"5214000C\"");
+    expect_rate(&r, 12, 11, 3600);
+    http_reply_free(&r);
+}
+
+Test(sim, thirteenth_alert_call_in_an_hour_gets_429_until_the_first_leaves)
+{
+    struct http_reply r;
+    for (int i = 0; i < 12; i++) {
+        call(&r, "alert", CREDS, FREEZER);
+        cr_assert_eq(r.status, 200, "call %d: %s", i + 1, r.body);
+        expect_rate(&r, 12, 11 - i, 3600 - 100L * i);
+        http_reply_free(&r);
+        sim_advance(&sim, 100);
+    }
+    /* now = NOW+1200; the first call (NOW) leaves the window at NOW+3600 */
+    call(&r, "alert", CREDS, FREEZER);
+    free(expect_error(&r, 429));
+    expect_rate(&r, 12, 0, 2400);
+    http_reply_free(&r);
+
+    sim_advance(&sim, 2399);
+    call(&r, "alert", CREDS, FREEZER);
+    free(expect_error(&r, 429));
+    expect_rate(&r, 12, 0, 1);
+    http_reply_free(&r);
+
+    sim_advance(&sim, 1);
+    call(&r, "alert", CREDS, FREEZER);
+    cr_expect_eq(r.status, 200, "%s", r.body);
+    expect_rate(&r, 12, 0, 100);
+    http_reply_free(&r);
+
+    /* the two 429s did not count: the next call is refused again, and one
+     * more comes free 100 s later */
+    call(&r, "alert", CREDS, FREEZER);
+    free(expect_error(&r, 429));
+    http_reply_free(&r);
+    sim_advance(&sim, 100);
+    call(&r, "alert", CREDS, FREEZER);
+    cr_expect_eq(r.status, 200);
+    http_reply_free(&r);
+}
+
+Test(sim, eleventh_current_call_in_two_minutes_gets_429)
+{
+    struct http_reply r;
+    for (int i = 0; i < 10; i++) {
+        call(&r, "current", CREDS, "");
+        cr_assert_eq(r.status, 200, "call %d", i + 1);
+        http_reply_free(&r);
+    }
+    call(&r, "current", CREDS, "");
+    free(expect_error(&r, 429));
+    expect_rate(&r, 10, 0, 120);
+    http_reply_free(&r);
+    sim_advance(&sim, 120);
+    call(&r, "current", CREDS, "");
+    cr_expect_eq(r.status, 200);
+    expect_rate(&r, 10, 9, 120);
+    http_reply_free(&r);
+}
+
+/* ---- faults ------------------------------------------------------------- */
+
+Test(sim, faults_answer_the_next_calls_and_count_as_accepted)
+{
+    struct http_reply r;
+    sim_fault(&sim, "alert", 503, 2, NULL);
+    for (int i = 0; i < 2; i++) {
+        call(&r, "alert", CREDS, FREEZER);
+        free(expect_error(&r, 503));
+        expect_rate(&r, 12, 11 - i, 3600);
+        http_reply_free(&r);
+    }
+    call(&r, "alert", CREDS, FREEZER);
+    cr_expect_eq(r.status, 200);
+    expect_rate(&r, 12, 9, 3600);
+    http_reply_free(&r);
+
+    /* only the named operation is affected; a raw body is sent verbatim */
+    sim_fault(&sim, "current", 200, 1, "{\"devices\":[{\"serial\":");
+    call(&r, "alert", CREDS, FREEZER);
+    cr_expect_eq(r.status, 200);
+    http_reply_free(&r);
+    call(&r, "current", CREDS, "");
+    cr_expect_eq(r.status, 200);
+    cr_expect_str_eq(r.body, "{\"devices\":[{\"serial\":");
+    expect_rate(&r, 10, 9, 120);
+    http_reply_free(&r);
+    call(&r, "current", CREDS, "");
+    cr_expect(strstr(r.body, "5214000A"), "fault did not end: %s", r.body);
+    http_reply_free(&r);
+
+    /* faults come after authentication */
+    sim_fault(&sim, "current", 500, 1, NULL);
+    call_error("current", "\"api-key\":\"x\",\"login-id\":\"y\",\"login-pass\":\"z\"", "", 401);
+    call_error("current", CREDS, "", 500);
+}
+
+/* ---- control endpoints and statistics ------------------------------------ */
+
+Test(sim, control_moves_the_clock_and_adds_alerts)
+{
+    cr_expect_eq(sim_clock(&sim), NOW);
+    sim_set_clock(&sim, NOW + 5000);
+    sim_advance(&sim, -1000);
+    cr_expect_eq(sim_clock(&sim), NOW + 4000);
+
+    sim_add_alert(&sim, "5820D101", "{\"unixtime\":1795003999,\"ch1\":\"CH1 Sensor Error\"}");
+    struct http_reply r;
+    call(&r, "alert", CREDS, "\"remote-serial\":\"5820D101\",\"base-serial\":\"5893C000\"");
+    struct json_object *o = parse(&r);
+    struct json_object *logs = get(o, "alert-logs");
+    cr_assert_eq(json_object_array_length(logs), 1);
+    cr_expect_str_eq(str(json_object_array_get_idx(logs, 0), "ch1"), "CH1 Sensor Error");
+    json_object_put(o);
+    http_reply_free(&r);
+
+    const char *bad[] = {
+        "{\"serial\":\"00000000\",\"alert\":{\"unixtime\":1,\"ch1\":\"x\"}}",
+        "{\"serial\":\"5820D101\",\"alert\":{\"unixtime\":\"1\"}}",
+        "{\"serial\":\"5820D101\",\"alert\":{\"unixtime\":1,\"ch7\":\"x\"}}",
+        "{\"serial\":\"5820D101\"}",
+    };
+    char *url = xasprintf("%s/_sim/alerts", sim.base_url);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(http_request(&r, "POST", url, "application/json", bad[i], NULL), 0);
+        free(expect_error(&r, 400));
+        http_reply_free(&r);
+    }
+    free(url);
+    url = xasprintf("%s/_sim/clock", sim.base_url);
+    cr_assert_eq(http_request(&r, "POST", url, NULL, "{\"now\":1,\"advance\":2}", NULL), 0);
+    free(expect_error(&r, 400));
+    http_reply_free(&r);
+    free(url);
+    url = xasprintf("%s/_sim/faults", sim.base_url);
+    cr_assert_eq(http_request(&r, "POST", url, NULL, "{\"op\":\"data\",\"status\":503,\"count\":1}",
+                              NULL), 0);
+    free(expect_error(&r, 400));
+    http_reply_free(&r);
+    free(url);
+}
+
+Test(sim, stats_log_every_authenticated_call)
+{
+    struct http_reply r;
+    for (int i = 0; i < 13; i++) {
+        call(&r, "alert", CREDS, FREEZER);
+        http_reply_free(&r);
+    }
+    call(&r, "current", CREDS, "");
+    http_reply_free(&r);
+    call(&r, "current", "\"api-key\":\"x\",\"login-id\":\"y\",\"login-pass\":\"z\"", "");
+    http_reply_free(&r);
+    /* an hour later: 6 more, which share no window with the first 12 */
+    sim_advance(&sim, 3600);
+    for (int i = 0; i < 6; i++) {
+        call(&r, "alert", CREDS, "\"remote-serial\":\"5820D101\",\"base-serial\":\"5893C000\"");
+        http_reply_free(&r);
+    }
+
+    struct json_object *st = sim_stats(&sim);
+    struct json_object *calls = get(st, "calls");
+    cr_assert_eq(json_object_array_length(calls), 20);
+    struct json_object *c = json_object_array_get_idx(calls, 0);
+    cr_expect_eq(num(c, "t"), NOW);
+    cr_expect_str_eq(str(c, "op"), "alert");
+    cr_expect_str_eq(str(c, "login_id"), LOGIN);
+    cr_expect_str_eq(str(c, "serial"), "5214000A");
+    cr_expect_eq(num(c, "status"), 200);
+    cr_expect_eq(num(json_object_array_get_idx(calls, 12), "status"), 429);
+    c = json_object_array_get_idx(calls, 13);
+    cr_expect_str_eq(str(c, "op"), "current");
+    c = json_object_array_get_idx(calls, 19);
+    cr_expect_eq(num(c, "t"), NOW + 3600);
+    cr_expect_str_eq(str(c, "serial"), "5820D101");
+
+    struct json_object *totals = get(get(st, "totals"), LOGIN);
+    cr_expect_eq(num(totals, "alert"), 19);
+    cr_expect_eq(num(totals, "current"), 1);
+    cr_expect_eq(num(get(get(st, "totals"), "num00001"), "alert"), 0);
+    cr_expect_eq(num(st, "rejected_429"), 1);
+    cr_expect_eq(num(get(st, "max_alert_calls_per_hour"), LOGIN), 12);
+    cr_expect_eq(num(get(st, "max_alert_calls_per_hour"), "num00001"), 0);
+    json_object_put(st);
+
+    /* one second less than an hour apart, 6 + 6 calls share a window */
+    sim_advance(&sim, 3599);
+    for (int i = 0; i < 6; i++) {
+        call(&r, "alert", CREDS, FREEZER);
+        cr_expect_eq(r.status, 200);
+        http_reply_free(&r);
+    }
+    st = sim_stats(&sim);
+    cr_expect_eq(num(get(st, "max_alert_calls_per_hour"), LOGIN), 12);
+    json_object_put(st);
+    /* Moving the clock back lets a call through (the limiter only looks at
+     * (now - 3600, now]); the statistic does not trust the limiter and
+     * reports the 13 calls that now lie in (NOW+3599, NOW+7199]. */
+    sim_advance(&sim, -1800);
+    call(&r, "alert", CREDS, FREEZER);
+    cr_expect_eq(r.status, 200, "window (now-3600, now] holds 6 calls");
+    http_reply_free(&r);
+    st = sim_stats(&sim);
+    cr_expect_eq(num(get(st, "max_alert_calls_per_hour"), LOGIN), 13);
+    json_object_put(st);
+}
+
+Test(sim, stats_max_per_hour_counts_calls_less_than_an_hour_apart)
+{
+    struct http_reply r;
+    for (int i = 0; i < 5; i++) {
+        call(&r, "alert", CREDS, FREEZER);
+        http_reply_free(&r);
+    }
+    sim_advance(&sim, 3599);
+    for (int i = 0; i < 3; i++) {
+        call(&r, "alert", CREDS, FREEZER);
+        http_reply_free(&r);
+    }
+    struct json_object *st = sim_stats(&sim);
+    cr_expect_eq(num(get(st, "max_alert_calls_per_hour"), LOGIN), 8);
+    json_object_put(st);
+    /* 7 more at NOW+3600 share a window with the 3 (10), not with the 5 */
+    sim_advance(&sim, 1);
+    for (int i = 0; i < 7; i++) {
+        call(&r, "alert", CREDS, FREEZER);
+        cr_expect_eq(r.status, 200);
+        http_reply_free(&r);
+    }
+    st = sim_stats(&sim);
+    cr_expect_eq(num(get(st, "max_alert_calls_per_hour"), LOGIN), 10,
+                 "calls exactly 3600 s apart are in different windows");
+    json_object_put(st);
+}
+
+/* ---- the program ------------------------------------------------------- */
+
+Test(sim, prints_where_it_listens)
+{
+    char *out = proc_stdout(&sim.proc);
+    char want[64];
+    snprintf(want, sizeof want, "wsrelay-sim listening on http://127.0.0.1:%d\n", sim.port);
+    cr_expect_str_eq(out, want);
+    free(out);
+}
+
+static void expect_bad_scenario(const char *text, const char *needle)
+{
+    char *path = xasprintf("%s/bad.json", dir);
+    write_file(path, text);
+    char *argv[] = {(char *)WSRELAY_SIM_BIN, (char *)"--scenario", path, NULL};
+    char *err = NULL;
+    int status = run_cmd(NULL, &err, 10, argv, NULL);
+    cr_expect_eq(status, 2, "scenario %s: status %d", text, status);
+    char *prefix = xasprintf("%s: ", path);
+    cr_expect(strncmp(err, prefix, strlen(prefix)) == 0, "stderr: %s", err);
+    cr_expect(strstr(err, needle), "want '%s' in: %s", needle, err);
+    free(prefix);
+    free(err);
+    free(path);
+}
+
+Test(sim, refuses_bad_scenarios_with_status_2)
+{
+    expect_bad_scenario("{\"accounts\":[", "line 1");
+    expect_bad_scenario("{\"accounts\":[]}", "accounts");
+    expect_bad_scenario("{\"accounts\":[{\"api_key\":\"a\",\"login_id\":\"b\"}]}", "login_pass");
+    expect_bad_scenario("{\"accounts\":[{\"api_key\":\"a\",\"login_id\":\"b\",\"login_pass\":\"c\","
+                        "\"devices\":[{\"serial\":\"x\",\"seriall\":\"y\"}]}]}",
+                        "accounts[0].devices[0]: unknown key 'seriall'");
+    expect_bad_scenario("{\"accounts\":[{\"api_key\":\"a\",\"login_id\":\"b\",\"login_pass\":\"c\","
+                        "\"dialect\":\"xml\"}]}",
+                        "dialect");
+    expect_bad_scenario("{\"accounts\":[{\"api_key\":\"a\",\"login_id\":\"b\",\"login_pass\":\"c\","
+                        "\"devices\":[{\"serial\":\"x\",\"alerts\":[{\"ch1\":\"t\"}]}]}]}",
+                        "alerts[0]: 'unixtime' is required");
+
+    char *missing = xasprintf("%s/missing.json", dir);
+    char *argv[] = {(char *)WSRELAY_SIM_BIN, (char *)"--scenario", missing, NULL};
+    char *err = NULL;
+    cr_expect_eq(run_cmd(NULL, &err, 10, argv, NULL), 2);
+    cr_expect(strncmp(err, missing, strlen(missing)) == 0, "stderr: %s", err);
+    free(err);
+    free(missing);
+}
+
+Test(sim, demo_scenario_serves_its_story)
+{
+    struct sim demo;
+    sim_start(&demo, WSRELAY_SOURCE_DIR "/tests/sim/scenarios/demo.json", dir);
+    char *url = xasprintf("%s/v1/devices/current", demo.base_url);
+    char *const headers[] = {(char *)"X-HTTP-Method-Override: GET", NULL};
+    const char *creds = "{\"api-key\":\"DEMO-API-KEY-0000000000000000000000000000000\","
+                        "\"login-id\":\"demo0001\",\"login-pass\":\"demo-pass\"}";
+    struct http_reply r;
+    cr_assert_eq(http_request(&r, "POST", url, "application/json", creds, headers), 0);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    struct json_object *o = parse(&r);
+    struct json_object *devs = get(o, "devices");
+    cr_expect_eq(json_object_array_length(devs), 4);
+    cr_expect(strstr(r.body, "冷蔵庫 2F"), "%s", r.body);
+    json_object_put(o);
+    http_reply_free(&r);
+    free(url);
+    sim_stop(&demo);
+}
+
+/* ---- the webhook sink ------------------------------------------------------ */
+
+Test(sim, hooksink_records_requests_and_answers_the_set_status)
+{
+    struct hooksink *h = hooksink_start();
+    const char *url = hooksink_url(h);
+    cr_assert(strncmp(url, "http://127.0.0.1:", 17) == 0, "%s", url);
+    char *const headers[] = {(char *)"Authorization: Bearer t0ken", NULL};
+    struct http_reply r;
+    cr_assert_eq(http_request(&r, "POST", url, "application/json", "{\"text\":\"冷蔵庫\"}", headers),
+                 0);
+    cr_expect_eq(r.status, 200);
+    cr_expect_str_eq(r.body, "ok");
+    http_reply_free(&r);
+
+    hooksink_set_status(h, 500);
+    cr_assert_eq(http_request(&r, "PUT", url, NULL, "second", NULL), 0);
+    cr_expect_eq(r.status, 500);
+    http_reply_free(&r);
+
+    cr_assert_eq(hooksink_wait(h, 2, 1000), 2);
+    struct hook_request *q = hooksink_request(h, 0);
+    cr_assert(q);
+    cr_expect_str_eq(q->method, "POST");
+    cr_expect_str_eq(q->path, "/hook");
+    cr_expect_str_eq(q->content_type, "application/json");
+    cr_expect_str_eq(q->body, "{\"text\":\"冷蔵庫\"}");
+    cr_expect_str_eq(q->authorization, "Bearer t0ken");
+    hook_request_free(q);
+    q = hooksink_request(h, 1);
+    cr_assert(q);
+    cr_expect_str_eq(q->method, "PUT");
+    cr_expect_null(q->content_type);
+    cr_expect_null(q->authorization);
+    cr_expect_str_eq(q->body, "second");
+    hook_request_free(q);
+    cr_expect_null(hooksink_request(h, 2));
+
+    hooksink_clear(h);
+    cr_expect_eq(hooksink_count(h), 0);
+    hooksink_stop(h);
+}

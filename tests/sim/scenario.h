@@ -1,0 +1,99 @@
+/* The simulated platform's world: accounts, their devices and each device's
+ * alert log, loaded from a scenario file (format in tests/sim/README.md),
+ * and the JSON records the platform answers with, in either dialect.
+ *
+ * The structures are plain data owned by the `struct scenario` that holds
+ * them; scenario_free releases everything. Numeric-looking fields are kept
+ * as the text they will be sent as, so that the "strings" dialect sends
+ * them verbatim and the "numbers" dialect converts only what is a number. */
+#ifndef WSRELAY_SIM_SCENARIO_H
+#define WSRELAY_SIM_SCENARIO_H
+
+#include "util/err.h"
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Names of the text members of an alert-log entry, in the order they are
+ * sent: ch1 ... ch6, battery-level, communication-status. */
+#define SCENARIO_N_KINDS 8
+extern const char *const scenario_kinds[SCENARIO_N_KINDS];
+
+enum dialect {
+    DIALECT_STRINGS, /* the current API: every numeric value is a JSON string */
+    DIALECT_NUMBERS, /* the earlier API: numeric values are JSON numbers */
+};
+
+struct alert_entry {
+    long long unixtime;
+    char *text[SCENARIO_N_KINDS]; /* NULL when the entry has no such kind */
+    unsigned long seq;            /* insertion order; breaks unixtime ties */
+};
+
+struct channel {
+    char *name;
+    char *unit;
+    char *value; /* a number as text, or an error word such as "Sensor Error" */
+};
+
+struct device {
+    char *num; /* remote unit number; "0" for a standalone device */
+    char *serial, *model, *name;
+    char *base_serial, *base_model, *base_name;
+    char *group_num, *group_name;
+    char *time_diff, *std_bias;
+    char *dst_flg; /* NULL: the member is left out of responses */
+    char *battery, *rssi;
+    bool alert_supported;
+    struct channel *channels;
+    size_t n_channels;
+    struct alert_entry *alerts; /* unordered; responses sort them */
+    size_t n_alerts, cap_alerts;
+};
+
+struct account {
+    char *api_key, *login_id, *login_pass;
+    enum dialect dialect;
+    struct device *devices;
+    size_t n_devices;
+};
+
+struct scenario {
+    long long now; /* the initial virtual clock */
+    struct account *accounts;
+    size_t n_accounts;
+    unsigned long next_seq;
+};
+
+/* Loads and validates the scenario in `path` (at most 16 MiB). On failure
+ * returns -1 with "PATH: WHERE: what" in `e` (e.g. "s.json: accounts[0].
+ * devices[2]: unknown key 'seriall'"); *out is untouched. The caller frees
+ * *out with scenario_free. */
+int scenario_load(struct scenario **out, const char *path, struct err *e);
+
+/* The same from text already in memory; `name` prefixes messages. */
+int scenario_parse(struct scenario **out, const char *text, size_t len, const char *name,
+                   struct err *e);
+
+void scenario_free(struct scenario *s);
+
+/* The device with `serial` in `a`, or NULL. */
+struct device *scenario_find_device(const struct account *a, const char *serial);
+
+/* Adds an alert-log entry (an object as in the scenario file's "alerts") to
+ * every device whose serial is `serial`, in any account. Fails (nothing
+ * added) when the entry is malformed or no device has that serial. */
+int scenario_add_alert(struct scenario *s, const char *serial, const struct json_object *alert,
+                       struct err *e);
+
+/* A device record of Get Current Readings, as of `now`. New reference. */
+struct json_object *scenario_device_record(const struct account *a, const struct device *d,
+                                           long long now);
+
+/* The alert log record of Get Alert Logs: the 20 newest entries with
+ * unixtime <= now, newest first. New reference. */
+struct json_object *scenario_alert_record(const struct account *a, const struct device *d,
+                                          long long now);
+
+#endif

@@ -1,0 +1,221 @@
+/* An in-process HTTP sink for webhook deliveries: records each request
+ * (method, path, content type, body, authorization) under a mutex and
+ * answers with the configured status. */
+#include "hooksink.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#define HOOK_BODY_MAX (1024u * 1024)
+
+struct hooksink {
+    struct MHD_Daemon *daemon;
+    char *url;
+    pthread_mutex_t lock; /* guards everything below */
+    int status;
+    struct hook_request *reqs;
+    size_t n, cap;
+};
+
+struct upload {
+    struct buf body;
+    int too_big;
+};
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode why)
+{
+    (void)cls;
+    (void)conn;
+    (void)why;
+    struct upload *up = *con_cls;
+    if (up) {
+        buf_free(&up->body);
+        free(up);
+        *con_cls = NULL;
+    }
+}
+
+static void record(struct hooksink *h, struct MHD_Connection *conn, const char *method,
+                   const char *url, struct upload *up, int *out_status)
+{
+    const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+    const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+    struct hook_request r = {
+        .method = xstrdup(method),
+        .path = xstrdup(url),
+        .content_type = xstrdup_or_null(ct),
+        .body = xstrdup(buf_str(&up->body)),
+        .authorization = xstrdup_or_null(auth),
+    };
+    pthread_mutex_lock(&h->lock);
+    if (h->n == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 16;
+        h->reqs = xreallocarray(h->reqs, h->cap, sizeof *h->reqs);
+    }
+    h->reqs[h->n++] = r;
+    *out_status = h->status;
+    pthread_mutex_unlock(&h->lock);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    (void)version;
+    struct hooksink *h = cls;
+    struct upload *up = *con_cls;
+    if (!up) {
+        up = xcalloc(1, sizeof *up);
+        buf_init(&up->body, HOOK_BODY_MAX);
+        *con_cls = up;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        if (!up->too_big && buf_append(&up->body, upload_data, *upload_data_size) < 0) {
+            up->too_big = 1;
+            /* Keep what fits (less than offered, or the append had worked)
+             * so that the test can still see the start. */
+            buf_append(&up->body, upload_data, HOOK_BODY_MAX - up->body.len);
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    int status;
+    record(h, conn, method, url, up, &status);
+    if (up->too_big)
+        status = MHD_HTTP_CONTENT_TOO_LARGE;
+    const char *text = status == 200 ? "ok" : "error";
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, "Content-Type", "text/plain");
+    enum MHD_Result ok = MHD_queue_response(conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
+struct hooksink *hooksink_start(void)
+{
+    struct hooksink *h = xcalloc(1, sizeof *h);
+    pthread_mutex_init(&h->lock, NULL);
+    h->status = 200;
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_port = 0;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL,
+                                 on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+    if (!h->daemon) {
+        hooksink_stop(h);
+        cr_assert_fail("hooksink: cannot listen on 127.0.0.1");
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    if (!info || !info->port) {
+        hooksink_stop(h);
+        cr_assert_fail("hooksink: no port bound");
+    }
+    h->url = xasprintf("http://127.0.0.1:%u/hook", (unsigned)info->port);
+    return h;
+}
+
+const char *hooksink_url(const struct hooksink *h)
+{
+    return h->url;
+}
+
+void hooksink_set_status(struct hooksink *h, int status)
+{
+    pthread_mutex_lock(&h->lock);
+    h->status = status;
+    pthread_mutex_unlock(&h->lock);
+}
+
+size_t hooksink_count(struct hooksink *h)
+{
+    pthread_mutex_lock(&h->lock);
+    size_t n = h->n;
+    pthread_mutex_unlock(&h->lock);
+    return n;
+}
+
+size_t hooksink_wait(struct hooksink *h, size_t n, int timeout_ms)
+{
+    size_t have = hooksink_count(h);
+    for (int waited = 0; have < n && waited < timeout_ms; waited += 10) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+        have = hooksink_count(h);
+    }
+    return have;
+}
+
+struct hook_request *hooksink_request(struct hooksink *h, size_t i)
+{
+    struct hook_request *copy = NULL;
+    pthread_mutex_lock(&h->lock);
+    if (i < h->n) {
+        const struct hook_request *r = &h->reqs[i];
+        copy = xcalloc(1, sizeof *copy);
+        copy->method = xstrdup(r->method);
+        copy->path = xstrdup(r->path);
+        copy->content_type = xstrdup_or_null(r->content_type);
+        copy->body = xstrdup(r->body);
+        copy->authorization = xstrdup_or_null(r->authorization);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return copy;
+}
+
+static void request_clear(struct hook_request *r)
+{
+    free(r->method);
+    free(r->path);
+    free(r->content_type);
+    free(r->body);
+    free(r->authorization);
+}
+
+void hook_request_free(struct hook_request *r)
+{
+    if (!r)
+        return;
+    request_clear(r);
+    free(r);
+}
+
+void hooksink_clear(struct hooksink *h)
+{
+    pthread_mutex_lock(&h->lock);
+    for (size_t i = 0; i < h->n; i++)
+        request_clear(&h->reqs[i]);
+    h->n = 0;
+    pthread_mutex_unlock(&h->lock);
+}
+
+void hooksink_stop(struct hooksink *h)
+{
+    if (!h)
+        return;
+    if (h->daemon)
+        MHD_stop_daemon(h->daemon);
+    hooksink_clear(h);
+    free(h->reqs);
+    free(h->url);
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+}

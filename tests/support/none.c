@@ -1,2 +1,0 @@
-/* Keeps the test-support library non-empty while it grows. */
-typedef int wsrelay_test_support_unused;
