@@ -151,8 +151,10 @@ static struct state_device *account_devices(const struct tick *t, const struct a
             dev->model = xstrdup("");
             dev->name = xstrdup("");
             for (size_t k = 0; k < known_n; k++)
-                if (strcmp(known[k].serial, d->serial) == 0)
+                if (strcmp(known[k].serial, d->serial) == 0) {
                     dev->last_poll = known[k].last_poll;
+                    dev->last_ok = known[k].last_ok;
+                }
         }
     }
     state_devices_free(known, known_n);
@@ -163,15 +165,17 @@ static struct state_device *account_devices(const struct tick *t, const struct a
 /* --- polling ----------------------------------------------------------- */
 
 /* Queues the events of one alert-log reply that were not seen before. On a
- * device's first poll, entries older than catch_up are only marked seen: a
- * new installation must not page anyone for last week. */
-static void take_events(struct tick *t, const struct account_conf *a,
+ * device's first successful poll, entries older than catch_up are only
+ * marked seen: a new installation must not page anyone for last week.
+ * Returns -1 when the reply could not be read. */
+static int take_events(struct tick *t, const struct account_conf *a,
                         const struct state_device *dev, const struct json_object *body)
 {
     struct event_list list = {0};
     struct err e;
     size_t fresh = 0, caught_up = 0;
     long long now = t->opt->now;
+    int rc = -1;
     if (event_parse_alert_log(&list, body, a->name, &e) < 0) {
         log_error("account %s, device %s: %s", a->name, dev->serial, e.msg);
         t->failures++;
@@ -181,7 +185,7 @@ static void take_events(struct tick *t, const struct account_conf *a,
         const struct event *ev = &list.items[i];
         if (state_seen(t->st, ev->serial, ev->unixtime, ev->kind))
             continue;
-        if (dev->last_poll == 0 && ev->unixtime < now - t->cfg->catch_up) {
+        if (dev->last_ok == 0 && ev->unixtime < now - t->cfg->catch_up) {
             caught_up++;
         } else {
             for (size_t r = 0; r < t->cfg->n_receivers; r++)
@@ -197,14 +201,17 @@ static void take_events(struct tick *t, const struct account_conf *a,
     log_info("account %s, device %s: %zu entr%s, %zu new event%s%s", a->name, dev->serial,
              list.entries, list.entries == 1 ? "y" : "ies", fresh, fresh == 1 ? "" : "s",
              caught_up ? " (older ones recorded as seen)" : "");
+    rc = 0;
 out:
     event_list_free(&list);
+    return rc;
 }
 
 static void poll_device(struct tick *t, const struct account_conf *a, struct platform *p,
                         const struct state_device *dev, bool *stop)
 {
     struct platform_reply r = {0};
+    bool ok = false;
     if (platform_call(p, PLATFORM_ALERT, dev->serial, dev->base, &r) < 0) {
         log_error("account %s, device %s: alert logs: %s", a->name, dev->serial, r.message);
         t->failures++;
@@ -212,10 +219,10 @@ static void poll_device(struct tick *t, const struct account_conf *a, struct pla
         if (r.http_status == 401 || r.http_status == 429)
             *stop = true;
     } else {
-        take_events(t, a, dev, r.body);
+        ok = take_events(t, a, dev, r.body) == 0;
     }
     /* Polled, successfully or not: the device goes to the back of the line. */
-    state_device_polled(t->st, a->name, dev->serial, dev->base, t->opt->now);
+    state_device_polled(t->st, a->name, dev->serial, dev->base, t->opt->now, ok);
     note_reply(t, a->login_id, PLATFORM_ALERT, &r);
     platform_reply_free(&r);
 }

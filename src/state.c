@@ -22,7 +22,7 @@
  *   {"version":1,"next_id":7,
  *    "seen":{"5214000A":{"1795000000/ch1":1,...},...},
  *    "accounts":{"tokyo":{"discovered_at":N,
- *                "devices":[{"serial":S,"base":S,"model":S,"name":S,"last_poll":N},...]}},
+ *                "devices":[{"serial":S,"base":S,"model":S,"name":S,"last_poll":N,"last_ok":N},...]}},
  *    "logins":{"tbzz9999":{"alert":{"calls":[N,...],"blocked_until":N,
  *                                   "ratelimit":{"limit":12,"remaining":3,"reset":3600,"at":N}},
  *                          "current":{...}}},
@@ -267,7 +267,8 @@ static int check_accounts(struct json_object *accounts, struct err *e)
                 check_opt(d, "base", json_type_string, where, e) < 0 ||
                 check_opt(d, "model", json_type_string, where, e) < 0 ||
                 check_opt(d, "name", json_type_string, where, e) < 0 ||
-                check_opt(d, "last_poll", json_type_int, where, e) < 0)
+                check_opt(d, "last_poll", json_type_int, where, e) < 0 ||
+                check_opt(d, "last_ok", json_type_int, where, e) < 0)
                 return -1;
         }
     }
@@ -714,7 +715,7 @@ static struct json_object *account_object(struct state *s, const char *account)
 }
 
 static struct json_object *device_object(const char *serial, const char *base, const char *model,
-                                         const char *name, long long last_poll)
+                                         const char *name, long long last_poll, long long last_ok)
 {
     struct json_object *d = need(json_object_new_object());
     put(d, "serial", need(json_object_new_string(serial)));
@@ -722,35 +723,41 @@ static struct json_object *device_object(const char *serial, const char *base, c
     put(d, "model", need(json_object_new_string(model ? model : "")));
     put(d, "name", need(json_object_new_string(name ? name : "")));
     put_int(d, "last_poll", last_poll);
+    put_int(d, "last_ok", last_ok);
     return d;
 }
 
-/* A device given with a last_poll of its own keeps it only when the
- * device is new to the list: the state's record of polls wins. */
+/* A device given with a last_poll (last_ok) of its own keeps it only when
+ * the device is new to the list: the state's record of polls wins. */
 void state_set_devices(struct state *s, const char *account, const struct state_device *devs,
                        size_t n, long long now)
 {
     struct json_object *acc = account_object(s, account);
     struct json_object *old = member(acc, "devices", json_type_array);
     struct json_object *polls = need(json_object_new_object());
+    struct json_object *oks = need(json_object_new_object());
     struct json_object *list = need(json_object_new_array());
     size_t old_n = old ? json_object_array_length(old) : 0;
     for (size_t i = 0; i < old_n; i++) {
         struct json_object *d = json_object_array_get_idx(old, i);
         const char *serial = str_member(d, "serial");
-        if (serial)
+        if (serial) {
             put_int(polls, serial, int_member(d, "last_poll", 0));
+            put_int(oks, serial, int_member(d, "last_ok", 0));
+        }
     }
     for (size_t i = 0; i < n; i++) {
         if (!devs[i].serial)
             continue;
         long long last_poll = int_member(polls, devs[i].serial, devs[i].last_poll);
-        append(list,
-               device_object(devs[i].serial, devs[i].base, devs[i].model, devs[i].name, last_poll));
+        long long last_ok = int_member(oks, devs[i].serial, devs[i].last_ok);
+        append(list, device_object(devs[i].serial, devs[i].base, devs[i].model, devs[i].name,
+                                   last_poll, last_ok));
     }
     put(acc, "devices", list);
     put_int(acc, "discovered_at", now);
     json_object_put(polls);
+    json_object_put(oks);
 }
 
 struct state_device *state_devices(const struct state *s, const char *account, size_t *n)
@@ -777,6 +784,7 @@ struct state_device *state_devices(const struct state *s, const char *account, s
         o->model = xstrdup(model ? model : "");
         o->name = xstrdup(name ? name : "");
         o->last_poll = int_member(d, "last_poll", 0);
+        o->last_ok = int_member(d, "last_ok", 0);
     }
     return out;
 }
@@ -797,7 +805,7 @@ void state_devices_free(struct state_device *d, size_t n)
 /* A listed device also takes the base it was polled through (NULL leaves
  * it as it was). */
 void state_device_polled(struct state *s, const char *account, const char *serial, const char *base,
-                         long long now)
+                         long long now, bool ok)
 {
     struct json_object *acc = account_object(s, account);
     struct json_object *list = child_array(acc, "devices");
@@ -807,12 +815,14 @@ void state_device_polled(struct state *s, const char *account, const char *seria
         const char *have = str_member(d, "serial");
         if (have && strcmp(have, serial) == 0) {
             put_int(d, "last_poll", now);
+            if (ok)
+                put_int(d, "last_ok", now);
             if (base)
                 put(d, "base", need(json_object_new_string(base)));
             return;
         }
     }
-    append(list, device_object(serial, base, "", "", now));
+    append(list, device_object(serial, base, "", "", now, ok ? now : 0));
 }
 
 /* --- budget ledger ----------------------------------------------------- */

@@ -60,7 +60,8 @@ struct state_device {
     char *base;
     char *model; /* "" when unknown */
     char *name;  /* "" when unknown */
-    long long last_poll; /* 0: never polled */
+    long long last_poll; /* last poll, successful or not; 0: never */
+    long long last_ok;   /* last successful poll; 0: never (catch_up still applies) */
 };
 
 /* Time of the account's last successful discovery; 0 if never. */
@@ -76,9 +77,10 @@ void state_set_devices(struct state *s, const char *account, const struct state_
 struct state_device *state_devices(const struct state *s, const char *account, size_t *n);
 void state_devices_free(struct state_device *d, size_t n);
 
-/* Records a poll of the device (creating the entry if needed). */
+/* Records a poll of the device (creating the entry if needed); `ok` when
+ * its alert log was received and processed. */
 void state_device_polled(struct state *s, const char *account, const char *serial,
-                         const char *base, long long now);
+                         const char *base, long long now, bool ok);
 
 /* --- budget ledger (per login ID and operation) ----------------------- */
 

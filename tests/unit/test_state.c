@@ -207,7 +207,7 @@ Test(state, round_trip_of_every_kind_of_data)
     state_mark_seen(s, "5214000A", 1795000000, "battery-level");
     state_set_devices(s, "tokyo", devs, 2, 1795000100);
     state_devices_free(devs, 2);
-    state_device_polled(s, "tokyo", "5214000A", "52000001", 1795000200);
+    state_device_polled(s, "tokyo", "5214000A", "52000001", 1795000200, true);
     state_record_call(s, "tbzz9999", PLATFORM_ALERT, 1795000150);
     state_record_call(s, "tbzz9999", PLATFORM_ALERT, 1795000200);
     state_record_call(s, "tbzz9999", PLATFORM_CURRENT, 1795000100);
@@ -541,8 +541,8 @@ Test(state, devices_keep_last_poll_across_discovery)
     first[1] = dev("B", "X", "TR-72", "two", 0);
     state_set_devices(s, "tokyo", first, 2, 1000);
     state_devices_free(first, 2);
-    state_device_polled(s, "tokyo", "A", "X", 1100);
-    state_device_polled(s, "tokyo", "B", "X", 1200);
+    state_device_polled(s, "tokyo", "A", "X", 1100, true);
+    state_device_polled(s, "tokyo", "B", "X", 1200, false);
 
     struct state_device *second = xcalloc(2, sizeof *second);
     second[0] = dev("C", "Y", NULL, NULL, 0);
@@ -564,6 +564,8 @@ Test(state, devices_keep_last_poll_across_discovery)
     expect_str_eq(d[1].model, "TR-71nw", "model");
     expect_str_eq(d[1].name, "renamed", "name");
     cr_expect_eq(d[1].last_poll, 1100, "kept, got %lld", d[1].last_poll);
+    cr_expect_eq(d[1].last_ok, 1100, "kept, got %lld", d[1].last_ok);
+    cr_expect_eq(d[0].last_ok, 0);
     /* A copy: changing it does not change the state. */
     d[1].last_poll = 7;
     state_devices_free(d, n);
@@ -577,7 +579,7 @@ Test(state, devices_keep_last_poll_across_discovery)
 Test(state, polling_an_unlisted_device_adds_it)
 {
     struct state *s = open_ok();
-    state_device_polled(s, "osaka", "HAND1", "BASE9", 500);
+    state_device_polled(s, "osaka", "HAND1", "BASE9", 500, false);
     cr_expect_eq(state_discovered_at(s, "osaka"), 0, "a poll is not a discovery");
     s = reopen(s);
     size_t n = 0;
@@ -588,12 +590,14 @@ Test(state, polling_an_unlisted_device_adds_it)
     expect_str_eq(d[0].model, "", "model");
     expect_str_eq(d[0].name, "", "name");
     cr_expect_eq(d[0].last_poll, 500);
+    cr_expect_eq(d[0].last_ok, 0, "a failed poll is not a successful one");
     state_devices_free(d, n);
     /* Polled again, through another base: still one entry, which follows. */
-    state_device_polled(s, "osaka", "HAND1", "BASE7", 600);
+    state_device_polled(s, "osaka", "HAND1", "BASE7", 600, true);
     d = state_devices(s, "osaka", &n);
     cr_assert_eq(n, 1);
     cr_expect_eq(d[0].last_poll, 600);
+    cr_expect_eq(d[0].last_ok, 600);
     expect_str_eq(d[0].base, "BASE7", "base");
     state_devices_free(d, n);
     state_close(s);
