@@ -28,12 +28,14 @@ struct command {
 
 static int cmd_run(const struct globals *g, int argc, char **argv);
 static int cmd_check(const struct globals *g, int argc, char **argv);
+static int cmd_keys(const struct globals *g, int argc, char **argv);
 
 static const struct command commands[] = {
     {"run", "[--now UNIXTIME] [--dry-run]",
      "poll the platform within its budget and deliver new alerts", cmd_run},
     {"check", "", "validate the configuration and report every problem with FILE:LINE:COL",
      cmd_check},
+    {"keys", "", "list every configuration key with its type, default and meaning", cmd_keys},
 };
 
 static void usage(FILE *out)
@@ -129,6 +131,20 @@ static int cmd_check(const struct globals *g, int argc, char **argv)
         printf("  receiver %s (%s)\n", c->receivers[i].name,
                notify_type_name(c->receivers[i].type));
     config_free(c);
+    return RUN_OK;
+}
+
+static int cmd_keys(const struct globals *g, int argc, char **argv)
+{
+    (void)g;
+    (void)argv;
+    if (argc > 1) {
+        fprintf(stderr, "usage: wsrelay keys\n");
+        return RUN_USAGE;
+    }
+    char *text = config_reference();
+    fputs(text, stdout);
+    free(text);
     return RUN_OK;
 }
 

@@ -434,8 +434,8 @@ Test(state, wrong_shapes_inside_are_corrupt)
         "{\"version\":1,\"accounts\":{\"t\":{\"devices\":[7]}}}",
         "{\"version\":1,\"accounts\":{\"t\":{\"devices\":[{\"base\":\"B\"}]}}}",
         "{\"version\":1,\"accounts\":{\"t\":{\"devices\":[{\"serial\":1}]}}}",
-        "{\"version\":1,\"accounts\":{\"t\":{\"devices\":[{\"serial\":\"A\",\"last_poll\":null}]}}"
-        "}",
+        ("{\"version\":1,\"accounts\":{\"t\":{\"devices\":[{\"serial\":\"A\",\"last_poll\":null}]}}"
+         "}"),
         "{\"version\":1,\"logins\":[]}",
         "{\"version\":1,\"logins\":{\"x\":1}}",
         "{\"version\":1,\"logins\":{\"x\":{\"alert\":[]}}}",

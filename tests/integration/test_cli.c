@@ -1,0 +1,181 @@
+/* The command line as an administrator meets it: help, version, exit
+ * codes, `check` on working and broken configurations, and the key
+ * reference that the README shows. */
+#include "proc.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dir;
+
+static void setup(void)
+{
+    dir = test_tmpdir();
+}
+
+static void teardown(void)
+{
+    test_rmtree(dir);
+    free(dir);
+}
+
+TestSuite(cli, .init = setup, .fini = teardown, .timeout = 60);
+
+struct result {
+    int status;
+    char *out;
+    char *err;
+};
+
+static struct result wsrelay(const char *a1, const char *a2, const char *a3, const char *a4)
+{
+    struct result r;
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)a1, (char *)a2, (char *)a3, (char *)a4, NULL};
+    r.status = run_cmd(&r.out, &r.err, 30, argv, NULL);
+    return r;
+}
+
+static void result_free(struct result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+/* Writes `yaml` as DIR/wsrelay.yaml and runs `wsrelay -c it check`. */
+static struct result check(const char *yaml)
+{
+    char *path = xasprintf("%s/wsrelay.yaml", dir);
+    write_file(path, yaml);
+    struct result r = wsrelay("-c", path, "check", NULL);
+    free(path);
+    return r;
+}
+
+static const char good[] = "state_file: state.json\n"
+                           "accounts:\n"
+                           "  - name: lab\n"
+                           "    api_key: \"${CLI_TEST_KEY}\"\n"
+                           "    login_id: tbzz9999\n"
+                           "    login_pass: secret\n"
+                           "receivers:\n"
+                           "  - name: console\n"
+                           "    file: {path: \"-\"}\n";
+
+Test(cli, help_lists_every_command)
+{
+    struct result r = wsrelay("--help", NULL, NULL, NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert(strstr(r.out, "  run "), "%s", r.out);
+    cr_assert(strstr(r.out, "  check "));
+    cr_assert(strstr(r.out, "  keys "));
+    cr_assert(strstr(r.out, "Exit status"));
+    result_free(&r);
+}
+
+Test(cli, version)
+{
+    struct result r = wsrelay("--version", NULL, NULL, NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert(strncmp(r.out, "wsrelay ", 8) == 0, "%s", r.out);
+    result_free(&r);
+}
+
+Test(cli, usage_errors_exit_2)
+{
+    struct result r = wsrelay("frobnicate", NULL, NULL, NULL);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "unknown command 'frobnicate'"), "%s", r.err);
+    result_free(&r);
+    r = wsrelay(NULL, NULL, NULL, NULL);
+    cr_assert_eq(r.status, 2);
+    result_free(&r);
+    r = wsrelay("run", "--now", "yesterday", NULL);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "--now expects a Unix time"), "%s", r.err);
+    result_free(&r);
+}
+
+Test(cli, check_accepts_a_good_config)
+{
+    setenv("CLI_TEST_KEY", "k", 1);
+    struct result r = check(good);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "OK: 1 account, 1 receiver"), "%s", r.out);
+    result_free(&r);
+}
+
+Test(cli, check_names_a_misspelt_key)
+{
+    setenv("CLI_TEST_KEY", "k", 1);
+    char *yaml = xasprintf("%s", good);
+    memcpy(strstr(yaml, "login_id"), "lgoin_id", 8);
+    struct result r = check(yaml);
+    free(yaml);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "wsrelay.yaml:5:5: accounts[0]: unknown key 'lgoin_id'"), "%s", r.err);
+    result_free(&r);
+}
+
+Test(cli, check_names_a_wrong_type)
+{
+    setenv("CLI_TEST_KEY", "k", 1);
+    char *yaml = xasprintf("catch_up: [1h]\n%s", good);
+    struct result r = check(yaml);
+    free(yaml);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "wsrelay.yaml:1:11: catch_up: expected"), "%s", r.err);
+    result_free(&r);
+}
+
+Test(cli, check_names_a_missing_secret_file)
+{
+    setenv("CLI_TEST_KEY", "k", 1);
+    char *yaml = xasprintf("%s", good);
+    char *p = strstr(yaml, "    login_pass: secret\n");
+    char *fixed = xasprintf("%.*s    login_pass_file: nowhere.pass\n%s", (int)(p - yaml), yaml,
+                            p + strlen("    login_pass: secret\n"));
+    struct result r = check(fixed);
+    free(yaml);
+    free(fixed);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "wsrelay.yaml:6:22: accounts[0].login_pass_file: cannot read secret "
+                            "file:"),
+              "%s", r.err);
+    cr_assert(strstr(r.err, "nowhere.pass"), "%s", r.err);
+    result_free(&r);
+}
+
+Test(cli, check_names_an_unset_variable)
+{
+    unsetenv("CLI_TEST_KEY");
+    struct result r = check(good);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "wsrelay.yaml:4:14: accounts[0].api_key: environment variable "
+                            "'CLI_TEST_KEY' is not set"),
+              "%s", r.err);
+    result_free(&r);
+}
+
+Test(cli, a_missing_config_file_is_named)
+{
+    struct result r = wsrelay("-c", "/nonexistent/wsrelay.yaml", "check", NULL);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "/nonexistent/wsrelay.yaml: No such file"), "%s", r.err);
+    result_free(&r);
+}
+
+/* The README's key reference is the output of `wsrelay keys`, verbatim. */
+Test(cli, readme_shows_the_key_reference_of_this_build)
+{
+    struct result r = wsrelay("keys", NULL, NULL, NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert(strstr(r.out, "accounts[].login_id"), "%s", r.out);
+    char *readme = read_file_str(WSRELAY_SOURCE_DIR "/README.md");
+    cr_assert_not_null(readme);
+    cr_assert(strstr(readme, r.out),
+              "README.md is out of date: paste the output of `wsrelay keys` into it");
+    free(readme);
+    result_free(&r);
+}
