@@ -7,6 +7,7 @@
 #include "util/duration.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/url.h"
 #include "util/xalloc.h"
 
 #include <fnmatch.h>
@@ -29,6 +30,7 @@ enum kind {
     K_PATH,         /* char *: a path; a relative one is taken from the config's directory */
     K_SECRET_FILE,  /* char *: the contents of the file the value names */
     K_DURATION,     /* long: seconds, written "90s", "30m", "1h" */
+    K_BOOL,         /* bool: the plain words true or false */
     K_GLOBS,        /* char ** and a size_t count: one string or a list of strings */
     K_LIST,         /* an array of `sub` structs and a size_t count: a non-empty list */
     K_AUTO_OR_LIST, /* the word "auto" (the list stays empty) or a K_LIST */
@@ -38,7 +40,8 @@ enum kind {
 
 enum {
     F_REQUIRED = 1 << 0,
-    F_SECRET = 1 << 1, /* never echoed; may not contain a line break */
+    F_SECRET = 1 << 1, /* never echoed; may not contain a line break (for a K_SECRET_FILE
+                          row: the file holds a secret, its path is not one) */
     F_UNIQUE = 1 << 2, /* unique among the elements of the enclosing list */
 };
 
@@ -52,7 +55,7 @@ struct key {
     size_t off;       /* where the value is stored */
     size_t count_off; /* K_GLOBS, K_LIST, K_AUTO_OR_LIST, K_HEADERS: the element count */
     const char *def;  /* default, as it would be written in the file */
-    const char *(*check)(char *value); /* returns what is wrong, or NULL; may normalise */
+    int (*check)(char *value, struct err *e); /* -1 with what is wrong in e; may normalise */
     const struct schema *sub;
     const char *help;
 };
@@ -63,19 +66,25 @@ struct schema {
     size_t n_keys;
     size_t size;
     void (*finish)(void *obj); /* fills in what depends on several keys */
+    /* Checks what depends on several keys, once all are read: -1 with what is
+     * wrong in e, and in *off the `off` of the key to point at. */
+    int (*check)(const void *obj, size_t *off, struct err *e);
 };
 
-static const char *check_name(char *v);
-static const char *check_base_url(char *v);
-static const char *check_login_id(char *v);
-static const char *check_serial(char *v);
-static const char *check_webhook_url(char *v);
+static int check_name(char *v, struct err *e);
+static int check_base_url(char *v, struct err *e);
+static int check_login_id(char *v, struct err *e);
+static int check_serial(char *v, struct err *e);
+static int check_webhook_url(char *v, struct err *e);
+static int check_webhook(const void *obj, size_t *off, struct err *e);
 static void finish_device(void *obj);
 static void finish_account(void *obj);
 static void finish_receiver(void *obj);
 
 #define N(rows) (sizeof(rows) / sizeof((rows)[0]))
 #define AT(type, member) offsetof(struct type, member)
+/* The webhook mapping is an anonymous struct inside struct receiver_conf. */
+#define WEBHOOK_AT(member) (AT(receiver_conf, webhook.member) - AT(receiver_conf, webhook))
 
 /* clang-format off: the tables read better as rows */
 static const struct key device_keys[] = {
@@ -91,8 +100,11 @@ static const struct key device_keys[] = {
      .check = check_serial,
      .help = "The serial of the base unit the device reports through (default: the serial)."},
 };
-static const struct schema device_schema = {"device", device_keys, N(device_keys),
-                                            sizeof(struct device_conf), finish_device};
+static const struct schema device_schema = {.what = "device",
+                                            .keys = device_keys,
+                                            .n_keys = N(device_keys),
+                                            .size = sizeof(struct device_conf),
+                                            .finish = finish_device};
 
 static const struct key account_keys[] = {
     {.name = "name",
@@ -155,41 +167,55 @@ static const struct key account_keys[] = {
      .count_off = AT(account_conf, n_exclude),
      .help = "Serials matching one of these globs are never polled."},
 };
-static const struct schema account_schema = {"account", account_keys, N(account_keys),
-                                             sizeof(struct account_conf), finish_account};
+static const struct schema account_schema = {.what = "account",
+                                             .keys = account_keys,
+                                             .n_keys = N(account_keys),
+                                             .size = sizeof(struct account_conf),
+                                             .finish = finish_account};
 
 /* Only used to free header arrays; parse_headers reads them. */
 static const struct key header_keys[] = {
     {.name = "name", .kind = K_STRING, .off = AT(header_conf, name)},
     {.name = "value", .kind = K_STRING, .flags = F_SECRET, .off = AT(header_conf, value)},
 };
-static const struct schema header_schema = {"header", header_keys, N(header_keys),
-                                            sizeof(struct header_conf), NULL};
+static const struct schema header_schema = {.what = "header",
+                                            .keys = header_keys,
+                                            .n_keys = N(header_keys),
+                                            .size = sizeof(struct header_conf)};
 
 static const struct key webhook_keys[] = {
     {.name = "url",
      .kind = K_STRING,
      .flags = F_SECRET,
      .group = 1,
-     .off = AT(receiver_conf, webhook.url) - AT(receiver_conf, webhook),
+     .off = WEBHOOK_AT(url),
      .check = check_webhook_url,
-     .help = "Where events are POSTed: https:// or http://."},
+     .help = "Where events are POSTed: https://, or http:// to this machine (see allow_http)."},
     {.name = "url_file",
      .kind = K_SECRET_FILE,
      .flags = F_SECRET,
      .group = 1,
-     .off = AT(receiver_conf, webhook.url) - AT(receiver_conf, webhook),
+     .off = WEBHOOK_AT(url),
      .check = check_webhook_url,
      .help = "A file holding the URL (mode 0600)."},
+    {.name = "allow_http",
+     .kind = K_BOOL,
+     .off = WEBHOOK_AT(allow_http),
+     .def = "false",
+     .help = "Allow a plain http:// URL to a host other than this machine; the URL and headers "
+             "then cross the network unencrypted."},
     {.name = "headers",
      .kind = K_HEADERS,
-     .off = AT(receiver_conf, webhook.headers) - AT(receiver_conf, webhook),
-     .count_off = AT(receiver_conf, webhook.n_headers) - AT(receiver_conf, webhook),
+     .off = WEBHOOK_AT(headers),
+     .count_off = WEBHOOK_AT(n_headers),
      .sub = &header_schema,
      .help = "Extra request headers, name: value (not Content-Type or Content-Length)."},
 };
-static const struct schema webhook_schema = {"webhook", webhook_keys, N(webhook_keys),
-                                             sizeof(((struct receiver_conf *)0)->webhook), NULL};
+static const struct schema webhook_schema = {.what = "webhook",
+                                             .keys = webhook_keys,
+                                             .n_keys = N(webhook_keys),
+                                             .size = sizeof(((struct receiver_conf *)0)->webhook),
+                                             .check = check_webhook};
 
 static const struct key file_keys[] = {
     {.name = "path",
@@ -198,8 +224,10 @@ static const struct key file_keys[] = {
      .off = AT(receiver_conf, file.path) - AT(receiver_conf, file),
      .help = "The file events are appended to; \"-\" is standard output."},
 };
-static const struct schema file_schema = {"file", file_keys, N(file_keys),
-                                          sizeof(((struct receiver_conf *)0)->file), NULL};
+static const struct schema file_schema = {.what = "file",
+                                          .keys = file_keys,
+                                          .n_keys = N(file_keys),
+                                          .size = sizeof(((struct receiver_conf *)0)->file)};
 
 static const struct key receiver_keys[] = {
     {.name = "name",
@@ -221,8 +249,11 @@ static const struct key receiver_keys[] = {
      .sub = &file_schema,
      .help = "Append events to a file."},
 };
-static const struct schema receiver_schema = {"receiver", receiver_keys, N(receiver_keys),
-                                              sizeof(struct receiver_conf), finish_receiver};
+static const struct schema receiver_schema = {.what = "receiver",
+                                              .keys = receiver_keys,
+                                              .n_keys = N(receiver_keys),
+                                              .size = sizeof(struct receiver_conf),
+                                              .finish = finish_receiver};
 
 static const struct key top_keys[] = {
     {.name = "state_file",
@@ -250,20 +281,17 @@ static const struct key top_keys[] = {
      .sub = &receiver_schema,
      .help = "Where events are sent."},
 };
-static const struct schema top_schema = {"configuration", top_keys, N(top_keys),
-                                         sizeof(struct config), NULL};
+static const struct schema top_schema = {.what = "configuration",
+                                         .keys = top_keys,
+                                         .n_keys = N(top_keys),
+                                         .size = sizeof(struct config)};
 /* clang-format on */
 
-/* ---- value checks: each returns what is wrong (never quoting the value) ---- */
+/* ---- value checks: each puts what is wrong in e (never quoting the value) ---- */
 
 static bool is_alnum(char ch)
 {
     return (ch >= '0' && ch <= '9') || (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z');
-}
-
-static bool is_hex(char ch)
-{
-    return (ch >= '0' && ch <= '9') || (ch >= 'A' && ch <= 'F') || (ch >= 'a' && ch <= 'f');
 }
 
 static bool is_ctl(char ch)
@@ -271,101 +299,49 @@ static bool is_ctl(char ch)
     return (unsigned char)ch < 0x20 || ch == 0x7f;
 }
 
-static const char *check_name(char *v)
+static int check_name(char *v, struct err *e)
 {
     for (const char *p = v; *p; p++)
         if (!is_alnum(*p) && !strchr("_.-", *p))
-            return "expected a name made of letters, digits, '_', '.' and '-'";
-    return NULL;
+            return err_set(e, "expected a name made of letters, digits, '_', '.' and '-'");
+    return 0;
 }
 
-static const char *check_login_id(char *v)
+static int check_login_id(char *v, struct err *e)
 {
     for (const char *p = v; *p; p++)
         if (*p == ' ' || is_ctl(*p))
-            return "expected a login ID without spaces or control characters";
-    return NULL;
+            return err_set(e, "expected a login ID without spaces or control characters");
+    return 0;
 }
 
-static const char *check_serial(char *v)
+static int check_serial(char *v, struct err *e)
 {
     size_t n = 0;
     while (is_alnum(v[n]))
         n++;
     if (n != 8 || v[n])
-        return "expected a device serial: exactly 8 letters or digits";
-    return NULL;
+        return err_set(e, "expected a device serial: exactly 8 letters or digits");
+    return 0;
 }
 
-static const char *check_webhook_url(char *v)
+/* The form only; whether plain http may go to its host is check_webhook's. */
+static int check_webhook_url(char *v, struct err *e)
 {
-    size_t skip = 0;
-    if (!strncasecmp(v, "https://", 8))
-        skip = 8;
-    else if (!strncasecmp(v, "http://", 7))
-        skip = 7;
-    if (!skip || !v[skip] || v[skip] == '/')
-        return "expected a URL starting with https:// or http:// and a host";
-    for (const char *p = v; *p; p++)
-        if (*p == ' ' || is_ctl(*p))
-            return "the URL must not contain spaces or control characters";
-    return NULL;
+    return url_check(v, URL_HTTP_ANY, NULL, e) < 0 ? -1 : 0;
 }
 
-/* https://host[:port][/prefix], or http:// to a loopback host; trailing
- * slashes are removed. */
-static const char *check_base_url(char *v)
+/* URL_BASE: https://host[:port][/prefix], or http:// to a loopback host;
+ * trailing slashes are removed. */
+static int check_base_url(char *v, struct err *e)
 {
-    static const char usage[] = "expected https://host[:port][/prefix]";
-    bool http = false;
-    char *p;
-    if (!strncasecmp(v, "https://", 8)) {
-        p = v + 8;
-    } else if (!strncasecmp(v, "http://", 7)) {
-        p = v + 7;
-        http = true;
-    } else {
-        return usage;
-    }
-    const char *host = p;
-    if (*p == '[') {
-        p++;
-        while (is_hex(*p) || *p == ':' || *p == '.')
-            p++;
-        if (*p++ != ']')
-            return usage;
-    } else {
-        while (is_alnum(*p) || *p == '-' || *p == '.')
-            p++;
-    }
-    size_t host_len = (size_t)(p - host);
-    if (!host_len || (*host == '[' && host_len == 2))
-        return usage;
-    if (*p == ':') {
-        long port = 0;
-        int digits = 0;
-        for (p++; *p >= '0' && *p <= '9' && digits < 6; p++, digits++)
-            port = port * 10 + (*p - '0');
-        if (!digits || port < 1 || port > 65535)
-            return "expected a port number from 1 to 65535 after the host";
-    }
-    char *authority_end = p;
-    if (*p && *p != '/')
-        return usage;
-    for (; *p; p++)
-        if (*p == ' ' || *p == '?' || *p == '#' || is_ctl(*p))
-            return "the path prefix must not contain spaces, control characters, '?' or '#'";
-    static const char *const loopback[] = {"127.0.0.1", "localhost", "[::1]"};
-    bool is_loopback = false;
-    for (size_t i = 0; i < N(loopback); i++)
-        if (host_len == strlen(loopback[i]) && !strncasecmp(host, loopback[i], host_len))
-            is_loopback = true;
-    if (http && !is_loopback)
-        return "http:// is only allowed for 127.0.0.1, localhost or [::1]; use https://";
+    struct url u;
+    if (url_check(v, URL_BASE, &u, e) < 0)
+        return -1;
     size_t len = strlen(v);
-    while (v + len > authority_end && v[len - 1] == '/')
+    while (len > u.path_start && v[len - 1] == '/')
         v[--len] = '\0';
-    return NULL;
+    return 0;
 }
 
 /* ---- what depends on several keys ---- */
@@ -387,6 +363,19 @@ static void finish_receiver(void *obj)
 {
     struct receiver_conf *r = obj;
     r->type = r->file.path ? RECEIVER_FILE : RECEIVER_WEBHOOK;
+}
+
+/* Plain http to another machine only with allow_http: true. The URL is a
+ * secret, so the message does not name its host. */
+static int check_webhook(const void *obj, size_t *off, struct err *e)
+{
+    const char *url = *(char *const *)(const void *)((const char *)obj + WEBHOOK_AT(url));
+    bool allow_http = *(const bool *)(const void *)((const char *)obj + WEBHOOK_AT(allow_http));
+    *off = WEBHOOK_AT(url);
+    if (url && !allow_http && url_check(url, URL_HTTP_LOOPBACK_ONLY, NULL, NULL) == URL_E_HTTP)
+        return err_set(e, "http:// sends the URL and headers unencrypted; use https://, or set "
+                          "allow_http: true for a trusted network");
+    return 0;
 }
 
 /* ---- the walker ---- */
@@ -476,8 +465,10 @@ static bool is_name_start(char ch)
     return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_';
 }
 
-/* ${NAME} becomes the variable's value, $${ a literal ${. */
-static int expand(struct ctx *c, yaml_mark_t at, const char *in, char **out)
+/* ${NAME} becomes the variable's value, $${ a literal ${. In a secret, a
+ * message names no part of the value, not even a variable's name: an inline
+ * password may well contain "${". */
+static int expand(struct ctx *c, yaml_mark_t at, const char *in, bool secret, char **out)
 {
     int rc = -1;
     struct buf b;
@@ -508,6 +499,12 @@ static int expand(struct ctx *c, yaml_mark_t at, const char *in, char **out)
             }
             var = xstrndup(name, (size_t)(end - name));
             const char *value = getenv(var);
+            if (!value && secret) {
+                fail(c, at,
+                     "the value refers to an environment variable that is not set (write $${ "
+                     "for a literal ${)");
+                goto out;
+            }
             if (!value) {
                 fail(c, at, "environment variable '%s' is not set", var);
                 goto out;
@@ -529,14 +526,15 @@ out:
     return rc;
 }
 
-/* The expanded text of a scalar node that should be a string. */
-static int string_of(struct ctx *c, yaml_node_t *n, const char *expected, char **out)
+/* The expanded text of a scalar node that should be a string; `secret`: the
+ * text is a secret (see expand). */
+static int string_of(struct ctx *c, yaml_node_t *n, const char *expected, bool secret, char **out)
 {
     if (n->type != YAML_SCALAR_NODE || is_null(n))
         return fail(c, n->start_mark, "expected %s, got %s", expected, kind_name(n));
     if (memchr(n->data.scalar.value, '\0', n->data.scalar.length))
         return fail(c, n->start_mark, "the value contains a NUL character");
-    return expand(c, n->start_mark, scalar(n), out);
+    return expand(c, n->start_mark, scalar(n), secret, out);
 }
 
 static char *resolve_path(struct ctx *c, const char *path)
@@ -612,6 +610,15 @@ static int store_scalar(struct ctx *c, const struct key *k, yaml_mark_t at, char
         rc = 0;
         goto out;
     }
+    if (k->kind == K_BOOL) {
+        if (strcmp(text, "true") && strcmp(text, "false")) {
+            fail(c, at, "expected true or false");
+            goto out;
+        }
+        *(bool *)(void *)field = !strcmp(text, "true");
+        rc = 0;
+        goto out;
+    }
     if (!*text) {
         fail(c, at, "expected a non-empty string");
         goto out;
@@ -629,9 +636,9 @@ static int store_scalar(struct ctx *c, const struct key *k, yaml_mark_t at, char
         fail(c, at, "the value must not contain a line break");
         goto out;
     }
-    const char *problem = k->check ? k->check(value) : NULL;
-    if (problem) {
-        fail(c, at, "%s", problem);
+    struct err problem;
+    if (k->check && k->check(value, &problem) < 0) {
+        fail(c, at, "%s", problem.msg);
         goto out;
     }
     *(char **)(void *)field = value;
@@ -648,7 +655,7 @@ static int parse_map(struct ctx *c, const struct schema *s, yaml_node_t *map, vo
 static int add_glob(struct ctx *c, yaml_node_t *n, char ***globs, size_t *count)
 {
     char *glob = NULL;
-    if (string_of(c, n, "a glob", &glob) < 0)
+    if (string_of(c, n, "a glob", false, &glob) < 0)
         return -1;
     if (!*glob) {
         free(glob);
@@ -726,7 +733,7 @@ static int parse_list(struct ctx *c, const struct key *k, yaml_node_t *n, void *
     bool allow_auto = k->kind == K_AUTO_OR_LIST;
     const char *expected = allow_auto ? "'auto' or a list" : "a list";
     if (allow_auto && n->type == YAML_SCALAR_NODE && !is_null(n)) {
-        if (string_of(c, n, expected, &text) < 0)
+        if (string_of(c, n, expected, false, &text) < 0)
             goto out;
         if (strcmp(text, "auto")) {
             fail(c, n->start_mark, "expected 'auto' or a list of {serial, base}");
@@ -810,7 +817,7 @@ static int parse_headers(struct ctx *c, const struct key *k, yaml_node_t *n, voi
                 fail(c, kn->start_mark, "duplicate header '%s' (header names ignore case)", name);
                 goto next;
             }
-        if (string_of(c, vn, "a string", &value) < 0)
+        if (string_of(c, vn, "a string", true, &value) < 0)
             goto next;
         if (!*value) {
             fail(c, vn->start_mark, "expected a non-empty string");
@@ -843,13 +850,21 @@ static int parse_value(struct ctx *c, const struct key *k, yaml_node_t *n, void 
     char *text = NULL;
     switch (k->kind) {
     case K_DURATION:
-        if (string_of(c, n, "a duration such as 90s, 30m, 1h", &text) < 0)
+        if (string_of(c, n, "a duration such as 90s, 30m, 1h", false, &text) < 0)
             return -1;
         return store_scalar(c, k, n->start_mark, text, obj);
+    case K_BOOL:
+        /* Only YAML's plain true and false; no ${VAR}, no "yes", no quotes. */
+        if (n->type != YAML_SCALAR_NODE || is_null(n))
+            return fail(c, n->start_mark, "expected true or false, got %s", kind_name(n));
+        if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+            return fail(c, n->start_mark, "expected true or false, without quotes");
+        return store_scalar(c, k, n->start_mark, xstrdup(scalar(n)), obj);
     case K_STRING:
     case K_PATH:
     case K_SECRET_FILE:
-        if (string_of(c, n, "a string", &text) < 0)
+        /* A *_file value is where a secret is, not the secret. */
+        if (string_of(c, n, "a string", k->kind == K_STRING && (k->flags & F_SECRET), &text) < 0)
             return -1;
         return store_scalar(c, k, n->start_mark, text, obj);
     case K_GLOBS:
@@ -953,7 +968,8 @@ static int parse_map(struct ctx *c, const struct schema *s, yaml_node_t *map, vo
     for (size_t i = 0; i < s->n_keys; i++) {
         const struct key *k = &s->keys[i];
         /* A list's default is its absence (devices: auto); finish hooks do the rest. */
-        bool scalar_kind = k->kind == K_STRING || k->kind == K_PATH || k->kind == K_DURATION;
+        bool scalar_kind =
+            k->kind == K_STRING || k->kind == K_PATH || k->kind == K_DURATION || k->kind == K_BOOL;
         if (given[i] || !k->def || !scalar_kind)
             continue;
         size_t mark = key_push_name(c, k->name);
@@ -961,6 +977,17 @@ static int parse_map(struct ctx *c, const struct schema *s, yaml_node_t *map, vo
         key_pop(c, mark);
         if (r < 0)
             goto out;
+    }
+    size_t off = 0;
+    struct err problem;
+    if (s->check && s->check(obj, &off, &problem) < 0) {
+        /* Point at the value of the given key that holds the field. */
+        yaml_node_t *at = NULL;
+        for (size_t i = 0; i < s->n_keys && !at; i++)
+            if (given[i] && s->keys[i].off == off && (at = map_value(c, map, s->keys[i].name)))
+                key_push_name(c, s->keys[i].name);
+        fail(c, (at ? at : map)->start_mark, "%s", problem.msg);
+        goto out;
     }
     if (s->finish)
         s->finish(obj);
@@ -988,6 +1015,7 @@ static void free_obj(const struct schema *s, void *obj)
             break;
         }
         case K_DURATION:
+        case K_BOOL:
             break;
         case K_GLOBS: {
             char ***v = (char ***)(void *)field;
@@ -1148,6 +1176,8 @@ static const char *kind_text(enum kind kind)
         return "path of a secret file";
     case K_DURATION:
         return "duration";
+    case K_BOOL:
+        return "boolean";
     case K_GLOBS:
         return "glob or list of globs";
     case K_LIST:

@@ -6,7 +6,9 @@
  * never silently switch alerting off. String values may use ${VAR}; an unset
  * variable is an error. Keys ending in `_file` read a secret from a file
  * (trailing newline removed). Secrets (api_key, login_pass, webhook URLs and
- * header values) are never part of an error message. */
+ * header values) are never part of an error message, nor is any part of them
+ * (a variable name in a secret is not named either). A webhook URL with
+ * http:// to a host other than this machine needs `allow_http: true`. */
 #ifndef WSRELAY_CONFIG_H
 #define WSRELAY_CONFIG_H
 
@@ -51,7 +53,8 @@ struct receiver_conf {
     char *name;
     enum receiver_type type;
     struct {
-        char *url; /* secret: may carry a token in its path */
+        char *url;       /* secret: may carry a token in its path */
+        bool allow_http; /* http:// to a host that is not loopback is allowed */
         struct header_conf *headers;
         size_t n_headers;
     } webhook;

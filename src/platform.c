@@ -6,6 +6,7 @@
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/jsonv.h"
+#include "util/url.h"
 #include "util/xalloc.h"
 
 #include <curl/curl.h>
@@ -99,62 +100,17 @@ out:
 
 /* ---- The client ---- */
 
-static bool is_loopback(const char *host)
-{
-    return !strcasecmp(host, "127.0.0.1") || !strcasecmp(host, "localhost") ||
-           !strcmp(host, "[::1]") || !strcmp(host, "::1");
-}
-
-/* Checks a base URL: https to any host, http only to a loopback host, no
- * user name or password, no query or fragment (paths are appended to it).
- * The URL itself is not repeated in messages. */
+/* Checks a base URL by the same rule as the configuration (URL_BASE): https
+ * to any host, http only to a loopback host, no user name or password, no
+ * query or fragment (paths are appended to it). The URL itself is not
+ * repeated in messages. */
 static int check_base_url(bool *loopback, const char *url, struct err *e)
 {
-    int rc = -1;
-    CURLU *u = NULL;
-    char *host = NULL, *part = NULL;
-    bool http = false;
-    if (!url || !*url) {
-        err_set(e, "base_url is empty");
-        goto out;
-    }
-    if (!strncasecmp(url, "http://", 7))
-        http = true;
-    else if (strncasecmp(url, "https://", 8)) {
-        err_set(e, "base_url must start with https:// (http:// only for 127.0.0.1, localhost "
-                   "or [::1])");
-        goto out;
-    }
-    u = curl_url();
-    if (!u || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host || !*host) {
-        err_set(e, "base_url is not a valid URL");
-        goto out;
-    }
-    if (curl_url_get(u, CURLUPART_USER, &part, 0) == CURLUE_OK ||
-        curl_url_get(u, CURLUPART_PASSWORD, &part, 0) == CURLUE_OK) {
-        err_set(e, "base_url must not carry a user name or password");
-        goto out;
-    }
-    if (curl_url_get(u, CURLUPART_QUERY, &part, 0) == CURLUE_OK ||
-        curl_url_get(u, CURLUPART_FRAGMENT, &part, 0) == CURLUE_OK) {
-        err_set(e, "base_url must not have a query or fragment");
-        goto out;
-    }
-    *loopback = is_loopback(host);
-    if (http && !*loopback) {
-        err_set(e,
-                "plain http is allowed only to 127.0.0.1, localhost or [::1], not to '%s'; "
-                "use https",
-                host);
-        goto out;
-    }
-    rc = 0;
-out:
-    curl_free(part);
-    curl_free(host);
-    curl_url_cleanup(u);
-    return rc;
+    struct url u;
+    if (url_check(url, URL_BASE, &u, e) < 0)
+        return err_prefix(e, "base_url");
+    *loopback = url_host_is_loopback(u.host);
+    return 0;
 }
 
 static size_t on_body(char *data, size_t size, size_t n, void *userdata)

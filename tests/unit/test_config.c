@@ -148,7 +148,7 @@ Test(config, full_file_every_key)
                            "        Authorization: \"Bearer ${T_TOKEN}\"\n"
                            "        X-Team: ops\n"
                            "  - name: hook2\n"
-                           "    webhook: {url_file: hook.url}\n"
+                           "    webhook: {url_file: hook.url, allow_http: true}\n"
                            "  - name: console\n"
                            "    file: {path: \"-\"}\n"
                            "  - name: archive\n"
@@ -208,6 +208,8 @@ Test(config, full_file_every_key)
     cr_assert_eq(r->type, RECEIVER_WEBHOOK);
     cr_assert_str_eq(r->webhook.url, "https://hooks.example.com/secret-path");
     cr_assert_eq(r->webhook.n_headers, 0);
+    cr_assert(r->webhook.allow_http);
+    cr_assert_not(cfg->receivers[0].webhook.allow_http);
     r = &cfg->receivers[2];
     cr_assert_eq(r->type, RECEIVER_FILE);
     cr_assert_str_eq(r->file.path, "-");
@@ -307,7 +309,7 @@ Test(config, misspelt_nested_keys)
                          "  - name: hook\n"
                          "    webhook: {ulr: \"https://x.example\"}\n",
                  "8:15: receivers[0].webhook: unknown key 'ulr' (expected one of: url, "
-                 "url_file, headers)");
+                 "url_file, allow_http, headers)");
     expect_error(ACCOUNT "    devices:\n"
                          "      - serial: 5214ABCD\n"
                          "        bsae: 5214ABCD\n" RECEIVER,
@@ -612,7 +614,8 @@ Test(config, environment_variables)
                  "    api_key: k\n"
                  "    login_id: tbzz9999\n"
                  "    login_pass: \"${WS_NOPE}\"\n" RECEIVER,
-                 "5:17: accounts[0].login_pass: environment variable 'WS_NOPE' is not set");
+                 "5:17: accounts[0].login_pass: the value refers to an environment variable "
+                 "that is not set (write $${ for a literal ${)");
     expect_error("state_file: ${WS_NOPE}/s.json\n" ACCOUNT RECEIVER,
                  "1:13: state_file: environment variable 'WS_NOPE' is not set");
 
@@ -641,6 +644,91 @@ Test(config, environment_variables)
         char *yaml = xasprintf(ACCOUNT RECEIVER "state_file: \"%s\"\n", ok[i].in);
         expect_ok(yaml);
         cr_assert_str_eq(cfg->state_file, ok[i].out, "for %s", ok[i].in);
+        free(yaml);
+    }
+}
+
+/* A secret that happens to contain "${" must not show up, even in part, in
+ * the message; other keys keep naming the variable. */
+Test(config, unset_variable_in_a_secret_is_not_named)
+{
+    static const char unset[] = "the value refers to an environment variable that is not set "
+                                "(write $${ for a literal ${)";
+    cr_assert_eq(unsetenv("pW_f7Qz"), 0);
+    char *want = xasprintf("3:14: accounts[0].api_key: %s", unset);
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: \"Xk9${pW_f7Qz}m2\"\n"
+                 "    login_id: tbzz9999\n"
+                 "    login_pass: p\n" RECEIVER,
+                 want);
+    free(want);
+    want = xasprintf("5:17: accounts[0].login_pass: %s", unset);
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: k\n"
+                 "    login_id: tbzz9999\n"
+                 "    login_pass: \"hunter${pW_f7Qz}2\"\n" RECEIVER,
+                 want);
+    free(want);
+    want = xasprintf("8:20: receivers[0].webhook.url: %s", unset);
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: hook\n"
+                         "    webhook: {url: \"https://h.example/${pW_f7Qz}\"}\n",
+                 want);
+    free(want);
+    want = xasprintf("11:18: receivers[0].webhook.headers.X-Token: %s", unset);
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: hook\n"
+                         "    webhook:\n"
+                         "      url: https://x.example\n"
+                         "      headers:\n"
+                         "        X-Token: \"t0k${pW_f7Qz}en\"\n",
+                 want);
+    free(want);
+
+    /* Not secrets: the name helps, and gives nothing away. */
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key_file: ${pW_f7Qz}/tokyo.key\n"
+                 "    login_id: tbzz9999\n"
+                 "    login_pass: p\n" RECEIVER,
+                 "3:19: accounts[0].api_key_file: environment variable 'pW_f7Qz' is not set");
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: k\n"
+                 "    login_id: \"${pW_f7Qz}\"\n"
+                 "    login_pass: p\n" RECEIVER,
+                 "4:15: accounts[0].login_id: environment variable 'pW_f7Qz' is not set");
+    expect_error(ACCOUNT "    include: \"${pW_f7Qz}*\"\n" RECEIVER,
+                 "6:14: accounts[0].include: environment variable 'pW_f7Qz' is not set");
+}
+
+Test(config, malformed_variable_in_a_secret_shows_nothing_of_it)
+{
+    static const char *const secrets[] = {"Zq${1v9}", "Zq${v9", "Zq${}", "Zq${v9-w8}", "Zq${ v9}"};
+    for (size_t i = 0; i < sizeof secrets / sizeof secrets[0]; i++) {
+        char *yaml = xasprintf("accounts:\n"
+                               "  - name: tokyo\n"
+                               "    api_key: k\n"
+                               "    login_id: tbzz9999\n"
+                               "    login_pass: \"%s\"\n" RECEIVER,
+                               secrets[i]);
+        expect_error(yaml, "5:17: accounts[0].login_pass: malformed ${...}: expected ${NAME}, "
+                           "NAME made of letters, digits and '_' (write $${ for a literal ${)");
+        cr_assert_null(strstr(err.msg, "Zq"), "%s", err.msg);
+        cr_assert_null(strstr(err.msg, "v9"), "%s", err.msg);
+        free(yaml);
+        yaml = xasprintf(ACCOUNT "receivers:\n"
+                                 "  - name: hook\n"
+                                 "    webhook:\n"
+                                 "      url: https://x.example\n"
+                                 "      headers: {X-Token: \"%s\"}\n",
+                         secrets[i]);
+        cr_assert_eq(load(yaml), -1);
+        cr_assert_null(strstr(err.msg, "Zq"), "%s", err.msg);
+        cr_assert_null(strstr(err.msg, "v9"), "%s", err.msg);
+        cr_assert_not_null(strstr(err.msg, "malformed ${...}"), "%s", err.msg);
         free(yaml);
     }
 }
@@ -674,15 +762,49 @@ Test(config, bad_duration)
 
 Test(config, http_only_to_loopback)
 {
-    expect_error(ACCOUNT "    base_url: http://api.webstorage.jp\n" RECEIVER,
-                 "6:15: accounts[0].base_url: http:// is only allowed for 127.0.0.1, localhost "
-                 "or [::1]; use https://");
-    expect_error(ACCOUNT "    base_url: http://127.0.0.2\n" RECEIVER,
-                 "6:15: accounts[0].base_url: http:// is only allowed for 127.0.0.1, localhost "
-                 "or [::1]; use https://");
-    expect_error(ACCOUNT "    base_url: http://localhost.example.com\n" RECEIVER,
-                 "6:15: accounts[0].base_url: http:// is only allowed for 127.0.0.1, localhost "
-                 "or [::1]; use https://");
+    static const char *const remote[] = {
+        "http://api.webstorage.jp",
+        "http://localhost.example.com",
+        "http://127.0.0.1.example.com",
+        "http://10.0.0.1:8080",
+        "http://[::2]",
+        "http://[2001:db8::1]/x",
+    };
+    for (size_t i = 0; i < sizeof remote / sizeof remote[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT "    base_url: %s\n" RECEIVER, remote[i]);
+        expect_error(yaml, "6:15: accounts[0].base_url: http:// is only allowed to this machine "
+                           "(localhost, 127.0.0.0/8 or [::1]); use https://");
+        free(yaml);
+    }
+    static const char *const local[] = {"http://127.0.0.2:9000", "http://LOCALHOST",
+                                        "http://[0:0:0:0:0:0:0:1]/sim"};
+    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT "    base_url: %s\n" RECEIVER, local[i]);
+        expect_ok(yaml);
+        free(yaml);
+    }
+}
+
+/* base_url is judged by util/url's URL_BASE, the rule platform_new applies. */
+Test(config, base_url_refusals_say_why_without_the_url)
+{
+    static const struct {
+        const char *url, *why;
+    } bad[] = {
+        {"https://u:pw@h.example", "the URL must not carry a user name or password"},
+        {"https://h.example/v1?k=pw", "the URL must not have a query ('?')"},
+        {"https://h.example/v1#pw", "the URL must not have a fragment ('#')"},
+        {"ftp://h.example", "expected a URL starting with https:// (or http:// to this machine)"},
+        {"https://h.example:0", "expected a port number from 1 to 65535 after the host"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT "    base_url: \"%s\"\n" RECEIVER, bad[i].url);
+        char *want = xasprintf("6:15: accounts[0].base_url: %s", bad[i].why);
+        expect_error(yaml, want);
+        cr_assert_null(strstr(err.msg, "h.example"), "%s", err.msg);
+        free(want);
+        free(yaml);
+    }
 }
 
 Test(config, bad_serials_names_and_login_ids)
@@ -721,12 +843,28 @@ Test(config, bad_serials_names_and_login_ids)
 
 Test(config, webhook_urls)
 {
-    expect_ok(ACCOUNT "receivers:\n"
-                      "  - name: internal\n"
-                      "    webhook: {url: \"http://alerts.internal:8080/hook\"}\n");
+    expect_ok(ACCOUNT
+              "receivers:\n"
+              "  - name: internal\n"
+              "    webhook: {url: \"http://alerts.internal:8080/hook\", allow_http: true}\n");
     cr_assert_str_eq(cfg->receivers[0].webhook.url, "http://alerts.internal:8080/hook");
-    static const char *const bad[] = {"ftp://x", "hooks.example.com", "https://", "https:///p",
-                                      "https://a b"};
+    cr_assert(cfg->receivers[0].webhook.allow_http);
+    static const char *const good[] = {
+        "https://hooks.example.com/T0/B0/x?token=1#f", "https://user:pw@10.0.0.1:8443/hook",
+        "http://127.0.0.1:9000/hook", "http://localhost/hook", "http://[::1]:9000/hook"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT "receivers:\n"
+                                       "  - name: hook\n"
+                                       "    webhook: {url: \"%s\"}\n",
+                               good[i]);
+        expect_ok(yaml);
+        cr_assert_str_eq(cfg->receivers[0].webhook.url, good[i]);
+        cr_assert_not(cfg->receivers[0].webhook.allow_http);
+        free(yaml);
+    }
+    static const char *const bad[] = {"ftp://x",        "hooks.example.com", "https://",
+                                      "https:///p",     "https://a b",       "https://h:99999/",
+                                      "https://a@b@c/", "https://[::1/"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *yaml = xasprintf(ACCOUNT "receivers:\n"
                                        "  - name: hook\n"
@@ -738,6 +876,78 @@ Test(config, webhook_urls)
         free(want);
         free(yaml);
     }
+}
+
+Test(config, plain_http_webhook_to_another_host_needs_allow_http)
+{
+    static const char why[] = "http:// sends the URL and headers unencrypted; use https://, or "
+                              "set allow_http: true for a trusted network";
+    char *want = xasprintf("8:20: receivers[0].webhook.url: %s", why);
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: hook\n"
+                         "    webhook: {url: \"http://alerts.internal:8080/T0ken\"}\n",
+                 want);
+    free(want);
+    cr_assert_null(strstr(err.msg, "alerts.internal"), "%s", err.msg);
+    cr_assert_null(strstr(err.msg, "T0ken"), "%s", err.msg);
+
+    want = xasprintf("9:12: receivers[0].webhook.url: %s", why);
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: hook\n"
+                         "    webhook:\n"
+                         "      url: http://10.1.2.3/T0ken\n"
+                         "      allow_http: false\n",
+                 want);
+    free(want);
+
+    /* From a file: the message points at url_file. */
+    free(put("hook.url", "http://alerts.internal/T0ken\n", 0600));
+    want = xasprintf("10:17: receivers[0].webhook.url_file: %s", why);
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: hook\n"
+                         "    webhook:\n"
+                         "      allow_http: false\n"
+                         "      url_file: hook.url\n",
+                 want);
+    free(want);
+    cr_assert_null(strstr(err.msg, "T0ken"), "%s", err.msg);
+    expect_ok(ACCOUNT "receivers:\n"
+                      "  - name: hook\n"
+                      "    webhook:\n"
+                      "      url_file: hook.url\n"
+                      "      allow_http: true\n");
+    cr_assert_str_eq(cfg->receivers[0].webhook.url, "http://alerts.internal/T0ken");
+    cr_assert(cfg->receivers[0].webhook.allow_http);
+}
+
+Test(config, booleans_are_true_or_false)
+{
+    static const struct {
+        const char *value, *tail;
+    } bad[] = {
+        {"yes", "10:19: receivers[0].webhook.allow_http: expected true or false"},
+        {"True", "10:19: receivers[0].webhook.allow_http: expected true or false"},
+        {"1", "10:19: receivers[0].webhook.allow_http: expected true or false"},
+        {"\"true\"", "10:19: receivers[0].webhook.allow_http: expected true or false, without "
+                     "quotes"},
+        {"", "10:18: receivers[0].webhook.allow_http: expected true or false, got an empty "
+             "value"},
+        {"[true]", "10:19: receivers[0].webhook.allow_http: expected true or false, got a list"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT "receivers:\n"
+                                       "  - name: hook\n"
+                                       "    webhook:\n"
+                                       "      url: https://x.example\n"
+                                       "      allow_http: %s\n",
+                               bad[i].value);
+        expect_error(yaml, bad[i].tail);
+        free(yaml);
+    }
+    expect_ok(ACCOUNT "receivers:\n"
+                      "  - name: hook\n"
+                      "    webhook: {url: \"https://x.example\", allow_http: false}\n");
+    cr_assert_not(cfg->receivers[0].webhook.allow_http);
 }
 
 Test(config, header_values_cannot_inject_headers)
@@ -925,6 +1135,9 @@ Test(config, reference_names_every_key)
         "receivers[].webhook (mapping; give exactly one of webhook or file)\n",
         "receivers[].webhook.url (string; give exactly one of url or url_file; secret)\n",
         "receivers[].webhook.url_file (",
+        "receivers[].webhook.allow_http (boolean; default false)\n"
+        "    Allow a plain http:// URL to a host other than this machine; the URL and headers "
+        "then cross the network unencrypted.\n",
         "receivers[].webhook.headers (mapping of header names to values)\n",
         "receivers[].file (mapping; give exactly one of webhook or file)\n",
         "receivers[].file.path (path; required)\n",

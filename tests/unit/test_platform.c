@@ -672,12 +672,16 @@ Test(platform, base_url_checked)
         "http://localhost@example.com",
         "https://user:secretpw@example.com",
         "https://example.com/?a=1",
+        "https://example.com/#a",
         "https://",
+        "http://[::2]:8080",
+        "http://127.1:8080",
     };
     const char *accepted[] = {
-        "https://example.com", "https://api.webstorage-service.com/",
-        "http://127.0.0.1:1",  "http://localhost:8080",
-        "http://[::1]:8080",
+        "https://example.com",       "https://api.webstorage-service.com/",
+        "http://127.0.0.1:1",        "http://localhost:8080",
+        "http://[::1]:8080",         "http://127.0.0.2:8080",
+        "http://[0:0:0:0:0:0:0:1]/", "https://10.0.0.1:8443/prefix",
     };
     for (size_t i = 0; i < sizeof rejected / sizeof rejected[0]; i++) {
         struct account_conf a = account;
@@ -688,8 +692,9 @@ Test(platform, base_url_checked)
         a.base_url = url;
         cr_assert_eq(platform_new(&p, &a, &e), -1, "accepted %s", rejected[i]);
         cr_assert_null(p);
-        cr_assert_not_null(strstr(e.msg, "account 'test'"), "%s", e.msg);
+        cr_assert_not_null(strstr(e.msg, "account 'test': base_url: "), "%s", e.msg);
         cr_assert_null(strstr(e.msg, "secretpw"), "%s", e.msg);
+        cr_assert_null(strstr(e.msg, "example"), "the URL is not repeated: %s", e.msg);
     }
     {
         struct account_conf a = account;
@@ -698,7 +703,8 @@ Test(platform, base_url_checked)
         char url[] = "http://example.com";
         a.base_url = url;
         cr_assert_eq(platform_new(&p, &a, &e), -1);
-        cr_assert_not_null(strstr(e.msg, "https"), "%s", e.msg);
+        cr_assert_str_eq(e.msg, "account 'test': base_url: http:// is only allowed to this "
+                                "machine (localhost, 127.0.0.0/8 or [::1]); use https://");
     }
     for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
         struct account_conf a = account;
