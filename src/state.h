@@ -67,7 +67,7 @@ void state_prune_seen(struct state *s, const char *serial, long long before);
 /* Number of seen keys kept for `serial`. */
 size_t state_seen_count(const struct state *s, const char *serial);
 
-/* --- devices ----------------------------------------------------------- */
+/* --- devices ---------------------------------------------------------- */
 
 /* A device as the account's last discovery listed it (serial, base, model,
  * name), joined with what wsrelay has done with it (the times). The times
@@ -163,7 +163,7 @@ void state_set_ratelimit(struct state *s, const char *login, enum platform_op op
 bool state_ratelimit(const struct state *s, const char *login, enum platform_op op,
                      struct ratelimit *out, long long *at);
 
-/* --- a clock that jumped --------------------------------------------- */
+/* --- a clock that jumped ---------------------------------------------- */
 
 /* Call at the start of each run. When the clock went back, times stamped
  * in the future would block polling until the real clock caught up with
