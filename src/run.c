@@ -114,6 +114,7 @@ static void discover(struct tick *t, const struct account_conf *a, struct platfo
         devs[i].name = infos[i].name;
     }
     state_set_devices(t->st, a->name, devs, n, t->opt->now);
+    state_set_discovered(t->st, a->name, t->opt->now);
     free(devs);
     log_info("account %s: %zu device%s found", a->name, n, n == 1 ? "" : "s");
 out:

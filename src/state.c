@@ -15,14 +15,30 @@
  * latest response (state_prune_seen) cannot let a duplicate through, and it
  * keeps the file bounded. The budget ledger errs the same way, towards
  * caution: calls are recorded before they are sent, and calls stamped in
- * the future (the clock went back) still count.
+ * the future (the clock went back) still count; state_clamp_clock turns
+ * them into calls made now, so they still count for a full span and then
+ * expire instead of blocking polling until the real clock catches up.
+ *
+ * Why a device's history is kept apart from its account's device list:
+ * discovery replaces the list with whatever the platform returned, and a
+ * reply that is empty or partial for a moment must not make wsrelay forget
+ * that a device was already polled (catch_up would apply again and its
+ * alerts would be recorded as seen without being sent). So the list holds
+ * only what discovery says (serial, base, model, name) and the history,
+ * keyed by serial, what wsrelay did (first known, last poll, last
+ * successful poll, refused until); discovery never drops a history entry.
+ * Only entries of serials that are neither listed nor named by an outbox
+ * item, and that nothing has touched for 30 days, are dropped, to bound
+ * the file.
  *
  * The file (one line; a new file has its keys in this order):
  *
  *   {"version":1,"next_id":7,
  *    "seen":{"5214000A":{"1795000000/ch1":1,...},...},
  *    "accounts":{"tokyo":{"discovered_at":N,
- *                "devices":[{"serial":S,"base":S,"model":S,"name":S,"last_poll":N,"last_ok":N},...]}},
+ *                "devices":[{"serial":S,"base":S,"model":S,"name":S},...],
+ *                "history":{"5214000A":{"first_known":N,"last_poll":N,"last_ok":N,
+ *                                       "refused_until":N},...}}},
  *    "logins":{"tbzz9999":{"alert":{"calls":[N,...],"blocked_until":N,
  *                                   "ratelimit":{"limit":12,"remaining":3,"reset":3600,"at":N}},
  *                          "current":{...}}},
@@ -31,7 +47,9 @@
  *
  * Every section may be missing (it is then empty). Members this version
  * does not know are kept as they are; members it knows must have the shape
- * above, or the file is reported corrupt rather than guessed at. The outbox
+ * above, or the file is reported corrupt rather than guessed at. Files
+ * written before the history existed kept last_poll and last_ok in the
+ * device list; loading moves them into the history. The outbox
  * stays sorted by id (ids only grow), which makes lookups by id a binary
  * search. The lock file PATH.lock is never removed: removing a lock file
  * that others may have opened would let two runs hold "the" lock at once. */
@@ -56,9 +74,12 @@
 
 #define STATE_VERSION 1
 #define STATE_MAX_BYTES ((size_t)64 * 1024 * 1024)
-#define LEDGER_KEEP 86400 /* seconds of call times kept */
-#define BACKOFF_FIRST 60  /* first retry delay of the outbox */
-#define BACKOFF_MAX 3600  /* longest retry delay */
+#define LEDGER_KEEP 86400           /* seconds of call times kept */
+#define BACKOFF_FIRST 60            /* first retry delay of the outbox */
+#define BACKOFF_MAX 3600            /* longest retry delay */
+#define HISTORY_KEEP (30LL * 86400) /* an unlisted, untouched device's history */
+#define CLAMP_REFUSED 86400         /* furthest refused_until from now after a clock jump */
+#define CLAMP_NEXT_TRY BACKOFF_MAX  /* furthest outbox next try from now */
 #define LOCK_POLL_NS 100000000L
 
 struct state {
@@ -67,37 +88,27 @@ struct state {
     struct json_object *root;
 };
 
-static const char *const op_names[PLATFORM_N_OPS] = {
-    [PLATFORM_CURRENT] = "current",
-    [PLATFORM_ALERT] = "alert",
-};
-
+/* The name of `op` in the ledger; NULL for a value outside the enum. */
 static const char *op_name(enum platform_op op)
 {
-    return (unsigned)op < PLATFORM_N_OPS ? op_names[op] : NULL;
+    return (unsigned)op < PLATFORM_N_OPS ? platform_op_name(op) : NULL;
 }
 
 /* --- json-c helpers ---------------------------------------------------- */
 
 /* json-c reports allocation failure by returning NULL or -1; like xmalloc,
  * the program ends then. */
-static _Noreturn void oom(void)
-{
-    fputs("wsrelay: out of memory\n", stderr);
-    abort();
-}
-
 static struct json_object *need(struct json_object *o)
 {
     if (!o)
-        oom();
+        xalloc_die();
     return o;
 }
 
 static void put(struct json_object *obj, const char *key, struct json_object *val)
 {
     if (json_object_object_add(obj, key, val) < 0)
-        oom();
+        xalloc_die();
 }
 
 static void put_int(struct json_object *obj, const char *key, long long v)
@@ -108,7 +119,7 @@ static void put_int(struct json_object *obj, const char *key, long long v)
 static void append(struct json_object *arr, struct json_object *val)
 {
     if (json_object_array_add(arr, val) < 0)
-        oom();
+        xalloc_die();
 }
 
 /* The member `key` of `obj` when it has type `type`; else NULL. */
@@ -153,6 +164,12 @@ static struct json_object *child_array(struct json_object *obj, const char *key)
         put(obj, key, v);
     }
     return v;
+}
+
+/* A top-level section of the state; check_root made sure each exists. */
+static struct json_object *section(const struct state *s, const char *key)
+{
+    return member(s->root, key, strcmp(key, "outbox") == 0 ? json_type_array : json_type_object);
 }
 
 /* --- checking a loaded document ---------------------------------------- */
@@ -242,6 +259,73 @@ static int check_seen(struct json_object *seen, struct err *e)
     return 0;
 }
 
+static const char *const history_times[] = {"first_known", "last_poll", "last_ok", "refused_until"};
+
+static struct json_object *history_object(long long first_known, long long last_poll,
+                                          long long last_ok, long long refused_until)
+{
+    struct json_object *h = need(json_object_new_object());
+    put_int(h, "first_known", first_known);
+    put_int(h, "last_poll", last_poll);
+    put_int(h, "last_ok", last_ok);
+    put_int(h, "refused_until", refused_until);
+    return h;
+}
+
+/* Moves the last_poll and last_ok of an older file's device list into the
+ * history. An entry the history already has wins; it only takes the times
+ * it lacks. The first time the device was known is not in such a file: the
+ * earliest poll is the best guess, else it stays 0 and the next
+ * state_set_devices or state_device_polled sets it. */
+static void migrate_devices(struct json_object *acc)
+{
+    struct json_object *devs = member(acc, "devices", json_type_array);
+    size_t n = devs ? json_object_array_length(devs) : 0;
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *d = json_object_array_get_idx(devs, i);
+        const char *serial = str_member(d, "serial");
+        bool has_poll = json_object_object_get_ex(d, "last_poll", NULL);
+        bool has_ok = json_object_object_get_ex(d, "last_ok", NULL);
+        if (!has_poll && !has_ok)
+            continue;
+        long long poll = int_member(d, "last_poll", 0);
+        long long ok = int_member(d, "last_ok", 0);
+        struct json_object *hist = child_object(acc, "history");
+        struct json_object *h = member(hist, serial, json_type_object);
+        if (!h) {
+            long long first = poll;
+            if (ok && (!first || ok < first))
+                first = ok;
+            put(hist, serial, history_object(first, poll, ok, 0));
+        } else {
+            if (!json_object_object_get_ex(h, "last_poll", NULL))
+                put_int(h, "last_poll", poll);
+            if (!json_object_object_get_ex(h, "last_ok", NULL))
+                put_int(h, "last_ok", ok);
+        }
+        json_object_object_del(d, "last_poll");
+        json_object_object_del(d, "last_ok");
+    }
+}
+
+static int check_history(struct json_object *hist, const char *account, struct err *e)
+{
+    char where[256];
+    struct json_object_iterator it = json_object_iter_begin(hist);
+    struct json_object_iterator end = json_object_iter_end(hist);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        struct json_object *h = json_object_iter_peek_value(&it);
+        snprintf(where, sizeof where, "accounts.%s.history.%s", account,
+                 json_object_iter_peek_name(&it));
+        if (check_type(h, json_type_object, where, e) < 0)
+            return -1;
+        for (size_t k = 0; k < sizeof history_times / sizeof history_times[0]; k++)
+            if (check_opt(h, history_times[k], json_type_int, where, e) < 0)
+                return -1;
+    }
+    return 0;
+}
+
 static int check_accounts(struct json_object *accounts, struct err *e)
 {
     char where[256];
@@ -250,18 +334,22 @@ static int check_accounts(struct json_object *accounts, struct err *e)
     struct json_object_iterator it = json_object_iter_begin(accounts);
     struct json_object_iterator end = json_object_iter_end(accounts);
     for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        const char *name = json_object_iter_peek_name(&it);
         struct json_object *acc = json_object_iter_peek_value(&it);
-        snprintf(where, sizeof where, "accounts.%s", json_object_iter_peek_name(&it));
+        snprintf(where, sizeof where, "accounts.%s", name);
         if (check_type(acc, json_type_object, where, e) < 0 ||
             check_opt(acc, "discovered_at", json_type_int, where, e) < 0 ||
-            check_opt(acc, "devices", json_type_array, where, e) < 0)
+            check_opt(acc, "devices", json_type_array, where, e) < 0 ||
+            check_opt(acc, "history", json_type_object, where, e) < 0)
+            return -1;
+        struct json_object *hist = member(acc, "history", json_type_object);
+        if (hist && check_history(hist, name, e) < 0)
             return -1;
         struct json_object *devs = member(acc, "devices", json_type_array);
         size_t n = devs ? json_object_array_length(devs) : 0;
         for (size_t i = 0; i < n; i++) {
             struct json_object *d = json_object_array_get_idx(devs, i);
-            snprintf(where, sizeof where, "accounts.%s.devices[%zu]",
-                     json_object_iter_peek_name(&it), i);
+            snprintf(where, sizeof where, "accounts.%s.devices[%zu]", name, i);
             if (check_type(d, json_type_object, where, e) < 0 ||
                 check_req(d, "serial", json_type_string, where, e) < 0 ||
                 check_opt(d, "base", json_type_string, where, e) < 0 ||
@@ -271,6 +359,7 @@ static int check_accounts(struct json_object *accounts, struct err *e)
                 check_opt(d, "last_ok", json_type_int, where, e) < 0)
                 return -1;
         }
+        migrate_devices(acc);
     }
     return 0;
 }
@@ -289,10 +378,10 @@ static int check_logins(struct json_object *logins, struct err *e)
             return -1;
         for (int op = 0; op < PLATFORM_N_OPS; op++) {
             struct json_object *led = NULL;
-            if (!json_object_object_get_ex(login, op_names[op], &led))
+            if (!json_object_object_get_ex(login, op_name(op), &led))
                 continue;
             snprintf(where, sizeof where, "logins.%s.%s", json_object_iter_peek_name(&it),
-                     op_names[op]);
+                     op_name(op));
             if (check_type(led, json_type_object, where, e) < 0 ||
                 check_opt(led, "calls", json_type_array, where, e) < 0 ||
                 check_opt(led, "blocked_until", json_type_int, where, e) < 0 ||
@@ -439,7 +528,7 @@ static int load(struct json_object **out, const char *path, struct err *e)
     }
     tok = json_tokener_new();
     if (!tok)
-        oom();
+        xalloc_die();
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
     /* The length includes the final NUL so that the tokener knows the text
      * ends there; it must then have consumed everything before it. */
@@ -595,26 +684,56 @@ out:
     return rc;
 }
 
-int state_save(struct state *s, struct err *e)
+/* Writes `root` to `path` atomically; on failure the old file is intact. */
+static int write_root(const char *path, struct json_object *root, struct err *e)
 {
     int rc = -1;
     struct buf text;
     buf_init(&text, 0);
-    const char *json = json_object_to_json_string_ext(s->root, JSON_C_TO_STRING_PLAIN |
-                                                                   JSON_C_TO_STRING_NOSLASHESCAPE);
+    const char *json = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
+                                                                JSON_C_TO_STRING_NOSLASHESCAPE);
     if (!json) {
-        err_set(e, "%s: cannot serialise the state", s->path);
+        err_set(e, "cannot serialise the state");
         goto out;
     }
     buf_puts(&text, json);
     buf_puts(&text, "\n");
-    if (file_write_atomic(s->path, text.data, text.len, 0600, e) < 0) {
-        err_prefix(e, "%s: cannot save state", s->path);
+    if (file_write_atomic(path, text.data, text.len, 0600, e) < 0)
         goto out;
-    }
     rc = 0;
 out:
     buf_free(&text);
+    return rc;
+}
+
+int state_save(struct state *s, struct err *e)
+{
+    if (write_root(s->path, s->root, e) < 0)
+        return err_prefix(e, "%s: cannot save state", s->path);
+    return 0;
+}
+
+/* The file on disk is the one state_open loaded or the last save wrote:
+ * the lock keeps every other run away from it. Loading it again with the
+ * full check (rather than only parsing it) means a file this version
+ * would refuse is not rewritten either. */
+int state_save_budget(struct state *s, struct err *e)
+{
+    int rc = -1;
+    struct json_object *disk = NULL;
+    struct json_object *copy = NULL;
+    if (load(&disk, s->path, e) < 0)
+        goto out;
+    if (json_object_deep_copy(section(s, "logins"), &copy, NULL) < 0 || !copy)
+        xalloc_die();
+    put(disk, "logins", copy);
+    if (write_root(s->path, disk, e) < 0)
+        goto out;
+    rc = 0;
+out:
+    if (rc < 0)
+        err_prefix(e, "%s: cannot save the budget", s->path);
+    json_object_put(disk);
     return rc;
 }
 
@@ -633,11 +752,6 @@ void state_close(struct state *s)
     json_object_put(s->root);
     free(s->path);
     free(s);
-}
-
-static struct json_object *section(const struct state *s, const char *key)
-{
-    return member(s->root, key, strcmp(key, "outbox") == 0 ? json_type_array : json_type_object);
 }
 
 /* --- seen keys --------------------------------------------------------- */
@@ -709,61 +823,130 @@ static struct json_object *account_object(struct state *s, const char *account)
         acc = need(json_object_new_object());
         put_int(acc, "discovered_at", 0);
         put(acc, "devices", need(json_object_new_array()));
+        put(acc, "history", need(json_object_new_object()));
         put(accounts, account, acc);
     }
     return acc;
 }
 
+void state_set_discovered(struct state *s, const char *account, long long now)
+{
+    put_int(account_object(s, account), "discovered_at", now);
+}
+
 static struct json_object *device_object(const char *serial, const char *base, const char *model,
-                                         const char *name, long long last_poll, long long last_ok)
+                                         const char *name)
 {
     struct json_object *d = need(json_object_new_object());
     put(d, "serial", need(json_object_new_string(serial)));
     put(d, "base", need(json_object_new_string(base ? base : "")));
     put(d, "model", need(json_object_new_string(model ? model : "")));
     put(d, "name", need(json_object_new_string(name ? name : "")));
-    put_int(d, "last_poll", last_poll);
-    put_int(d, "last_ok", last_ok);
     return d;
 }
 
-/* A device given with a last_poll (last_ok) of its own keeps it only when
- * the device is new to the list: the state's record of polls wins. */
+/* The history entry of `serial` in the account `acc`, made (all times 0)
+ * when absent. */
+static struct json_object *history_entry(struct json_object *acc, const char *serial)
+{
+    struct json_object *hist = child_object(acc, "history");
+    struct json_object *h = member(hist, serial, json_type_object);
+    if (!h) {
+        h = history_object(0, 0, 0, 0);
+        put(hist, serial, h);
+    }
+    return h;
+}
+
+/* Whether the account's device list names `serial`. */
+static bool listed(const struct json_object *acc, const char *serial)
+{
+    struct json_object *list = member(acc, "devices", json_type_array);
+    size_t n = list ? json_object_array_length(list) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *have = str_member(json_object_array_get_idx(list, i), "serial");
+        if (have && strcmp(have, serial) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Whether an outbox item (of any account) is about `serial`. */
+static bool in_outbox(const struct state *s, const char *serial)
+{
+    struct json_object *outbox = section(s, "outbox");
+    size_t n = json_object_array_length(outbox);
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *ev =
+            member(json_object_array_get_idx(outbox, i), "event", json_type_object);
+        const char *have = str_member(ev, "serial");
+        if (have && strcmp(have, serial) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Drops the history of devices that are neither listed nor in the outbox
+ * and that were neither first known nor polled in the 30 days before
+ * `now`. Such a device that comes back is new again (first_known = now). */
+static void prune_history(struct state *s, struct json_object *acc, long long now)
+{
+    struct json_object *hist = member(acc, "history", json_type_object);
+    if (!hist)
+        return;
+    size_t n = 0;
+    char **drop = xcalloc((size_t)json_object_object_length(hist) + 1, sizeof *drop);
+    struct json_object_iterator it = json_object_iter_begin(hist);
+    struct json_object_iterator end = json_object_iter_end(hist);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        const char *serial = json_object_iter_peek_name(&it);
+        struct json_object *h = json_object_iter_peek_value(&it);
+        long long latest = int_member(h, "first_known", 0);
+        long long poll = int_member(h, "last_poll", 0);
+        long long ok = int_member(h, "last_ok", 0);
+        if (poll > latest)
+            latest = poll;
+        if (ok > latest)
+            latest = ok;
+        if (latest < now - HISTORY_KEEP && !listed(acc, serial) && !in_outbox(s, serial))
+            drop[n++] = xstrdup(serial);
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_object_object_del(hist, drop[i]);
+        free(drop[i]);
+    }
+    free(drop);
+}
+
+/* A new device takes its poll times and refused_until from the caller (a
+ * device list from elsewhere may know them); a known one keeps the
+ * history's, whatever the caller says. */
 void state_set_devices(struct state *s, const char *account, const struct state_device *devs,
                        size_t n, long long now)
 {
     struct json_object *acc = account_object(s, account);
-    struct json_object *old = member(acc, "devices", json_type_array);
-    struct json_object *polls = need(json_object_new_object());
-    struct json_object *oks = need(json_object_new_object());
+    struct json_object *hist = child_object(acc, "history");
     struct json_object *list = need(json_object_new_array());
-    size_t old_n = old ? json_object_array_length(old) : 0;
-    for (size_t i = 0; i < old_n; i++) {
-        struct json_object *d = json_object_array_get_idx(old, i);
-        const char *serial = str_member(d, "serial");
-        if (serial) {
-            put_int(polls, serial, int_member(d, "last_poll", 0));
-            put_int(oks, serial, int_member(d, "last_ok", 0));
-        }
-    }
     for (size_t i = 0; i < n; i++) {
-        if (!devs[i].serial)
+        const struct state_device *d = &devs[i];
+        if (!d->serial)
             continue;
-        long long last_poll = int_member(polls, devs[i].serial, devs[i].last_poll);
-        long long last_ok = int_member(oks, devs[i].serial, devs[i].last_ok);
-        append(list, device_object(devs[i].serial, devs[i].base, devs[i].model, devs[i].name,
-                                   last_poll, last_ok));
+        append(list, device_object(d->serial, d->base, d->model, d->name));
+        struct json_object *h = member(hist, d->serial, json_type_object);
+        if (!h)
+            put(hist, d->serial, history_object(now, d->last_poll, d->last_ok, d->refused_until));
+        else if (int_member(h, "first_known", 0) == 0)
+            put_int(h, "first_known", now);
     }
     put(acc, "devices", list);
-    put_int(acc, "discovered_at", now);
-    json_object_put(polls);
-    json_object_put(oks);
+    prune_history(s, acc, now);
 }
 
 struct state_device *state_devices(const struct state *s, const char *account, size_t *n)
 {
     struct json_object *acc = member(section(s, "accounts"), account, json_type_object);
     struct json_object *list = member(acc, "devices", json_type_array);
+    struct json_object *hist = member(acc, "history", json_type_object);
     size_t len = list ? json_object_array_length(list) : 0;
     struct state_device *out = NULL;
     *n = 0;
@@ -778,13 +961,16 @@ struct state_device *state_devices(const struct state *s, const char *account, s
         const char *name = str_member(d, "name");
         if (!serial)
             continue;
+        struct json_object *h = member(hist, serial, json_type_object);
         struct state_device *o = &out[(*n)++];
         o->serial = xstrdup(serial);
         o->base = xstrdup(base ? base : "");
         o->model = xstrdup(model ? model : "");
         o->name = xstrdup(name ? name : "");
-        o->last_poll = int_member(d, "last_poll", 0);
-        o->last_ok = int_member(d, "last_ok", 0);
+        o->first_known = int_member(h, "first_known", 0);
+        o->last_poll = int_member(h, "last_poll", 0);
+        o->last_ok = int_member(h, "last_ok", 0);
+        o->refused_until = int_member(h, "refused_until", 0);
     }
     return out;
 }
@@ -810,19 +996,29 @@ void state_device_polled(struct state *s, const char *account, const char *seria
     struct json_object *acc = account_object(s, account);
     struct json_object *list = child_array(acc, "devices");
     size_t n = json_object_array_length(list);
-    for (size_t i = 0; i < n; i++) {
+    bool found = false;
+    for (size_t i = 0; i < n && !found; i++) {
         struct json_object *d = json_object_array_get_idx(list, i);
         const char *have = str_member(d, "serial");
         if (have && strcmp(have, serial) == 0) {
-            put_int(d, "last_poll", now);
-            if (ok)
-                put_int(d, "last_ok", now);
+            found = true;
             if (base)
                 put(d, "base", need(json_object_new_string(base)));
-            return;
         }
     }
-    append(list, device_object(serial, base, "", "", now, ok ? now : 0));
+    if (!found)
+        append(list, device_object(serial, base, "", ""));
+    struct json_object *h = history_entry(acc, serial);
+    if (int_member(h, "first_known", 0) == 0)
+        put_int(h, "first_known", now);
+    put_int(h, "last_poll", now);
+    if (ok)
+        put_int(h, "last_ok", now);
+}
+
+void state_device_refused(struct state *s, const char *account, const char *serial, long long until)
+{
+    put_int(history_entry(account_object(s, account), serial), "refused_until", until);
 }
 
 /* --- budget ledger ----------------------------------------------------- */
@@ -883,6 +1079,23 @@ long long state_last_call(const struct state *s, const char *login, enum platfor
     return last;
 }
 
+long long state_oldest_call_since(const struct state *s, const char *login, enum platform_op op,
+                                  long long since)
+{
+    struct json_object *calls = member(ledger(s, login, op, false), "calls", json_type_array);
+    size_t n = calls ? json_object_array_length(calls) : 0;
+    long long oldest = 0;
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        long long t = (long long)json_object_get_int64(json_object_array_get_idx(calls, i));
+        if (t >= since && (!any || t < oldest)) {
+            oldest = t;
+            any = true;
+        }
+    }
+    return oldest;
+}
+
 void state_block(struct state *s, const char *login, enum platform_op op, long long until)
 {
     struct json_object *led = ledger(s, login, op, true);
@@ -925,6 +1138,75 @@ bool state_ratelimit(const struct state *s, const char *login, enum platform_op 
     if (at)
         *at = int_member(rl, "at", 0);
     return true;
+}
+
+/* --- a clock that jumped ----------------------------------------------- */
+
+/* Lowers the integer member `key` of `obj` to `max` when it is above. */
+static void clamp_member(struct json_object *obj, const char *key, long long max)
+{
+    struct json_object *v = member(obj, key, json_type_int);
+    if (v && (long long)json_object_get_int64(v) > max)
+        put_int(obj, key, max);
+}
+
+static void clamp_ledgers(struct state *s, long long now, long long max_block)
+{
+    struct json_object *logins = section(s, "logins");
+    struct json_object_iterator it = json_object_iter_begin(logins);
+    struct json_object_iterator end = json_object_iter_end(logins);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        struct json_object *login = json_object_iter_peek_value(&it);
+        for (int op = 0; op < PLATFORM_N_OPS; op++) {
+            struct json_object *led = member(login, op_name(op), json_type_object);
+            struct json_object *calls = member(led, "calls", json_type_array);
+            size_t n = calls ? json_object_array_length(calls) : 0;
+            for (size_t i = 0; i < n; i++) {
+                struct json_object *c = json_object_array_get_idx(calls, i);
+                if ((long long)json_object_get_int64(c) > now &&
+                    !json_object_set_int64(c, (int64_t)now))
+                    xalloc_die(); /* not reached: check_logins made it an integer */
+            }
+            clamp_member(led, "blocked_until", now + max_block);
+            clamp_member(member(led, "ratelimit", json_type_object), "at", now);
+        }
+    }
+}
+
+static void clamp_accounts(struct state *s, long long now)
+{
+    struct json_object *accounts = section(s, "accounts");
+    struct json_object_iterator it = json_object_iter_begin(accounts);
+    struct json_object_iterator end = json_object_iter_end(accounts);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        struct json_object *acc = json_object_iter_peek_value(&it);
+        clamp_member(acc, "discovered_at", now);
+        struct json_object *hist = member(acc, "history", json_type_object);
+        if (!hist)
+            continue;
+        struct json_object_iterator hit = json_object_iter_begin(hist);
+        struct json_object_iterator hend = json_object_iter_end(hist);
+        for (; !json_object_iter_equal(&hit, &hend); json_object_iter_next(&hit)) {
+            struct json_object *h = json_object_iter_peek_value(&hit);
+            clamp_member(h, "first_known", now);
+            clamp_member(h, "last_poll", now);
+            clamp_member(h, "last_ok", now);
+            clamp_member(h, "refused_until", now + CLAMP_REFUSED);
+        }
+    }
+}
+
+void state_clamp_clock(struct state *s, long long now, long max_block)
+{
+    clamp_ledgers(s, now, max_block > 0 ? max_block : 0);
+    clamp_accounts(s, now);
+    struct json_object *outbox = section(s, "outbox");
+    size_t n = json_object_array_length(outbox);
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *item = json_object_array_get_idx(outbox, i);
+        clamp_member(item, "queued_at", now);
+        clamp_member(item, "next_try", now + CLAMP_NEXT_TRY);
+    }
 }
 
 /* --- outbox ------------------------------------------------------------ */
@@ -1005,6 +1287,33 @@ size_t state_outbox_count(const struct state *s, const char *receiver)
             count++;
     }
     return count;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **state_outbox_receivers(const struct state *s, size_t *n)
+{
+    struct json_object *outbox = section(s, "outbox");
+    size_t len = json_object_array_length(outbox);
+    char **out = NULL;
+    *n = 0;
+    for (size_t i = 0; i < len; i++) {
+        const char *rcpt = str_member(json_object_array_get_idx(outbox, i), "receiver");
+        bool known = !rcpt;
+        for (size_t k = 0; k < *n && !known; k++)
+            known = strcmp(out[k], rcpt) == 0;
+        if (known)
+            continue;
+        if (!out)
+            out = xcalloc(len, sizeof *out);
+        out[(*n)++] = xstrdup(rcpt);
+    }
+    if (*n > 1)
+        qsort(out, *n, sizeof *out, cmp_str);
+    return out;
 }
 
 void state_outbox_free(struct outbox_item *items, size_t n)

@@ -4,7 +4,10 @@
  * It is one JSON document (mode 0600) holding
  *   - seen keys per device serial: "UNIXTIME/KIND" of every alert-log event
  *     already handled (sent, queued or deliberately skipped);
- *   - the device list of each account, with discovery time and last poll;
+ *   - per account: the time of the last discovery, the device list the
+ *     last discovery returned, and a history per device serial (first
+ *     known, last poll, last successful poll, refused until) that
+ *     discovery never drops;
  *   - the budget ledger per login ID and operation: the times of recent
  *     calls, the last X-RateLimit-* values, and any "blocked until" time;
  *   - the outbox: (event, receiver) pairs not yet delivered, with attempts
@@ -38,6 +41,17 @@ int state_open(struct state **out, const char *path, int lock_wait, struct err *
  * failure the previous file is intact. */
 int state_save(struct state *s, struct err *e);
 
+/* For a dry run: writes only the budget ledger (the `logins` section) of
+ * the state in memory to the file, leaving everything else in the file as
+ * it is on disk. Reads the file again (the lock is still held), replaces
+ * its ledger with a copy of the one in memory and writes it atomically as
+ * state_save does; a missing file becomes a new state holding just the
+ * ledger. Seen keys, devices and outbox changed in memory never reach the
+ * disk this way. Fails without writing when the file on disk cannot be
+ * read, parsed or checked, and when the write fails (the previous file is
+ * then intact). */
+int state_save_budget(struct state *s, struct err *e);
+
 /* Releases the lock and frees; NULL is fine. Does not save. */
 void state_close(struct state *s);
 
@@ -55,32 +69,61 @@ size_t state_seen_count(const struct state *s, const char *serial);
 
 /* --- devices ---------------------------------------------------------- */
 
+/* A device as the account's last discovery listed it (serial, base, model,
+ * name), joined with what wsrelay has done with it (the times). The times
+ * live in a per-serial history that discovery never drops: a device that
+ * is missing from one discovery and listed again by the next keeps them. */
 struct state_device {
     char *serial;
     char *base;
-    char *model; /* "" when unknown */
-    char *name;  /* "" when unknown */
-    long long last_poll; /* last poll, successful or not; 0: never */
-    long long last_ok;   /* last successful poll; 0: never (catch_up still applies) */
+    char *model;             /* "" when unknown */
+    char *name;              /* "" when unknown */
+    long long first_known;   /* when wsrelay first knew the device: the first
+                                state_set_devices or state_device_polled naming
+                                it; 0: not yet. Later calls never move it (only
+                                state_clamp_clock lowers one in the future) */
+    long long last_poll;     /* last poll, successful or not; 0: never */
+    long long last_ok;       /* last successful poll; 0: never (catch_up still applies) */
+    long long refused_until; /* the platform's alert operation refused this
+                                device until then; 0: not refused */
 };
 
-/* Time of the account's last successful discovery; 0 if never. */
+/* Time of the account's last successful discovery (state_set_discovered);
+ * 0 if never. */
 long long state_discovered_at(const struct state *s, const char *account);
 
-/* Replaces the account's device list with `devs`, keeping the last_poll of
- * devices already known, and records `now` as the discovery time. */
+/* Records `now` as the account's discovery time. */
+void state_set_discovered(struct state *s, const char *account, long long now);
+
+/* Replaces the account's device list (serial, base, model and name) with
+ * `devs`; entries without a serial are skipped. The history of a serial
+ * already known is kept and the caller's times for it are ignored (except
+ * that a first_known of 0 becomes `now`); a new serial gets a history with
+ * first_known = `now` and last_poll, last_ok and refused_until from the
+ * caller. Then drops the history of serials that are neither in the list
+ * nor named by an outbox item and whose first_known, last_poll and last_ok
+ * are all more than 30 days before `now`. Does not set the discovery time
+ * (state_set_discovered does). */
 void state_set_devices(struct state *s, const char *account, const struct state_device *devs,
                        size_t n, long long now);
 
-/* A copy of the account's device list (caller frees with
- * state_devices_free); *n is 0 for an unknown account. */
+/* A copy of the account's device list joined with the history (caller
+ * frees with state_devices_free); *n is 0 (and NULL comes back) for an
+ * unknown account or an empty list. */
 struct state_device *state_devices(const struct state *s, const char *account, size_t *n);
 void state_devices_free(struct state_device *d, size_t n);
 
-/* Records a poll of the device (creating the entry if needed); `ok` when
- * its alert log was received and processed. */
-void state_device_polled(struct state *s, const char *account, const char *serial,
-                         const char *base, long long now, bool ok);
+/* Records a poll of the device at `now`: last_poll, last_ok too when `ok`
+ * (its alert log was received and processed), and first_known when it had
+ * none. A device missing from the list is added to it with `base` and an
+ * empty model and name; a listed one takes `base` (NULL: unchanged). */
+void state_device_polled(struct state *s, const char *account, const char *serial, const char *base,
+                         long long now, bool ok);
+
+/* The alert operation refused the device: do not ask again before `until`
+ * (0 clears it). Neither lists the device nor sets first_known. */
+void state_device_refused(struct state *s, const char *account, const char *serial,
+                          long long until);
 
 /* --- budget ledger (per login ID and operation) ----------------------- */
 
@@ -89,10 +132,17 @@ void state_device_polled(struct state *s, const char *account, const char *seria
  * than a day are dropped. */
 void state_record_call(struct state *s, const char *login, enum platform_op op, long long now);
 
-/* Calls recorded in [since, now]: pass now - span. Calls recorded in the
- * "future" (the clock went back) count as well. */
+/* Calls recorded at `since` or later: pass now - span. A call stamped
+ * after now (the clock went back) counts as well; state_clamp_clock at the
+ * start of a run makes such a call one made now, so that it counts for one
+ * more full span and then expires. */
 size_t state_calls_since(const struct state *s, const char *login, enum platform_op op,
                          long long since);
+
+/* The oldest recorded call at `since` or later (when the budget of the
+ * span starting at `since` frees up again); 0 if none. */
+long long state_oldest_call_since(const struct state *s, const char *login, enum platform_op op,
+                                  long long since);
 
 /* Time of the most recent recorded call; 0 if none. */
 long long state_last_call(const struct state *s, const char *login, enum platform_op op);
@@ -112,6 +162,23 @@ void state_set_ratelimit(struct state *s, const char *login, enum platform_op op
  * when none were stored. */
 bool state_ratelimit(const struct state *s, const char *login, enum platform_op op,
                      struct ratelimit *out, long long *at);
+
+/* --- a clock that jumped ---------------------------------------------- */
+
+/* Call at the start of each run. When the clock went back, times stamped
+ * in the future would block polling until the real clock caught up with
+ * them. Instead, a call stamped in the future is treated as made now: it
+ * still counts for a full span, then expires. Likewise:
+ *   - ledger: call times, and the time of the stored rate-limit headers,
+ *     above `now` become `now`; blocked_until above now + max_block
+ *     becomes now + max_block (max_block < 0 counts as 0);
+ *   - devices: discovered_at, first_known, last_poll and last_ok above
+ *     `now` become `now`; refused_until above now + 1 day becomes now +
+ *     1 day;
+ *   - outbox: queued_at above `now` becomes `now`; next_try above now +
+ *     1 h (the longest backoff) becomes now + 1 h.
+ * Times at or below those bounds are left as they are. */
+void state_clamp_clock(struct state *s, long long now, long max_block);
 
 /* --- outbox ----------------------------------------------------------- */
 
@@ -137,6 +204,11 @@ struct outbox_item *state_outbox_due(const struct state *s, const char *receiver
 size_t state_outbox_count(const struct state *s, const char *receiver);
 
 void state_outbox_free(struct outbox_item *items, size_t n);
+
+/* The distinct receiver names of the outbox's items, sorted (to warn about
+ * items whose receiver is no longer configured). The caller frees each
+ * string and the array; NULL with *n = 0 for an empty outbox. */
+char **state_outbox_receivers(const struct state *s, size_t *n);
 
 /* The item was delivered: removes it. */
 void state_outbox_done(struct state *s, unsigned long long id);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void oom(void)
+_Noreturn void xalloc_die(void)
 {
     fputs("wsrelay: out of memory\n", stderr);
     abort();
@@ -17,7 +17,7 @@ void *xmalloc(size_t size)
 {
     void *p = malloc(size ? size : 1);
     if (!p)
-        oom();
+        xalloc_die();
     return p;
 }
 
@@ -25,7 +25,7 @@ void *xcalloc(size_t nmemb, size_t size)
 {
     void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
     if (!p)
-        oom();
+        xalloc_die();
     return p;
 }
 
@@ -33,14 +33,14 @@ void *xrealloc(void *ptr, size_t size)
 {
     void *p = realloc(ptr, size ? size : 1);
     if (!p)
-        oom();
+        xalloc_die();
     return p;
 }
 
 void *xreallocarray(void *ptr, size_t nmemb, size_t size)
 {
     if (size && nmemb > SIZE_MAX / size)
-        oom();
+        xalloc_die();
     return xrealloc(ptr, nmemb * size);
 }
 
@@ -69,7 +69,7 @@ char *xasprintf(const char *fmt, ...)
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
     if (n < 0)
-        oom();
+        xalloc_die();
     char *p = xmalloc((size_t)n + 1);
     va_start(ap, fmt);
     vsnprintf(p, (size_t)n + 1, fmt, ap);

@@ -17,4 +17,8 @@ char *xstrndup(const char *s, size_t n);
 char *xstrdup_or_null(const char *s);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Ends the program with "wsrelay: out of memory". For allocations made
+ * elsewhere (e.g. by json-c) that report failure by returning NULL. */
+_Noreturn void xalloc_die(void);
+
 #endif

@@ -1,6 +1,8 @@
 /* Fuzzes the state loader with arbitrary file contents: a state that loads
- * must save and load again; one that does not must leave the file as it
- * was. Never a crash on a hand-edited or damaged file. */
+ * must save (in full and budget-only) and load again, also after its clock
+ * was clamped and the devices of account "lab" set again; one that does
+ * not load must leave the file as it was. Never a crash on a hand-edited
+ * or damaged file. */
 #include "fuzz.h"
 #include "state.h"
 #include "util/buf.h"
@@ -38,7 +40,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (state_open(&s, path, 0, &e) == 0) {
         size_t n = 0;
-        state_outbox_free(state_outbox_due(s, "x", 0x7fffffffLL, &n), n);
+        /* Two statements: the order in which arguments are evaluated is
+         * unspecified, and `n` must be read after the call sets it. */
+        struct outbox_item *items = state_outbox_due(s, "x", 0x7fffffffLL, &n);
+        state_outbox_free(items, n);
+        char **receivers = state_outbox_receivers(s, &n);
+        for (size_t i = 0; i < n; i++)
+            free(receivers[i]);
+        free(receivers);
+        if (state_save_budget(s, &e) < 0)
+            abort(); /* the file on disk loaded a moment ago */
+        state_clamp_clock(s, 1795000000, 3600);
+        struct state_device *devs = state_devices(s, "lab", &n);
+        state_set_devices(s, "lab", devs, n, 1795000000);
+        state_devices_free(devs, n);
         if (state_save(s, &e) < 0)
             abort();
         state_close(s);

@@ -135,6 +135,55 @@ static struct state_device dev(const char *serial, const char *base, const char 
     return d;
 }
 
+/* Hands `n` devices named by `serials` (base "X") to state_set_devices. */
+static void set_devices(struct state *s, const char *account, const char *const *serials, size_t n,
+                        long long now)
+{
+    struct state_device *d = xcalloc(n ? n : 1, sizeof *d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = dev(serials[i], "X", "M", "N", 0);
+    state_set_devices(s, account, d, n, now);
+    state_devices_free(d, n);
+}
+
+/* The device `serial` of the account's list (a copy), or all zero. */
+static struct state_device find_device(const struct state *s, const char *account,
+                                       const char *serial)
+{
+    struct state_device found = {0};
+    size_t n = 0;
+    struct state_device *d = state_devices(s, account, &n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(d[i].serial, serial) == 0) {
+            found = d[i];
+            found.serial = found.base = found.model = found.name = NULL;
+        }
+    state_devices_free(d, n);
+    return found;
+}
+
+static void expect_times(const struct state *s, const char *account, const char *serial,
+                         long long first_known, long long last_poll, long long last_ok,
+                         long long refused_until)
+{
+    struct state_device d = find_device(s, account, serial);
+    cr_expect_eq(d.first_known, first_known, "%s first_known: want %lld, got %lld", serial,
+                 first_known, d.first_known);
+    cr_expect_eq(d.last_poll, last_poll, "%s last_poll: want %lld, got %lld", serial, last_poll,
+                 d.last_poll);
+    cr_expect_eq(d.last_ok, last_ok, "%s last_ok: want %lld, got %lld", serial, last_ok, d.last_ok);
+    cr_expect_eq(d.refused_until, refused_until, "%s refused_until: want %lld, got %lld", serial,
+                 refused_until, d.refused_until);
+}
+
+static size_t device_count(const struct state *s, const char *account)
+{
+    size_t n = 0;
+    struct state_device *d = state_devices(s, account, &n);
+    state_devices_free(d, n);
+    return n;
+}
+
 static void expect_str_eq(const char *got, const char *want, const char *what)
 {
     if (!want) {
@@ -206,6 +255,7 @@ Test(state, round_trip_of_every_kind_of_data)
     state_mark_seen(s, "5214000A", 1795000000, "ch1");
     state_mark_seen(s, "5214000A", 1795000000, "battery-level");
     state_set_devices(s, "tokyo", devs, 2, 1795000100);
+    state_set_discovered(s, "tokyo", 1795000100);
     state_devices_free(devs, 2);
     state_device_polled(s, "tokyo", "5214000A", "52000001", 1795000200, true);
     state_record_call(s, "tbzz9999", PLATFORM_ALERT, 1795000150);
@@ -436,6 +486,10 @@ Test(state, wrong_shapes_inside_are_corrupt)
         "{\"version\":1,\"accounts\":{\"t\":{\"devices\":[{\"serial\":1}]}}}",
         ("{\"version\":1,\"accounts\":{\"t\":{\"devices\":[{\"serial\":\"A\",\"last_poll\":null}]}}"
          "}"),
+        "{\"version\":1,\"accounts\":{\"t\":{\"history\":[]}}}",
+        "{\"version\":1,\"accounts\":{\"t\":{\"history\":{\"A\":1}}}}",
+        "{\"version\":1,\"accounts\":{\"t\":{\"history\":{\"A\":{\"last_ok\":\"5\"}}}}}",
+        "{\"version\":1,\"accounts\":{\"t\":{\"history\":{\"A\":{\"refused_until\":1.5}}}}}",
         "{\"version\":1,\"logins\":[]}",
         "{\"version\":1,\"logins\":{\"x\":1}}",
         "{\"version\":1,\"logins\":{\"x\":{\"alert\":[]}}}",
@@ -548,6 +602,7 @@ Test(state, devices_keep_last_poll_across_discovery)
     second[0] = dev("C", "Y", NULL, NULL, 0);
     second[1] = dev("A", "Y", "TR-71nw", "renamed", 5);
     state_set_devices(s, "tokyo", second, 2, 2000);
+    state_set_discovered(s, "tokyo", 2000);
     state_devices_free(second, 2);
     cr_expect_eq(state_discovered_at(s, "tokyo"), 2000);
     cr_expect_eq(state_discovered_at(s, "osaka"), 0);
@@ -600,6 +655,200 @@ Test(state, polling_an_unlisted_device_adds_it)
     cr_expect_eq(d[0].last_ok, 600);
     expect_str_eq(d[0].base, "BASE7", "base");
     state_devices_free(d, n);
+    state_close(s);
+}
+
+Test(state, history_survives_empty_and_partial_discovery)
+{
+    static const char *const ab[] = {"A", "B"};
+    static const char *const b[] = {"B"};
+    struct state *s = open_ok();
+    set_devices(s, "tokyo", ab, 2, 1000);
+    state_device_polled(s, "tokyo", "A", "X", 1100, true);
+    state_device_polled(s, "tokyo", "B", "X", 1200, false);
+
+    /* One empty reply: no device is listed, none is forgotten. */
+    set_devices(s, "tokyo", NULL, 0, 1300);
+    cr_expect_eq(device_count(s, "tokyo"), 0);
+    s = reopen(s);
+    /* A partial one: B is listed, A is not. */
+    set_devices(s, "tokyo", b, 1, 1400);
+    cr_expect_eq(device_count(s, "tokyo"), 1);
+    expect_times(s, "tokyo", "B", 1000, 1200, 0, 0);
+    /* A comes back with its history, whatever the caller says of it. */
+    struct state_device *back = xcalloc(2, sizeof *back);
+    back[0] = dev("A", "Y", "TR-71", "one", 5);
+    back[0].last_ok = 6;
+    back[0].first_known = 7;
+    back[0].refused_until = 8;
+    back[1] = dev("B", "X", "", "", 0);
+    state_set_devices(s, "tokyo", back, 2, 1500);
+    state_devices_free(back, 2);
+    expect_times(s, "tokyo", "A", 1000, 1100, 1100, 0);
+    expect_times(s, "tokyo", "B", 1000, 1200, 0, 0);
+    s = reopen(s);
+    cr_expect_eq(device_count(s, "tokyo"), 2);
+    expect_times(s, "tokyo", "A", 1000, 1100, 1100, 0);
+    struct state_device *d = NULL;
+    size_t n = 0;
+    d = state_devices(s, "tokyo", &n);
+    cr_assert_eq(n, 2);
+    expect_str_eq(d[0].base, "Y", "the list is the discovery's");
+    expect_str_eq(d[0].model, "TR-71", "model");
+    state_devices_free(d, n);
+    state_close(s);
+}
+
+Test(state, first_known_is_set_once)
+{
+    static const char *const all[] = {"HAND", "NEW"};
+    struct state *s = open_ok();
+    /* By a poll of an unlisted device. */
+    state_device_polled(s, "tokyo", "HAND", "X", 500, false);
+    expect_times(s, "tokyo", "HAND", 500, 500, 0, 0);
+    /* By state_set_devices for a new one, which takes the caller's other
+     * times but not its first_known. */
+    struct state_device *d = xcalloc(2, sizeof *d);
+    d[0] = dev("HAND", "X", "", "", 0);
+    d[1] = dev("NEW", "X", "", "", 300);
+    d[1].last_ok = 200;
+    d[1].first_known = 42;
+    d[1].refused_until = 700;
+    state_set_devices(s, "tokyo", d, 2, 600);
+    state_devices_free(d, 2);
+    expect_times(s, "tokyo", "HAND", 500, 500, 0, 0);
+    expect_times(s, "tokyo", "NEW", 600, 300, 200, 700);
+    /* Later calls never move it. */
+    state_device_polled(s, "tokyo", "HAND", "X", 900, true);
+    state_device_polled(s, "tokyo", "NEW", "X", 950, true);
+    set_devices(s, "tokyo", all, 2, 1000);
+    s = reopen(s);
+    set_devices(s, "tokyo", all, 2, 2000);
+    state_device_polled(s, "tokyo", "NEW", "X", 2100, false);
+    expect_times(s, "tokyo", "HAND", 500, 900, 900, 0);
+    expect_times(s, "tokyo", "NEW", 600, 2100, 950, 700);
+    state_close(s);
+}
+
+Test(state, set_devices_does_not_set_the_discovery_time)
+{
+    static const char *const a[] = {"A"};
+    struct state *s = open_ok();
+    set_devices(s, "tokyo", a, 1, 1000);
+    cr_expect_eq(state_discovered_at(s, "tokyo"), 0);
+    state_set_discovered(s, "tokyo", 1200);
+    cr_expect_eq(state_discovered_at(s, "tokyo"), 1200);
+    set_devices(s, "tokyo", a, 1, 1300);
+    cr_expect_eq(state_discovered_at(s, "tokyo"), 1200);
+    /* A new account: the time, and no devices. */
+    state_set_discovered(s, "osaka", 1400);
+    cr_expect_eq(device_count(s, "osaka"), 0);
+    s = reopen(s);
+    cr_expect_eq(state_discovered_at(s, "tokyo"), 1200);
+    cr_expect_eq(state_discovered_at(s, "osaka"), 1400);
+    cr_expect_eq(device_count(s, "tokyo"), 1);
+    state_close(s);
+}
+
+Test(state, refused_until_set_cleared_and_saved)
+{
+    static const char *const ab[] = {"A", "B"};
+    struct state *s = open_ok();
+    set_devices(s, "tokyo", ab, 1, 1000);
+    state_device_refused(s, "tokyo", "A", 5000);
+    expect_times(s, "tokyo", "A", 1000, 0, 0, 5000);
+    s = reopen(s);
+    expect_times(s, "tokyo", "A", 1000, 0, 0, 5000);
+    state_device_polled(s, "tokyo", "A", "X", 1100, false);
+    expect_times(s, "tokyo", "A", 1000, 1100, 0, 5000);
+    state_device_refused(s, "tokyo", "A", 0);
+    s = reopen(s);
+    expect_times(s, "tokyo", "A", 1000, 1100, 0, 0);
+
+    /* Refusing an unlisted device lists nothing and does not make it
+     * known; listed later, it keeps the refusal and becomes known then. */
+    state_device_refused(s, "tokyo", "B", 6000);
+    cr_expect_eq(device_count(s, "tokyo"), 1);
+    s = reopen(s);
+    set_devices(s, "tokyo", ab, 2, 1200);
+    expect_times(s, "tokyo", "B", 1200, 0, 0, 6000);
+    state_close(s);
+}
+
+Test(state, history_of_devices_gone_30_days_is_dropped)
+{
+    const long long t0 = 1800000000, keep = 30LL * 86400;
+    static const char *const abc[] = {"A", "B", "C"};
+    static const char *const c[] = {"C"};
+    struct state *s = open_ok();
+    set_devices(s, "tokyo", abc, 3, t0);
+    state_device_polled(s, "tokyo", "A", "X", t0 + 100, true);
+    state_device_polled(s, "tokyo", "B", "X", t0 + 100, true);
+    /* B has an item in the outbox, C stays listed. */
+    struct event ev = sample_event("B", t0, "ch1");
+    state_enqueue(s, "hook", &ev, t0 + 100);
+    event_clear(&ev);
+
+    /* Exactly 30 days after the last poll: kept. */
+    set_devices(s, "tokyo", c, 1, t0 + 100 + keep);
+    set_devices(s, "tokyo", abc, 3, t0 + 100 + keep);
+    expect_times(s, "tokyo", "A", t0, t0 + 100, t0 + 100, 0);
+    /* A second later: gone, unless listed or in the outbox. */
+    set_devices(s, "tokyo", c, 1, t0 + 100 + keep);
+    s = reopen(s);
+    set_devices(s, "tokyo", c, 1, t0 + 100 + keep + 1);
+    s = reopen(s);
+    set_devices(s, "tokyo", abc, 3, t0 + 200 + keep);
+    expect_times(s, "tokyo", "A", t0 + 200 + keep, 0, 0, 0);
+    expect_times(s, "tokyo", "B", t0, t0 + 100, t0 + 100, 0);
+    expect_times(s, "tokyo", "C", t0, 0, 0, 0);
+
+    /* Kept while the time limit is not reached. */
+    set_devices(s, "tokyo", c, 1, t0 + 100 + keep);
+    set_devices(s, "tokyo", abc, 3, t0 + 300 + keep);
+    expect_times(s, "tokyo", "A", t0 + 200 + keep, 0, 0, 0);
+
+    /* Once its outbox item is delivered, B goes the same way. */
+    state_outbox_done(s, 1);
+    set_devices(s, "tokyo", c, 1, t0 + 101 + keep);
+    set_devices(s, "tokyo", abc, 3, t0 + 400 + keep);
+    expect_times(s, "tokyo", "B", t0 + 400 + keep, 0, 0, 0);
+    state_close(s);
+}
+
+Test(state, old_file_with_times_in_the_device_list_loads)
+{
+    spew(path, "{\"version\":1,\"accounts\":{"
+               "\"tokyo\":{\"discovered_at\":900,\"devices\":["
+               "{\"serial\":\"A\",\"base\":\"X\",\"model\":\"M\",\"name\":\"N\",\"last_poll\":1000,"
+               "\"last_ok\":800},"
+               "{\"serial\":\"B\",\"base\":\"X\",\"model\":\"\",\"name\":\"\",\"last_poll\":0,"
+               "\"last_ok\":0},"
+               "{\"serial\":\"C\",\"base\":\"X\"}]},"
+               "\"osaka\":{\"devices\":[{\"serial\":\"D\",\"last_poll\":50,\"last_ok\":40}],"
+               "\"history\":{\"D\":{\"first_known\":10,\"last_poll\":60}}}}}\n");
+    struct state *s = open_ok();
+    cr_expect_eq(state_discovered_at(s, "tokyo"), 900);
+    cr_expect_eq(device_count(s, "tokyo"), 3);
+    expect_times(s, "tokyo", "A", 800, 1000, 800, 0);
+    expect_times(s, "tokyo", "B", 0, 0, 0, 0);
+    expect_times(s, "tokyo", "C", 0, 0, 0, 0);
+    /* The history wins over the list; it takes only what it lacks. */
+    expect_times(s, "osaka", "D", 10, 60, 40, 0);
+
+    /* Saved in the new shape, and an empty discovery forgets nothing. */
+    s = reopen(s);
+    char *text = slurp(path);
+    cr_expect_null(strstr(text, "\"name\":\"N\",\"last_poll\""), "%s", text);
+    cr_expect_not_null(strstr(text, "\"history\":{\"A\":{\"first_known\":800,\"last_poll\":1000,"
+                                    "\"last_ok\":800,\"refused_until\":0}"),
+                       "%s", text);
+    free(text);
+    state_set_devices(s, "tokyo", NULL, 0, 2000);
+    static const char *const abc[] = {"A", "B", "C"};
+    set_devices(s, "tokyo", abc, 3, 2100);
+    expect_times(s, "tokyo", "A", 800, 1000, 800, 0);
+    expect_times(s, "tokyo", "B", 2100, 0, 0, 0);
     state_close(s);
 }
 
@@ -676,6 +925,106 @@ Test(state, block_and_ratelimit)
         strstr(text, "\"ratelimit\":{\"limit\":10,\"remaining\":0,\"reset\":90,\"at\":3000}"), "%s",
         text);
     free(text);
+    state_close(s);
+}
+
+Test(state, oldest_call_since)
+{
+    struct state *s = open_ok();
+    cr_expect_eq(state_oldest_call_since(s, "L", PLATFORM_ALERT, 0), 0);
+    state_record_call(s, "L", PLATFORM_ALERT, 100);
+    state_record_call(s, "L", PLATFORM_ALERT, 300);
+    state_record_call(s, "L", PLATFORM_ALERT, 200);
+    state_record_call(s, "L", PLATFORM_ALERT, 50);
+    state_record_call(s, "L", PLATFORM_CURRENT, 10);
+    cr_expect_eq(state_oldest_call_since(s, "L", PLATFORM_ALERT, 0), 50);
+    cr_expect_eq(state_oldest_call_since(s, "L", PLATFORM_ALERT, 150), 200);
+    cr_expect_eq(state_oldest_call_since(s, "L", PLATFORM_ALERT, 200), 200, "inclusive");
+    cr_expect_eq(state_oldest_call_since(s, "L", PLATFORM_ALERT, 300), 300);
+    cr_expect_eq(state_oldest_call_since(s, "L", PLATFORM_ALERT, 301), 0);
+    cr_expect_eq(state_oldest_call_since(s, "L", PLATFORM_CURRENT, 0), 10);
+    cr_expect_eq(state_oldest_call_since(s, "M", PLATFORM_ALERT, 0), 0);
+    s = reopen(s);
+    cr_expect_eq(state_oldest_call_since(s, "L", PLATFORM_ALERT, 51), 100);
+    state_close(s);
+}
+
+Test(state, clamp_clock_brings_future_times_back)
+{
+    const long long now = 1800000000;
+    static const char *const fut[] = {"F", "P"};
+    static const char *const past[] = {"P"};
+    struct state *s = open_ok();
+    /* Ledger: calls, a block and rate-limit headers from the future. */
+    state_record_call(s, "L", PLATFORM_ALERT, now - 10);
+    state_record_call(s, "L", PLATFORM_ALERT, now);
+    state_record_call(s, "L", PLATFORM_ALERT, now + 100);
+    state_record_call(s, "L", PLATFORM_ALERT, now + 900);
+    state_record_call(s, "L", PLATFORM_CURRENT, now - 50);
+    state_block(s, "L", PLATFORM_ALERT, now + 5000);
+    state_block(s, "L", PLATFORM_CURRENT, now + 3600);
+    struct ratelimit rl = {.present = true, .limit = 12, .remaining = 1, .reset = 60};
+    state_set_ratelimit(s, "L", PLATFORM_ALERT, &rl, now + 300);
+    state_set_ratelimit(s, "L", PLATFORM_CURRENT, &rl, now - 300);
+    /* Devices: P is known and polled in the past, F in the future. */
+    set_devices(s, "tokyo", past, 1, now - 1000);
+    state_device_polled(s, "tokyo", "P", "X", now - 5, true);
+    state_device_refused(s, "tokyo", "P", now + 86400);
+    set_devices(s, "tokyo", fut, 2, now + 50);
+    state_device_polled(s, "tokyo", "F", "X", now + 60, true);
+    state_device_refused(s, "tokyo", "F", now + 100000);
+    state_set_discovered(s, "tokyo", now + 10);
+    state_set_discovered(s, "osaka", now - 10);
+    /* Outbox: queued in the future, and a next try far ahead. */
+    struct event ev = sample_event("F", now, "ch1");
+    state_enqueue(s, "hook", &ev, now + 500);   /* id 1 */
+    state_enqueue(s, "hook", &ev, now - 500);   /* id 2 */
+    state_outbox_failed(s, 2, "x", now + 7000); /* next try now + 7060 */
+    state_enqueue(s, "hook", &ev, now - 400);   /* id 3 */
+    state_outbox_failed(s, 3, "x", now + 3540); /* next try now + 3600 */
+    event_clear(&ev);
+
+    state_clamp_clock(s, now, 3600);
+    s = reopen(s);
+
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, now - 3600), 4, "still counted");
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, now), 3);
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, now + 1), 0, "none left ahead");
+    cr_expect_eq(state_last_call(s, "L", PLATFORM_ALERT), now);
+    cr_expect_eq(state_oldest_call_since(s, "L", PLATFORM_ALERT, 0), now - 10, "untouched");
+    cr_expect_eq(state_oldest_call_since(s, "L", PLATFORM_CURRENT, 0), now - 50);
+    cr_expect_eq(state_blocked_until(s, "L", PLATFORM_ALERT), now + 3600);
+    cr_expect_eq(state_blocked_until(s, "L", PLATFORM_CURRENT), now + 3600);
+    struct ratelimit got;
+    long long at = 0;
+    cr_assert(state_ratelimit(s, "L", PLATFORM_ALERT, &got, &at));
+    cr_expect_eq(at, now);
+    cr_assert(state_ratelimit(s, "L", PLATFORM_CURRENT, &got, &at));
+    cr_expect_eq(at, now - 300);
+
+    expect_times(s, "tokyo", "F", now, now, now, now + 86400);
+    expect_times(s, "tokyo", "P", now - 1000, now - 5, now - 5, now + 86400);
+    cr_expect_eq(state_discovered_at(s, "tokyo"), now);
+    cr_expect_eq(state_discovered_at(s, "osaka"), now - 10);
+
+    size_t n = 0;
+    struct outbox_item *items = state_outbox_due(s, "hook", now + 3600, &n);
+    cr_assert_eq(n, 3, "every item is due within the longest backoff");
+    cr_expect_eq(items[0].id, 2);
+    cr_expect_eq(items[0].next_try, now + 3600);
+    cr_expect_eq(items[0].queued_at, now - 500);
+    cr_expect_eq(items[1].id, 3);
+    cr_expect_eq(items[1].next_try, now + 3600);
+    cr_expect_eq(items[2].id, 1);
+    cr_expect_eq(items[2].queued_at, now);
+    cr_expect_eq(items[2].next_try, now + 500, "within an hour: left as it was");
+    state_outbox_free(items, n);
+
+    /* A negative max_block is no block at all; times at the bounds stay. */
+    state_clamp_clock(s, now, -5);
+    cr_expect_eq(state_blocked_until(s, "L", PLATFORM_ALERT), now);
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, now), 3);
+    expect_times(s, "tokyo", "F", now, now, now, now + 86400);
     state_close(s);
 }
 
@@ -869,6 +1218,157 @@ Test(state, failed_save_leaves_the_previous_file)
     free(before);
     free(after);
     free(tmp);
+}
+
+Test(state, outbox_receivers)
+{
+    struct state *s = open_ok();
+    size_t n = 99;
+    cr_expect_null(state_outbox_receivers(s, &n));
+    cr_expect_eq(n, 0);
+    struct event ev = sample_event("A", 100, "ch1");
+    state_enqueue(s, "hook", &ev, 1);  /* id 1 */
+    state_enqueue(s, "mail", &ev, 1);  /* id 2 */
+    state_enqueue(s, "hook", &ev, 1);  /* id 3 */
+    state_enqueue(s, "alpha", &ev, 1); /* id 4 */
+    event_clear(&ev);
+    char **r = state_outbox_receivers(s, &n);
+    cr_assert_eq(n, 3);
+    expect_str_eq(r[0], "alpha", "receiver 0");
+    expect_str_eq(r[1], "hook", "receiver 1");
+    expect_str_eq(r[2], "mail", "receiver 2");
+    for (size_t i = 0; i < n; i++)
+        free(r[i]);
+    free(r);
+    state_outbox_done(s, 2);
+    s = reopen(s);
+    r = state_outbox_receivers(s, &n);
+    cr_assert_eq(n, 2);
+    expect_str_eq(r[0], "alpha", "receiver 0");
+    expect_str_eq(r[1], "hook", "receiver 1");
+    for (size_t i = 0; i < n; i++)
+        free(r[i]);
+    free(r);
+    state_close(s);
+}
+
+/* --- budget-only save -------------------------------------------------- */
+
+static void save_budget_ok(struct state *s)
+{
+    struct err e = {{0}};
+    cr_assert_eq(state_save_budget(s, &e), 0, "state_save_budget: %s", e.msg);
+}
+
+Test(state, save_budget_writes_only_the_ledger)
+{
+    static const char *const a[] = {"A"};
+    static const char *const b[] = {"B"};
+    struct state *s = open_ok();
+    struct event ev = sample_event("A", 100, "ch1");
+    state_mark_seen(s, "A", 100, "ch1");
+    set_devices(s, "tokyo", a, 1, 1000);
+    state_set_discovered(s, "tokyo", 1000);
+    state_enqueue(s, "hook", &ev, 1000); /* id 1 */
+    state_record_call(s, "L", PLATFORM_ALERT, 1000);
+    save_ok(s);
+    state_close(s);
+    /* An unknown member on disk stays too. */
+    char *before = slurp(path);
+    cr_assert_eq(before[strlen(before) - 2], '}');
+    before[strlen(before) - 2] = '\0';
+    char *edited = xasprintf("%s,\"future\":[1]}\n", before);
+    spew(path, edited);
+    free(edited);
+    free(before);
+
+    /* What a dry run does in memory. */
+    s = open_ok();
+    state_mark_seen(s, "B", 200, "ch1");
+    state_prune_seen(s, "A", 1000);
+    set_devices(s, "tokyo", b, 1, 2000);
+    state_set_discovered(s, "tokyo", 2000);
+    state_device_polled(s, "tokyo", "B", "X", 2000, true);
+    state_outbox_done(s, 1);
+    state_enqueue(s, "mail", &ev, 2000);
+    state_record_call(s, "L", PLATFORM_ALERT, 2000);
+    state_record_call(s, "L", PLATFORM_CURRENT, 2000);
+    state_block(s, "L", PLATFORM_ALERT, 5000);
+    struct ratelimit rl = {.present = true, .limit = 12, .remaining = 0, .reset = 3000};
+    state_set_ratelimit(s, "L", PLATFORM_ALERT, &rl, 2000);
+    save_budget_ok(s);
+    save_budget_ok(s); /* twice is once */
+    state_close(s);    /* without a save */
+
+    s = open_ok();
+    /* The new ledger... */
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, 0), 2);
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_CURRENT, 0), 1);
+    cr_expect_eq(state_blocked_until(s, "L", PLATFORM_ALERT), 5000);
+    struct ratelimit got;
+    cr_expect(state_ratelimit(s, "L", PLATFORM_ALERT, &got, NULL));
+    /* ...and everything else as it was. */
+    cr_expect(state_seen(s, "A", 100, "ch1"));
+    cr_expect_not(state_seen(s, "B", 200, "ch1"));
+    cr_expect_eq(state_discovered_at(s, "tokyo"), 1000);
+    cr_expect_eq(device_count(s, "tokyo"), 1);
+    expect_times(s, "tokyo", "A", 1000, 0, 0, 0);
+    cr_expect_eq(state_outbox_count(s, NULL), 1);
+    cr_expect_eq(state_outbox_count(s, "hook"), 1);
+    char *text = slurp(path);
+    cr_expect_null(strstr(text, "\"B\""), "%s", text);
+    cr_expect_not_null(strstr(text, "\"future\":[1]"), "%s", text);
+    free(text);
+    /* The next real id still follows the file's, not the dry run's. */
+    state_enqueue(s, "hook", &ev, 3000);
+    size_t n = 0;
+    struct outbox_item *items = state_outbox_due(s, "hook", 3000, &n);
+    cr_assert_eq(n, 2);
+    cr_expect_eq(items[1].id, 2);
+    state_outbox_free(items, n);
+    event_clear(&ev);
+    state_close(s);
+}
+
+Test(state, save_budget_creates_a_missing_file)
+{
+    umask(022);
+    struct state *s = open_ok();
+    state_record_call(s, "L", PLATFORM_CURRENT, 1000);
+    state_mark_seen(s, "A", 100, "ch1");
+    state_device_polled(s, "tokyo", "A", "X", 1000, true);
+    save_budget_ok(s);
+    state_close(s);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_expect_eq(st.st_mode & 07777, 0600, "mode %o", (unsigned)(st.st_mode & 07777));
+    char *text = slurp(path);
+    cr_expect_eq(strncmp(text, "{\"version\":1,", 13), 0, "file: %s", text);
+    free(text);
+    s = open_ok();
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_CURRENT, 0), 1);
+    cr_expect_not(state_seen(s, "A", 100, "ch1"));
+    cr_expect_eq(device_count(s, "tokyo"), 0);
+    state_close(s);
+}
+
+Test(state, save_budget_leaves_a_file_it_cannot_read)
+{
+    static const char *const texts[] = {"{\"version\":1,", "{\"version\":3}",
+                                        "{\"version\":1,\"seen\":[]}"};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        struct state *s = open_ok();
+        state_record_call(s, "L", PLATFORM_ALERT, 1000);
+        spew(path, texts[i]); /* a hand edit behind the lock's back */
+        struct err e = {{0}};
+        cr_expect_eq(state_save_budget(s, &e), -1, "text %zu", i);
+        cr_expect_not_null(strstr(e.msg, "cannot save the budget"), "%s", e.msg);
+        char *after = slurp(path);
+        expect_str_eq(after, texts[i], "file after a failed budget save");
+        free(after);
+        state_close(s);
+        cr_assert_eq(unlink(path), 0);
+    }
 }
 
 Test(state, close_accepts_null)
