@@ -83,6 +83,11 @@ void event_utc_time(const struct event *ev, char *out, size_t size)
     strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+char *event_id(const struct event *ev)
+{
+    return xasprintf("%s/%lld/%s", ev->serial, ev->unixtime, ev->kind);
+}
+
 static void put_string(struct json_object *obj, const char *key, const char *value)
 {
     json_object_object_add(obj, key, value ? json_object_new_string(value) : NULL);
@@ -92,6 +97,9 @@ struct json_object *event_to_json(const struct event *ev)
 {
     char local[40], utc[32];
     struct json_object *obj = json_object_new_object();
+    char *id = event_id(ev);
+    put_string(obj, "id", id);
+    free(id);
     put_string(obj, "account", ev->account);
     put_string(obj, "serial", ev->serial);
     put_string(obj, "model", ev->model);

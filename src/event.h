@@ -63,7 +63,10 @@ void event_local_time(const struct event *ev, char *out, size_t size);
 /* "YYYY-MM-DDTHH:MM:SSZ"; `out` of at least 24 bytes. */
 void event_utc_time(const struct event *ev, char *out, size_t size);
 
-/* The event as a JSON object (a new reference, the caller puts it):
+/* "SERIAL/UNIXTIME/KIND": the dedup key, unique per event. Caller frees. */
+char *event_id(const struct event *ev);
+
+/* The event as a JSON object (a new reference, the caller puts it): id,
  * account, serial, model, name, base_serial, base_model, base_name,
  * unixtime, kind, text, channel_name, channel_unit, utc_offset,
  * local_time, utc_time. This is the form kept in the state's outbox and

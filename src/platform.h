@@ -38,7 +38,7 @@ struct platform_reply {
 struct platform;
 
 /* A client for one account. Fails when the base URL is not usable (not
- * https, and not http to 127.0.0.1/localhost/[::1]). The account must
+ * https, and not http to this machine: see util/url.h). The account must
  * outlive the client. */
 int platform_new(struct platform **out, const struct account_conf *account, struct err *e);
 

@@ -1,20 +1,25 @@
 /* One tick of the relay.
  *
  * The order of the steps is what makes a crash harmless:
- *   1. plan the platform calls and record them in the budget ledger, then
- *      save: a call counts from the moment it is sent, even if the run dies
- *      during it;
- *   2. make the calls; each new event is queued in the outbox for every
- *      receiver and its key marked seen, in memory;
- *   3. save: from here on nothing polled can be lost;
- *   4. deliver what is due; a receiver that accepted an item never sees it
- *      again, one that failed keeps it with a later next try;
- *   5. save again.
- * A crash between 4 and 5 can repeat a delivery; nothing can be lost.
+ *   1. every platform call is recorded in the budget ledger, stamped with
+ *      the time it is sent, and saved before it is sent: a run killed
+ *      during a call still counts it;
+ *   2. each new event of a reply is queued in the outbox for every receiver
+ *      and its key marked seen, and that is saved (at the latest before the
+ *      next call, and before any delivery);
+ *   3. delivery of what is due; a receiver that accepted an item never sees
+ *      it again, one that failed keeps it with a later next try;
+ *   4. save again.
+ * A crash between a delivery and the save after it can repeat that one
+ * delivery; nothing can be lost.
  *
- * A dry run makes the same calls (the platform counts them, so the ledger
- * and device list are saved in step 1) but saves nothing after them and
- * prints the messages instead of sending them. */
+ * The alert budget belongs to a login ID, not to an account of the config:
+ * accounts that share a login ID pool their devices and the scheduler plans
+ * for the pool, least recently polled first.
+ *
+ * A dry run makes the same calls (the platform counts them, so the budget
+ * ledger is saved, and only that) and prints the messages instead of
+ * sending them. */
 #include "run.h"
 #include "event.h"
 #include "notify/notify.h"
@@ -27,9 +32,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DISCOVERY_INTERVAL 600 /* seconds between two Get Current Readings */
+#define REFUSED_RECHECK 86400  /* a device the platform refused is tried daily */
 #define MESSAGE_MAX_EVENTS 100 /* events in one message; more go in several */
+#define FULL_PAGE 20           /* the platform keeps a device's 20 newest entries */
 
 /* The platform's published limits, per login ID and operation. */
 static const struct {
@@ -44,42 +52,67 @@ struct tick {
     const struct config *cfg;
     const struct run_options *opt;
     struct state *st;
+    struct timespec started; /* CLOCK_MONOTONIC at the start of the run */
     int failures;
 };
 
-static struct sched_budget budget_of(const struct tick *t, const char *login, enum platform_op op)
+/* The run's clock plus the real time elapsed since it started: the time a
+ * call is sent, which may be well after the run began (timeouts). */
+static long long tick_now(const struct tick *t)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return t->opt->now + (long long)(ts.tv_sec - t->started.tv_sec);
+}
+
+static struct sched_budget budget_of(const struct tick *t, const char *login, enum platform_op op,
+                                     long long now)
 {
     struct sched_budget b = {
         .limit = op_limits[op].limit,
         .span = op_limits[op].span,
-        .used = state_calls_since(t->st, login, op, t->opt->now - op_limits[op].span),
+        .used = state_calls_since(t->st, login, op, now - op_limits[op].span),
         .last_call = state_last_call(t->st, login, op),
         .blocked_until = state_blocked_until(t->st, login, op),
     };
     return b;
 }
 
+/* Saves what the next step must not lose: everything, or in a dry run the
+ * budget ledger only. */
+static int persist(struct tick *t, const char *why)
+{
+    struct err e;
+    int rc = t->opt->dry_run ? state_save_budget(t->st, &e) : state_save(t->st, &e);
+    if (rc == 0)
+        return 0;
+    log_error("%s (%s)", e.msg, why);
+    t->failures++;
+    return -1;
+}
+
+/* Records a call of `op` and saves the ledger before the call is sent. */
+static int record_call(struct tick *t, const char *login, enum platform_op op)
+{
+    state_record_call(t->st, login, op, tick_now(t));
+    return persist(t, "before a platform call");
+}
+
 /* What a reply tells about the budget: the rate-limit headers, a 429. */
 static void note_reply(struct tick *t, const char *login, enum platform_op op,
                        const struct platform_reply *r)
 {
-    long long now = t->opt->now;
-    if (r->rl.present) {
+    long long now = tick_now(t);
+    if (r->rl.present)
         state_set_ratelimit(t->st, login, op, &r->rl, now);
-        if (r->rl.remaining <= 0)
-            state_block(t->st, login, op, now + (r->rl.reset > 0 ? r->rl.reset : op_limits[op].span));
-    }
-    if (r->http_status == 429 && !(r->rl.present && r->rl.remaining <= 0))
-        state_block(t->st, login, op, now + op_limits[op].span);
-}
-
-static int save(struct tick *t, const char *why)
-{
-    struct err e;
-    if (state_save(t->st, &e) == 0)
-        return 0;
-    log_error("%s (%s)", e.msg, why);
-    return -1;
+    if (r->http_status != 429 && !(r->rl.present && r->rl.remaining <= 0))
+        return;
+    struct sched_budget b = budget_of(t, login, op, now);
+    long long oldest = state_oldest_call_since(t->st, login, op, now - op_limits[op].span);
+    long long until = scheduler_block_until(&b, oldest, r->rl.present ? r->rl.reset : 0, now);
+    state_block(t->st, login, op, until);
+    log_info("login %s: the platform allows no %s call for %lld s", login,
+             platform_op_name(op), until - now);
 }
 
 /* --- discovery --------------------------------------------------------- */
@@ -87,26 +120,23 @@ static int save(struct tick *t, const char *why)
 static bool discovery_due(const struct tick *t, const struct account_conf *a)
 {
     long long at = state_discovered_at(t->st, a->name);
-    return a->devices_auto && (at == 0 || at > t->opt->now || t->opt->now - at >= DISCOVERY_INTERVAL);
+    return a->devices_auto && (at == 0 || t->opt->now - at >= DISCOVERY_INTERVAL);
 }
 
-static void discover(struct tick *t, const struct account_conf *a, struct platform *p)
+/* Replaces the account's device list with the platform's, except that an
+ * empty list never replaces a known one: a reply that lost the devices
+ * must not stop the polling. */
+static void take_devices(struct tick *t, const struct account_conf *a,
+                         const struct device_info *infos, size_t n)
 {
-    struct platform_reply r = {0};
-    struct device_info *infos = NULL;
-    size_t n = 0;
-    struct err e;
-    if (platform_call(p, PLATFORM_CURRENT, NULL, NULL, &r) < 0) {
-        log_error("account %s: discovering devices: %s", a->name, r.message);
-        t->failures++;
-        goto out;
+    size_t known = 0;
+    state_devices_free(state_devices(t->st, a->name, &known), known);
+    if (n == 0 && known > 0) {
+        log_warn("account %s: the platform listed no devices; keeping the %zu known", a->name,
+                 known);
+        return;
     }
-    if (platform_parse_devices(&infos, &n, r.body, &e) < 0) {
-        log_error("account %s: discovering devices: %s", a->name, e.msg);
-        t->failures++;
-        goto out;
-    }
-    struct state_device *devs = xcalloc(n, sizeof *devs);
+    struct state_device *devs = xcalloc(n ? n : 1, sizeof *devs);
     for (size_t i = 0; i < n; i++) {
         devs[i].serial = infos[i].serial;
         devs[i].base = infos[i].base_serial;
@@ -114,113 +144,207 @@ static void discover(struct tick *t, const struct account_conf *a, struct platfo
         devs[i].name = infos[i].name;
     }
     state_set_devices(t->st, a->name, devs, n, t->opt->now);
-    state_set_discovered(t->st, a->name, t->opt->now);
     free(devs);
+    if (n < known)
+        log_warn("account %s: %zu device%s no longer listed by the platform", a->name,
+                 known - n, known - n == 1 ? "" : "s");
     log_info("account %s: %zu device%s found", a->name, n, n == 1 ? "" : "s");
-out:
+}
+
+static void discover(struct tick *t, const struct account_conf *a, struct platform *p)
+{
+    struct sched_budget b = budget_of(t, a->login_id, PLATFORM_CURRENT, t->opt->now);
+    struct platform_reply r = {0};
+    struct device_info *infos = NULL;
+    size_t n = 0;
+    struct err e;
+    if (b.used >= (size_t)b.limit || t->opt->now < b.blocked_until) {
+        log_info("account %s: discovery waits for the current-readings budget", a->name);
+        return;
+    }
+    if (record_call(t, a->login_id, PLATFORM_CURRENT) < 0)
+        return;
+    if (platform_call(p, PLATFORM_CURRENT, NULL, NULL, &r) < 0) {
+        log_error("account %s: discovering devices: %s", a->name, r.message);
+        t->failures++;
+    } else if (platform_parse_devices(&infos, &n, r.body, &e) < 0) {
+        log_error("account %s: discovering devices: %s", a->name, e.msg);
+        t->failures++;
+    } else {
+        take_devices(t, a, infos, n);
+        state_set_discovered(t->st, a->name, t->opt->now);
+    }
     note_reply(t, a->login_id, PLATFORM_CURRENT, &r);
     device_info_free(infos, n);
     platform_reply_free(&r);
 }
 
-/* --- the devices an account polls -------------------------------------- */
+/* --- the pool of devices of one login ID -------------------------------- */
 
-/* The account's devices after include/exclude: discovered ones, or those of
- * the config with their last poll taken from the state. */
-static struct state_device *account_devices(const struct tick *t, const struct account_conf *a,
-                                            size_t *n)
+struct pooled {
+    const struct account_conf *a;
+    struct platform *p;
+    struct state_device dev; /* owned */
+};
+
+struct pool {
+    struct pooled *items;
+    size_t n, cap;
+};
+
+static bool pool_has(const struct pool *pl, const char *serial)
 {
-    size_t known_n = 0, count = 0;
-    struct state_device *known = state_devices(t->st, a->name, &known_n);
-    size_t cap = a->devices_auto ? known_n : a->n_devices;
-    struct state_device *out = xcalloc(cap ? cap : 1, sizeof *out);
-    if (a->devices_auto) {
-        for (size_t i = 0; i < known_n; i++) {
-            if (!account_wants_serial(a, known[i].serial))
-                continue;
-            out[count++] = known[i];
-            memset(&known[i], 0, sizeof known[i]);
-        }
-    } else {
-        for (size_t i = 0; i < a->n_devices; i++) {
-            const struct device_conf *d = &a->devices[i];
-            if (!account_wants_serial(a, d->serial))
-                continue;
-            struct state_device *dev = &out[count++];
-            dev->serial = xstrdup(d->serial);
-            dev->base = xstrdup(d->base);
-            dev->model = xstrdup("");
-            dev->name = xstrdup("");
-            for (size_t k = 0; k < known_n; k++)
-                if (strcmp(known[k].serial, d->serial) == 0) {
-                    dev->last_poll = known[k].last_poll;
-                    dev->last_ok = known[k].last_ok;
-                }
-        }
-    }
-    state_devices_free(known, known_n);
-    *n = count;
-    return out;
+    for (size_t i = 0; i < pl->n; i++)
+        if (strcmp(pl->items[i].dev.serial, serial) == 0)
+            return true;
+    return false;
 }
 
-/* --- polling ----------------------------------------------------------- */
-
-/* Queues the events of one alert-log reply that were not seen before. On a
- * device's first successful poll, entries older than catch_up are only
- * marked seen: a new installation must not page anyone for last week.
- * Returns -1 when the reply could not be read. */
-static int take_events(struct tick *t, const struct account_conf *a,
-                        const struct state_device *dev, const struct json_object *body)
+/* Adds the account's devices that pass its include/exclude globs, are not
+ * refused now, and are not in the pool yet (through another account of
+ * the same login ID). Hand-listed devices are written into the state's list
+ * first, so they get a history like discovered ones. */
+static void pool_add_account(struct tick *t, struct pool *pl, const struct account_conf *a,
+                             struct platform *p)
 {
+    if (!a->devices_auto) {
+        struct state_device *conf = xcalloc(a->n_devices ? a->n_devices : 1, sizeof *conf);
+        for (size_t i = 0; i < a->n_devices; i++) {
+            conf[i].serial = a->devices[i].serial;
+            conf[i].base = a->devices[i].base;
+            conf[i].model = (char *)"";
+            conf[i].name = (char *)"";
+        }
+        state_set_devices(t->st, a->name, conf, a->n_devices, t->opt->now);
+        free(conf);
+    }
+    size_t n = 0;
+    struct state_device *devs = state_devices(t->st, a->name, &n);
+    for (size_t i = 0; i < n; i++) {
+        struct state_device *d = &devs[i];
+        if (!account_wants_serial(a, d->serial) || pool_has(pl, d->serial) ||
+            d->refused_until > t->opt->now)
+            continue;
+        if (pl->n == pl->cap) {
+            pl->cap = pl->cap ? pl->cap * 2 : 16;
+            pl->items = xreallocarray(pl->items, pl->cap, sizeof *pl->items);
+        }
+        pl->items[pl->n++] = (struct pooled){.a = a, .p = p, .dev = *d};
+        memset(d, 0, sizeof *d); /* moved into the pool */
+    }
+    state_devices_free(devs, n);
+}
+
+static void pool_free(struct pool *pl)
+{
+    for (size_t i = 0; i < pl->n; i++) {
+        struct state_device *d = &pl->items[i].dev;
+        free(d->serial);
+        free(d->base);
+        free(d->model);
+        free(d->name);
+    }
+    free(pl->items);
+}
+
+/* --- polling one device ------------------------------------------------- */
+
+/* True when `ev` was not sent because it predates what catch_up covers:
+ * an entry older than catch_up before wsrelay first knew its device, so
+ * that a new installation does not page anyone for last week. */
+static bool before_catch_up(const struct tick *t, const struct state_device *dev,
+                            const struct event *ev)
+{
+    long long known = dev->first_known ? dev->first_known : t->opt->now;
+    return ev->unixtime < known - t->cfg->catch_up;
+}
+
+/* Queues the events of one alert-log reply that were not seen before.
+ * Returns -1 when the reply could not be used. */
+static int take_events(struct tick *t, const struct pooled *pd, const struct json_object *body)
+{
+    const struct state_device *dev = &pd->dev;
+    const char *account = pd->a->name;
     struct event_list list = {0};
     struct err e;
-    size_t fresh = 0, caught_up = 0;
-    long long now = t->opt->now;
+    size_t fresh = 0, old = 0, known = 0;
     int rc = -1;
-    if (event_parse_alert_log(&list, body, a->name, &e) < 0) {
-        log_error("account %s, device %s: %s", a->name, dev->serial, e.msg);
-        t->failures++;
+    if (event_parse_alert_log(&list, body, account, &e) < 0) {
+        log_error("account %s, device %s: %s", account, dev->serial, e.msg);
         goto out;
     }
     for (size_t i = 0; i < list.n; i++) {
+        if (strcmp(list.items[i].serial, dev->serial) != 0) {
+            log_error("account %s, device %s: the reply is about device %s; ignored", account,
+                      dev->serial, list.items[i].serial);
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < list.n; i++) {
         const struct event *ev = &list.items[i];
-        if (state_seen(t->st, ev->serial, ev->unixtime, ev->kind))
+        if (state_seen(t->st, ev->serial, ev->unixtime, ev->kind)) {
+            known++;
             continue;
-        if (dev->last_ok == 0 && ev->unixtime < now - t->cfg->catch_up) {
-            caught_up++;
+        }
+        if (before_catch_up(t, dev, ev)) {
+            old++;
         } else {
             for (size_t r = 0; r < t->cfg->n_receivers; r++)
-                state_enqueue(t->st, t->cfg->receivers[r].name, ev, now);
+                state_enqueue(t->st, t->cfg->receivers[r].name, ev, t->opt->now);
             fresh++;
         }
         state_mark_seen(t->st, ev->serial, ev->unixtime, ev->kind);
     }
-    /* Entries older than the oldest one returned have left the device's log
-     * for good, so their keys can go. */
-    if (list.oldest > 0)
+    if (list.entries >= FULL_PAGE) {
+        /* A full page that overlaps nothing seen before: entries may have
+         * left the log between the two polls. */
+        if (known == 0 && dev->last_ok != 0)
+            log_warn("account %s, device %s: %zu new entries since the last poll; older ones "
+                     "may have been lost (poll it more often: see README, the budget)",
+                     account, dev->serial, list.entries);
+        /* Entries older than the oldest of a full page have left the
+         * device's log for good, so their keys can go. */
         state_prune_seen(t->st, dev->serial, list.oldest);
-    log_info("account %s, device %s: %zu entr%s, %zu new event%s%s", a->name, dev->serial,
+    }
+    log_info("account %s, device %s: %zu entr%s, %zu new event%s%s", account, dev->serial,
              list.entries, list.entries == 1 ? "y" : "ies", fresh, fresh == 1 ? "" : "s",
-             caught_up ? " (older ones recorded as seen)" : "");
+             old ? " (older ones recorded as seen)" : "");
     rc = 0;
 out:
     event_list_free(&list);
     return rc;
 }
 
-static void poll_device(struct tick *t, const struct account_conf *a, struct platform *p,
-                        const struct state_device *dev, bool *stop)
+/* Polls one device; sets *stop when no further call of this login can
+ * succeed now (bad credentials, budget exhausted). */
+static void poll_device(struct tick *t, const struct pooled *pd, bool *stop)
 {
+    const struct account_conf *a = pd->a;
+    const struct state_device *dev = &pd->dev;
     struct platform_reply r = {0};
     bool ok = false;
-    if (platform_call(p, PLATFORM_ALERT, dev->serial, dev->base, &r) < 0) {
+    if (record_call(t, a->login_id, PLATFORM_ALERT) < 0) {
+        *stop = true;
+        return;
+    }
+    if (platform_call(pd->p, PLATFORM_ALERT, dev->serial, dev->base, &r) == 0) {
+        ok = take_events(t, pd, r.body) == 0;
+        if (!ok)
+            t->failures++;
+    } else if (r.http_status == 400) {
+        /* The platform refuses some devices (models the alert operation
+         * does not serve, a wrong base serial): stop spending budget on
+         * them and ask again tomorrow. */
+        state_device_refused(t->st, a->name, dev->serial, t->opt->now + REFUSED_RECHECK);
+        log_error("account %s, device %s: alert logs refused: %s; not asked again for a day "
+                  "(add the serial to exclude: if this is expected)",
+                  a->name, dev->serial, r.message);
+        t->failures++;
+    } else {
         log_error("account %s, device %s: alert logs: %s", a->name, dev->serial, r.message);
         t->failures++;
-        /* Bad credentials or an exhausted budget fail every further call. */
         if (r.http_status == 401 || r.http_status == 429)
             *stop = true;
-    } else {
-        ok = take_events(t, a, dev, r.body) == 0;
     }
     /* Polled, successfully or not: the device goes to the back of the line. */
     state_device_polled(t->st, a->name, dev->serial, dev->base, t->opt->now, ok);
@@ -228,123 +352,91 @@ static void poll_device(struct tick *t, const struct account_conf *a, struct pla
     platform_reply_free(&r);
 }
 
-/* Plans the account's alert calls and records them before they are made. */
-static size_t plan_alert_calls(struct tick *t, const struct account_conf *a,
-                               const struct state_device *devs, size_t n, size_t *order)
-{
-    struct sched_device *sd = xcalloc(n ? n : 1, sizeof *sd);
-    for (size_t i = 0; i < n; i++)
-        sd[i].last_poll = devs[i].last_poll;
-    struct sched_budget b = budget_of(t, a->login_id, PLATFORM_ALERT);
-    size_t planned = scheduler_plan(order, n, sd, n, &b, t->opt->now);
-    for (size_t i = 0; i < planned; i++)
-        state_record_call(t->st, a->login_id, PLATFORM_ALERT, t->opt->now);
-    free(sd);
-    return planned;
-}
+/* --- one login ID ------------------------------------------------------- */
 
-/* What one account does in this tick. */
-struct account_tick {
-    const struct account_conf *a;
-    struct platform *p;       /* NULL when the account cannot be used */
-    bool discover;            /* a Get Current Readings call was recorded */
-    struct state_device *devs;
-    size_t n_devs;
-    size_t *order;            /* indices into devs, most urgent first */
-    size_t planned;           /* alert calls recorded */
-};
-
-static void account_tick_free(struct account_tick *at)
+static void poll_login(struct tick *t, const char *login)
 {
-    platform_free(at->p);
-    state_devices_free(at->devs, at->n_devs);
-    free(at->order);
-}
-
-/* Records the discovery call if one is due and the budget allows it. */
-static void plan_discovery(struct tick *t, struct account_tick *at)
-{
+    const struct config *c = t->cfg;
+    struct platform **clients = xcalloc(c->n_accounts, sizeof *clients);
+    struct pool pl = {0};
+    struct sched_device *sd = NULL;
+    size_t *order = NULL;
     struct err e;
-    if (platform_new(&at->p, at->a, &e) < 0) {
-        log_error("account %s: %s", at->a->name, e.msg);
-        t->failures++;
-        return;
+    for (size_t i = 0; i < c->n_accounts; i++) {
+        const struct account_conf *a = &c->accounts[i];
+        if (strcmp(a->login_id, login) != 0)
+            continue;
+        if (platform_new(&clients[i], a, &e) < 0) {
+            log_error("account %s: %s", a->name, e.msg);
+            t->failures++;
+            continue;
+        }
+        if (discovery_due(t, a))
+            discover(t, a, clients[i]);
+        pool_add_account(t, &pl, a, clients[i]);
     }
-    if (!discovery_due(t, at->a))
-        return;
-    struct sched_budget b = budget_of(t, at->a->login_id, PLATFORM_CURRENT);
-    if (b.used >= (size_t)b.limit || t->opt->now < b.blocked_until) {
-        log_info("account %s: discovery waits for the current-readings budget", at->a->name);
-        return;
+    if (pl.n == 0) {
+        log_info("login %s: no devices to poll yet", login);
+        goto out;
     }
-    state_record_call(t->st, at->a->login_id, PLATFORM_CURRENT, t->opt->now);
-    at->discover = true;
-}
-
-static void plan_polls(struct tick *t, struct account_tick *at)
-{
-    if (!at->p)
-        return;
-    at->devs = account_devices(t, at->a, &at->n_devs);
-    if (at->n_devs == 0) {
-        log_info("account %s: no devices to poll yet", at->a->name);
-        return;
-    }
-    at->order = xcalloc(at->n_devs, sizeof *at->order);
-    at->planned = plan_alert_calls(t, at->a, at->devs, at->n_devs, at->order);
-    if (at->planned == 0)
-        log_debug("account %s: no alert call allowed now", at->a->name);
-}
-
-static void poll_planned(struct tick *t, struct account_tick *at)
-{
+    sd = xcalloc(pl.n, sizeof *sd);
+    order = xcalloc(pl.n, sizeof *order);
+    for (size_t i = 0; i < pl.n; i++)
+        sd[i].last_poll = pl.items[i].dev.last_poll;
+    struct sched_budget b = budget_of(t, login, PLATFORM_ALERT, t->opt->now);
+    size_t planned = scheduler_plan(order, pl.n, sd, pl.n, &b, t->opt->now);
+    if (planned == 0)
+        log_debug("login %s: no alert call allowed now", login);
     bool stop = false;
-    for (size_t i = 0; i < at->planned && !stop; i++)
-        poll_device(t, at->a, at->p, &at->devs[at->order[i]], &stop);
+    for (size_t i = 0; i < planned && !stop; i++)
+        poll_device(t, &pl.items[order[i]], &stop);
+out:
+    free(order);
+    free(sd);
+    pool_free(&pl);
+    for (size_t i = 0; i < c->n_accounts; i++)
+        platform_free(clients[i]);
+    free(clients);
 }
 
-/* Steps 1 and 2 for every account. Each batch of calls is recorded and
- * saved before the first of them is sent. */
-static void poll_accounts(struct tick *t)
+static void poll_all(struct tick *t)
 {
-    size_t n = t->cfg->n_accounts;
-    struct account_tick *ats = xcalloc(n, sizeof *ats);
-    bool any = false;
-    for (size_t i = 0; i < n; i++) {
-        ats[i].a = &t->cfg->accounts[i];
-        plan_discovery(t, &ats[i]);
-        any = any || ats[i].discover;
+    const struct config *c = t->cfg;
+    for (size_t i = 0; i < c->n_accounts; i++) {
+        bool first = true;
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(c->accounts[k].login_id, c->accounts[i].login_id) == 0)
+                first = false;
+        if (first)
+            poll_login(t, c->accounts[i].login_id);
     }
-    if (any && save(t, "before discovery") < 0) {
-        t->failures++;
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (ats[i].discover)
-            discover(t, ats[i].a, ats[i].p);
-    any = false;
-    for (size_t i = 0; i < n; i++) {
-        plan_polls(t, &ats[i]);
-        any = any || ats[i].planned;
-    }
-    if (any && save(t, "before polling") < 0) {
-        t->failures++;
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++)
-        poll_planned(t, &ats[i]);
-out:
-    for (size_t i = 0; i < n; i++)
-        account_tick_free(&ats[i]);
-    free(ats);
 }
 
 /* --- delivery ---------------------------------------------------------- */
 
+/* Queued events whose receiver left the config stay queued (renaming a
+ * receiver back delivers them) but must not be forgotten silently. */
+static void warn_orphans(struct tick *t)
+{
+    size_t n = 0;
+    char **names = state_outbox_receivers(t->st, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (!config_receiver(t->cfg, names[i])) {
+            size_t count = state_outbox_count(t->st, names[i]);
+            log_warn("%zu queued event%s for receiver '%s', which is no longer configured: "
+                     "configure it again to deliver them",
+                     count, count == 1 ? "" : "s", names[i]);
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
 static void deliver_receiver(struct tick *t, const struct receiver_conf *r)
 {
     size_t n = 0;
-    struct outbox_item *items = state_outbox_due(t->st, r->name, t->opt->now, &n);
+    long long now = t->opt->now;
+    struct outbox_item *items = state_outbox_due(t->st, r->name, now, &n);
     for (size_t start = 0; start < n; start += MESSAGE_MAX_EVENTS) {
         size_t count = n - start < MESSAGE_MAX_EVENTS ? n - start : MESSAGE_MAX_EVENTS;
         struct event *evs = xcalloc(count, sizeof *evs);
@@ -364,7 +456,7 @@ static void deliver_receiver(struct tick *t, const struct receiver_conf *r)
             log_info("receiver %s: %zu event%s delivered", r->name, count, count == 1 ? "" : "s");
         } else {
             for (size_t i = 0; i < count; i++)
-                state_outbox_failed(t->st, items[start + i].id, e.msg, t->opt->now);
+                state_outbox_failed(t->st, items[start + i].id, e.msg, now);
             log_error("%s; %zu event%s kept for a later run", e.msg, count,
                       count == 1 ? "" : "s");
             t->failures++;
@@ -378,20 +470,21 @@ int run_once(const struct config *c, const struct run_options *o)
 {
     struct tick t = {.cfg = c, .opt = o};
     struct err e;
+    clock_gettime(CLOCK_MONOTONIC, &t.started);
     if (state_open(&t.st, c->state_file, o->lock_wait, &e) < 0) {
         log_error("%s", e.msg);
         return RUN_FAILED;
     }
-    poll_accounts(&t);
-    if (!o->dry_run && save(&t, "after polling") < 0) {
-        /* Nothing is delivered that could not be recorded as delivered. */
-        t.failures++;
+    state_clamp_clock(t.st, o->now, op_limits[PLATFORM_ALERT].span);
+    warn_orphans(&t);
+    poll_all(&t);
+    /* Nothing is delivered that could not be recorded as delivered. */
+    if (!o->dry_run && persist(&t, "after polling") < 0)
         goto out;
-    }
     for (size_t i = 0; i < c->n_receivers; i++)
         deliver_receiver(&t, &c->receivers[i]);
-    if (!o->dry_run && save(&t, "after delivery") < 0)
-        t.failures++;
+    if (!o->dry_run)
+        persist(&t, "after delivery");
 out:
     state_close(t.st);
     return t.failures ? RUN_FAILED : RUN_OK;

@@ -19,10 +19,11 @@ size_t scheduler_allowance(const struct sched_budget *b, long long now)
     long spacing = b->span / b->limit;
     if (spacing < 1)
         spacing = 1;
-    /* A first call, or a clock that went back, earns one slot. */
+    /* A first call earns one slot; a last call stamped in the future (the
+     * clock went back) counts as made now. */
     long long since = b->last_call ? now - b->last_call : spacing;
     if (since < 0)
-        return 0;
+        since = 0;
     long long slots = since / spacing;
     if (b->last_call == 0 && slots > 1)
         slots = 1;
@@ -63,4 +64,21 @@ size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *de
         out[count++] = best;
     }
     return count;
+}
+
+/* The platform documents X-RateLimit-Reset as the length of the span, not
+ * the time left in it, so waiting `reset` seconds after every exhausted
+ * window would leave polling blind for most of an hour in every two. When
+ * the ledger alone explains the exhaustion (it holds `limit` calls), the
+ * wait ends when the oldest of them leaves the window. Otherwise another
+ * client shares the login ID and its calls are unknown: wait the reset,
+ * but never more than one span, whatever a header says. */
+long long scheduler_block_until(const struct sched_budget *b, long long oldest, long reset,
+                                long long now)
+{
+    long wait = reset > 0 && reset < b->span ? reset : b->span;
+    long long until = now + wait;
+    if (b->limit > 0 && b->used >= (size_t)b->limit && oldest > 0 && oldest + b->span < until)
+        until = oldest + b->span;
+    return until > now ? until : now;
 }

@@ -25,12 +25,20 @@ struct sched_budget {
     long long blocked_until; /* no call before this time */
 };
 
-/* How many calls the budget allows now. */
+/* How many calls the budget allows now. A last call stamped after `now`
+ * (the clock went back) counts as made now. */
 size_t scheduler_allowance(const struct sched_budget *b, long long now);
 
 /* Writes into `out` the indices of the devices to poll now, most urgent
  * first, at most `max_out` and at most the allowance; returns how many. */
 size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *devs, size_t n,
                       const struct sched_budget *b, long long now);
+
+/* Until when the operation must wait after a reply said no call is left
+ * (X-RateLimit-Remaining: 0, or a 429). `b` counts the call just made;
+ * `oldest` is the oldest call of the ledger's window (0: none); `reset` is
+ * the reply's X-RateLimit-Reset (0: absent). Never later than one span. */
+long long scheduler_block_until(const struct sched_budget *b, long long oldest, long reset,
+                                long long now);
 
 #endif

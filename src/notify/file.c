@@ -3,11 +3,13 @@
  * for log collectors, and for the demo. */
 #include "notify/notify.h"
 #include "util/buf.h"
+#include "util/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Appends `s` with control characters (which could move a terminal's
@@ -62,42 +64,40 @@ void notify_render_text(struct buf *out, const char *receiver, const struct even
     }
 }
 
-static int write_all(int fd, const char *data, size_t len)
-{
-    while (len) {
-        ssize_t w = write(fd, data, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        data += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 static int file_send(const struct receiver_conf *r, const struct event *events, size_t n,
                      struct err *e)
 {
     int rc = -1;
     int fd = -1;
+    struct stat st;
     struct buf text;
     buf_init(&text, 0);
     notify_render_text(&text, r->name, events, n);
     buf_puts(&text, "\n");
     if (strcmp(r->file.path, "-") == 0) {
         fflush(stdout);
-        if (write_all(STDOUT_FILENO, text.data, text.len) < 0) {
+        if (file_write_all(STDOUT_FILENO, text.data, text.len) < 0) {
             err_set(e, "standard output: %s", strerror(errno));
             goto out;
         }
         rc = 0;
         goto out;
     }
-    /* One write with O_APPEND keeps each block whole even when another
-     * process appends to the same file. */
-    fd = open(r->file.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0 || write_all(fd, text.data, text.len) < 0 || fsync(fd) < 0) {
+    /* Only a regular file, never through a symlink, and never waiting on a
+     * FIFO while the state is locked. One write with O_APPEND keeps each
+     * block whole even when another process appends to the same file. */
+    fd = open(r->file.path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+              0600);
+    if (fd < 0) {
+        err_set(e, "%s: %s", r->file.path, strerror(errno));
+        goto out;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        err_set(e, "%s: not a regular file", r->file.path);
+        goto out;
+    }
+    if (fcntl(fd, F_SETFL, O_APPEND) < 0 || file_write_all(fd, text.data, text.len) < 0 ||
+        fsync(fd) < 0) {
         err_set(e, "%s: %s", r->file.path, strerror(errno));
         goto out;
     }

@@ -3,6 +3,7 @@
 #include "util/buf.h"
 #include "util/xalloc.h"
 
+#include <ctype.h>
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,48 @@ char *http_redact_url(const char *url)
                      *end ? "/…" : "");
 }
 
+/* Replaces every occurrence of `secret` (when at least 4 bytes long) in
+ * `b` by "[redacted]". */
+static void redact(struct buf *b, const char *secret)
+{
+    size_t n = strlen(secret);
+    if (n < 4 || !b->data)
+        return;
+    struct buf out;
+    buf_init(&out, 0);
+    const char *p = b->data;
+    for (const char *hit; (hit = strstr(p, secret)); p = hit + n) {
+        buf_append(&out, p, (size_t)(hit - p));
+        buf_puts(&out, "[redacted]");
+    }
+    buf_puts(&out, p);
+    buf_free(b);
+    *b = out;
+}
+
+void http_reply_excerpt(char *out, size_t size, const char *body, const char *url,
+                        const struct header_conf *headers, size_t n_headers)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, body ? body : "");
+    redact(&b, url);
+    /* The path and query alone, as "Cannot POST /hook/secret" shows it. */
+    const char *scheme_end = strstr(url, "://");
+    const char *path = scheme_end ? strpbrk(scheme_end + 3, "/?#") : NULL;
+    if (path && strlen(path) > 1)
+        redact(&b, path);
+    for (size_t i = 0; i < n_headers; i++)
+        redact(&b, headers[i].value);
+    size_t j = 0;
+    const char *s = buf_str(&b);
+    for (size_t i = 0; s[i] && s[i] != '\n' && j + 1 < size; i++)
+        out[j++] = isprint((unsigned char)s[i]) ? s[i] : '?';
+    if (size)
+        out[j] = '\0';
+    buf_free(&b);
+}
+
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
 {
     struct buf *b = userdata;
@@ -42,7 +85,6 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
     int rc = -1;
     struct curl_slist *list = NULL;
     struct buf reply;
-    char errbuf[CURL_ERROR_SIZE] = "";
     char *redacted = http_redact_url(url);
     CURL *curl = curl_easy_init();
     buf_init(&reply, REPLY_CAP);
@@ -63,7 +105,11 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
         free(line);
     }
     curl_easy_setopt(curl, CURLOPT_URL, url);
+#if LIBCURL_VERSION_NUM >= 0x075500
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "https,http");
+#else
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTPS | CURLPROTO_HTTP));
+#endif
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
     curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
@@ -76,7 +122,6 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
     CURLcode res = curl_easy_perform(curl);
     if (res != CURLE_OK) {
         /* curl's own message may quote the URL: use the code's text only. */

@@ -19,6 +19,13 @@ struct http_post_reply {
 int http_post(struct http_post_reply *out, const char *url, const struct header_conf *headers,
               size_t n_headers, const char *content_type, const char *body, struct err *e);
 
+/* The start of a reply body as one printable line (at most `size` - 1
+ * bytes, non-printable bytes as '?'), for error messages and the state.
+ * Servers echo requests: the URL, its path and query, and every header value
+ * are replaced by "[redacted]" first. */
+void http_reply_excerpt(char *out, size_t size, const char *body, const char *url,
+                        const struct header_conf *headers, size_t n_headers);
+
 /* "scheme://host[:port]/…": the URL without path, query or credentials, for
  * logs. Webhook URLs carry their secret in the path. Caller frees. */
 char *http_redact_url(const char *url);

@@ -8,19 +8,9 @@
 #include "notify/notify.h"
 #include "util/xalloc.h"
 
-#include <ctype.h>
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The first line of a reply body, printable characters only, for logs. */
-static void reply_excerpt(char *out, size_t size, const char *body)
-{
-    size_t j = 0;
-    for (size_t i = 0; body && body[i] && body[i] != '\n' && j + 1 < size && i < 200; i++)
-        out[j++] = isprint((unsigned char)body[i]) ? body[i] : '?';
-    out[j] = '\0';
-}
 
 static int webhook_send(const struct receiver_conf *r, const struct event *events, size_t n,
                         struct err *e)
@@ -44,7 +34,8 @@ static int webhook_send(const struct receiver_conf *r, const struct event *event
     if (reply.status < 200 || reply.status > 299) {
         char excerpt[256];
         char *redacted = http_redact_url(r->webhook.url);
-        reply_excerpt(excerpt, sizeof excerpt, reply.body);
+        http_reply_excerpt(excerpt, sizeof excerpt, reply.body, r->webhook.url,
+                           r->webhook.headers, r->webhook.n_headers);
         err_set(e, "POST %s: HTTP %ld%s%s", redacted, reply.status, *excerpt ? ": " : "",
                 excerpt);
         free(redacted);

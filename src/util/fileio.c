@@ -54,8 +54,9 @@ char *file_dirname(const char *path)
     return xstrndup(path, (size_t)(slash - path));
 }
 
-static int write_all(int fd, const char *data, size_t len)
+int file_write_all(int fd, const void *buf, size_t len)
 {
+    const char *data = buf;
     while (len) {
         ssize_t n = write(fd, data, len);
         if (n < 0 && errno == EINTR)
@@ -74,12 +75,19 @@ int file_write_atomic(const char *path, const void *data, size_t len, mode_t mod
     char *tmp = xasprintf("%s.tmp", path);
     char *dir = file_dirname(path);
     int dirfd = -1;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    int fd = -1;
+    /* A fresh file, never one left (or planted) there: whatever PATH.tmp
+     * is, even a symlink, goes, and O_EXCL fails if it comes back. */
+    if (unlink(tmp) < 0 && errno != ENOENT) {
+        err_set(e, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0) {
         err_set(e, "%s: %s", tmp, strerror(errno));
         goto out;
     }
-    if (fchmod(fd, mode) < 0 || write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+    if (fchmod(fd, mode) < 0 || file_write_all(fd, data, len) < 0 || fsync(fd) < 0) {
         err_set(e, "%s: %s", tmp, strerror(errno));
         goto out;
     }

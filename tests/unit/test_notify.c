@@ -133,3 +133,17 @@ Test(notify, file_receiver_failure_names_the_file)
     cr_assert_not_null(strstr(e.msg, "receiver 'log' (file): /nonexistent-dir/alerts.txt"), "%s",
                        e.msg);
 }
+
+Test(notify, reply_excerpts_never_echo_the_url_or_header_values)
+{
+    char name[] = "Authorization", value[] = "Bearer s3cr3t-t0ken";
+    struct header_conf h = {.name = name, .value = value};
+    char out[256];
+    http_reply_excerpt(out, sizeof out,
+                       "Cannot POST /services/T0/B0/XyZ?k=1 (https://hooks.example.org/services/"
+                       "T0/B0/XyZ?k=1) auth=Bearer s3cr3t-t0ken\nsecond line",
+                       "https://hooks.example.org/services/T0/B0/XyZ?k=1", &h, 1);
+    cr_assert_str_eq(out, "Cannot POST [redacted] ([redacted]) auth=[redacted]");
+    http_reply_excerpt(out, 8, "\x01\x02long text", "https://x.org/", NULL, 0);
+    cr_assert_str_eq(out, "??long ");
+}

@@ -45,10 +45,29 @@ Test(scheduler, blocked_allows_nothing_until_the_time)
     cr_assert_eq(scheduler_allowance(&b, 2000), 1);
 }
 
-Test(scheduler, clock_going_back_allows_nothing)
+Test(scheduler, a_last_call_in_the_future_counts_as_made_now)
 {
     struct sched_budget b = alert_budget(1, 1000000);
+    cr_assert_eq(scheduler_allowance(&b, 999000), 0, "not in this run");
+    b.used = 0;
     cr_assert_eq(scheduler_allowance(&b, 999000), 0);
+}
+
+Test(scheduler, exhaustion_explained_by_the_ledger_ends_with_its_oldest_call)
+{
+    /* Twelve calls of ours, the oldest at 1000: free again at 4600, not
+     * at now + the 3600 s that X-RateLimit-Reset announces. */
+    struct sched_budget b = alert_budget(12, 4300);
+    cr_assert_eq(scheduler_block_until(&b, 1000, 3600, 4300), 4600);
+}
+
+Test(scheduler, exhaustion_by_another_client_waits_the_reset_at_most_a_span)
+{
+    struct sched_budget b = alert_budget(3, 4300);
+    cr_assert_eq(scheduler_block_until(&b, 1000, 600, 4300), 4900);
+    cr_assert_eq(scheduler_block_until(&b, 1000, 0, 4300), 4300 + 3600, "no header: a span");
+    cr_assert_eq(scheduler_block_until(&b, 1000, 99999999, 4300), 4300 + 3600, "capped");
+    cr_assert_eq(scheduler_block_until(&b, 1000, -5, 4300), 4300 + 3600);
 }
 
 Test(scheduler, never_polled_first_then_oldest)

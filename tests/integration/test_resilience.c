@@ -1,0 +1,217 @@
+/* `wsrelay run` where things go wrong or are unusual: accounts sharing a
+ * login ID, devices the platform refuses, a clock that jumped, more devices
+ * than the budget looks at in an hour, a discovery reply without devices,
+ * a receiver renamed with events queued, and more entries between two
+ * polls than the platform keeps. */
+#include "proc.h"
+#include "relay.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define T0 1795000000LL
+
+static struct relay R;
+
+static void teardown(void)
+{
+    relay_stop(&R);
+}
+
+/* A scenario of `n` standalone devices 5214A0NN, each with one alert at
+ * `alert_at` (0: none); device 0 is refused by the platform when
+ * `refuse_first`. */
+static char *scenario_of(int n, long long alert_at, bool refuse_first)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
+                   "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": [",
+               T0);
+    for (int i = 0; i < n; i++) {
+        buf_printf(&b, "%s{\"serial\": \"5214A0%02d\", \"model\": \"TR-72A2\", \"name\": \"F%d\"",
+                   i ? "," : "", i, i);
+        if (i == 0 && refuse_first)
+            buf_puts(&b, ", \"alert_supported\": false");
+        if (alert_at)
+            buf_printf(&b, ", \"alerts\": [{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit "
+                           "Exceeded %d\"}]",
+                       alert_at, i);
+        buf_puts(&b, "}");
+    }
+    buf_puts(&b, "]}]}");
+    return buf_steal(&b);
+}
+
+static void start(int n, long long alert_at, bool refuse_first)
+{
+    char *scen = scenario_of(n, alert_at, refuse_first);
+    relay_start(&R, scen);
+    free(scen);
+}
+
+static int alert_calls_to(const char *serial)
+{
+    struct json_object *stats = sim_stats(&R.sim), *calls, *v;
+    int count = 0;
+    cr_assert(json_object_object_get_ex(stats, "calls", &calls));
+    for (size_t i = 0; i < json_object_array_length(calls); i++) {
+        struct json_object *c = json_object_array_get_idx(calls, i);
+        if (json_object_object_get_ex(c, "serial", &v) && v &&
+            strcmp(json_object_get_string(v), serial) == 0)
+            count++;
+    }
+    json_object_put(stats);
+    return count;
+}
+
+static int max_alert_calls_per_hour(void)
+{
+    struct json_object *stats = sim_stats(&R.sim), *v, *login;
+    cr_assert(json_object_object_get_ex(stats, "max_alert_calls_per_hour", &v));
+    int n = json_object_object_get_ex(v, RELAY_LOGIN, &login) ? json_object_get_int(login) : 0;
+    json_object_put(stats);
+    return n;
+}
+
+Test(resilience, accounts_sharing_a_login_id_share_its_budget_fairly, .fini = teardown,
+     .timeout = 120)
+{
+    start(4, T0 - 60, false);
+    relay_config(&R,
+                 "  - name: first-half\n"
+                 "    base_url: @BASE_URL@\n"
+                 "    api_key: \"${TEST_API_KEY}\"\n"
+                 "    login_id: " RELAY_LOGIN "\n"
+                 "    login_pass_file: pass.txt\n"
+                 "    include: [\"5214A000\", \"5214A001\"]\n"
+                 "  - name: second-half\n"
+                 "    base_url: @BASE_URL@\n"
+                 "    api_key: \"${TEST_API_KEY}\"\n"
+                 "    login_id: " RELAY_LOGIN "\n"
+                 "    login_pass_file: pass.txt\n"
+                 "    exclude: [\"5214A000\", \"5214A001\"]\n",
+                 NULL);
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(relay_run_at(&R, T0 + i * 300, NULL), 0);
+    size_t n;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(n, 4, "every device of both accounts, once:\n%s", keys);
+    free(keys);
+    cr_assert_leq(max_alert_calls_per_hour(), 12);
+}
+
+Test(resilience, a_refused_device_is_asked_once_a_day_and_frees_the_budget, .fini = teardown,
+     .timeout = 120)
+{
+    start(2, T0 - 60, true);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 1, "the first refusal is a failure");
+    cr_assert(strstr(err, "refused"), "%s", err);
+    cr_assert(strstr(err, "exclude"), "the log says what to do: %s", err);
+    free(err);
+    for (int i = 1; i <= 12; i++)
+        cr_assert_eq(relay_run_at(&R, T0 + i * 300, NULL), 0, "run %d", i);
+    cr_assert_eq(alert_calls_to("5214A000"), 1, "not asked again within the day");
+    cr_assert_geq(alert_calls_to("5214A001"), 11, "the budget goes to the working device");
+    cr_assert_eq(relay_run_at(&R, T0 + 86400 + 300, NULL), 1, "asked again the next day");
+    cr_assert_eq(alert_calls_to("5214A000"), 2);
+}
+
+Test(resilience, a_clock_that_was_ahead_does_not_stop_polling, .fini = teardown, .timeout = 120)
+{
+    start(1, 0, false);
+    cr_assert_eq(relay_run_at(&R, T0 + 86400, NULL), 0, "a run with the clock a day ahead");
+    sim_add_alert(&R.sim, "5214A000", "{\"unixtime\": 1795000700, \"ch1\": \"CH1 late\"}");
+    for (int i = 1; i <= 6; i++)
+        cr_assert_eq(relay_run_at(&R, T0 + i * 300, NULL), 0);
+    size_t n;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(n, 1, "polling resumed within half an hour: %s", keys);
+    free(keys);
+}
+
+Test(resilience, alarms_after_installation_are_sent_however_late_the_first_poll,
+     .fini = teardown, .timeout = 180)
+{
+    /* 16 devices, one call per 5 minutes: the last device is first polled
+     * 75 minutes after installation, when its alarm is over an hour old. */
+    start(16, T0 + 120, false);
+    for (int i = 0; i <= 17; i++)
+        cr_assert_eq(relay_run_at(&R, T0 + i * 300, NULL), 0);
+    size_t n;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(n, 16, "%s", keys);
+    free(keys);
+}
+
+Test(resilience, a_discovery_reply_without_devices_keeps_the_known_ones, .fini = teardown,
+     .timeout = 120)
+{
+    start(3, T0 - 60, false);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    sim_fault(&R.sim, "current", 200, 1, "{\"devices\": []}");
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0 + 600, &err), 0);
+    cr_assert(strstr(err, "listed no devices"), "%s", err);
+    free(err);
+    cr_assert_eq(relay_run_at(&R, T0 + 900, NULL), 0);
+    size_t n;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(n, 3, "%s", keys);
+    free(keys);
+}
+
+Test(resilience, events_queued_for_a_renamed_receiver_are_not_forgotten_silently,
+     .fini = teardown, .timeout = 120)
+{
+    start(1, T0 - 60, false);
+    hooksink_set_status(R.hook, 503);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 1);
+    hooksink_clear(R.hook); /* the failed attempt */
+    relay_config(&R, NULL,
+                 "  - name: hook-renamed\n"
+                 "    webhook: {url: \"@HOOK_URL@\", headers: {Authorization: \"Bearer t0ken\"}}\n");
+    hooksink_set_status(R.hook, 200);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0 + 300, &err), 0);
+    cr_assert(strstr(err, "1 queued event for receiver 'hook', which is no longer configured"),
+              "%s", err);
+    free(err);
+    /* Configured again, the receiver gets its event. */
+    relay_config(&R, NULL, NULL);
+    cr_assert_eq(relay_run_at(&R, T0 + 600, NULL), 0);
+    size_t n;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(n, 1, "%s", keys);
+    free(keys);
+}
+
+Test(resilience, more_entries_than_the_platform_keeps_are_reported_and_keys_stay_bounded,
+     .fini = teardown, .timeout = 120)
+{
+    start(1, T0 - 60, false);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    for (int i = 0; i < 21; i++) {
+        char alert[128];
+        snprintf(alert, sizeof alert, "{\"unixtime\": %lld, \"ch1\": \"CH1 burst %d\"}",
+                 T0 + 10 + i, i);
+        sim_add_alert(&R.sim, "5214A000", alert);
+    }
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0 + 300, &err), 0);
+    cr_assert(strstr(err, "may have been lost"), "%s", err);
+    free(err);
+    size_t n;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(n, 1 + 20, "what the platform still had, once: %s", keys);
+    free(keys);
+    char *state = read_file_str(R.state_path);
+    cr_assert_eq(occurrences(state, "/ch1\""), 20, "only the keys of the 20 kept entries");
+    free(state);
+}

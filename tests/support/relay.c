@@ -1,0 +1,160 @@
+/* The integration-test fixture: simulator, webhook sink, config, runs. */
+#include "relay.h"
+#include "proc.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* `text` with each "@NAME@" of `names` replaced by the matching value. */
+static char *substitute(const char *text, const char *const *names, const char *const *values,
+                        size_t n)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    for (const char *p = text; *p;) {
+        size_t k = 0;
+        for (; k < n; k++)
+            if (strncmp(p, names[k], strlen(names[k])) == 0)
+                break;
+        if (k < n) {
+            buf_puts(&b, values[k]);
+            p += strlen(names[k]);
+        } else {
+            buf_append(&b, p++, 1);
+        }
+    }
+    return buf_steal(&b);
+}
+
+static const char default_accounts[] = "  - name: lab\n"
+                                       "    base_url: @BASE_URL@\n"
+                                       "    api_key: \"${TEST_API_KEY}\"\n"
+                                       "    login_id: " RELAY_LOGIN "\n"
+                                       "    login_pass_file: pass.txt\n";
+
+static const char default_receivers[] =
+    "  - name: hook\n"
+    "    webhook: {url: \"@HOOK_URL@\", headers: {Authorization: \"Bearer t0ken\"}}\n"
+    "  - name: log\n"
+    "    file: {path: \"@OUT@\"}\n";
+
+void relay_config(struct relay *r, const char *accounts_yaml, const char *receivers_yaml)
+{
+    char *raw = xasprintf("state_file: %s\ncatch_up: 1h\naccounts:\n%sreceivers:\n%s",
+                          r->state_path, accounts_yaml ? accounts_yaml : default_accounts,
+                          receivers_yaml ? receivers_yaml : default_receivers);
+    const char *names[] = {"@BASE_URL@", "@HOOK_URL@", "@OUT@"};
+    const char *values[] = {r->sim.base_url, hooksink_url(r->hook), r->out_path};
+    char *text = substitute(raw, names, values, 3);
+    write_file(r->config_path, text);
+    free(text);
+    free(raw);
+}
+
+void relay_start(struct relay *r, const char *scenario)
+{
+    memset(r, 0, sizeof *r);
+    r->dir = test_tmpdir();
+    r->config_path = xasprintf("%s/wsrelay.yaml", r->dir);
+    r->out_path = xasprintf("%s/alerts.txt", r->dir);
+    r->state_path = xasprintf("%s/state.json", r->dir);
+    char *scen_path = xasprintf("%s/scenario.json", r->dir);
+    char *pass_path = xasprintf("%s/pass.txt", r->dir);
+    const char *names[] = {"@API_KEY@", "@LOGIN@", "@PASSWORD@"};
+    const char *values[] = {RELAY_API_KEY, RELAY_LOGIN, "p\\\"ss\\\\word"};
+    char *scen = substitute(scenario, names, values, 3);
+    write_file(scen_path, scen);
+    write_file(pass_path, RELAY_PASSWORD "\n");
+    chmod(pass_path, 0600);
+    sim_start(&r->sim, scen_path, r->dir);
+    r->hook = hooksink_start();
+    setenv("TEST_API_KEY", RELAY_API_KEY, 1);
+    relay_config(r, NULL, NULL);
+    free(scen);
+    free(scen_path);
+    free(pass_path);
+}
+
+void relay_stop(struct relay *r)
+{
+    hooksink_stop(r->hook);
+    sim_stop(&r->sim);
+    test_rmtree(r->dir);
+    free(r->dir);
+    free(r->config_path);
+    free(r->out_path);
+    free(r->state_path);
+    memset(r, 0, sizeof *r);
+}
+
+int relay_run_at(struct relay *r, long long now, char **err)
+{
+    char when[32];
+    snprintf(when, sizeof when, "%lld", now);
+    sim_set_clock(&r->sim, now);
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", r->config_path, (char *)"run",
+                    (char *)"--now", when, NULL};
+    char *out = NULL, *errs = NULL;
+    int status = run_cmd(&out, &errs, 60, argv, NULL);
+    free(out);
+    if (err)
+        *err = errs;
+    else
+        free(errs);
+    return status;
+}
+
+static const char *member_string(struct json_object *obj, const char *key)
+{
+    struct json_object *v;
+    cr_assert(json_object_object_get_ex(obj, key, &v), "event without '%s'", key);
+    return json_object_get_string(v);
+}
+
+char *relay_hook_keys(struct relay *r, size_t *count)
+{
+    struct buf keys;
+    buf_init(&keys, 0);
+    *count = 0;
+    for (size_t i = 0; i < hooksink_count(r->hook); i++) {
+        struct hook_request *rq = hooksink_request(r->hook, i);
+        cr_assert_str_eq(rq->method, "POST");
+        cr_assert(strstr(rq->content_type, "application/json"));
+        cr_assert_str_eq(rq->authorization, "Bearer t0ken");
+        struct json_object *doc = json_tokener_parse(rq->body);
+        cr_assert_not_null(doc, "webhook body is not JSON: %s", rq->body);
+        struct json_object *events, *cnt;
+        cr_assert(json_object_object_get_ex(doc, "events", &events));
+        cr_assert(json_object_object_get_ex(doc, "count", &cnt));
+        cr_assert_eq((size_t)json_object_get_int(cnt), json_object_array_length(events));
+        for (size_t k = 0; k < json_object_array_length(events); k++) {
+            struct json_object *ev = json_object_array_get_idx(events, k);
+            struct json_object *t;
+            cr_assert(json_object_object_get_ex(ev, "unixtime", &t));
+            cr_assert_gt(strlen(member_string(ev, "text")), 0);
+            char *key = xasprintf("%s/%lld/%s", member_string(ev, "serial"),
+                                  (long long)json_object_get_int64(t), member_string(ev, "kind"));
+            cr_assert_str_eq(member_string(ev, "id"), key, "the id is the dedup key");
+            buf_printf(&keys, "%s\n", key);
+            free(key);
+            (*count)++;
+        }
+        json_object_put(doc);
+        hook_request_free(rq);
+    }
+    return buf_steal(&keys);
+}
+
+size_t occurrences(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = hay; p && (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}

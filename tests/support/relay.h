@@ -1,0 +1,51 @@
+/* A whole relay set up for an integration test: a temp dir, the simulator
+ * on a scenario, a webhook sink, a config naming both, and `wsrelay run`
+ * at a chosen time. One per test process (Criterion runs each test in its
+ * own process). */
+#ifndef WSRELAY_TEST_RELAY_H
+#define WSRELAY_TEST_RELAY_H
+
+#include "hooksink.h"
+#include "simctl.h"
+
+#include <stddef.h>
+
+#define RELAY_API_KEY "TEST-API-KEY-abcdefghijklmnopqrstuvwxyz01234"
+#define RELAY_LOGIN "tbzz9999"
+#define RELAY_PASSWORD "p\"ss\\word"
+
+struct relay {
+    char *dir;
+    struct sim sim;
+    struct hooksink *hook;
+    char *config_path;
+    char *out_path;   /* the file receiver "log" */
+    char *state_path;
+};
+
+/* Starts the simulator on `scenario` (JSON text; "@API_KEY@",
+ * "@LOGIN@" and "@PASSWORD@" are replaced by the values above) and the
+ * webhook sink, and writes the default config: one account "lab", the
+ * receivers "hook" (webhook, Authorization: Bearer t0ken) and "log" (file).
+ * The password comes from pass.txt, the API key from $TEST_API_KEY. */
+void relay_start(struct relay *r, const char *scenario);
+void relay_stop(struct relay *r);
+
+/* Rewrites the config with other `accounts:` and/or `receivers:` items
+ * (YAML list items indented by two spaces; NULL keeps the default).
+ * "@BASE_URL@" and "@HOOK_URL@" and "@OUT@" are replaced. */
+void relay_config(struct relay *r, const char *accounts_yaml, const char *receivers_yaml);
+
+/* Moves the simulator's clock to `now` and runs `wsrelay run --now NOW`;
+ * returns its exit status and, when asked, its stderr (caller frees). */
+int relay_run_at(struct relay *r, long long now, char **err);
+
+/* Every event of every webhook request so far as "SERIAL/UNIXTIME/KIND\n"
+ * lines in arrival order, checking each document's shape on the way;
+ * caller frees. */
+char *relay_hook_keys(struct relay *r, size_t *count);
+
+/* Non-overlapping occurrences of `needle` in `hay` (NULL hay: 0). */
+size_t occurrences(const char *hay, const char *needle);
+
+#endif
