@@ -130,7 +130,8 @@ static void take_devices(struct tick *t, const struct account_conf *a,
                          const struct device_info *infos, size_t n)
 {
     size_t known = 0;
-    state_devices_free(state_devices(t->st, a->name, &known), known);
+    struct state_device *old = state_devices(t->st, a->name, &known);
+    state_devices_free(old, known);
     if (n == 0 && known > 0) {
         log_warn("account %s: the platform listed no devices; keeping the %zu known", a->name,
                  known);
@@ -151,7 +152,14 @@ static void take_devices(struct tick *t, const struct account_conf *a,
     log_info("account %s: %zu device%s found", a->name, n, n == 1 ? "" : "s");
 }
 
-static void discover(struct tick *t, const struct account_conf *a, struct platform *p)
+/* The platform's 401 means the API key, login ID or password is wrong. */
+static const char *hint_for(long status)
+{
+    return status == 401 ? " (check api_key, login_id and login_pass)" : "";
+}
+
+/* Returns false when the login's credentials were refused. */
+static bool discover(struct tick *t, const struct account_conf *a, struct platform *p)
 {
     struct sched_budget b = budget_of(t, a->login_id, PLATFORM_CURRENT, t->opt->now);
     struct platform_reply r = {0};
@@ -160,12 +168,13 @@ static void discover(struct tick *t, const struct account_conf *a, struct platfo
     struct err e;
     if (b.used >= (size_t)b.limit || t->opt->now < b.blocked_until) {
         log_info("account %s: discovery waits for the current-readings budget", a->name);
-        return;
+        return true;
     }
     if (record_call(t, a->login_id, PLATFORM_CURRENT) < 0)
-        return;
+        return true;
     if (platform_call(p, PLATFORM_CURRENT, NULL, NULL, &r) < 0) {
-        log_error("account %s: discovering devices: %s", a->name, r.message);
+        log_error("account %s: discovering devices: %s%s", a->name, r.message,
+                  hint_for(r.http_status));
         t->failures++;
     } else if (platform_parse_devices(&infos, &n, r.body, &e) < 0) {
         log_error("account %s: discovering devices: %s", a->name, e.msg);
@@ -175,8 +184,10 @@ static void discover(struct tick *t, const struct account_conf *a, struct platfo
         state_set_discovered(t->st, a->name, t->opt->now);
     }
     note_reply(t, a->login_id, PLATFORM_CURRENT, &r);
+    bool usable = r.http_status != 401;
     device_info_free(infos, n);
     platform_reply_free(&r);
+    return usable;
 }
 
 /* --- the pool of devices of one login ID -------------------------------- */
@@ -341,7 +352,8 @@ static void poll_device(struct tick *t, const struct pooled *pd, bool *stop)
                   a->name, dev->serial, r.message);
         t->failures++;
     } else {
-        log_error("account %s, device %s: alert logs: %s", a->name, dev->serial, r.message);
+        log_error("account %s, device %s: alert logs: %s%s", a->name, dev->serial, r.message,
+                  hint_for(r.http_status));
         t->failures++;
         if (r.http_status == 401 || r.http_status == 429)
             *stop = true;
@@ -362,7 +374,8 @@ static void poll_login(struct tick *t, const char *login)
     struct sched_device *sd = NULL;
     size_t *order = NULL;
     struct err e;
-    for (size_t i = 0; i < c->n_accounts; i++) {
+    bool refused = false;
+    for (size_t i = 0; i < c->n_accounts && !refused; i++) {
         const struct account_conf *a = &c->accounts[i];
         if (strcmp(a->login_id, login) != 0)
             continue;
@@ -371,10 +384,12 @@ static void poll_login(struct tick *t, const char *login)
             t->failures++;
             continue;
         }
-        if (discovery_due(t, a))
-            discover(t, a, clients[i]);
+        if (discovery_due(t, a) && !discover(t, a, clients[i]))
+            refused = true; /* every call of this login would fail alike */
         pool_add_account(t, &pl, a, clients[i]);
     }
+    if (refused)
+        goto out;
     if (pl.n == 0) {
         log_info("login %s: no devices to poll yet", login);
         goto out;

@@ -6,6 +6,7 @@
 #include "control.h"
 #include "scenario.h"
 #include "world.h"
+#include "upload.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -102,25 +103,6 @@ static int parse_port(unsigned short *out, const char *text)
     return 0;
 }
 
-/* What a connection has received so far. */
-struct upload {
-    struct buf body;
-    int too_big;
-};
-
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                         enum MHD_RequestTerminationCode why)
-{
-    (void)cls;
-    (void)conn;
-    (void)why;
-    struct upload *up = *con_cls;
-    if (up) {
-        buf_free(&up->body);
-        free(up);
-        *con_cls = NULL;
-    }
-}
 
 static enum MHD_Result send_reply(struct MHD_Connection *conn, const struct reply *r)
 {
@@ -151,19 +133,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
     (void)version;
     struct world *w = cls;
-    struct upload *up = *con_cls;
-    if (!up) {
-        up = xcalloc(1, sizeof *up);
-        buf_init(&up->body, BODY_MAX);
-        *con_cls = up;
+    struct upload *up = upload_feed(con_cls, upload_data, upload_data_size, BODY_MAX);
+    if (!up)
         return MHD_YES;
-    }
-    if (*upload_data_size) {
-        if (!up->too_big && buf_append(&up->body, upload_data, *upload_data_size) < 0)
-            up->too_big = 1;
-        *upload_data_size = 0;
-        return MHD_YES;
-    }
 
     struct request rq = {
         .method = method,
@@ -250,7 +222,7 @@ int main(int argc, char **argv)
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG,
                          port, NULL, NULL, on_request, w, MHD_OPTION_SOCK_ADDR,
-                         (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+                         (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, upload_completed,
                          NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "wsrelay-sim: cannot listen on 127.0.0.1:%u\n", (unsigned)port);

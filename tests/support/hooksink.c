@@ -2,6 +2,7 @@
  * (method, path, content type, body, authorization) under a mutex and
  * answers with the configured status. */
 #include "hooksink.h"
+#include "upload.h"
 #include "util/buf.h"
 #include "util/xalloc.h"
 
@@ -26,24 +27,6 @@ struct hooksink {
     size_t n, cap;
 };
 
-struct upload {
-    struct buf body;
-    int too_big;
-};
-
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                         enum MHD_RequestTerminationCode why)
-{
-    (void)cls;
-    (void)conn;
-    (void)why;
-    struct upload *up = *con_cls;
-    if (up) {
-        buf_free(&up->body);
-        free(up);
-        *con_cls = NULL;
-    }
-}
 
 static void record(struct hooksink *h, struct MHD_Connection *conn, const char *method,
                    const char *url, struct upload *up, int *out_status)
@@ -74,23 +57,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
     (void)version;
     struct hooksink *h = cls;
-    struct upload *up = *con_cls;
-    if (!up) {
-        up = xcalloc(1, sizeof *up);
-        buf_init(&up->body, HOOK_BODY_MAX);
-        *con_cls = up;
+    struct upload *up = upload_feed(con_cls, upload_data, upload_data_size, HOOK_BODY_MAX);
+    if (!up)
         return MHD_YES;
-    }
-    if (*upload_data_size) {
-        if (!up->too_big && buf_append(&up->body, upload_data, *upload_data_size) < 0) {
-            up->too_big = 1;
-            /* Keep what fits (less than offered, or the append had worked)
-             * so that the test can still see the start. */
-            buf_append(&up->body, upload_data, HOOK_BODY_MAX - up->body.len);
-        }
-        *upload_data_size = 0;
-        return MHD_YES;
-    }
     int status;
     record(h, conn, method, url, up, &status);
     if (up->too_big)
@@ -118,7 +87,7 @@ struct hooksink *hooksink_start(void)
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL,
                                  on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+                                 MHD_OPTION_NOTIFY_COMPLETED, upload_completed, NULL,
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
     if (!h->daemon) {
         hooksink_stop(h);

@@ -2,6 +2,7 @@
  * the test: it records every request and answers what the test prepared.
  * Also the device list of Get Current Readings bodies in both dialects. */
 #include "platform.h"
+#include "upload.h"
 #include "util/buf.h"
 #include "util/fileio.h"
 #include "util/log.h"
@@ -77,20 +78,6 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     }
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
-                         enum MHD_RequestTerminationCode code)
-{
-    struct buf *body = *req_cls;
-    (void)cls;
-    (void)conn;
-    (void)code;
-    if (body) {
-        buf_free(body);
-        free(body);
-        *req_cls = NULL;
-    }
-}
-
 static const char *header(struct MHD_Connection *conn, const char *name)
 {
     return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
@@ -100,23 +87,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_size, void **req_cls)
 {
-    struct buf *body = *req_cls;
+    struct upload *up = upload_feed(req_cls, upload_data, upload_size, 0);
     struct MHD_Response *resp;
     enum MHD_Result ret;
     const struct canned *c = &srv.reply;
     (void)cls;
     (void)version;
-    if (!body) {
-        body = xcalloc(1, sizeof *body);
-        buf_init(body, 0);
-        *req_cls = body;
+    if (!up)
         return MHD_YES;
-    }
-    if (*upload_size) {
-        buf_append(body, upload_data, *upload_size);
-        *upload_size = 0;
-        return MHD_YES;
-    }
     pthread_mutex_lock(&srv.lock);
     if (srv.n_requests < MAX_REQUESTS) {
         struct recorded *r = &srv.req[srv.n_requests];
@@ -127,7 +105,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->accept = dup_or_null(header(conn, "Accept"));
         r->user_agent = dup_or_null(header(conn, "User-Agent"));
         r->has_expect = header(conn, "Expect") != NULL;
-        r->body = xstrdup(buf_str(body));
+        r->body = xstrdup(buf_str(&up->body));
     }
     srv.n_requests++;
     pthread_mutex_unlock(&srv.lock);
@@ -153,7 +131,7 @@ static void server_start(void)
     srv.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
                              on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                              MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
-                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+                             MHD_OPTION_NOTIFY_COMPLETED, upload_completed, NULL, MHD_OPTION_END);
     cr_assert_not_null(srv.d, "cannot start the test HTTP server");
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv.d, MHD_DAEMON_INFO_BIND_PORT);
     cr_assert_not_null(info);
