@@ -872,3 +872,40 @@ Test(sim, hooksink_records_requests_and_answers_the_set_status)
     cr_expect_eq(hooksink_count(h), 0);
     hooksink_stop(h);
 }
+
+Test(sim, hooksink_plays_scripted_replies_in_order_then_the_set_status)
+{
+    struct hooksink *h = hooksink_start();
+    const char *url = hooksink_url(h);
+    hooksink_push_reply(h, 429, "rate_limited", 7);
+    hooksink_push_reply(h, 400, "invalid_payload", 0);
+    hooksink_push_reply(h, 202, NULL, 0); /* left over: freed by stop */
+    struct http_reply r;
+    cr_assert_eq(http_request(&r, "POST", url, "application/json", "{}", NULL), 0);
+    cr_expect_eq(r.status, 429);
+    cr_expect_str_eq(r.body, "rate_limited");
+    cr_expect_str_eq(http_header(&r, "Retry-After"), "7");
+    http_reply_free(&r);
+    cr_assert_eq(http_request(&r, "POST", url, "application/json", "{}", NULL), 0);
+    cr_expect_eq(r.status, 400);
+    cr_expect_str_eq(r.body, "invalid_payload");
+    cr_expect_null(http_header(&r, "Retry-After"));
+    http_reply_free(&r);
+    hooksink_stop(h);
+
+    h = hooksink_start();
+    hooksink_push_reply(h, 202, NULL, 0);
+    cr_assert_eq(http_request(&r, "POST", hooksink_url(h), NULL, "x", NULL), 0);
+    cr_expect_eq(r.status, 202);
+    cr_expect_str_eq(r.body, "error", "the default text for a status other than 200");
+    http_reply_free(&r);
+    cr_assert_eq(http_request(&r, "POST", hooksink_url(h), NULL, "x", NULL), 0);
+    cr_expect_eq(r.status, 200, "script used up: the set status again");
+    http_reply_free(&r);
+    struct hook_request *a = hooksink_request(h, 0), *b = hooksink_request(h, 1);
+    cr_expect_gt(a->at, 0);
+    cr_expect_geq(b->at, a->at, "arrival times in order");
+    hook_request_free(a);
+    hook_request_free(b);
+    hooksink_stop(h);
+}

@@ -11,12 +11,19 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
 #define HOOK_BODY_MAX (1024u * 1024)
+
+struct scripted {
+    int status;
+    char *body; /* NULL: the default text */
+    int retry_after;
+};
 
 struct hooksink {
     struct MHD_Daemon *daemon;
@@ -25,12 +32,17 @@ struct hooksink {
     int status;
     struct hook_request *reqs;
     size_t n, cap;
+    struct scripted *script; /* replies to use first, in order */
+    size_t script_n, script_next, script_cap;
 };
 
-
+/* Records the request and chooses its reply (*out: body owned by the
+ * caller, NULL for the default text). */
 static void record(struct hooksink *h, struct MHD_Connection *conn, const char *method,
-                   const char *url, struct upload *up, int *out_status)
+                   const char *url, struct upload *up, struct scripted *out)
 {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
     const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
     const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
     struct hook_request r = {
@@ -39,6 +51,7 @@ static void record(struct hooksink *h, struct MHD_Connection *conn, const char *
         .content_type = xstrdup_or_null(ct),
         .body = xstrdup(buf_str(&up->body)),
         .authorization = xstrdup_or_null(auth),
+        .at = (double)now.tv_sec + (double)now.tv_nsec / 1e9,
     };
     pthread_mutex_lock(&h->lock);
     if (h->n == h->cap) {
@@ -46,7 +59,12 @@ static void record(struct hooksink *h, struct MHD_Connection *conn, const char *
         h->reqs = xreallocarray(h->reqs, h->cap, sizeof *h->reqs);
     }
     h->reqs[h->n++] = r;
-    *out_status = h->status;
+    if (h->script_next < h->script_n) {
+        *out = h->script[h->script_next];
+        h->script[h->script_next++].body = NULL; /* handed over */
+    } else {
+        *out = (struct scripted){.status = h->status};
+    }
     pthread_mutex_unlock(&h->lock);
 }
 
@@ -60,17 +78,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct upload *up = upload_feed(con_cls, upload_data, upload_data_size, HOOK_BODY_MAX);
     if (!up)
         return MHD_YES;
-    int status;
-    record(h, conn, method, url, up, &status);
+    struct scripted reply;
+    record(h, conn, method, url, up, &reply);
     if (up->too_big)
-        status = MHD_HTTP_CONTENT_TOO_LARGE;
-    const char *text = status == 200 ? "ok" : "error";
+        reply.status = MHD_HTTP_CONTENT_TOO_LARGE;
+    const char *text = reply.body ? reply.body : reply.status == 200 ? "ok" : "error";
     struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
+    free(reply.body);
     if (!resp)
         return MHD_NO;
     MHD_add_response_header(resp, "Content-Type", "text/plain");
-    enum MHD_Result ok = MHD_queue_response(conn, (unsigned)status, resp);
+    if (reply.retry_after > 0) {
+        char seconds[16];
+        snprintf(seconds, sizeof seconds, "%d", reply.retry_after);
+        MHD_add_response_header(resp, "Retry-After", seconds);
+    }
+    enum MHD_Result ok = MHD_queue_response(conn, (unsigned)reply.status, resp);
     MHD_destroy_response(resp);
     return ok;
 }
@@ -114,6 +138,18 @@ void hooksink_set_status(struct hooksink *h, int status)
     pthread_mutex_unlock(&h->lock);
 }
 
+void hooksink_push_reply(struct hooksink *h, int status, const char *body, int retry_after)
+{
+    pthread_mutex_lock(&h->lock);
+    if (h->script_n == h->script_cap) {
+        h->script_cap = h->script_cap ? h->script_cap * 2 : 8;
+        h->script = xreallocarray(h->script, h->script_cap, sizeof *h->script);
+    }
+    h->script[h->script_n++] =
+        (struct scripted){.status = status, .body = xstrdup_or_null(body), .retry_after = retry_after};
+    pthread_mutex_unlock(&h->lock);
+}
+
 size_t hooksink_count(struct hooksink *h)
 {
     pthread_mutex_lock(&h->lock);
@@ -145,6 +181,7 @@ struct hook_request *hooksink_request(struct hooksink *h, size_t i)
         copy->content_type = xstrdup_or_null(r->content_type);
         copy->body = xstrdup(r->body);
         copy->authorization = xstrdup_or_null(r->authorization);
+        copy->at = r->at;
     }
     pthread_mutex_unlock(&h->lock);
     return copy;
@@ -184,6 +221,9 @@ void hooksink_stop(struct hooksink *h)
         MHD_stop_daemon(h->daemon);
     hooksink_clear(h);
     free(h->reqs);
+    for (size_t i = h->script_next; i < h->script_n; i++)
+        free(h->script[i].body);
+    free(h->script);
     free(h->url);
     pthread_mutex_destroy(&h->lock);
     free(h);

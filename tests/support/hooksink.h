@@ -14,6 +14,7 @@ struct hook_request {
     char *content_type;  /* NULL when the header was absent */
     char *body;          /* "" when empty; cut at 1 MiB (the request then got 413) */
     char *authorization; /* NULL when the header was absent */
+    double at;           /* arrival, seconds on CLOCK_MONOTONIC */
 };
 
 struct hooksink;
@@ -27,6 +28,14 @@ const char *hooksink_url(const struct hooksink *h);
 /* The status of the replies to the following requests: 200 (the default)
  * answers the body "ok", any other status the body "error". */
 void hooksink_set_status(struct hooksink *h, int status);
+
+/* Queues one scripted reply for the next request that finds the queue
+ * non-empty: `status`, `body` (copied; NULL: "ok"/"error" as above) and,
+ * when `retry_after` > 0, a `Retry-After: SECONDS` header. Scripted replies
+ * are used in order, then hooksink_set_status's status applies again. This
+ * is how a test plays Slack ("invalid_payload", 429 with Retry-After) or
+ * Teams (202). */
+void hooksink_push_reply(struct hooksink *h, int status, const char *body, int retry_after);
 
 /* How many requests have been recorded so far. */
 size_t hooksink_count(struct hooksink *h);
