@@ -2,6 +2,7 @@
  * Exit codes: 0 all went well, 1 a run-time failure that the next run
  * retries (state saved), 2 a usage or configuration error (nothing done). */
 #include "config.h"
+#include "event.h"
 #include "notify/notify.h"
 #include "run.h"
 #include "util/log.h"
@@ -29,6 +30,7 @@ struct command {
 static int cmd_run(const struct globals *g, int argc, char **argv);
 static int cmd_check(const struct globals *g, int argc, char **argv);
 static int cmd_keys(const struct globals *g, int argc, char **argv);
+static int cmd_test_receiver(const struct globals *g, int argc, char **argv);
 
 static const struct command commands[] = {
     {"run", "[--now UNIXTIME] [--dry-run]",
@@ -36,6 +38,9 @@ static const struct command commands[] = {
     {"check", "", "validate the configuration and report every problem with FILE:LINE:COL",
      cmd_check},
     {"keys", "", "list every configuration key with its type, default and meaning", cmd_keys},
+    {"test-receiver", "NAME",
+     "send a marked test notification to one receiver and show what it answered",
+     cmd_test_receiver},
 };
 
 static void usage(FILE *out)
@@ -44,7 +49,7 @@ static void usage(FILE *out)
                  "Relays the alert logs of T&D WebStorage devices to the people on call.\n\n"
                  "Commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-6s %-30s %s\n", commands[i].name, commands[i].usage, commands[i].help);
+        fprintf(out, "  %-13s %-30s %s\n", commands[i].name, commands[i].usage, commands[i].help);
     fprintf(out, "\nOptions:\n"
                  "  -c FILE      configuration file (default $WSRELAY_CONFIG, else %s)\n"
                  "  -v           show debug lines\n"
@@ -146,6 +151,61 @@ static int cmd_keys(const struct globals *g, int argc, char **argv)
     fputs(text, stdout);
     free(text);
     return RUN_OK;
+}
+
+/* The event of a test notification: plainly a test, from no real device. */
+static struct event test_event(long long now)
+{
+    struct event ev = {
+        .account = (char *)"test",
+        .serial = (char *)"TEST0000",
+        .model = (char *)"wsrelay",
+        .name = (char *)"wsrelay test",
+        .base_serial = (char *)"TEST0000",
+        .base_model = (char *)"wsrelay",
+        .base_name = (char *)"wsrelay test",
+        .unixtime = now,
+        .kind = (char *)"ch1",
+        .text = (char *)"TEST: this is a test notification from wsrelay; no device raised an alert",
+    };
+    return ev;
+}
+
+static int cmd_test_receiver(const struct globals *g, int argc, char **argv)
+{
+    struct config *c = NULL;
+    int rc = RUN_USAGE;
+    if (argc != 2) {
+        fprintf(stderr, "usage: wsrelay test-receiver NAME\n");
+        return RUN_USAGE;
+    }
+    if (load_config(&c, g) < 0)
+        return RUN_USAGE;
+    const struct receiver_conf *r = config_receiver(c, argv[1]);
+    if (!r) {
+        fprintf(stderr, "wsrelay: test-receiver: no receiver named '%s' in %s\n", argv[1],
+                c->path);
+        goto out;
+    }
+    char host[256] = "localhost";
+    gethostname(host, sizeof host - 1);
+    struct event ev = test_event((long long)time(NULL));
+    struct notify_env env = {.templates_dir = NULL, .hostname = host};
+    struct notify_message m = {.events = &ev, .n = 1, .now = ev.unixtime, .test = true};
+    struct notify_result res;
+    struct err e;
+    int sent = notify_send(&env, r, &m, &res, &e);
+    printf("receiver %s (%s): %s\n", r->name, notify_type_name(r->type),
+           sent == 0 ? "test notification accepted" : "test notification NOT accepted");
+    if (res.status)
+        printf("  the far end answered %ld%s%s\n", res.status, *res.answer ? ": " : "",
+               res.answer);
+    if (sent < 0)
+        printf("  %s%s\n", e.msg, res.permanent ? " (retrying would not help)" : "");
+    rc = sent == 0 ? RUN_OK : RUN_FAILED;
+out:
+    config_free(c);
+    return rc;
 }
 
 int main(int argc, char **argv)

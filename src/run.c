@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define DISCOVERY_INTERVAL 600 /* seconds between two Get Current Readings */
 #define REFUSED_RECHECK 86400  /* a device the platform refused is tried daily */
@@ -447,7 +448,43 @@ static void warn_orphans(struct tick *t)
     free(names);
 }
 
-static void deliver_receiver(struct tick *t, const struct receiver_conf *r)
+/* Sleeps `ms` milliseconds: the pace some services ask between posts. */
+static void pause_ms(unsigned ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0)
+        ;
+}
+
+/* Records a failed delivery of items[from..n): each keeps its outbox place
+ * with a later try, or, when the far end refused for good, is given up for
+ * this receiver only (the other receivers have items of their own). */
+static void delivery_failed(struct tick *t, const struct receiver_conf *r,
+                            const struct outbox_item *items, size_t from, size_t n,
+                            const struct notify_result *res, const char *error)
+{
+    long long now = t->opt->now;
+    for (size_t i = from; i < n; i++) {
+        if (res->permanent) {
+            state_outbox_done(t->st, items[i].id);
+            continue;
+        }
+        state_outbox_failed(t->st, items[i].id, error, now);
+        if (res->retry_after > 0)
+            state_outbox_not_before(t->st, items[i].id, now + res->retry_after);
+    }
+    if (res->permanent)
+        log_error("%s; refused for good: %zu event%s given up for receiver %s (the other "
+                  "receivers are not affected)",
+                  error, n - from, n - from == 1 ? "" : "s", r->name);
+    else
+        log_error("%s; %zu event%s kept for a later run%s", error, n - from,
+                  n - from == 1 ? "" : "s", res->retry_after > 0 ? " (as the far end asked)" : "");
+    t->failures++;
+}
+
+static void deliver_receiver(struct tick *t, const struct notify_env *env,
+                             const struct receiver_conf *r)
 {
     size_t n = 0;
     long long now = t->opt->now;
@@ -455,9 +492,13 @@ static void deliver_receiver(struct tick *t, const struct receiver_conf *r)
     for (size_t start = 0; start < n; start += MESSAGE_MAX_EVENTS) {
         size_t count = n - start < MESSAGE_MAX_EVENTS ? n - start : MESSAGE_MAX_EVENTS;
         struct event *evs = xcalloc(count, sizeof *evs);
+        struct notify_message m = {.events = evs, .n = count, .now = now};
+        struct notify_result res;
         struct err e;
         for (size_t i = 0; i < count; i++)
             evs[i] = items[start + i].event; /* borrowed, freed with items */
+        if (start > 0 && notify_pace_ms(r->type))
+            pause_ms(notify_pace_ms(r->type));
         if (t->opt->dry_run) {
             struct buf text;
             buf_init(&text, 0);
@@ -465,16 +506,16 @@ static void deliver_receiver(struct tick *t, const struct receiver_conf *r)
             printf("[dry run: not sent to %s receiver '%s']\n%s\n", notify_type_name(r->type),
                    r->name, buf_str(&text));
             buf_free(&text);
-        } else if (notify_send(r, evs, count, &e) == 0) {
+        } else if (notify_send(env, r, &m, &res, &e) == 0) {
             for (size_t i = 0; i < count; i++)
                 state_outbox_done(t->st, items[start + i].id);
             log_info("receiver %s: %zu event%s delivered", r->name, count, count == 1 ? "" : "s");
         } else {
-            for (size_t i = 0; i < count; i++)
-                state_outbox_failed(t->st, items[start + i].id, e.msg, now);
-            log_error("%s; %zu event%s kept for a later run", e.msg, count,
-                      count == 1 ? "" : "s");
-            t->failures++;
+            /* The rest waits too: a receiver that failed or asked for a
+             * pause gets nothing more in this run. */
+            delivery_failed(t, r, items, start, n, &res, e.msg);
+            free(evs);
+            break;
         }
         free(evs);
     }
@@ -496,8 +537,11 @@ int run_once(const struct config *c, const struct run_options *o)
     /* Nothing is delivered that could not be recorded as delivered. */
     if (!o->dry_run && persist(&t, "after polling") < 0)
         goto out;
+    char host[256] = "localhost";
+    gethostname(host, sizeof host - 1);
+    struct notify_env env = {.templates_dir = NULL, .hostname = host};
     for (size_t i = 0; i < c->n_receivers; i++)
-        deliver_receiver(&t, &c->receivers[i]);
+        deliver_receiver(&t, &env, &c->receivers[i]);
     if (!o->dry_run)
         persist(&t, "after delivery");
 out:

@@ -1354,6 +1354,17 @@ void state_outbox_done(struct state *s, unsigned long long id)
         json_object_array_del_idx(outbox, (size_t)i, 1);
 }
 
+void state_outbox_not_before(struct state *s, unsigned long long id, long long until)
+{
+    struct json_object *outbox = section(s, "outbox");
+    long i = find_item(outbox, id);
+    if (i < 0)
+        return;
+    struct json_object *item = json_object_array_get_idx(outbox, (size_t)i);
+    if (int_member(item, "next_try", 0) < until)
+        put_int(item, "next_try", until);
+}
+
 void state_outbox_failed(struct state *s, unsigned long long id, const char *error, long long now)
 {
     struct json_object *outbox = section(s, "outbox");

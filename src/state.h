@@ -217,4 +217,8 @@ void state_outbox_done(struct state *s, unsigned long long id);
  * sets the next try to now + backoff (1 min doubling, at most 1 h). */
 void state_outbox_failed(struct state *s, unsigned long long id, const char *error, long long now);
 
+/* The far end asked for a pause (Retry-After): the item is not tried
+ * before `until`. Never brings a later next try forward. */
+void state_outbox_not_before(struct state *s, unsigned long long id, long long until);
+
 #endif

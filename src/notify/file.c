@@ -64,15 +64,17 @@ void notify_render_text(struct buf *out, const char *receiver, const struct even
     }
 }
 
-static int file_send(const struct receiver_conf *r, const struct event *events, size_t n,
-                     struct err *e)
+static int file_send(const struct notify_env *env, const struct receiver_conf *r,
+                     const struct notify_message *m, struct notify_result *res, struct err *e)
 {
     int rc = -1;
     int fd = -1;
     struct stat st;
     struct buf text;
     buf_init(&text, 0);
-    notify_render_text(&text, r->name, events, n);
+    (void)env;
+    (void)res;
+    notify_render_text(&text, r->name, m->events, m->n);
     buf_puts(&text, "\n");
     if (strcmp(r->file.path, "-") == 0) {
         fflush(stdout);

@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define REPLY_CAP (64 * 1024)
 
@@ -79,6 +80,36 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
     return len;
 }
 
+void http_result(struct notify_result *res, const struct http_post_reply *reply, const char *url,
+                 const struct header_conf *headers, size_t n_headers)
+{
+    res->status = reply->status;
+    res->retry_after = reply->retry_after;
+    http_reply_excerpt(res->answer, sizeof res->answer, reply->body, url, headers, n_headers);
+}
+
+/* Reads Retry-After: SECONDS (the HTTP-date form is left to the back-off). */
+static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata)
+{
+    struct http_post_reply *out = userdata;
+    size_t len = size * nmemb;
+    static const char name[] = "retry-after:";
+    if (len > sizeof name - 1 && strncasecmp(data, name, sizeof name - 1) == 0) {
+        const char *p = data + sizeof name - 1;
+        const char *end = data + len;
+        long v = 0;
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        while (p < end && *p >= '0' && *p <= '9' && v < 86400)
+            v = v * 10 + (*p++ - '0');
+        while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+            p++;
+        if (p == end)
+            out->retry_after = v > 86400 ? 86400 : v;
+    }
+    return len;
+}
+
 int http_post(struct http_post_reply *out, const char *url, const struct header_conf *headers,
               size_t n_headers, const char *content_type, const char *body, struct err *e)
 {
@@ -90,6 +121,7 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
     buf_init(&reply, REPLY_CAP);
     out->status = 0;
     out->body = NULL;
+    out->retry_after = 0;
     if (!curl) {
         err_set(e, "cannot start an HTTP client");
         goto out;
@@ -122,6 +154,8 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, out);
     CURLcode res = curl_easy_perform(curl);
     if (res != CURLE_OK) {
         /* curl's own message may quote the URL: use the code's text only. */

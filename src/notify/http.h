@@ -4,13 +4,15 @@
 #define WSRELAY_NOTIFY_HTTP_H
 
 #include "config.h"
+#include "notify/notify.h"
 #include "util/err.h"
 
 #include <stddef.h>
 
 struct http_post_reply {
-    long status;  /* 0 when no HTTP reply came */
-    char *body;   /* at most 64 KiB of the reply; caller frees */
+    long status;      /* 0 when no HTTP reply came */
+    char *body;       /* at most 64 KiB of the reply; caller frees */
+    long retry_after; /* a Retry-After header in seconds; 0 when absent or a date */
 };
 
 /* POSTs `body` (of `content_type`) to `url` with the extra `headers`.
@@ -25,6 +27,11 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
  * are replaced by "[redacted]" first. */
 void http_reply_excerpt(char *out, size_t size, const char *body, const char *url,
                         const struct header_conf *headers, size_t n_headers);
+
+/* Fills a notifier's result from a reply: status, retry_after and the
+ * redacted excerpt as the answer (permanent stays false). */
+void http_result(struct notify_result *res, const struct http_post_reply *reply, const char *url,
+                 const struct header_conf *headers, size_t n_headers);
 
 /* "scheme://host[:port]/…": the URL without path, query or credentials, for
  * logs. Webhook URLs carry their secret in the path. Caller frees. */

@@ -2,10 +2,12 @@
  *
  * Each transport is one file exporting one `struct notifier`; a new channel
  * is one file and one row in the table of notify.c. A notifier sends all the
- * events given to it as one message and either succeeds (the far end
- * accepted it) or fails with a message that holds no secret (URLs appear
- * with their path redacted). It never retries by itself: the caller keeps
- * failed events in the outbox for a later run. */
+ * events of a message as one message (or, where the far end limits a
+ * message's size, as few as it can) and reports what the far end answered.
+ * It never retries by itself: the caller keeps failed events in the outbox
+ * for a later run, or gives them up when the answer was permanent. No
+ * secret reaches an error or an answer (URLs appear with their path
+ * redacted). */
 #ifndef WSRELAY_NOTIFY_H
 #define WSRELAY_NOTIFY_H
 
@@ -14,22 +16,54 @@
 #include "util/buf.h"
 #include "util/err.h"
 
+#include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
+
+/* One message: the events it carries and when it is sent. */
+struct notify_message {
+    const struct event *events;
+    size_t n;       /* >= 1 */
+    long long now;  /* the run's clock */
+    bool test;      /* a test notification (wsrelay test-receiver) */
+};
+
+/* What every notifier of a run shares. */
+struct notify_env {
+    const char *templates_dir; /* the config's templates: directory, or NULL */
+    const char *hostname;      /* this machine, for Message-IDs */
+};
+
+/* What the far end answered. Filled on success and on failure. */
+struct notify_result {
+    long status;      /* HTTP status or SMTP reply code; 0 when none came */
+    char answer[256]; /* its answer, one printable line, secrets redacted */
+    bool permanent;   /* a failure that retrying cannot fix */
+    long retry_after; /* seconds the far end asked to wait first; 0: none */
+};
 
 struct notifier {
     enum receiver_type type;
-    const char *name; /* the config key: "webhook", "file" */
-    int (*send)(const struct receiver_conf *r, const struct event *events, size_t n,
-                struct err *e);
+    const char *name;  /* the config key: "webhook", "file", … */
+    unsigned pace_ms;  /* least time between two posts to one receiver; 0: none */
+    int (*send)(const struct notify_env *env, const struct receiver_conf *r,
+                const struct notify_message *m, struct notify_result *res, struct err *e);
 };
 
 extern const struct notifier notifier_webhook;
 extern const struct notifier notifier_file;
 
-/* Sends `n` events (n >= 1) to receiver `r` as one message. Returns 0 when
- * the far end accepted it; -1 with the reason in `e` otherwise. */
-int notify_send(const struct receiver_conf *r, const struct event *events, size_t n,
-                struct err *e);
+/* Sends message `m` to receiver `r`. Returns 0 when the far end accepted
+ * it; -1 with the reason in `e` (prefixed with the receiver's name) and the
+ * details in `res` otherwise. */
+int notify_send(const struct notify_env *env, const struct receiver_conf *r,
+                const struct notify_message *m, struct notify_result *res, struct err *e);
+
+/* The template context of a message (a new reference):
+ *   {"receiver": NAME, "count": N, "events": [EVENT, …], "now_utc": TIME,
+ *    "test": BOOL}
+ * with each EVENT as event_to_json writes it. */
+struct json_object *notify_context(const char *receiver, const struct notify_message *m);
 
 /* The plain-text form of a message, as the file receiver writes it and a
  * dry run shows it: a heading line, then a block per event. */
@@ -38,5 +72,8 @@ void notify_render_text(struct buf *out, const char *receiver, const struct even
 
 /* The transport name of a receiver type ("webhook", "file"). */
 const char *notify_type_name(enum receiver_type type);
+
+/* The least time between two posts to a receiver of that type, in ms. */
+unsigned notify_pace_ms(enum receiver_type type);
 
 #endif

@@ -215,3 +215,54 @@ Test(resilience, more_entries_than_the_platform_keeps_are_reported_and_keys_stay
     cr_assert_eq(occurrences(state, "/ch1\""), 20, "only the keys of the 20 kept entries");
     free(state);
 }
+
+Test(resilience, a_receiver_that_asks_for_a_pause_gets_one, .fini = teardown, .timeout = 120)
+{
+    start(1, T0 - 60, false);
+    hooksink_push_reply(R.hook, 429, "slow down", 600);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 1);
+    cr_assert_eq(hooksink_count(R.hook), 1);
+    /* The back-off alone would try again after a minute. */
+    cr_assert_eq(relay_run_at(&R, T0 + 60, NULL), 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 599, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 1, "not before Retry-After");
+    cr_assert_eq(relay_run_at(&R, T0 + 600, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 2);
+}
+
+/* Runs `wsrelay test-receiver NAME`. */
+static int test_receiver(const char *name, char **out)
+{
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"test-receiver",
+                    (char *)name, NULL};
+    char *err = NULL;
+    int status = run_cmd(out, &err, 30, argv, NULL);
+    free(err);
+    return status;
+}
+
+Test(resilience, test_receiver_sends_a_marked_message_and_shows_the_answer, .fini = teardown,
+     .timeout = 60)
+{
+    start(1, 0, false);
+    char *out = NULL;
+    cr_assert_eq(test_receiver("hook", &out), 0, "%s", out);
+    cr_assert(strstr(out, "receiver hook (webhook): test notification accepted"), "%s", out);
+    cr_assert(strstr(out, "answered 200: ok"), "%s", out);
+    free(out);
+    struct hook_request *rq = hooksink_request(R.hook, 0);
+    cr_assert_not_null(rq);
+    cr_assert(strstr(rq->body, "\"test\":true"), "%s", rq->body);
+    cr_assert(strstr(rq->body, "TEST: this is a test notification"), "%s", rq->body);
+    hook_request_free(rq);
+
+    hooksink_push_reply(R.hook, 404, "no such hook", 0);
+    cr_assert_eq(test_receiver("hook", &out), 1);
+    cr_assert(strstr(out, "NOT accepted"), "%s", out);
+    cr_assert(strstr(out, "answered 404: no such hook"), "%s", out);
+    free(out);
+
+    cr_assert_eq(test_receiver("nobody", &out), 2);
+    free(out);
+    cr_assert_null(read_file_str(R.state_path), "a test touches no state");
+}

@@ -102,9 +102,12 @@ Test(notify, file_receiver_appends_whole_blocks_privately)
     char name[] = "log";
     struct receiver_conf r = {.name = name, .type = RECEIVER_FILE, .file = {.path = path}};
     struct event ev = sample("Freezer", "CH1 Upper Limit Exceeded");
+    struct notify_message m = {.events = &ev, .n = 1, .now = 1795000000};
+    struct notify_env env = {.hostname = "test"};
+    struct notify_result res;
     struct err e;
-    cr_assert_eq(notify_send(&r, &ev, 1, &e), 0, "%s", e.msg);
-    cr_assert_eq(notify_send(&r, &ev, 1, &e), 0, "%s", e.msg);
+    cr_assert_eq(notify_send(&env, &r, &m, &res, &e), 0, "%s", e.msg);
+    cr_assert_eq(notify_send(&env, &r, &m, &res, &e), 0, "%s", e.msg);
     struct stat st;
     cr_assert_eq(stat(path, &st), 0);
     cr_assert_eq(st.st_mode & 0777, 0600);
@@ -127,8 +130,11 @@ Test(notify, file_receiver_failure_names_the_file)
     char name[] = "log", path[] = "/nonexistent-dir/alerts.txt";
     struct receiver_conf r = {.name = name, .type = RECEIVER_FILE, .file = {.path = path}};
     struct event ev = sample("Freezer", "x");
+    struct notify_message m = {.events = &ev, .n = 1, .now = 1795000000};
+    struct notify_env env = {.hostname = "test"};
+    struct notify_result res;
     struct err e;
-    cr_assert_eq(notify_send(&r, &ev, 1, &e), -1);
+    cr_assert_eq(notify_send(&env, &r, &m, &res, &e), -1);
     event_clear(&ev);
     cr_assert_not_null(strstr(e.msg, "receiver 'log' (file): /nonexistent-dir/alerts.txt"), "%s",
                        e.msg);

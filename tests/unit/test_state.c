@@ -1375,3 +1375,29 @@ Test(state, close_accepts_null)
 {
     state_close(NULL);
 }
+
+Test(state, retry_after_only_ever_postpones)
+{
+    struct state *s = open_ok();
+    struct event ev = sample_event("5214000A", 900, "ch1");
+    state_enqueue(s, "slack", &ev, 1000);
+    size_t n = 0;
+    struct outbox_item *items = state_outbox_due(s, "slack", 1000, &n);
+    cr_assert_eq(n, 1);
+    unsigned long long id = items[0].id;
+    state_outbox_free(items, n);
+    state_outbox_failed(s, id, "HTTP 429", 1000); /* next try 1060 */
+    state_outbox_not_before(s, id, 1030);
+    items = state_outbox_due(s, "slack", 1059, &n);
+    cr_expect_eq(n, 0, "1030 does not bring 1060 forward");
+    state_outbox_free(items, n);
+    state_outbox_not_before(s, id, 1500);
+    items = state_outbox_due(s, "slack", 1499, &n);
+    cr_expect_eq(n, 0);
+    state_outbox_free(items, n);
+    items = state_outbox_due(s, "slack", 1500, &n);
+    cr_expect_eq(n, 1);
+    state_outbox_free(items, n);
+    event_clear(&ev);
+    state_close(s);
+}
