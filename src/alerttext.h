@@ -46,14 +46,15 @@ struct alert_reading {
  * The rules, in full:
  * - Phrases come from the table in alerttext.c. ASCII letters match in
  *   either case and only as whole words ("recovered" is not found in
- *   "unrecoverable"); Japanese phrases match exactly. At each place in the
+ *   "unrecoverable"); Japanese phrases match exactly; a space in a phrase
+ *   matches any run of spaces, tabs or ideographic spaces. At each place in the
  *   text the longest phrase wins, so "Not recovered" and 未復帰 ("not yet
  *   recovered") are read as themselves, not as recoveries.
  * - When phrases of several states appear, the state is the one ranked
  *   highest in: recovered, sensor-error, alarm, communication, battery.
- *   Recovered wins because a recovery text names what it recovers from ("Upper limit
- *   recovery", 上限値警報 復帰), while an alarm text has no reason to say
- *   "recovered".
+ *   Recovered wins because a recovery text names what it recovers from
+ *   ("Upper limit recovery", 上限値警報 復帰), while an alarm text has no
+ *   reason to say "recovered".
  * - When the text names no state, the kind decides: battery-level gives
  *   battery, communication-status gives communication, a channel other.
  * - direction comes from the first phrase that names the upper or lower
