@@ -1,7 +1,9 @@
 /* Events: one per alert kind present in an alert-log entry, identified by
  * serial + unixtime + kind. This file turns platform responses into events
- * and events into (and back from) the JSON kept in the outbox. */
+ * (with what their texts say, and which alarm a recovery ends) and events
+ * into (and back from) the JSON kept in the outbox. */
 #include "event.h"
+#include "alerttext.h"
 #include "util/log.h"
 #include "util/jsonv.h"
 #include "util/xalloc.h"
@@ -31,6 +33,9 @@ void event_clear(struct event *ev)
     free(ev->base_name);
     free(ev->kind);
     free(ev->text);
+    free(ev->state);
+    free(ev->value);
+    free(ev->limit);
     free(ev->channel_name);
     free(ev->channel_unit);
     memset(ev, 0, sizeof *ev);
@@ -48,6 +53,10 @@ void event_copy(struct event *out, const struct event *ev)
     out->unixtime = ev->unixtime;
     out->kind = xstrdup_or_null(ev->kind);
     out->text = xstrdup_or_null(ev->text);
+    out->state = xstrdup_or_null(ev->state);
+    out->value = xstrdup_or_null(ev->value);
+    out->limit = xstrdup_or_null(ev->limit);
+    out->recovers = ev->recovers;
     out->channel_name = xstrdup_or_null(ev->channel_name);
     out->channel_unit = xstrdup_or_null(ev->channel_unit);
     out->utc_offset = ev->utc_offset;
@@ -93,6 +102,65 @@ static void put_string(struct json_object *obj, const char *key, const char *val
     json_object_object_add(obj, key, value ? json_object_new_string(value) : NULL);
 }
 
+/* One boolean per state, for templates: is_alarm and so on. */
+static const struct {
+    const char *key;
+    enum alert_state state;
+} state_flags[] = {
+    {"is_alarm", ALERT_ALARM},
+    {"is_recovered", ALERT_RECOVERED},
+    {"is_sensor_error", ALERT_SENSOR_ERROR},
+    {"is_battery", ALERT_BATTERY},
+    {"is_communication", ALERT_COMMUNICATION},
+    {"is_other", ALERT_OTHER},
+};
+
+/* Fills state, value and limit from the text, where they are still NULL. */
+static void classify(struct event *ev)
+{
+    struct alert_reading r;
+    alert_classify(&r, ev->kind, ev->text);
+    if (!ev->state)
+        ev->state = xstrdup(alert_state_name(r.state));
+    if (!ev->value) {
+        ev->value = r.value;
+        r.value = NULL;
+    }
+    if (!ev->limit) {
+        ev->limit = r.limit;
+        r.limit = NULL;
+    }
+    alert_reading_clear(&r);
+}
+
+/* state, value, limit, recovers and the is_* flags. An event built
+ * without a state is classified into `tmp`, which borrows its kind and
+ * text and owns only what classify adds. */
+static void put_reading(struct json_object *obj, const struct event *ev)
+{
+    enum alert_state s = ALERT_OTHER;
+    struct event tmp;
+    const struct event *src = ev;
+    memset(&tmp, 0, sizeof tmp);
+    if (!ev->state) {
+        tmp.kind = ev->kind;
+        tmp.text = ev->text;
+        classify(&tmp);
+        src = &tmp;
+    }
+    put_string(obj, "state", src->state);
+    put_string(obj, "value", src->value);
+    put_string(obj, "limit", src->limit);
+    json_object_object_add(obj, "recovers", json_object_new_int64(ev->recovers));
+    alert_state_from_name(&s, src->state);
+    for (size_t i = 0; i < sizeof state_flags / sizeof state_flags[0]; i++)
+        json_object_object_add(obj, state_flags[i].key,
+                               json_object_new_boolean(state_flags[i].state == s));
+    free(tmp.state);
+    free(tmp.value);
+    free(tmp.limit);
+}
+
 struct json_object *event_to_json(const struct event *ev)
 {
     char local[40], utc[32];
@@ -110,6 +178,7 @@ struct json_object *event_to_json(const struct event *ev)
     json_object_object_add(obj, "unixtime", json_object_new_int64(ev->unixtime));
     put_string(obj, "kind", ev->kind);
     put_string(obj, "text", ev->text);
+    put_reading(obj, ev);
     put_string(obj, "channel_name", ev->channel_name);
     put_string(obj, "channel_unit", ev->channel_unit);
     json_object_object_add(obj, "utc_offset", json_object_new_int(ev->utc_offset));
@@ -132,6 +201,24 @@ static int get_string(char **out, const struct json_object *obj, const char *key
         return -1;
     *out = xstrdup(json_object_get_string(v));
     return 0;
+}
+
+/* state, value and limit as event_to_json writes them. These came after
+ * the first outbox format, so they never fail: a missing or unusable state
+ * is read again from the text, and so are value and limit then, where
+ * missing. A member of another type counts as missing. */
+static void read_reading(struct event *out, const struct json_object *obj)
+{
+    enum alert_state s;
+    get_string(&out->state, obj, "state");
+    get_string(&out->value, obj, "value");
+    get_string(&out->limit, obj, "limit");
+    if (out->state && !alert_state_from_name(&s, out->state)) {
+        free(out->state);
+        out->state = NULL;
+    }
+    if (!out->state)
+        classify(out);
 }
 
 int event_from_json(struct event *out, const struct json_object *obj, struct err *e)
@@ -175,6 +262,9 @@ int event_from_json(struct event *out, const struct json_object *obj, struct err
     out->unixtime = json_object_get_int64(v);
     if (json_object_object_get_ex(obj, "utc_offset", &v) && json_object_is_type(v, json_type_int))
         out->utc_offset = json_object_get_int(v);
+    if (json_object_object_get_ex(obj, "recovers", &v) && json_object_is_type(v, json_type_int))
+        out->recovers = json_object_get_int64(v);
+    read_reading(out, obj);
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         char **slot = (char **)((char *)out + fields[i].offset);
         if (!*slot && (fields[i].offset == offsetof(struct event, model) ||
@@ -321,6 +411,7 @@ static void add_event(struct event_list *l, size_t *cap, const struct alert_devi
     ev->unixtime = unixtime;
     ev->kind = xstrdup(kind);
     ev->text = text;
+    classify(ev);
     ev->utc_offset = d->utc_offset;
     if (kind[0] == 'c' && kind[1] == 'h' && kind[2] >= '1' && kind[2] <= '9' && !kind[3]) {
         struct json_object *ch = find_channel(d->channels, kind[2] - '0');
@@ -349,6 +440,40 @@ static int compare_events(const void *a, const void *b)
     if (kx != ky)
         return kx < ky ? -1 : 1;
     return strcmp(x->text, y->text);
+}
+
+/* True for the states that a recovery ends. */
+static bool is_recoverable(const char *state)
+{
+    enum alert_state s = ALERT_OTHER;
+    alert_state_from_name(&s, state);
+    return s != ALERT_OTHER && s != ALERT_RECOVERED;
+}
+
+/* Points each recovered event of the sorted list at the alarm it ends: the
+ * latest strictly earlier event of its serial and kind that is not
+ * "other", when that event is not itself a recovery. "Other" events are
+ * looked past: unknown wording between an alarm and its recovery says
+ * nothing about either. A recovery after a recovery ends nothing, which is
+ * why the search stops there rather than reaching an older alarm. A log
+ * holds at most 20 entries, so looking back is cheap. */
+static void link_recoveries(struct event_list *l)
+{
+    enum alert_state s = ALERT_OTHER;
+    for (size_t i = 0; i < l->n; i++) {
+        struct event *ev = &l->items[i];
+        if (!alert_state_from_name(&s, ev->state) || s != ALERT_RECOVERED)
+            continue;
+        for (size_t j = i; j-- > 0;) {
+            const struct event *prior = &l->items[j];
+            if (prior->unixtime >= ev->unixtime || strcmp(prior->kind, ev->kind) != 0 ||
+                strcmp(prior->serial, ev->serial) != 0 || strcmp(prior->state, "other") == 0)
+                continue;
+            if (is_recoverable(prior->state))
+                ev->recovers = prior->unixtime;
+            break;
+        }
+    }
 }
 
 int event_parse_alert_log(struct event_list *out, const struct json_object *body,
@@ -392,6 +517,7 @@ int event_parse_alert_log(struct event_list *out, const struct json_object *body
     }
     if (l.n > 1)
         qsort(l.items, l.n, sizeof *l.items, compare_events);
+    link_recoveries(&l);
     rc = 0;
 out:
     alert_device_clear(&d);

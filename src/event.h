@@ -3,7 +3,8 @@
  * One alert-log entry can carry several kinds at the same unixtime (ch1 and
  * battery-level, say); each present member becomes its own event. An event
  * is identified by serial + unixtime + kind: that triple is the dedup key.
- * The raw alert text is kept unchanged. */
+ * The raw alert text is kept unchanged; what it says (state, value, limit)
+ * is read by alerttext.h and kept beside it. */
 #ifndef WSRELAY_EVENT_H
 #define WSRELAY_EVENT_H
 
@@ -27,6 +28,11 @@ struct event {
     long long unixtime;
     char *kind;         /* one of event_kinds */
     char *text;         /* the raw alert text, unchanged */
+    char *state;        /* what the text says, an alert_state_name ("alarm", "recovered",
+                           ...); never NULL in events parsed or read back from JSON */
+    char *value;        /* the measured value as the text writes it ("-70.2°C"), or NULL */
+    char *limit;        /* the limit as the text writes it ("-75.0°C"), or NULL */
+    long long recovers; /* for a recovered event, the unixtime of the alarm it ends; else 0 */
     char *channel_name; /* for chN, the channel's name when the log lists it; else NULL */
     char *channel_unit; /* likewise */
     int utc_offset;     /* minutes east of UTC of the device's local time */
@@ -45,7 +51,18 @@ struct event_list {
  * ignores unknown members; a missing optional member is not an error.
  * Events come sorted by unixtime, then in event_kinds order, whatever the
  * order of the entries. An entry without a usable unixtime is skipped with
- * a warning and counted in `skipped`. Fails only when the body is not an
+ * a warning and counted in `skipped`.
+ *
+ * Each event's text is classified (alert_classify) into state, value and
+ * limit. A recovered event's `recovers` is the unixtime of the latest
+ * earlier event of the same serial and kind in this body whose state is
+ * alarm, sensor-error, battery or communication (what a recovery can end),
+ * looking back past "other" events; it stays 0 when there is none, when an
+ * earlier recovery of that kind comes first (that alarm has already ended)
+ * or when the alarm has left the device's 20-entry log. Events at the same
+ * unixtime never link.
+ *
+ * Fails only when the body is not an
  * object, has no remote serial, or has an `alert-logs` that is not an
  * array. On success `out` (zeroed by the caller) is filled; free it with
  * event_list_free. */
@@ -68,13 +85,24 @@ char *event_id(const struct event *ev);
 
 /* The event as a JSON object (a new reference, the caller puts it): id,
  * account, serial, model, name, base_serial, base_model, base_name,
- * unixtime, kind, text, channel_name, channel_unit, utc_offset,
- * local_time, utc_time. This is the form kept in the state's outbox and
- * sent in webhook documents. */
+ * unixtime, kind, text, state, value, limit, recovers, is_alarm,
+ * is_recovered, is_sensor_error, is_battery, is_communication, is_other,
+ * channel_name, channel_unit, utc_offset, local_time, utc_time. `value`
+ * and `limit` are null when the text shows none; exactly one is_* member
+ * is true, the one of `state`, for templates that have sections but no
+ * comparisons. An event without a state (built by hand) is classified from
+ * its text here. This is the form kept in the state's outbox and sent in
+ * webhook documents. */
 struct json_object *event_to_json(const struct event *ev);
 
 /* The reverse of event_to_json; `out` is filled and owned by the caller
- * (event_clear). Fails when a required member is missing. */
+ * (event_clear). Fails when a required member (account, serial, kind,
+ * text, unixtime) is missing or one of the original string members has
+ * another type. The members added later never fail: when `state` is
+ * missing (an outbox entry written by an older wsrelay), not a string or
+ * not a known state, the text is classified again, and a missing `value`
+ * or `limit` is then taken from that too; a missing `recovers` is 0. The
+ * is_* members are not read: they follow from `state`. */
 int event_from_json(struct event *out, const struct json_object *obj, struct err *e);
 
 #endif

@@ -1,5 +1,6 @@
 /* Tests of event.c: Get Alert Logs bodies in both dialects turned into
- * events, local times, and the JSON form of an event. */
+ * events, what their texts say and which alarm a recovery ends, local
+ * times, and the JSON form of an event. */
 #include "event.h"
 #include "util/buf.h"
 #include "util/fileio.h"
@@ -350,6 +351,10 @@ static void assert_events_equal(const struct event *a, const struct event *b)
     cr_assert_eq(b->unixtime, a->unixtime);
     assert_str(b->kind, a->kind);
     assert_str(b->text, a->text);
+    assert_str(b->state, a->state);
+    assert_str(b->value, a->value);
+    assert_str(b->limit, a->limit);
+    cr_assert_eq(b->recovers, a->recovers);
     assert_str(b->channel_name, a->channel_name);
     assert_str(b->channel_unit, a->channel_unit);
     cr_assert_eq(b->utc_offset, a->utc_offset);
@@ -391,5 +396,247 @@ Test(event, from_json_needs_serial)
     cr_assert_eq(event_from_json(&ev, obj, &e), -1);
     cr_assert_str_eq(e.msg, "event has no 'serial'");
     cr_assert_null(ev.account);
+    json_object_put(obj);
+}
+
+/* ---- what the texts say ---- */
+
+Test(event, texts_classified)
+{
+    struct event_list l = {0};
+    struct err e = {{0}};
+    struct json_object *body = fixture("alert-strings.json");
+    cr_assert_eq(event_parse_alert_log(&l, body, "main", &e), 0, "%s", e.msg);
+    cr_assert_eq(l.n, 4);
+    assert_str(l.items[0].state, "alarm");
+    assert_str(l.items[0].value, "20.5%");
+    assert_str(l.items[0].limit, NULL);
+    assert_str(l.items[1].state, "alarm");
+    assert_str(l.items[1].value, "12.3℃");
+    assert_str(l.items[2].state, "battery");
+    assert_str(l.items[2].value, NULL);
+    assert_str(l.items[3].state, "recovered");
+    assert_str(l.items[3].value, "7.9℃");
+    /* The raw text is untouched. */
+    assert_str(l.items[3].text, "CH1 正常復帰 7.9℃");
+    /* ch1's recovery ends ch1's alarm at 1700000300, not ch2's older one. */
+    cr_assert_eq(l.items[3].recovers, 1700000300);
+    for (size_t i = 0; i < 3; i++)
+        cr_assert_eq(l.items[i].recovers, 0);
+    event_list_free(&l);
+    json_object_put(body);
+
+    parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"alert-logs\":[{\"unixtime\":1700000000,"
+                 "\"ch1\":\"CH1 Upper Limit Exceeded -70.2°C (limit -75.0°C)\","
+                 "\"ch2\":\"whatever this is\",\"communication-status\":\"link down\"}]}");
+    cr_assert_eq(l.n, 3);
+    assert_str(l.items[0].state, "alarm");
+    assert_str(l.items[0].value, "-70.2°C");
+    assert_str(l.items[0].limit, "-75.0°C");
+    assert_str(l.items[1].state, "other");
+    assert_str(l.items[1].value, NULL);
+    /* The kind decides when the text does not. */
+    assert_str(l.items[2].state, "communication");
+    event_list_free(&l);
+}
+
+/* The `recovers` of each event of `body`, in order. */
+static void expect_recovers(const char *body, const long long *want, size_t n)
+{
+    struct event_list l;
+    parse_ok(&l, body);
+    cr_assert_eq(l.n, n, "%zu events, want %zu", l.n, n);
+    for (size_t i = 0; i < n; i++)
+        cr_expect_eq(l.items[i].recovers, want[i], "event %zu (%s at %lld): %lld, want %lld", i,
+                     l.items[i].kind, l.items[i].unixtime, l.items[i].recovers, want[i]);
+    event_list_free(&l);
+}
+
+#define LOG(entries) "{\"remote-serial\":\"52C10001\",\"alert-logs\":[" entries "]}"
+#define ALARM "CH1 Upper Limit Exceeded 9.4°C (limit 8.0°C)"
+#define BACK "CH1 Measurement Recovery 7.6°C"
+
+Test(event, recovery_links_alarm_of_same_kind)
+{
+    /* Alarm at t1, recovery at t2: t1; given out of order, still t1. */
+    expect_recovers(LOG("{\"unixtime\":200,\"ch1\":\"" BACK "\"},"
+                        "{\"unixtime\":100,\"ch1\":\"" ALARM "\"}"),
+                    (const long long[]){0, 100}, 2);
+    /* The latest earlier alarm of that kind. */
+    expect_recovers(LOG("{\"unixtime\":100,\"ch1\":\"" ALARM "\"},"
+                        "{\"unixtime\":150,\"ch1\":\"CH1 上限値警報 12.3℃\"},"
+                        "{\"unixtime\":200,\"ch1\":\"CH1 正常復帰 7.1℃\"}"),
+                    (const long long[]){0, 0, 150}, 3);
+    /* Unknown wording in between is looked past. */
+    expect_recovers(LOG("{\"unixtime\":100,\"ch1\":\"" ALARM "\"},"
+                        "{\"unixtime\":150,\"ch1\":\"CH1 something\"},"
+                        "{\"unixtime\":200,\"ch1\":\"" BACK "\"}"),
+                    (const long long[]){0, 0, 100}, 3);
+    /* A sensor error, a low battery and a lost link are ended too. */
+    expect_recovers(LOG("{\"unixtime\":100,\"ch2\":\"CH2 Sensor Error\","
+                        "\"battery-level\":\"Low Battery Warning\"},"
+                        "{\"unixtime\":200,\"ch2\":\"CH2 Recovery\","
+                        "\"battery-level\":\"Battery recovered\"}"),
+                    (const long long[]){0, 0, 100, 100}, 4);
+}
+
+Test(event, recovery_without_its_alarm)
+{
+    /* Different kind: 0. */
+    expect_recovers(LOG("{\"unixtime\":100,\"ch2\":\"CH2 Upper Limit Exceeded 9.4°C\"},"
+                        "{\"unixtime\":200,\"ch1\":\"" BACK "\"}"),
+                    (const long long[]){0, 0}, 2);
+    /* No earlier alarm at all; the alarm comes after. */
+    expect_recovers(LOG("{\"unixtime\":200,\"ch1\":\"" BACK "\"},"
+                        "{\"unixtime\":300,\"ch1\":\"" ALARM "\"}"),
+                    (const long long[]){0, 0}, 2);
+    /* Same unixtime: not earlier (the alarm's text sorts first here). */
+    expect_recovers(LOG("{\"unixtime\":200,\"ch1\":\"CH1 正常復帰 7.1℃\"},"
+                        "{\"unixtime\":200,\"ch1\":\"" ALARM "\"}"),
+                    (const long long[]){0, 0}, 2);
+    /* A second recovery ends nothing: the alarm was already over. */
+    expect_recovers(LOG("{\"unixtime\":100,\"ch1\":\"" ALARM "\"},"
+                        "{\"unixtime\":200,\"ch1\":\"" BACK "\"},"
+                        "{\"unixtime\":300,\"ch1\":\"" BACK "\"}"),
+                    (const long long[]){0, 100, 0}, 3);
+    /* Only recoveries link: an alarm after an alarm does not. */
+    expect_recovers(LOG("{\"unixtime\":100,\"ch1\":\"" ALARM "\"},"
+                        "{\"unixtime\":200,\"ch1\":\"" ALARM "\"}"),
+                    (const long long[]){0, 0}, 2);
+}
+
+static bool member_bool(const struct json_object *obj, const char *key)
+{
+    struct json_object *v = NULL;
+    cr_assert(json_object_object_get_ex(obj, key, &v), "no '%s'", key);
+    cr_assert(json_object_is_type(v, json_type_boolean), "'%s' is not a boolean", key);
+    return json_object_get_boolean(v);
+}
+
+Test(event, json_members_of_the_reading)
+{
+    static const char *const flags[] = {"is_alarm",   "is_recovered",     "is_sensor_error",
+                                        "is_battery", "is_communication", "is_other"};
+    struct event_list l;
+    struct json_object *v = NULL;
+    parse_ok(&l, LOG("{\"unixtime\":100,\"ch1\":\"" ALARM "\"},"
+                     "{\"unixtime\":200,\"ch1\":\"" BACK "\"}"));
+    struct json_object *alarm = event_to_json(&l.items[0]);
+    struct json_object *back = event_to_json(&l.items[1]);
+    cr_assert_str_eq(json_object_get_string(json_object_object_get(alarm, "state")), "alarm");
+    cr_assert_str_eq(json_object_get_string(json_object_object_get(alarm, "value")), "9.4°C");
+    cr_assert_str_eq(json_object_get_string(json_object_object_get(alarm, "limit")), "8.0°C");
+    cr_assert(json_object_object_get_ex(alarm, "recovers", &v));
+    cr_assert(json_object_is_type(v, json_type_int));
+    cr_assert_eq(json_object_get_int64(v), 0);
+    /* An absent limit is null, present. */
+    cr_assert(json_object_object_get_ex(back, "limit", &v));
+    cr_assert_null(v);
+    cr_assert_eq(json_object_get_int64(json_object_object_get(back, "recovers")), 100);
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        cr_expect_eq(member_bool(alarm, flags[i]), i == 0, "%s", flags[i]);
+        cr_expect_eq(member_bool(back, flags[i]), i == 1, "%s", flags[i]);
+    }
+    json_object_put(alarm);
+    json_object_put(back);
+
+    /* Round trip through text, with a link and a NULL value. */
+    for (size_t i = 0; i < l.n; i++) {
+        struct event got;
+        struct err e = {{0}};
+        struct json_object *obj = event_to_json(&l.items[i]);
+        struct json_object *again = json_tokener_parse(json_object_to_json_string(obj));
+        cr_assert_eq(event_from_json(&got, again, &e), 0, "%s", e.msg);
+        assert_events_equal(&l.items[i], &got);
+        event_clear(&got);
+        json_object_put(obj);
+        json_object_put(again);
+    }
+    struct event copy;
+    event_copy(&copy, &l.items[1]);
+    assert_events_equal(&l.items[1], &copy);
+    event_clear(&copy);
+    event_list_free(&l);
+}
+
+Test(event, old_outbox_entry_classified_on_load)
+{
+    struct event ev;
+    struct err e = {{0}};
+    /* As an outbox entry was written before state, value, limit, recovers. */
+    struct json_object *obj = parse(
+        "{\"id\":\"52C10001/1700000300/ch1\",\"account\":\"a\",\"serial\":\"52C10001\","
+        "\"model\":\"\",\"name\":\"\",\"unixtime\":1700000300,\"kind\":\"ch1\","
+        "\"text\":\"CH1 上限値警報 12.3℃ (上限 8.0℃)\",\"channel_name\":null,"
+        "\"channel_unit\":null,\"utc_offset\":540}");
+    cr_assert_eq(event_from_json(&ev, obj, &e), 0, "%s", e.msg);
+    assert_str(ev.state, "alarm");
+    assert_str(ev.value, "12.3℃");
+    assert_str(ev.limit, "8.0℃");
+    cr_assert_eq(ev.recovers, 0);
+    assert_str(ev.text, "CH1 上限値警報 12.3℃ (上限 8.0℃)");
+    event_clear(&ev);
+    json_object_put(obj);
+
+    /* A battery-level entry: the kind decides. */
+    obj = parse("{\"account\":\"a\",\"serial\":\"S\",\"unixtime\":1,\"kind\":\"battery-level\","
+                "\"text\":\"3\"}");
+    cr_assert_eq(event_from_json(&ev, obj, &e), 0, "%s", e.msg);
+    assert_str(ev.state, "battery");
+    assert_str(ev.value, "3");
+    event_clear(&ev);
+    json_object_put(obj);
+}
+
+Test(event, unusable_reading_members_do_not_fail)
+{
+    struct event ev;
+    struct err e = {{0}};
+    /* A state of another type or unknown name is read again from the text;
+     * a stored value is kept; the is_* members are not read. */
+    const char *bodies[] = {
+        "{\"account\":\"a\",\"serial\":\"S\",\"unixtime\":1,\"kind\":\"ch1\","
+        "\"text\":\"CH1 Measurement Recovery 7.6°C\",\"state\":42,\"value\":[1],"
+        "\"recovers\":\"x\",\"is_alarm\":true}",
+        "{\"account\":\"a\",\"serial\":\"S\",\"unixtime\":1,\"kind\":\"ch1\","
+        "\"text\":\"CH1 Measurement Recovery 7.6°C\",\"state\":\"panic\",\"value\":\"7.6°C\"}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        struct json_object *obj = parse(bodies[i]);
+        cr_assert_eq(event_from_json(&ev, obj, &e), 0, "%s", e.msg);
+        assert_str(ev.state, "recovered");
+        assert_str(ev.value, "7.6°C");
+        assert_str(ev.limit, NULL);
+        cr_assert_eq(ev.recovers, 0);
+        event_clear(&ev);
+        json_object_put(obj);
+    }
+    /* A stored reading is taken as it is, not read again. */
+    struct json_object *obj = parse(
+        "{\"account\":\"a\",\"serial\":\"S\",\"unixtime\":1,\"kind\":\"ch1\","
+        "\"text\":\"CH1 Measurement Recovery 7.6°C\",\"state\":\"other\",\"value\":null,"
+        "\"recovers\":5}");
+    cr_assert_eq(event_from_json(&ev, obj, &e), 0, "%s", e.msg);
+    assert_str(ev.state, "other");
+    assert_str(ev.value, NULL);
+    cr_assert_eq(ev.recovers, 5);
+    event_clear(&ev);
+    json_object_put(obj);
+}
+
+Test(event, hand_built_event_gets_a_state_in_json)
+{
+    struct event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.account = xstrdup("a");
+    ev.serial = xstrdup("S");
+    ev.kind = xstrdup("ch1");
+    ev.text = xstrdup("CH1 Lower Limit Exceeded 1.8°C (limit 2.0°C)");
+    struct json_object *obj = event_to_json(&ev);
+    event_clear(&ev);
+    cr_assert_str_eq(json_object_get_string(json_object_object_get(obj, "state")), "alarm");
+    cr_assert_str_eq(json_object_get_string(json_object_object_get(obj, "limit")), "2.0°C");
+    cr_assert(member_bool(obj, "is_alarm"));
+    cr_assert_not(member_bool(obj, "is_other"));
     json_object_put(obj);
 }
