@@ -5,7 +5,11 @@
 #include "event.h"
 #include "notify/notify.h"
 #include "run.h"
+#include "templates.h"
+#include "util/buf.h"
+#include "util/fileio.h"
 #include "util/log.h"
+#include "util/xalloc.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -31,6 +35,7 @@ static int cmd_run(const struct globals *g, int argc, char **argv);
 static int cmd_check(const struct globals *g, int argc, char **argv);
 static int cmd_keys(const struct globals *g, int argc, char **argv);
 static int cmd_test_receiver(const struct globals *g, int argc, char **argv);
+static int cmd_render(const struct globals *g, int argc, char **argv);
 
 static const struct command commands[] = {
     {"run", "[--now UNIXTIME] [--dry-run]",
@@ -41,6 +46,8 @@ static const struct command commands[] = {
     {"test-receiver", "NAME",
      "send a marked test notification to one receiver and show what it answered",
      cmd_test_receiver},
+    {"render", "--template FILE --data FILE.json [--partials DIR] [--escape html|json|text|none]",
+     "try a message template on JSON data", cmd_render},
 };
 
 static void usage(FILE *out)
@@ -49,7 +56,8 @@ static void usage(FILE *out)
                  "Relays the alert logs of T&D WebStorage devices to the people on call.\n\n"
                  "Commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-13s %-30s %s\n", commands[i].name, commands[i].usage, commands[i].help);
+        fprintf(out, "  %s%s%s\n      %s\n", commands[i].name, *commands[i].usage ? " " : "",
+                commands[i].usage, commands[i].help);
     fprintf(out, "\nOptions:\n"
                  "  -c FILE      configuration file (default $WSRELAY_CONFIG, else %s)\n"
                  "  -v           show debug lines\n"
@@ -205,6 +213,147 @@ static int cmd_test_receiver(const struct globals *g, int argc, char **argv)
     rc = sent == 0 ? RUN_OK : RUN_FAILED;
 out:
     config_free(c);
+    return rc;
+}
+
+#define RENDER_MAX_DATA (16 * 1024 * 1024)
+#define RENDER_MAX_OUTPUT (16 * 1024 * 1024)
+
+/* The JSON value in file `path`, which must hold that and nothing else. */
+static struct json_object *read_json(const char *path, struct err *e)
+{
+    struct buf text;
+    struct json_object *v = NULL;
+    struct json_tokener *tok = NULL;
+    buf_init(&text, RENDER_MAX_DATA);
+    if (file_read(&text, path, e) < 0)
+        goto out;
+    tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH * 2);
+    if (!tok)
+        xalloc_die();
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    /* The final NUL tells the tokener that the text ends there. */
+    v = json_tokener_parse_ex(tok, buf_str(&text), (int)text.len + 1);
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    size_t end = json_tokener_get_parse_end(tok);
+    if (jerr != json_tokener_success) {
+        err_set(e, "%s: not JSON: %s at offset %zu", path,
+                jerr == json_tokener_continue ? "unexpected end of data"
+                                              : json_tokener_error_desc(jerr),
+                end);
+        goto out;
+    }
+    while (end < text.len && strchr(" \t\r\n", text.data[end]))
+        end++;
+    if (end < text.len) {
+        err_set(e, "%s: not JSON: unexpected data at offset %zu", path, end);
+        json_object_put(v);
+        v = NULL;
+    }
+out:
+    if (tok)
+        json_tokener_free(tok);
+    buf_free(&text);
+    return v;
+}
+
+static int parse_escape(enum template_escape *out, const char *name)
+{
+    static const struct {
+        const char *name;
+        enum template_escape esc;
+    } table[] = {
+        {"html", TEMPLATE_ESCAPE_HTML},
+        {"json", TEMPLATE_ESCAPE_JSON},
+        {"text", TEMPLATE_ESCAPE_TEXT},
+        {"none", TEMPLATE_ESCAPE_NONE},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(name, table[i].name) == 0) {
+            *out = table[i].esc;
+            return 0;
+        }
+    return -1;
+}
+
+/* Prints the rendering of a template: FILE, or "builtin:NAME" for a
+ * template built into wsrelay. Everything that goes wrong is the
+ * template's or the data's: exit 2. */
+static int cmd_render(const struct globals *g, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"template", required_argument, NULL, 't'},
+        {"data", required_argument, NULL, 'd'},
+        {"partials", required_argument, NULL, 'p'},
+        {"escape", required_argument, NULL, 'e'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *template_path = NULL, *data_path = NULL, *partials = NULL;
+    enum template_escape esc = TEMPLATE_ESCAPE_HTML;
+    struct template *t = NULL;
+    struct json_object *data = NULL;
+    struct buf out;
+    struct err e;
+    int rc = RUN_USAGE;
+    int ch;
+    (void)g;
+    buf_init(&out, RENDER_MAX_OUTPUT);
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 't':
+            template_path = optarg;
+            break;
+        case 'd':
+            data_path = optarg;
+            break;
+        case 'p':
+            partials = optarg;
+            break;
+        case 'e':
+            if (parse_escape(&esc, optarg) < 0) {
+                fprintf(stderr, "wsrelay: render: --escape expects html, json, text or none, "
+                                "got '%s'\n", optarg);
+                goto out;
+            }
+            break;
+        default:
+            goto usage;
+        }
+    }
+    if (optind != argc || !template_path || !data_path)
+        goto usage;
+    if (strncmp(template_path, "builtin:", 8) == 0
+            ? templates_load(&t, NULL, NULL, template_path + 8, &e) < 0
+            : templates_load(&t, template_path, NULL, NULL, &e) < 0) {
+        fprintf(stderr, "wsrelay: %s\n", e.msg);
+        goto out;
+    }
+    /* A missing partial renders as nothing; say so, as `check` would. */
+    if (templates_check(t, partials, &e) < 0)
+        fprintf(stderr, "wsrelay: warning: %s\n", e.msg);
+    if (!(data = read_json(data_path, &e))) {
+        fprintf(stderr, "wsrelay: %s\n", e.msg);
+        goto out;
+    }
+    if (template_render(&out, t, data, esc, templates_partial, (void *)partials, &e) < 0) {
+        fprintf(stderr, "wsrelay: %s\n", e.msg);
+        goto out;
+    }
+    fflush(stdout);
+    if (file_write_all(STDOUT_FILENO, buf_str(&out), out.len) < 0) {
+        fprintf(stderr, "wsrelay: standard output: %s\n", strerror(errno));
+        rc = RUN_FAILED;
+        goto out;
+    }
+    rc = RUN_OK;
+    goto out;
+usage:
+    fprintf(stderr, "usage: wsrelay render --template FILE --data FILE.json [--partials DIR] "
+                    "[--escape html|json|text|none]\n");
+out:
+    template_free(t);
+    json_object_put(data);
+    buf_free(&out);
     return rc;
 }
 

@@ -1,9 +1,8 @@
 /* The table of transports, the one entry point that dispatches to them,
  * and the template context every transport renders. */
 #include "notify/notify.h"
+#include "templates.h"
 
-#include <stdint.h>
-#include <time.h>
 
 static const struct notifier *const notifiers[] = {
     &notifier_webhook,
@@ -46,19 +45,34 @@ int notify_send(const struct notify_env *env, const struct receiver_conf *r,
 
 struct json_object *notify_context(const char *receiver, const struct notify_message *m)
 {
-    char now[32];
-    time_t t = (time_t)m->now;
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    struct json_object *ctx = json_object_new_object();
-    struct json_object *list = json_object_new_array();
-    json_object_object_add(ctx, "receiver", json_object_new_string(receiver));
-    json_object_object_add(ctx, "count", json_object_new_int64((int64_t)m->n));
+    struct json_object *events = json_object_new_array();
     for (size_t i = 0; i < m->n; i++)
-        json_object_array_add(list, event_to_json(&m->events[i]));
-    json_object_object_add(ctx, "events", list);
-    json_object_object_add(ctx, "now_utc", json_object_new_string(now));
-    json_object_object_add(ctx, "test", json_object_new_boolean(m->test));
-    return ctx;
+        json_object_array_add(events, event_to_json(&m->events[i]));
+    return templates_context(receiver, events, m->now, m->test);
+}
+
+int notify_render(struct buf *out, const struct notify_env *env, const char *explicit_path,
+                  const char *name, const struct json_object *ctx, struct err *e)
+{
+    struct template *t = NULL;
+    const char *dir = env ? env->templates_dir : NULL;
+    int rc = -1;
+    if (templates_load(&t, explicit_path, dir, name, e) < 0)
+        goto out;
+    enum template_escape esc = template_escape_for(explicit_path ? explicit_path : name);
+    if (template_render(out, t, ctx, esc, templates_partial, (void *)dir, e) < 0)
+        goto out;
+    rc = 0;
+out:
+    template_free(t);
+    return rc;
+}
+
+int notify_render_text(struct buf *out, const struct notify_env *env, const char *receiver,
+                       const struct notify_message *m, struct err *e)
+{
+    struct json_object *ctx = notify_context(receiver, m);
+    int rc = notify_render(out, env, NULL, "file.txt", ctx, e);
+    json_object_put(ctx);
+    return rc;
 }

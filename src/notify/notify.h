@@ -59,16 +59,22 @@ extern const struct notifier notifier_file;
 int notify_send(const struct notify_env *env, const struct receiver_conf *r,
                 const struct notify_message *m, struct notify_result *res, struct err *e);
 
-/* The template context of a message (a new reference):
- *   {"receiver": NAME, "count": N, "events": [EVENT, …], "now_utc": TIME,
- *    "test": BOOL}
- * with each EVENT as event_to_json writes it. */
+/* The template context of a message (a new reference): templates_context
+ * (templates.h) over the events as event_to_json writes them. */
 struct json_object *notify_context(const char *receiver, const struct notify_message *m);
 
-/* The plain-text form of a message, as the file receiver writes it and a
- * dry run shows it: a heading line, then a block per event. */
-void notify_render_text(struct buf *out, const char *receiver, const struct event *events,
-                        size_t n);
+/* Renders the template `name` ("slack.json") for a message context:
+ * `explicit_path` (a receiver's template: key) when not NULL, else the file
+ * of that name in env->templates_dir, else the built-in one; escaping by
+ * the file name (templates.h). Fails with the template's ORIGIN:LINE:COL
+ * or the render error. */
+int notify_render(struct buf *out, const struct notify_env *env, const char *explicit_path,
+                  const char *name, const struct json_object *ctx, struct err *e);
+
+/* The plain-text form of a message (file.txt), as the file receiver writes
+ * it and a dry run shows it: a heading line, then a block per event. */
+int notify_render_text(struct buf *out, const struct notify_env *env, const char *receiver,
+                       const struct notify_message *m, struct err *e);
 
 /* The transport name of a receiver type ("webhook", "file"). */
 const char *notify_type_name(enum receiver_type type);

@@ -1,11 +1,12 @@
 /* The generic webhook: one JSON document per message, POSTed to a URL.
  *
- * The document is the message's template context (notify_context) plus
- * "source":"wsrelay" and "version". Any 2xx answer is success; any other
+ * The document is the webhook.json template rendered over the message's
+ * context (by default: the context itself plus "source":"wsrelay"). Any 2xx answer is success; any other
  * answer is retried on a later run (a generic endpoint's 4xx may well be
  * fixed by its owners, so nothing is given up here). */
 #include "notify/http.h"
 #include "notify/notify.h"
+#include "util/buf.h"
 #include "util/xalloc.h"
 
 #include <json-c/json.h>
@@ -17,14 +18,24 @@ static int webhook_send(const struct notify_env *env, const struct receiver_conf
 {
     int rc = -1;
     struct http_post_reply reply = {0};
-    struct json_object *doc = notify_context(r->name, m);
-    (void)env;
-    json_object_object_add(doc, "source", json_object_new_string("wsrelay"));
-    json_object_object_add(doc, "version", json_object_new_string(WSRELAY_VERSION));
-    const char *body = json_object_to_json_string_ext(
-        doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    struct json_object *ctx = notify_context(r->name, m);
+    struct json_object *check = NULL;
+    struct buf body;
+    buf_init(&body, 4 * 1024 * 1024);
+    if (notify_render(&body, env, NULL, "webhook.json", ctx, e) < 0) {
+        res->permanent = true;
+        goto out;
+    }
+    /* A template that does not make JSON is a mistake to fix, not a
+     * message to send. */
+    check = json_tokener_parse(buf_str(&body));
+    if (!check) {
+        res->permanent = true;
+        err_set(e, "the webhook.json template did not produce JSON");
+        goto out;
+    }
     if (http_post(&reply, r->webhook.url, r->webhook.headers, r->webhook.n_headers,
-                  "application/json", body, e) < 0)
+                  "application/json", buf_str(&body), e) < 0)
         goto out;
     http_result(res, &reply, r->webhook.url, r->webhook.headers, r->webhook.n_headers);
     if (reply.status < 200 || reply.status > 299) {
@@ -37,7 +48,9 @@ static int webhook_send(const struct notify_env *env, const struct receiver_conf
     rc = 0;
 out:
     free(reply.body);
-    json_object_put(doc);
+    json_object_put(check);
+    json_object_put(ctx);
+    buf_free(&body);
     return rc;
 }
 

@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static char *dir;
 
@@ -67,9 +68,11 @@ Test(cli, help_lists_every_command)
 {
     struct result r = wsrelay("--help", NULL, NULL, NULL);
     cr_assert_eq(r.status, 0);
-    cr_assert(strstr(r.out, "  run "), "%s", r.out);
-    cr_assert(strstr(r.out, "  check "));
-    cr_assert(strstr(r.out, "  keys "));
+    cr_assert(strstr(r.out, "\n  run [--now UNIXTIME] [--dry-run]\n"), "%s", r.out);
+    cr_assert(strstr(r.out, "\n  check\n"));
+    cr_assert(strstr(r.out, "\n  keys\n"));
+    cr_assert(strstr(r.out, "\n  test-receiver NAME\n"));
+    cr_assert(strstr(r.out, "\n  render --template FILE"));
     cr_assert(strstr(r.out, "Exit status"));
     result_free(&r);
 }
@@ -179,5 +182,156 @@ Test(cli, readme_shows_the_key_reference_of_this_build)
     cr_assert(strstr(readme, r.out),
               "README.md is out of date: paste the output of `wsrelay keys` into it");
     free(readme);
+    result_free(&r);
+}
+
+/* wsrelay render: for template authors. */
+
+static struct result render(const char *a1, const char *a2, const char *a3, const char *a4,
+                            const char *a5, const char *a6, const char *a7)
+{
+    struct result r;
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"render", (char *)a1, (char *)a2, (char *)a3,
+                    (char *)a4, (char *)a5, (char *)a6, (char *)a7, NULL};
+    r.status = run_cmd(&r.out, &r.err, 30, argv, NULL);
+    return r;
+}
+
+/* Writes DIR/NAME and returns its path (caller frees). */
+static char *scratch(const char *name, const char *text)
+{
+    char *path = xasprintf("%s/%s", dir, name);
+    write_file(path, text);
+    return path;
+}
+
+Test(cli, help_lists_render)
+{
+    struct result r = wsrelay("--help", NULL, NULL, NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert(strstr(r.out, "  render --template FILE --data FILE.json [--partials DIR] "
+                            "[--escape html|json|text|none]"),
+              "%s", r.out);
+    result_free(&r);
+}
+
+Test(cli, render_prints_the_template_html_escaped_by_default)
+{
+    char *tpl = scratch("t.html", "{{#events}}<p>{{name}}: {{{text}}}</p>\n{{/events}}");
+    char *data = scratch("d.json", "{\"events\": [{\"name\": \"冷凍庫 <A>\", \"text\": \"<b>\"}, "
+                                   "{\"name\": \"B & C\", \"text\": \"x\"}]}\n");
+    struct result r = render("--template", tpl, "--data", data, NULL, NULL, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "<p>冷凍庫 &lt;A&gt;: <b></p>\n<p>B &amp; C: x</p>\n");
+    cr_assert_str_eq(r.err, "");
+    result_free(&r);
+    free(tpl);
+    free(data);
+}
+
+Test(cli, render_escapes_json_and_finds_partials)
+{
+    char *tpl = scratch("t.json", "{\"text\": \"{{> head}}{{text}}\"}\n");
+    char *data = scratch("d.json", "{\"who\": \"ops\", \"text\": \"line \\\"1\\\"\\nline 2\"}");
+    char *parts = xasprintf("%s/partials", dir);
+    cr_assert_eq(mkdir(parts, 0700), 0);
+    char *head = scratch("partials/head", "[{{who}}] ");
+    struct result r = render("--template", tpl, "--data", data, "--escape", "json", "--partials");
+    cr_assert_eq(r.status, 2, "--partials without its directory is a usage error");
+    result_free(&r);
+    const char *argv[] = {WSRELAY_BIN, "render",   "--template", tpl,   "--data",
+                          data,        "--escape", "json",       "--partials", parts, NULL};
+    r.status = run_cmd(&r.out, &r.err, 30, (char *const *)argv, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "{\"text\": \"[ops] line \\\"1\\\"\\nline 2\"}\n");
+    result_free(&r);
+    free(tpl);
+    free(data);
+    free(parts);
+    free(head);
+}
+
+Test(cli, render_shows_a_builtin_template)
+{
+    struct result r = render("--template", "builtin:file.txt", "--data",
+                             WSRELAY_SOURCE_DIR "/tests/data/templates/context.json", "--escape",
+                             "text", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    const char *head = "== wsrelay: 2 new alerts for on-call ==\n\n"
+                       "[ALARM] 冷凍庫 A (RTR501B, 52C10001) - ch1 温度 [℃]\n"
+                       "  2026-11-18 20:06:40 +09:00  account tokyo, base unit 本社1F\n";
+    cr_assert(strncmp(r.out, head, strlen(head)) == 0, "%s", r.out);
+    result_free(&r);
+}
+
+Test(cli, render_names_the_place_of_a_template_error)
+{
+    char *tpl = scratch("slack.json", "{\n  \"blocks\": [\n{{#events}}\n    {}\n  ]\n}\n");
+    char *data = scratch("d.json", "{}");
+    struct result r = render("--template", tpl, "--data", data, NULL, NULL, NULL);
+    cr_assert_eq(r.status, 2);
+    char *want = xasprintf("wsrelay: %s:3:1: unclosed section 'events'\n", tpl);
+    cr_assert_str_eq(r.err, want);
+    cr_assert_str_eq(r.out, "");
+    free(want);
+    result_free(&r);
+    free(tpl);
+    free(data);
+}
+
+Test(cli, render_refuses_data_that_is_not_json)
+{
+    char *tpl = scratch("t.txt", "{{x}}");
+    char *data = scratch("d.json", "{\"x\": 1,}");
+    struct result r = render("--template", tpl, "--data", data, NULL, NULL, NULL);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, data) && strstr(r.err, "not JSON"), "%s", r.err);
+    result_free(&r);
+    free(data);
+    data = scratch("d2.json", "{\"x\": 1} trailing");
+    r = render("--template", tpl, "--data", data, NULL, NULL, NULL);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, data), "%s", r.err);
+    cr_assert(strstr(r.err, "not JSON: unexpected character at offset 9"), "%s", r.err);
+    result_free(&r);
+    r = render("--template", tpl, "--data", "/nonexistent/d.json", NULL, NULL, NULL);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "/nonexistent/d.json: No such file"), "%s", r.err);
+    result_free(&r);
+    free(tpl);
+    free(data);
+}
+
+Test(cli, render_warns_of_a_missing_partial)
+{
+    char *tpl = scratch("t.txt", "a\n{{> nowhere}}\nb\n");
+    char *data = scratch("d.json", "{}");
+    struct result r = render("--template", tpl, "--data", data, NULL, NULL, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "a\nb\n");
+    char *want = xasprintf("wsrelay: warning: %s:2:1: partial 'nowhere' not found (looked in the "
+                           "built-in templates)\n",
+                           tpl);
+    cr_assert_str_eq(r.err, want);
+    free(want);
+    result_free(&r);
+    free(tpl);
+    free(data);
+}
+
+Test(cli, render_usage_errors_exit_2)
+{
+    struct result r = render("--template", "x.txt", NULL, NULL, NULL, NULL, NULL);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "usage: wsrelay render --template FILE --data FILE.json"), "%s",
+              r.err);
+    result_free(&r);
+    r = render("--template", "x.txt", "--data", "d.json", "--escape", "xml", NULL);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "--escape expects html, json, text or none, got 'xml'"), "%s", r.err);
+    result_free(&r);
+    r = render("--template", "builtin:nothing.txt", "--data", "d.json", NULL, NULL, NULL);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "no template 'nothing.txt' built in"), "%s", r.err);
     result_free(&r);
 }

@@ -63,14 +63,16 @@ Test(notify, text_block_shows_device_time_and_raw_text)
     evs[1].channel_unit = NULL;
     struct buf b;
     buf_init(&b, 0);
-    notify_render_text(&b, "console", evs, 2);
+    struct notify_message m = {.events = evs, .n = 2, .now = 1795000000};
+    struct err e;
+    cr_assert_eq(notify_render_text(&b, NULL, "console", &m, &e), 0, "%s", e.msg);
     const char *want = "== wsrelay: 2 new alerts for console ==\n"
                        "\n"
-                       "冷凍庫 A (TR-72A2, 5214000A) - ch1 温度 [°C]\n"
+                       "[ALARM] 冷凍庫 A (TR-72A2, 5214000A) - ch1 温度 [°C]\n"
                        "  2026-11-18 20:06:40 +09:00  account lab\n"
                        "  CH1 上限値警報 -70.2℃\n"
                        "\n"
-                       "Freezer (TR-72A2, 5214000A) - ch1\n"
+                       "[ALARM] Freezer (TR-72A2, 5214000A) - ch1\n"
                        "  2026-11-18 20:06:40 +09:00  account lab, base unit Base 1\n"
                        "  CH1 Upper Limit Exceeded\n";
     cr_assert_str_eq(buf_str(&b), want);
@@ -84,7 +86,9 @@ Test(notify, control_characters_cannot_forge_lines)
     struct event ev = sample("evil\r\nBcc: x\x1b[2J", "line1\nline2");
     struct buf b;
     buf_init(&b, 0);
-    notify_render_text(&b, "c", &ev, 1);
+    struct notify_message m = {.events = &ev, .n = 1, .now = 1795000000};
+    struct err e;
+    cr_assert_eq(notify_render_text(&b, NULL, "c", &m, &e), 0, "%s", e.msg);
     cr_assert_null(strstr(buf_str(&b), "\r"));
     cr_assert_null(strstr(buf_str(&b), "\x1b"));
     cr_assert_not_null(strstr(buf_str(&b), "evil  Bcc: x [2J"));

@@ -1,0 +1,608 @@
+/* Tests of templates.c and of the files in templates/: where a template is
+ * found (receiver's file, templates directory, built in), partials and
+ * their check, the context, and that each built-in template renders what
+ * its receiver needs: file.txt the file receiver's text block, byte for
+ * byte; webhook.json the webhook document; the JSON ones valid JSON
+ * whatever the device names and alert texts hold. */
+#include "event.h"
+#include "notify/notify.h"
+#include "proc.h"
+#include "templates.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *dir;
+
+static void setup(void)
+{
+    dir = test_tmpdir();
+}
+
+static void teardown(void)
+{
+    test_rmtree(dir);
+    free(dir);
+}
+
+TestSuite(templates, .init = setup, .fini = teardown, .timeout = 30);
+
+static void put(const char *name, const char *text)
+{
+    char *path = xasprintf("%s/%s", dir, name);
+    write_file(path, text);
+    free(path);
+}
+
+/* Renders `t` against `ctx` and returns the text (caller frees). */
+static char *render(const struct template *t, const struct json_object *ctx,
+                    enum template_escape esc, const char *partial_dir)
+{
+    struct buf out;
+    struct err e = {{0}};
+    buf_init(&out, 1 << 20);
+    cr_assert_eq(template_render(&out, t, ctx, esc, templates_partial, (void *)partial_dir, &e),
+                 0, "%s: %s", template_origin(t), e.msg);
+    return out.data ? buf_steal(&out) : xstrdup("");
+}
+
+static char *load_render(const char *explicit_path, const char *d, const char *name)
+{
+    struct template *t = NULL;
+    struct err e = {{0}};
+    cr_assert_eq(templates_load(&t, explicit_path, d, name, &e), 0, "%s", e.msg);
+    char *text = render(t, NULL, TEMPLATE_ESCAPE_NONE, d);
+    template_free(t);
+    return text;
+}
+
+Test(templates, builtin_files_are_embedded_as_they_are)
+{
+    static const char *const names[] = {"file.txt",   "webhook.json",      "email.txt",
+                                        "email.html", "email-subject.txt", "slack.json",
+                                        "teams.json"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t len = 0;
+        const char *data = templates_builtin(names[i], &len);
+        char *path = xasprintf("%s/templates/%s", WSRELAY_SOURCE_DIR, names[i]);
+        char *file = read_file_str(path);
+        cr_assert_not_null(data, "%s is not built in", names[i]);
+        cr_assert_not_null(file, "%s", path);
+        cr_assert_eq(len, strlen(file), "%s", names[i]);
+        cr_assert_str_eq(data, file, "%s differs from the source tree: rebuild", names[i]);
+        free(file);
+        free(path);
+    }
+    cr_assert_null(templates_builtin("README.md", NULL));
+    cr_assert_null(templates_builtin("nope.txt", NULL));
+    cr_assert_null(templates_builtin(NULL, NULL));
+}
+
+Test(templates, explicit_path_then_directory_then_builtin)
+{
+    struct template *t = NULL;
+    struct err e = {{0}};
+    char *own = xasprintf("%s/own.txt", dir);
+    put("own.txt", "own {{x}}");
+    put("file.txt", "from the directory");
+
+    /* The receiver's own file wins, even when the directory has one. */
+    char *text = load_render(own, dir, "file.txt");
+    cr_assert_str_eq(text, "own ");
+    free(text);
+    cr_assert_eq(templates_load(&t, own, dir, "file.txt", &e), 0);
+    cr_assert_str_eq(template_origin(t), own);
+    template_free(t);
+
+    /* Then the directory. */
+    text = load_render(NULL, dir, "file.txt");
+    cr_assert_str_eq(text, "from the directory");
+    free(text);
+    char *in_dir = xasprintf("%s/file.txt", dir);
+    cr_assert_eq(templates_load(&t, NULL, dir, "file.txt", &e), 0);
+    cr_assert_str_eq(template_origin(t), in_dir);
+    template_free(t);
+
+    /* Then the built-in copy: for a name the directory lacks, or no directory. */
+    cr_assert_eq(templates_load(&t, NULL, dir, "slack.json", &e), 0, "%s", e.msg);
+    cr_assert_str_eq(template_origin(t), "builtin:slack.json");
+    template_free(t);
+    cr_assert_eq(templates_load(&t, NULL, NULL, "file.txt", &e), 0, "%s", e.msg);
+    cr_assert_str_eq(template_origin(t), "builtin:file.txt");
+    template_free(t);
+    free(own);
+    free(in_dir);
+}
+
+Test(templates, load_failures_name_the_file)
+{
+    struct template *t = NULL;
+    struct err e = {{0}};
+    char *missing = xasprintf("%s/missing.json", dir);
+    cr_assert_eq(templates_load(&t, missing, NULL, "slack.json", &e), -1);
+    cr_assert(strstr(e.msg, missing) && strstr(e.msg, "No such file"), "%s", e.msg);
+    free(missing);
+
+    put("slack.json", "{\n  \"text\": \"{{#events}}{{name}}\"\n}\n");
+    cr_assert_eq(templates_load(&t, NULL, dir, "slack.json", &e), -1);
+    char *want = xasprintf("%s/slack.json:2:12: unclosed section 'events'", dir);
+    cr_assert_str_eq(e.msg, want);
+    free(want);
+
+    cr_assert_eq(templates_load(&t, NULL, dir, "pager.json", &e), -1);
+    want = xasprintf("no template 'pager.json' in %s and none built in", dir);
+    cr_assert_str_eq(e.msg, want);
+    free(want);
+    cr_assert_eq(templates_load(&t, NULL, NULL, "pager.json", &e), -1);
+    cr_assert_str_eq(e.msg, "no template 'pager.json' built in");
+
+    /* A file there that cannot be read is an error, not a reason to fall
+     * back to the built-in one. */
+    char *sub = xasprintf("%s/email.txt", dir);
+    cr_assert_eq(mkdir(sub, 0700), 0);
+    cr_assert_eq(templates_load(&t, NULL, dir, "email.txt", &e), -1);
+    cr_assert(strncmp(e.msg, sub, strlen(sub)) == 0, "%s", e.msg);
+    char *text = NULL, *origin = NULL;
+    cr_assert_eq(templates_partial(dir, "email.txt", &text, &origin), -1);
+    free(sub);
+    cr_assert_null(t);
+}
+
+Test(templates, partials_come_from_the_directory_then_builtin)
+{
+    char *text = NULL, *origin = NULL;
+    put("head", "[{{receiver}}]");
+    cr_assert_eq(templates_partial(dir, "head", &text, &origin), 0);
+    cr_assert_str_eq(text, "[{{receiver}}]");
+    char *want = xasprintf("%s/head", dir);
+    cr_assert_str_eq(origin, want);
+    free(want);
+    free(text);
+    free(origin);
+
+    /* A built-in file is a partial too, with or without a directory. */
+    cr_assert_eq(templates_partial(dir, "file.txt", &text, &origin), 0);
+    cr_assert_str_eq(origin, "builtin:file.txt");
+    free(text);
+    free(origin);
+    cr_assert_eq(templates_partial(NULL, "email.txt", &text, &origin), 0);
+    free(text);
+    free(origin);
+
+    cr_assert_eq(templates_partial(dir, "nothing", &text, &origin), -1);
+    cr_assert_eq(templates_partial(NULL, "head", &text, &origin), -1);
+    /* Only plain file names: nothing outside the directory. */
+    put("secret", "s3cr3t");
+    char *sub = xasprintf("%s/sub", dir);
+    cr_assert_eq(mkdir(sub, 0700), 0);
+    free(sub);
+    cr_assert_eq(templates_partial(dir, "../secret", &text, &origin), -1);
+    cr_assert_eq(templates_partial(dir, "sub/../secret", &text, &origin), -1);
+    cr_assert_eq(templates_partial(dir, ".hidden", &text, &origin), -1);
+}
+
+Test(templates, a_template_renders_its_partials)
+{
+    struct template *t = NULL;
+    struct err e = {{0}};
+    put("mail.txt", "to {{> head}}:\n  {{> body}}\n{{> nowhere}}end\n");
+    put("head", "[{{receiver}}]");
+    put("body", "one\ntwo\n");
+    cr_assert_eq(templates_load(&t, NULL, dir, "mail.txt", &e), 0, "%s", e.msg);
+    struct json_object *ctx = json_tokener_parse("{\"receiver\": \"ops\"}");
+    char *text = render(t, ctx, TEMPLATE_ESCAPE_TEXT, dir);
+    cr_assert_str_eq(text, "to [ops]:\n  one\n  two\nend\n");
+    free(text);
+    /* `check` finds the missing one, where it is used. */
+    cr_assert_eq(templates_check(t, dir, &e), -1);
+    char *want = xasprintf("%s/mail.txt:3:1: partial 'nowhere' not found (looked in %s and the "
+                           "built-in templates)",
+                           dir, dir);
+    cr_assert_str_eq(e.msg, want);
+    free(want);
+    json_object_put(ctx);
+    template_free(t);
+}
+
+Test(templates, check_follows_partials_of_partials_and_stops_at_cycles)
+{
+    struct template *t = NULL;
+    struct err e = {{0}};
+    const char *tpl = "{{#events}}{{>a}}{{/events}}";
+    cr_assert_eq(template_compile(&t, tpl, strlen(tpl), "main", &e), 0);
+    put("a", "{{>b}}{{>a}}");
+    put("b", "x\n{{>a}}{{>file.txt}}");
+    cr_assert_eq(templates_check(t, dir, &e), 0, "%s", e.msg);
+    put("b", "x\n{{>a}}{{>c}}");
+    cr_assert_eq(templates_check(t, dir, &e), -1);
+    char *want = xasprintf("%s/b:2:7: partial 'c' not found (looked in %s and the built-in "
+                           "templates)",
+                           dir, dir);
+    cr_assert_str_eq(e.msg, want);
+    free(want);
+    put("c", "{{#open}}");
+    cr_assert_eq(templates_check(t, dir, &e), -1);
+    want = xasprintf("%s/c:1:1: unclosed section 'open'", dir);
+    cr_assert_str_eq(e.msg, want);
+    free(want);
+    /* Without a directory only the built-in files count. */
+    cr_assert_eq(templates_check(t, NULL, &e), -1);
+    cr_assert_str_eq(e.msg, "main:1:12: partial 'a' not found (looked in the built-in "
+                            "templates)");
+    template_free(t);
+}
+
+Test(templates, every_builtin_template_passes_check)
+{
+    for (size_t i = 0; i < templates_builtin_count; i++) {
+        struct template *t = NULL;
+        struct err e = {{0}};
+        const char *name = templates_builtin_files[i].name;
+        cr_assert_eq(templates_load(&t, NULL, NULL, name, &e), 0, "%s", e.msg);
+        cr_assert_eq(templates_check(t, NULL, &e), 0, "%s", e.msg);
+        template_free(t);
+    }
+}
+
+/* Events: owning their strings (event_clear frees them). */
+static struct event make_event(const char *name, const char *model, const char *text,
+                               const char *kind)
+{
+    struct event ev = {
+        .account = xstrdup("tokyo"),
+        .serial = xstrdup("52C10001"),
+        .model = xstrdup(model),
+        .name = xstrdup(name),
+        .base_serial = xstrdup("52C10001"),
+        .base_model = xstrdup(model),
+        .base_name = xstrdup(name),
+        .unixtime = 1795000000,
+        .kind = xstrdup(kind),
+        .text = xstrdup(text),
+        .utc_offset = 540,
+    };
+    if (strncmp(kind, "ch", 2) == 0) {
+        ev.channel_name = xstrdup("温度");
+        ev.channel_unit = xstrdup("℃");
+    }
+    return ev;
+}
+
+static struct event *sample_events(size_t *n)
+{
+    struct event *evs = xcalloc(5, sizeof *evs);
+    evs[0] = make_event("冷凍庫 A", "RTR501B", "CH1 上限値警報 -70.2℃", "ch1");
+    /* A remote unit under a base unit with a name. */
+    evs[1] = make_event("Freezer \"B\"", "", "CH2 Upper Limit <-75.0> & more\\", "ch2");
+    free(evs[1].base_serial);
+    free(evs[1].base_name);
+    evs[1].base_serial = xstrdup("58210001");
+    evs[1].base_name = xstrdup("本社1F");
+    free(evs[1].channel_unit);
+    evs[1].channel_unit = xstrdup("");
+    /* ...and under one without a name; no channel; control characters. */
+    evs[2] = make_event("", "TR-72A2", "battery\r\nBcc: x\x1b[2J\ttab\x7f", "battery-level");
+    free(evs[2].base_serial);
+    free(evs[2].base_name);
+    evs[2].base_serial = xstrdup("58210002");
+    evs[2].base_name = xstrdup("");
+    evs[2].utc_offset = -330;
+    evs[3] = make_event("Lab/1 </script>", "", "通信エラー", "communication-status");
+    evs[3].unixtime = 1795000600;
+    evs[4] = make_event("Line\nbreak", "M", "\x01\x1f text", "ch6");
+    *n = 5;
+    return evs;
+}
+
+static void free_events(struct event *evs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        event_clear(&evs[i]);
+    free(evs);
+}
+
+/* The members another module adds from the text; here by kind so that
+ * every state is used. */
+static void add_state(struct json_object *obj, size_t i)
+{
+    static const char *const states[] = {"alarm",         "recovered", "sensor-error",
+                                         "communication", "battery",   "other"};
+    static const char *const flags[] = {"is_alarm",         "is_recovered", "is_sensor_error",
+                                        "is_communication", "is_battery",   "is_other"};
+    size_t s = i % 6;
+    json_object_object_add(obj, "state", json_object_new_string(states[s]));
+    for (size_t k = 0; k < 6; k++)
+        json_object_object_add(obj, flags[k], json_object_new_boolean(k == s));
+    if (s == 0) {
+        json_object_object_add(obj, "value", json_object_new_string("-70.2"));
+        json_object_object_add(obj, "limit", json_object_new_string("-75.0"));
+    }
+}
+
+/* The members the classifier adds to an event. */
+static void drop_state(struct json_object *obj)
+{
+    static const char *const keys[] = {"state",        "value",           "limit",
+                                       "recovers",     "is_alarm",        "is_recovered",
+                                       "is_sensor_error", "is_battery",   "is_communication",
+                                       "is_other"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+        json_object_object_del(obj, keys[k]);
+}
+
+/* The context for events [0, n): with a state of each kind in turn, or
+ * without any state members (as a custom context may come). */
+static struct json_object *context(const struct event *evs, size_t n, bool with_state,
+                                   bool test)
+{
+    struct json_object *list = json_object_new_array();
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *obj = event_to_json(&evs[i]);
+        drop_state(obj);
+        if (with_state)
+            add_state(obj, i);
+        json_object_array_add(list, obj);
+    }
+    return templates_context("on-call", list, 1795000020, test);
+}
+
+static struct template *builtin(const char *name)
+{
+    struct template *t = NULL;
+    struct err e = {{0}};
+    cr_assert_eq(templates_load(&t, NULL, NULL, name, &e), 0, "%s", e.msg);
+    return t;
+}
+
+Test(templates, context_has_the_documented_members)
+{
+    size_t n;
+    struct event *evs = sample_events(&n);
+    struct json_object *ctx = context(evs, n, false, true);
+    const char *want = "{\"receiver\":\"on-call\",\"count\":5,\"now_utc\":\"2026-11-18T11:07:00Z\","
+                       "\"test\":true,\"version\":\"" WSRELAY_VERSION "\"}";
+    struct json_object *events = NULL, *v = NULL;
+    cr_assert(json_object_object_get_ex(ctx, "events", &events));
+    cr_assert_eq(json_object_array_length(events), n);
+    bool via[] = {false, true, true, false, false};
+    for (size_t i = 0; i < n; i++) {
+        cr_assert(json_object_object_get_ex(json_object_array_get_idx(events, i), "via_base", &v));
+        cr_assert_eq(json_object_get_boolean(v), via[i], "event %zu", i);
+    }
+    json_object_get(events);
+    json_object_object_del(ctx, "events");
+    cr_assert_str_eq(json_object_to_json_string_ext(ctx, JSON_C_TO_STRING_PLAIN), want);
+    json_object_put(events);
+    json_object_put(ctx);
+    free_events(evs, n);
+}
+
+/* The document webhook.c posts, built the same way. */
+/* The webhook document as webhook.c builds it: the message's context
+ * plus "source". */
+static struct json_object *webhook_document(const struct event *evs, size_t n)
+{
+    struct json_object *list = json_object_new_array();
+    for (size_t i = 0; i < n; i++)
+        json_object_array_add(list, event_to_json(&evs[i]));
+    struct json_object *doc = templates_context("on-call", list, 1795000020, false);
+    json_object_object_add(doc, "source", json_object_new_string("wsrelay"));
+    return doc;
+}
+
+static struct json_object *parse_output(const char *text, const char *what)
+{
+    struct json_object *v = json_tokener_parse(text);
+    cr_assert_not_null(v, "%s is not JSON:\n%s", what, text);
+    return v;
+}
+
+static const char *member_str(struct json_object *obj, const char *key)
+{
+    struct json_object *v = NULL;
+    cr_assert(json_object_object_get_ex(obj, key, &v), "no '%s' in %s", key,
+              json_object_to_json_string(obj));
+    return json_object_get_string(v);
+}
+
+static struct json_object *member(struct json_object *obj, const char *key)
+{
+    struct json_object *v = NULL;
+    cr_assert(json_object_object_get_ex(obj, key, &v), "no '%s' in %s", key,
+              json_object_to_json_string(obj));
+    return v;
+}
+
+/* The one difference from webhook.c: Mustache cannot tell "" from null
+ * (both are falsy), so a channel name or unit that the platform gives as ""
+ * comes out null, as for a channel it does not name. */
+static void blank_channels_are_null(struct json_object *doc)
+{
+    struct json_object *events = member(doc, "events");
+    for (size_t i = 0; i < json_object_array_length(events); i++) {
+        struct json_object *ev = json_object_array_get_idx(events, i), *v;
+        static const char *const keys[] = {"channel_name", "channel_unit"};
+        for (size_t k = 0; k < 2; k++)
+            if (json_object_object_get_ex(ev, keys[k], &v) && v &&
+                json_object_get_string_len(v) == 0)
+                json_object_object_add(ev, keys[k], NULL);
+    }
+}
+
+Test(templates, webhook_json_is_the_webhook_document)
+{
+    size_t n;
+    struct event *evs = sample_events(&n);
+    struct template *t = builtin("webhook.json");
+    for (size_t k = 1; k <= n; k++) {
+        struct json_object *ctx = webhook_document(evs, k);
+        char *got = render(t, ctx, TEMPLATE_ESCAPE_JSON, NULL);
+        struct json_object *doc = parse_output(got, "webhook.json");
+        struct json_object *want = webhook_document(evs, k);
+        blank_channels_are_null(want);
+        cr_assert(json_object_equal(doc, want), "with %zu events:\n%s\nwant\n%s", k,
+                  json_object_to_json_string(doc), json_object_to_json_string(want));
+        json_object_put(want);
+        json_object_put(doc);
+        json_object_put(ctx);
+        free(got);
+    }
+    template_free(t);
+    free_events(evs, n);
+}
+
+/* The text of every string in `v`, concatenated. */
+static void all_strings(struct buf *out, struct json_object *v)
+{
+    if (json_object_is_type(v, json_type_string)) {
+        buf_puts(out, json_object_get_string(v));
+        buf_puts(out, "\n");
+    } else if (json_object_is_type(v, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(v); i++)
+            all_strings(out, json_object_array_get_idx(v, i));
+    } else if (json_object_is_type(v, json_type_object)) {
+        json_object_object_foreach(v, key, val)
+        {
+            (void)key;
+            all_strings(out, val);
+        }
+    }
+}
+
+Test(templates, slack_json_is_a_block_kit_payload)
+{
+    size_t n;
+    struct event *evs = sample_events(&n);
+    struct template *t = builtin("slack.json");
+    for (size_t k = 1; k <= n; k++) {
+        for (int test = 0; test < 2; test++) {
+            struct json_object *ctx = context(evs, k, k != 2, test);
+            char *got = render(t, ctx, TEMPLATE_ESCAPE_JSON, NULL);
+            struct json_object *doc = parse_output(got, "slack.json");
+            cr_assert(strstr(member_str(doc, "text"), "冷凍庫 A: CH1 上限値警報 -70.2℃"), "%s",
+                      got);
+            struct json_object *blocks = member(doc, "blocks");
+            size_t headers = 0;
+            for (size_t i = 0; i < json_object_array_length(blocks); i++) {
+                struct json_object *b = json_object_array_get_idx(blocks, i);
+                if (strcmp(member_str(b, "type"), "header") == 0) {
+                    cr_assert_leq(strlen(member_str(member(b, "text"), "text")), 150);
+                    headers++;
+                }
+            }
+            cr_assert_eq(headers, k);
+            cr_assert_eq(json_object_array_length(blocks), 2 * k + 1 + (size_t)test);
+            /* Raw text and local time of every event are there. */
+            struct buf strings;
+            buf_init(&strings, 0);
+            all_strings(&strings, blocks);
+            for (size_t i = 0; i < k; i++) {
+                char local[40];
+                event_local_time(&evs[i], local, sizeof local);
+                cr_assert(strstr(buf_str(&strings), evs[i].text), "%s", got);
+                cr_assert(strstr(buf_str(&strings), local), "%s", got);
+            }
+            buf_free(&strings);
+            json_object_put(doc);
+            json_object_put(ctx);
+            free(got);
+        }
+    }
+    template_free(t);
+    free_events(evs, n);
+}
+
+Test(templates, teams_json_is_an_adaptive_card_message)
+{
+    static const char wrapper[] =
+        "{\"type\":\"message\",\"attachments\":[{\"contentType\":\"application\\/vnd.microsoft."
+        "card.adaptive\",\"contentUrl\":null,\"content\":{\"$schema\":\"http:\\/\\/adaptivecards."
+        "io\\/schemas\\/adaptive-card.json\",\"type\":\"AdaptiveCard\",\"version\":\"1.4\"}}]}";
+    size_t n;
+    struct event *evs = sample_events(&n);
+    struct template *t = builtin("teams.json");
+    for (size_t k = 1; k <= n; k++) {
+        struct json_object *ctx = context(evs, k, true, k == 3);
+        char *got = render(t, ctx, TEMPLATE_ESCAPE_JSON, NULL);
+        struct json_object *doc = parse_output(got, "teams.json");
+        struct json_object *content =
+            member(json_object_array_get_idx(member(doc, "attachments"), 0), "content");
+        struct json_object *body = member(content, "body");
+        size_t facts = 0;
+        for (size_t i = 0; i < json_object_array_length(body); i++) {
+            struct json_object *b = json_object_array_get_idx(body, i);
+            const char *type = member_str(b, "type");
+            cr_assert(strcmp(type, "TextBlock") == 0 || strcmp(type, "FactSet") == 0, "%s", type);
+            if (strcmp(type, "FactSet") == 0)
+                facts++;
+            else
+                cr_assert_str_neq(member_str(b, "text"), "");
+            if (json_object_object_get_ex(b, "color", NULL))
+                cr_assert_str_neq(member_str(b, "color"), "");
+        }
+        cr_assert_eq(facts, k);
+        cr_assert_eq(json_object_array_length(body), 1 + 3 * k);
+        /* Apart from the body, exactly the wrapper Teams expects. */
+        json_object_object_del(content, "body");
+        cr_assert_str_eq(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN), wrapper);
+        json_object_put(doc);
+        json_object_put(ctx);
+        free(got);
+    }
+    template_free(t);
+    free_events(evs, n);
+}
+
+Test(templates, email_templates_lead_with_state_and_device)
+{
+    size_t n;
+    struct event *evs = sample_events(&n);
+    struct template *subject = builtin("email-subject.txt");
+    struct template *text = builtin("email.txt");
+    struct template *html = builtin("email.html");
+    struct json_object *ctx = context(evs, 1, true, false);
+    char *got = render(subject, ctx, TEMPLATE_ESCAPE_TEXT, NULL);
+    cr_assert_str_eq(got, "[ALARM] 冷凍庫 A: CH1 上限値警報 -70.2℃");
+    free(got);
+    json_object_put(ctx);
+
+    ctx = context(evs, n, true, true);
+    got = render(subject, ctx, TEMPLATE_ESCAPE_TEXT, NULL);
+    cr_assert_str_eq(got, "[TEST] [ALARM] 冷凍庫 A: CH1 上限値警報 -70.2℃ (first of 5 alerts)");
+    free(got);
+    got = render(text, ctx, TEMPLATE_ESCAPE_TEXT, NULL);
+    cr_assert(strncmp(got, "TEST MESSAGE", 12) == 0, "%s", got);
+    cr_assert(strstr(got, "\n[ALARM] 冷凍庫 A\nCH1 上限値警報 -70.2℃\n2026-11-18 20:06:40 +09:00\n"),
+              "%s", got);
+    cr_assert(strstr(got, "\n[RECOVERED] Freezer \"B\"\n"), "%s", got);
+    cr_assert(strstr(got, "\n[SENSOR ERROR] 52C10001\nbattery  Bcc: x [2J tab \n"), "%s", got);
+    cr_assert(strstr(got, "\n[COMMUNICATION] Lab/1 </script>\n"), "%s", got);
+    cr_assert(strstr(got, "\n[BATTERY] Line break\n"), "%s", got);
+    cr_assert(strstr(got, "value -70.2  limit -75.0"), "%s", got);
+    free(got);
+    got = render(html, ctx, TEMPLATE_ESCAPE_HTML, NULL);
+    cr_assert(strstr(got, "ALARM</span> 冷凍庫 A</div>"), "%s", got);
+    cr_assert(strstr(got, "Lab/1 &lt;/script&gt;"), "%s", got);
+    cr_assert(strstr(got, "Freezer &quot;B&quot;"), "%s", got);
+    cr_assert(strstr(got, "CH2 Upper Limit &lt;-75.0&gt; &amp; more\\"), "%s", got);
+    cr_assert_null(strstr(got, "</script>"), "%s", got);
+    free(got);
+    json_object_put(ctx);
+
+    /* An event without a state (a context from elsewhere) is an ALERT. */
+    ctx = context(evs, 1, false, false);
+    got = render(subject, ctx, TEMPLATE_ESCAPE_TEXT, NULL);
+    cr_assert_str_eq(got, "[ALERT] 冷凍庫 A: CH1 上限値警報 -70.2℃");
+    free(got);
+    json_object_put(ctx);
+    template_free(subject);
+    template_free(text);
+    template_free(html);
+    free_events(evs, n);
+}
