@@ -3,6 +3,8 @@
 #include "notify/notify.h"
 #include "templates.h"
 
+#include <stdint.h>
+
 
 static const struct notifier *const notifiers[] = {
     &notifier_webhook,
@@ -43,12 +45,23 @@ int notify_send(const struct notify_env *env, const struct receiver_conf *r,
     return 0;
 }
 
-struct json_object *notify_context(const char *receiver, const struct notify_message *m)
+struct json_object *notify_context_first(const char *receiver, const struct notify_message *m,
+                                         size_t k)
 {
     struct json_object *events = json_object_new_array();
-    for (size_t i = 0; i < m->n; i++)
+    if (k > m->n)
+        k = m->n;
+    for (size_t i = 0; i < k; i++)
         json_object_array_add(events, event_to_json(&m->events[i]));
-    return templates_context(receiver, events, m->now, m->test);
+    struct json_object *ctx = templates_context(receiver, events, m->now, m->test);
+    json_object_object_add(ctx, "count", json_object_new_int64((int64_t)m->n));
+    json_object_object_add(ctx, "more", json_object_new_int64((int64_t)(m->n - k)));
+    return ctx;
+}
+
+struct json_object *notify_context(const char *receiver, const struct notify_message *m)
+{
+    return notify_context_first(receiver, m, m->n);
 }
 
 int notify_render(struct buf *out, const struct notify_env *env, const char *explicit_path,

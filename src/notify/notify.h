@@ -60,8 +60,15 @@ int notify_send(const struct notify_env *env, const struct receiver_conf *r,
                 const struct notify_message *m, struct notify_result *res, struct err *e);
 
 /* The template context of a message (a new reference): templates_context
- * (templates.h) over the events as event_to_json writes them. */
+ * (templates.h) over the events as event_to_json writes them, with
+ * "more": 0. */
 struct json_object *notify_context(const char *receiver, const struct notify_message *m);
+
+/* The same with only the first `k` events listed, for services that limit
+ * a message's size: "count" stays the message's number of events and
+ * "more" is how many were left out, for "…and 37 more". */
+struct json_object *notify_context_first(const char *receiver, const struct notify_message *m,
+                                         size_t k);
 
 /* Renders the template `name` ("slack.json") for a message context:
  * `explicit_path` (a receiver's template: key) when not NULL, else the file
