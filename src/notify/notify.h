@@ -18,13 +18,14 @@
 
 struct notifier {
     enum receiver_type type;
-    const char *name; /* the config key: "webhook", "file" */
+    const char *name; /* the config key: "webhook", "file", "email", "slack", "teams" */
     int (*send)(const struct receiver_conf *r, const struct event *events, size_t n,
                 struct err *e);
 };
 
 extern const struct notifier notifier_webhook;
 extern const struct notifier notifier_file;
+extern const struct notifier notifier_email;
 
 /* Sends `n` events (n >= 1) to receiver `r` as one message. Returns 0 when
  * the far end accepted it; -1 with the reason in `e` otherwise. */
@@ -36,7 +37,7 @@ int notify_send(const struct receiver_conf *r, const struct event *events, size_
 void notify_render_text(struct buf *out, const char *receiver, const struct event *events,
                         size_t n);
 
-/* The transport name of a receiver type ("webhook", "file"). */
+/* The transport name of a receiver type ("webhook", "file", ...). */
 const char *notify_type_name(enum receiver_type type);
 
 #endif
