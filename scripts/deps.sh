@@ -7,6 +7,7 @@ wsrelay_packages=(
   build-essential cmake pkg-config ca-certificates curl
   libcurl4-openssl-dev libjson-c-dev libyaml-dev libesmtp-dev libssl-dev
   libcriterion-dev libmicrohttpd-dev
+  python3-aiosmtpd openssl
 )
 
 wsrelay_install_deps() {

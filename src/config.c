@@ -10,6 +10,11 @@
 #include "util/url.h"
 #include "util/xalloc.h"
 
+#include "notify/mime.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -18,6 +23,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #define CONFIG_MAX_BYTES (1024 * 1024)
@@ -31,7 +37,10 @@ enum kind {
     K_SECRET_FILE,  /* char *: the contents of the file the value names */
     K_DURATION,     /* long: seconds, written "90s", "30m", "1h" */
     K_BOOL,         /* bool: the plain words true or false */
+    K_INT,          /* long: a decimal integer from `min` to `max` */
+    K_ENUM,         /* an enum (int-sized): the index of the value in `words` */
     K_GLOBS,        /* char ** and a size_t count: one string or a list of strings */
+    K_STRINGS,      /* like K_GLOBS, each string passed to `check`; a list must not be empty */
     K_LIST,         /* an array of `sub` structs and a size_t count: a non-empty list */
     K_AUTO_OR_LIST, /* the word "auto" (the list stays empty) or a K_LIST */
     K_MAP,          /* a `sub` struct embedded at `off` */
@@ -43,6 +52,7 @@ enum {
     F_SECRET = 1 << 1, /* never echoed; may not contain a line break (for a K_SECRET_FILE
                           row: the file holds a secret, its path is not one) */
     F_UNIQUE = 1 << 2, /* unique among the elements of the enclosing list */
+    F_GROUP_OPTIONAL = 1 << 3, /* the key's group may be left out: at most one of it */
 };
 
 struct schema;
@@ -55,6 +65,8 @@ struct key {
     size_t off;       /* where the value is stored */
     size_t count_off; /* K_GLOBS, K_LIST, K_AUTO_OR_LIST, K_HEADERS: the element count */
     const char *def;  /* default, as it would be written in the file */
+    long min, max;    /* K_INT: the bounds */
+    const char *const *words; /* K_ENUM: the values, NULL-terminated, in enum order */
     int (*check)(char *value, struct err *e); /* -1 with what is wrong in e; may normalise */
     const struct schema *sub;
     const char *help;
@@ -77,6 +89,12 @@ static int check_login_id(char *v, struct err *e);
 static int check_serial(char *v, struct err *e);
 static int check_webhook_url(char *v, struct err *e);
 static int check_webhook(const void *obj, size_t *off, struct err *e);
+static int check_host(char *v, struct err *e);
+static int check_address(char *v, struct err *e);
+static int check_readable_file(char *v, struct err *e);
+static int check_directory(char *v, struct err *e);
+static int check_chat_url(char *v, struct err *e);
+static int check_email(const void *obj, size_t *off, struct err *e);
 static void finish_device(void *obj);
 static void finish_account(void *obj);
 static void finish_receiver(void *obj);
@@ -85,6 +103,9 @@ static void finish_receiver(void *obj);
 #define AT(type, member) offsetof(struct type, member)
 /* The webhook mapping is an anonymous struct inside struct receiver_conf. */
 #define WEBHOOK_AT(member) (AT(receiver_conf, webhook.member) - AT(receiver_conf, webhook))
+#define EMAIL_AT(member) (AT(receiver_conf, email.member) - AT(receiver_conf, email))
+
+static const char *const starttls_words[] = {"required", "opportunistic", "off", NULL};
 
 /* clang-format off: the tables read better as rows */
 static const struct key device_keys[] = {
@@ -229,6 +250,111 @@ static const struct schema file_schema = {.what = "file",
                                           .n_keys = N(file_keys),
                                           .size = sizeof(((struct receiver_conf *)0)->file)};
 
+static const struct key email_keys[] = {
+    {.name = "host",
+     .kind = K_STRING,
+     .flags = F_REQUIRED,
+     .off = EMAIL_AT(host),
+     .check = check_host,
+     .help = "The SMTP server (mail submission) to send through: a host name or IPv4 address."},
+    {.name = "port",
+     .kind = K_INT,
+     .off = EMAIL_AT(port),
+     .def = "587",
+     .min = 1,
+     .max = 65535,
+     .help = "The server's port: 587 is mail submission with STARTTLS."},
+    {.name = "starttls",
+     .kind = K_ENUM,
+     .off = EMAIL_AT(starttls),
+     .def = "required",
+     .words = starttls_words,
+     .help = "required: send nothing unless the connection is encrypted and the certificate "
+             "matches host; opportunistic: encrypt when the server offers it; off: never."},
+    {.name = "username",
+     .kind = K_STRING,
+     .off = EMAIL_AT(username),
+     .help = "Log in (SMTP AUTH PLAIN or LOGIN) as this user; needs password or password_file."},
+    {.name = "password",
+     .kind = K_STRING,
+     .flags = F_SECRET | F_GROUP_OPTIONAL,
+     .group = 1,
+     .off = EMAIL_AT(password),
+     .help = "The SMTP password, e.g. \"${SMTP_PASSWORD}\"."},
+    {.name = "password_file",
+     .kind = K_SECRET_FILE,
+     .flags = F_SECRET | F_GROUP_OPTIONAL,
+     .group = 1,
+     .off = EMAIL_AT(password),
+     .help = "A file holding the SMTP password (mode 0600)."},
+    {.name = "ca_file",
+     .kind = K_PATH,
+     .off = EMAIL_AT(ca_file),
+     .check = check_readable_file,
+     .help = "PEM certificates to verify the server with (default: the system's store)."},
+    {.name = "from",
+     .kind = K_STRING,
+     .flags = F_REQUIRED,
+     .off = EMAIL_AT(from),
+     .check = check_address,
+     .help = "The sender: name@example.org or \"Display Name <name@example.org>\"."},
+    {.name = "to",
+     .kind = K_STRINGS,
+     .flags = F_REQUIRED,
+     .off = EMAIL_AT(to),
+     .count_off = EMAIL_AT(n_to),
+     .check = check_address,
+     .help = "The recipients, in the same forms as from."},
+    {.name = "cc",
+     .kind = K_STRINGS,
+     .off = EMAIL_AT(cc),
+     .count_off = EMAIL_AT(n_cc),
+     .check = check_address,
+     .help = "More recipients, shown as Cc."},
+    {.name = "template",
+     .kind = K_PATH,
+     .off = EMAIL_AT(template),
+     .check = check_readable_file,
+     .help = "A template for the subject and the text body."},
+    {.name = "html_template",
+     .kind = K_PATH,
+     .off = EMAIL_AT(html_template),
+     .check = check_readable_file,
+     .help = "A template for an HTML body, sent beside the text one."},
+};
+static const struct schema email_schema = {.what = "email",
+                                           .keys = email_keys,
+                                           .n_keys = N(email_keys),
+                                           .size = sizeof(((struct receiver_conf *)0)->email),
+                                           .check = check_email};
+
+/* Slack and Teams share the shape of struct chat_conf. */
+static const struct key chat_keys[] = {
+    {.name = "url",
+     .kind = K_STRING,
+     .flags = F_SECRET,
+     .group = 1,
+     .off = AT(chat_conf, url),
+     .check = check_chat_url,
+     .help = "The incoming-webhook URL: https://, or http:// to this machine."},
+    {.name = "url_file",
+     .kind = K_SECRET_FILE,
+     .flags = F_SECRET,
+     .group = 1,
+     .off = AT(chat_conf, url),
+     .check = check_chat_url,
+     .help = "A file holding the URL (mode 0600)."},
+    {.name = "template",
+     .kind = K_PATH,
+     .off = AT(chat_conf, template),
+     .check = check_readable_file,
+     .help = "A template for the message text."},
+};
+static const struct schema chat_schema = {.what = "chat",
+                                          .keys = chat_keys,
+                                          .n_keys = N(chat_keys),
+                                          .size = sizeof(struct chat_conf)};
+
 static const struct key receiver_keys[] = {
     {.name = "name",
      .kind = K_STRING,
@@ -248,6 +374,24 @@ static const struct key receiver_keys[] = {
      .off = AT(receiver_conf, file),
      .sub = &file_schema,
      .help = "Append events to a file."},
+    {.name = "email",
+     .kind = K_MAP,
+     .group = 1,
+     .off = AT(receiver_conf, email),
+     .sub = &email_schema,
+     .help = "Send events by email through an SMTP server."},
+    {.name = "slack",
+     .kind = K_MAP,
+     .group = 1,
+     .off = AT(receiver_conf, slack),
+     .sub = &chat_schema,
+     .help = "Post events to a Slack incoming webhook."},
+    {.name = "teams",
+     .kind = K_MAP,
+     .group = 1,
+     .off = AT(receiver_conf, teams),
+     .sub = &chat_schema,
+     .help = "Post events to a Microsoft Teams incoming webhook."},
 };
 static const struct schema receiver_schema = {.what = "receiver",
                                               .keys = receiver_keys,
@@ -266,6 +410,11 @@ static const struct key top_keys[] = {
      .off = AT(config, catch_up),
      .def = CATCH_UP_DEFAULT,
      .help = "On a device's first poll, older entries are recorded as seen, not sent."},
+    {.name = "templates",
+     .kind = K_PATH,
+     .off = AT(config, templates_dir),
+     .check = check_directory,
+     .help = "A directory of message templates."},
     {.name = "accounts",
      .kind = K_LIST,
      .flags = F_REQUIRED,
@@ -331,6 +480,63 @@ static int check_webhook_url(char *v, struct err *e)
     return url_check(v, URL_HTTP_ANY, NULL, e) < 0 ? -1 : 0;
 }
 
+/* Slack and Teams: https://, or http:// to this machine only. */
+static int check_chat_url(char *v, struct err *e)
+{
+    return url_check(v, URL_HTTP_LOOPBACK_ONLY, NULL, e) < 0 ? -1 : 0;
+}
+
+/* A host name (letters, digits, '-' and dots) or an IPv4 address; made
+ * lower case. libESMTP takes "host:port", so there is no room for IPv6. */
+static int check_host(char *v, struct err *e)
+{
+    size_t len = strlen(v);
+    bool ok = len <= 253;
+    for (char *p = v; *p && ok; p++) {
+        ok = is_alnum(*p) || *p == '-' || *p == '.';
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    }
+    ok = ok && v[0] != '.' && v[0] != '-' && v[len - 1] != '.' && !strstr(v, "..");
+    if (!ok)
+        return err_set(e, "expected a host name or IPv4 address (no port: see port; no IPv6 "
+                          "address: use a name)");
+    return 0;
+}
+
+static int check_address(char *v, struct err *e)
+{
+    struct mime_address a;
+    if (mime_address_parse(&a, v, e) < 0)
+        return -1;
+    mime_address_clear(&a);
+    return 0;
+}
+
+/* The file must exist and be readable now; what is in it is checked by
+ * whoever reads it. */
+static int check_readable_file(char *v, struct err *e)
+{
+    struct stat st;
+    int fd = open(v, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return err_set(e, "cannot read %s: %s", v, strerror(errno));
+    int rc = 0;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        rc = err_set(e, "%s is not a regular file", v);
+    close(fd);
+    return rc;
+}
+
+static int check_directory(char *v, struct err *e)
+{
+    DIR *d = opendir(v);
+    if (!d)
+        return err_set(e, "cannot read the directory %s: %s", v, strerror(errno));
+    closedir(d);
+    return 0;
+}
+
 /* URL_BASE: https://host[:port][/prefix], or http:// to a loopback host;
  * trailing slashes are removed. */
 static int check_base_url(char *v, struct err *e)
@@ -362,7 +568,43 @@ static void finish_account(void *obj)
 static void finish_receiver(void *obj)
 {
     struct receiver_conf *r = obj;
-    r->type = r->file.path ? RECEIVER_FILE : RECEIVER_WEBHOOK;
+    if (r->file.path)
+        r->type = RECEIVER_FILE;
+    else if (r->email.host)
+        r->type = RECEIVER_EMAIL;
+    else if (r->slack.url)
+        r->type = RECEIVER_SLACK;
+    else if (r->teams.url)
+        r->type = RECEIVER_TEAMS;
+    else
+        r->type = RECEIVER_WEBHOOK;
+}
+
+/* A user name needs a password and a password a user name. A password is
+ * not sent in the clear to another machine: starttls: off is refused for
+ * it, and the transport itself withholds it when opportunistic STARTTLS
+ * found no encryption. */
+static int check_email(const void *obj, size_t *off, struct err *e)
+{
+    const char *base = obj;
+    const char *host = *(char *const *)(const void *)(base + EMAIL_AT(host));
+    const char *user = *(char *const *)(const void *)(base + EMAIL_AT(username));
+    const char *pass = *(char *const *)(const void *)(base + EMAIL_AT(password));
+    enum starttls_mode tls = *(const enum starttls_mode *)(const void *)(base + EMAIL_AT(starttls));
+    if (user && !pass) {
+        *off = EMAIL_AT(username);
+        return err_set(e, "a username needs password or password_file");
+    }
+    if (pass && !user) {
+        *off = EMAIL_AT(password);
+        return err_set(e, "a password is only used with a username");
+    }
+    if (user && tls == STARTTLS_OFF && host && !url_host_is_loopback(host)) {
+        *off = EMAIL_AT(starttls);
+        return err_set(e, "with starttls: off the password would cross the network "
+                          "unencrypted; use required (or opportunistic)");
+    }
+    return 0;
 }
 
 /* Plain http to another machine only with allow_http: true. The URL is a
@@ -596,6 +838,16 @@ out:
     return rc;
 }
 
+/* "a, b or c" from a NULL-terminated list of words. */
+static char *words_text(const char *const *words)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    for (size_t i = 0; words[i]; i++)
+        buf_printf(&b, "%s%s", i == 0 ? "" : words[i + 1] ? ", " : " or ", words[i]);
+    return buf_steal(&b);
+}
+
 /* Stores the expanded text `text` (taken over) for a scalar row. */
 static int store_scalar(struct ctx *c, const struct key *k, yaml_mark_t at, char *text, void *obj)
 {
@@ -616,6 +868,32 @@ static int store_scalar(struct ctx *c, const struct key *k, yaml_mark_t at, char
             goto out;
         }
         *(bool *)(void *)field = !strcmp(text, "true");
+        rc = 0;
+        goto out;
+    }
+    if (k->kind == K_INT) {
+        char *end;
+        errno = 0;
+        long n = strtol(text, &end, 10);
+        if (*text < '0' || *text > '9' || *end || errno || n < k->min || n > k->max) {
+            fail(c, at, "expected a whole number from %ld to %ld", k->min, k->max);
+            goto out;
+        }
+        *(long *)(void *)field = n;
+        rc = 0;
+        goto out;
+    }
+    if (k->kind == K_ENUM) {
+        int i = 0;
+        while (k->words[i] && strcmp(k->words[i], text))
+            i++;
+        if (!k->words[i]) {
+            char *words = words_text(k->words);
+            fail(c, at, "expected %s", words);
+            free(words);
+            goto out;
+        }
+        *(int *)(void *)field = i;
         rc = 0;
         goto out;
     }
@@ -652,33 +930,48 @@ out:
 
 static int parse_map(struct ctx *c, const struct schema *s, yaml_node_t *map, void *obj);
 
-static int add_glob(struct ctx *c, yaml_node_t *n, char ***globs, size_t *count)
+/* One item of a K_GLOBS or K_STRINGS row, passed through the row's check. */
+static int add_string(struct ctx *c, const struct key *k, yaml_node_t *n, char ***items,
+                      size_t *count)
 {
-    char *glob = NULL;
-    if (string_of(c, n, "a glob", false, &glob) < 0)
+    const char *what = k->kind == K_GLOBS ? "glob" : "string";
+    char *text = NULL;
+    struct err problem;
+    char an[32];
+    snprintf(an, sizeof an, "a %s", what);
+    if (string_of(c, n, an, false, &text) < 0)
         return -1;
-    if (!*glob) {
-        free(glob);
-        return fail(c, n->start_mark, "expected a non-empty glob");
+    if (!*text) {
+        free(text);
+        return fail(c, n->start_mark, "expected a non-empty %s", what);
     }
-    *globs = xreallocarray(*globs, *count + 1, sizeof **globs);
-    (*globs)[(*count)++] = glob;
+    if (k->check && k->check(text, &problem) < 0) {
+        free(text);
+        return fail(c, n->start_mark, "%s", problem.msg);
+    }
+    *items = xreallocarray(*items, *count + 1, sizeof **items);
+    (*items)[(*count)++] = text;
     return 0;
 }
 
-/* One string or a list of strings. */
-static int parse_globs(struct ctx *c, const struct key *k, yaml_node_t *n, void *obj)
+/* One string or a list of strings; for K_STRINGS the list must not be
+ * empty (an empty `include:` list of globs means "all"). */
+static int parse_strings(struct ctx *c, const struct key *k, yaml_node_t *n, void *obj)
 {
-    char ***globs = (char ***)(void *)((char *)obj + k->off);
+    const char *what = k->kind == K_GLOBS ? "glob" : "string";
+    char ***items = (char ***)(void *)((char *)obj + k->off);
     size_t *count = (size_t *)(void *)((char *)obj + k->count_off);
     if (n->type == YAML_SCALAR_NODE && !is_null(n))
-        return add_glob(c, n, globs, count);
+        return add_string(c, k, n, items, count);
     if (n->type != YAML_SEQUENCE_NODE)
-        return fail(c, n->start_mark, "expected a glob or a list of globs, got %s", kind_name(n));
-    yaml_node_item_t *items = n->data.sequence.items.start;
-    for (size_t i = 0; items + i < n->data.sequence.items.top; i++) {
+        return fail(c, n->start_mark, "expected a %s or a list of %ss, got %s", what, what,
+                    kind_name(n));
+    yaml_node_item_t *start = n->data.sequence.items.start;
+    if (k->kind == K_STRINGS && start == n->data.sequence.items.top)
+        return fail(c, n->start_mark, "the list is empty; give at least one");
+    for (size_t i = 0; start + i < n->data.sequence.items.top; i++) {
         size_t mark = key_push(c, "[%zu]", i);
-        if (add_glob(c, node(c, items[i]), globs, count) < 0)
+        if (add_string(c, k, node(c, start[i]), items, count) < 0)
             return -1;
         key_pop(c, mark);
     }
@@ -853,6 +1146,14 @@ static int parse_value(struct ctx *c, const struct key *k, yaml_node_t *n, void 
         if (string_of(c, n, "a duration such as 90s, 30m, 1h", false, &text) < 0)
             return -1;
         return store_scalar(c, k, n->start_mark, text, obj);
+    case K_INT:
+        if (string_of(c, n, "a whole number", false, &text) < 0)
+            return -1;
+        return store_scalar(c, k, n->start_mark, text, obj);
+    case K_ENUM:
+        if (string_of(c, n, "one of the words listed", false, &text) < 0)
+            return -1;
+        return store_scalar(c, k, n->start_mark, text, obj);
     case K_BOOL:
         /* Only YAML's plain true and false; no ${VAR}, no "yes", no quotes. */
         if (n->type != YAML_SCALAR_NODE || is_null(n))
@@ -868,7 +1169,8 @@ static int parse_value(struct ctx *c, const struct key *k, yaml_node_t *n, void 
             return -1;
         return store_scalar(c, k, n->start_mark, text, obj);
     case K_GLOBS:
-        return parse_globs(c, k, n, obj);
+    case K_STRINGS:
+        return parse_strings(c, k, n, obj);
     case K_LIST:
     case K_AUTO_OR_LIST:
         return parse_list(c, k, n, obj);
@@ -952,7 +1254,7 @@ static int parse_map(struct ctx *c, const struct schema *s, yaml_node_t *map, vo
         bool group_given = false;
         for (size_t j = 0; k->group && j < s->n_keys; j++)
             group_given |= given[j] && s->keys[j].group == k->group;
-        if (k->group && !group_given) {
+        if (k->group && !group_given && !(k->flags & F_GROUP_OPTIONAL)) {
             names = group_names(s, k->group, true);
             fail(c, map->start_mark, "missing required key %s", names);
             goto out;
@@ -968,8 +1270,8 @@ static int parse_map(struct ctx *c, const struct schema *s, yaml_node_t *map, vo
     for (size_t i = 0; i < s->n_keys; i++) {
         const struct key *k = &s->keys[i];
         /* A list's default is its absence (devices: auto); finish hooks do the rest. */
-        bool scalar_kind =
-            k->kind == K_STRING || k->kind == K_PATH || k->kind == K_DURATION || k->kind == K_BOOL;
+        bool scalar_kind = k->kind == K_STRING || k->kind == K_PATH || k->kind == K_DURATION ||
+                           k->kind == K_BOOL || k->kind == K_INT || k->kind == K_ENUM;
         if (given[i] || !k->def || !scalar_kind)
             continue;
         size_t mark = key_push_name(c, k->name);
@@ -1016,8 +1318,11 @@ static void free_obj(const struct schema *s, void *obj)
         }
         case K_DURATION:
         case K_BOOL:
+        case K_INT:
+        case K_ENUM:
             break;
-        case K_GLOBS: {
+        case K_GLOBS:
+        case K_STRINGS: {
             char ***v = (char ***)(void *)field;
             size_t *n = (size_t *)(void *)((char *)obj + k->count_off);
             for (size_t i = 0; i < *n; i++)
@@ -1178,8 +1483,14 @@ static const char *kind_text(enum kind kind)
         return "duration";
     case K_BOOL:
         return "boolean";
+    case K_INT:
+        return "whole number";
+    case K_ENUM:
+        return "word";
     case K_GLOBS:
         return "glob or list of globs";
+    case K_STRINGS:
+        return "string or list of strings";
     case K_LIST:
         return "list";
     case K_AUTO_OR_LIST:
@@ -1195,12 +1506,22 @@ static const char *kind_text(enum kind kind)
 static void reference(struct buf *b, const struct schema *s, const char *prefix)
 {
     for (const struct key *k = s->keys; k < s->keys + s->n_keys; k++) {
-        buf_printf(b, "%s%s (%s", prefix, k->name, kind_text(k->kind));
+        buf_printf(b, "%s%s (", prefix, k->name);
+        if (k->kind == K_INT) {
+            buf_printf(b, "whole number from %ld to %ld", k->min, k->max);
+        } else if (k->kind == K_ENUM) {
+            char *words = words_text(k->words);
+            buf_printf(b, "%s", words);
+            free(words);
+        } else {
+            buf_puts(b, kind_text(k->kind));
+        }
         if (k->flags & F_REQUIRED)
             buf_puts(b, "; required");
         if (k->group) {
             char *names = group_names(s, k->group, false);
-            buf_printf(b, "; give exactly one of %s", names);
+            buf_printf(b, "; give %s of %s",
+                       k->flags & F_GROUP_OPTIONAL ? "at most one" : "exactly one", names);
             free(names);
         }
         if (k->def)

@@ -5,10 +5,14 @@
  * what was expected; unknown keys are errors, because a misspelt key must
  * never silently switch alerting off. String values may use ${VAR}; an unset
  * variable is an error. Keys ending in `_file` read a secret from a file
- * (trailing newline removed). Secrets (api_key, login_pass, webhook URLs and
- * header values) are never part of an error message, nor is any part of them
- * (a variable name in a secret is not named either). A webhook URL with
- * http:// to a host other than this machine needs `allow_http: true`. */
+ * (trailing newline removed). Secrets (api_key, login_pass, webhook, Slack
+ * and Teams URLs, header values, the SMTP password) are never part of an
+ * error message, nor is any part of them (a variable name in a secret is
+ * not named either). A webhook URL with http:// to a host other than this
+ * machine needs `allow_http: true`; Slack and Teams URLs must be https://
+ * (http:// only to this machine). Template files and the templates
+ * directory must exist and be readable when the file is loaded; only that
+ * is checked here. */
 #ifndef WSRELAY_CONFIG_H
 #define WSRELAY_CONFIG_H
 
@@ -47,7 +51,26 @@ struct header_conf {
     char *value; /* secret */
 };
 
-enum receiver_type { RECEIVER_WEBHOOK, RECEIVER_FILE };
+enum receiver_type {
+    RECEIVER_WEBHOOK,
+    RECEIVER_FILE,
+    RECEIVER_EMAIL,
+    RECEIVER_SLACK, /* accepted; no transport yet (notify.c fails them loudly) */
+    RECEIVER_TEAMS, /* likewise */
+};
+
+/* `starttls:` of an email receiver, in the order of the words in the file. */
+enum starttls_mode {
+    STARTTLS_REQUIRED,      /* no STARTTLS offered, or a failed one: nothing is sent */
+    STARTTLS_OPPORTUNISTIC, /* STARTTLS when offered (the certificate is still verified) */
+    STARTTLS_OFF,           /* plain SMTP */
+};
+
+/* A Slack or Teams incoming webhook. */
+struct chat_conf {
+    char *url;      /* secret: https://, or http:// to this machine */
+    char *template; /* a readable file, or NULL */
+};
 
 struct receiver_conf {
     char *name;
@@ -61,12 +84,30 @@ struct receiver_conf {
     struct {
         char *path; /* "-" is standard output */
     } file;
+    struct {
+        char *host;                  /* a host name or IPv4 address */
+        long port;                   /* 1 to 65535; default 587 */
+        enum starttls_mode starttls; /* default STARTTLS_REQUIRED */
+        char *username;              /* NULL: no AUTH */
+        char *password;              /* secret; set exactly when username is */
+        char *ca_file;               /* a readable file, or NULL for the system store */
+        char *from;                  /* "addr@host" or "Display Name <addr@host>" */
+        char **to;                   /* n_to >= 1 addresses, in the same forms */
+        size_t n_to;
+        char **cc;
+        size_t n_cc;
+        char *template;              /* readable files, or NULL */
+        char *html_template;
+    } email;
+    struct chat_conf slack;
+    struct chat_conf teams;
 };
 
 struct config {
-    char *path;       /* the file it was read from */
-    char *state_file; /* default CONFIG_DEFAULT_STATE */
-    long catch_up;    /* seconds; default 3600 */
+    char *path;          /* the file it was read from */
+    char *state_file;    /* default CONFIG_DEFAULT_STATE */
+    long catch_up;       /* seconds; default 3600 */
+    char *templates_dir; /* `templates:`, a readable directory, or NULL */
     struct account_conf *accounts;
     size_t n_accounts;
     struct receiver_conf *receivers;

@@ -198,7 +198,7 @@ static int cmd_test_receiver(const struct globals *g, int argc, char **argv)
     char host[256] = "localhost";
     gethostname(host, sizeof host - 1);
     struct event ev = test_event((long long)time(NULL));
-    struct notify_env env = {.templates_dir = NULL, .hostname = host};
+    struct notify_env env = {.templates_dir = c->templates_dir, .hostname = host};
     struct notify_message m = {.events = &ev, .n = 1, .now = ev.unixtime, .test = true};
     struct notify_result res;
     struct err e;

@@ -540,7 +540,7 @@ int run_once(const struct config *c, const struct run_options *o)
         goto out;
     char host[256] = "localhost";
     gethostname(host, sizeof host - 1);
-    struct notify_env env = {.templates_dir = NULL, .hostname = host};
+    struct notify_env env = {.templates_dir = c->templates_dir, .hostname = host};
     for (size_t i = 0; i < c->n_receivers; i++)
         deliver_receiver(&t, &env, &c->receivers[i]);
     if (!o->dry_run)

@@ -5,10 +5,12 @@
 
 #include <stdint.h>
 
-
 static const struct notifier *const notifiers[] = {
     &notifier_webhook,
     &notifier_file,
+    &notifier_email,
+    &notifier_slack,
+    &notifier_teams,
 };
 
 static const struct notifier *notify_find(enum receiver_type type)

@@ -44,7 +44,7 @@ struct notify_result {
 
 struct notifier {
     enum receiver_type type;
-    const char *name;  /* the config key: "webhook", "file", … */
+    const char *name;  /* the config key: "webhook", "file", "email", "slack", "teams" */
     unsigned pace_ms;  /* least time between two posts to one receiver; 0: none */
     int (*send)(const struct notify_env *env, const struct receiver_conf *r,
                 const struct notify_message *m, struct notify_result *res, struct err *e);
@@ -52,6 +52,9 @@ struct notifier {
 
 extern const struct notifier notifier_webhook;
 extern const struct notifier notifier_file;
+extern const struct notifier notifier_email;
+extern const struct notifier notifier_slack;
+extern const struct notifier notifier_teams;
 
 /* Sends message `m` to receiver `r`. Returns 0 when the far end accepted
  * it; -1 with the reason in `e` (prefixed with the receiver's name) and the
@@ -83,7 +86,7 @@ int notify_render(struct buf *out, const struct notify_env *env, const char *exp
 int notify_render_text(struct buf *out, const struct notify_env *env, const char *receiver,
                        const struct notify_message *m, struct err *e);
 
-/* The transport name of a receiver type ("webhook", "file"). */
+/* The transport name of a receiver type ("webhook", "file", ...). */
 const char *notify_type_name(enum receiver_type type);
 
 /* The least time between two posts to a receiver of that type, in ms. */

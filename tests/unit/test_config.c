@@ -292,7 +292,7 @@ Test(config, misspelt_top_level_key)
                          "  - name: console\n"
                          "    file: {path: \"-\"}\n",
                  "6:1: unknown key 'recievers' (expected one of: state_file, catch_up, "
-                 "accounts, receivers)");
+                 "templates, accounts, receivers)");
 }
 
 Test(config, misspelt_nested_keys)
@@ -479,10 +479,11 @@ Test(config, receiver_needs_exactly_one_type)
                          "  - name: both\n"
                          "    webhook: {url: \"https://a.example\"}\n"
                          "    file: {path: x}\n",
-                 "9:5: receivers[0]: give webhook or file, not both");
+                 "9:5: receivers[0]: give webhook, file, email, slack or teams, not both");
     expect_error(ACCOUNT "receivers:\n"
                          "  - name: none\n",
-                 "7:5: receivers[0]: missing required key 'webhook' or 'file'");
+                 "7:5: receivers[0]: missing required key 'webhook', 'file', 'email', 'slack' or "
+                 "'teams'");
 }
 
 Test(config, secret_files)
@@ -1132,15 +1133,25 @@ Test(config, reference_names_every_key)
         "accounts[].exclude (glob or list of globs)\n",
         "receivers (list; required)\n",
         "receivers[].name (string; required; unique)\n",
-        "receivers[].webhook (mapping; give exactly one of webhook or file)\n",
+        "receivers[].webhook (mapping; give exactly one of webhook, file, email, slack or "
+        "teams)\n",
         "receivers[].webhook.url (string; give exactly one of url or url_file; secret)\n",
         "receivers[].webhook.url_file (",
         "receivers[].webhook.allow_http (boolean; default false)\n"
         "    Allow a plain http:// URL to a host other than this machine; the URL and headers "
         "then cross the network unencrypted.\n",
         "receivers[].webhook.headers (mapping of header names to values)\n",
-        "receivers[].file (mapping; give exactly one of webhook or file)\n",
+        "receivers[].file (mapping; give exactly one of webhook, file, email, slack or teams)\n",
         "receivers[].file.path (path; required)\n",
+        "receivers[].email.port (whole number from 1 to 65535; default 587)\n",
+        "receivers[].email.starttls (required, opportunistic or off; default required)\n",
+        "receivers[].email.password (string; give at most one of password or password_file; "
+        "secret)\n",
+        "receivers[].email.to (string or list of strings; required)\n",
+        "receivers[].slack.url_file (path of a secret file; give exactly one of url or url_file; "
+        "secret)\n",
+        "receivers[].teams.template (path)\n",
+        "templates (path)\n",
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
         cr_assert_not_null(strstr(ref, lines[i]), "missing %s in:\n%s", lines[i], ref);
@@ -1163,6 +1174,7 @@ Test(config, packaged_example_loads)
     free(put("tokyo.key", "tokyo-api-key\n", 0600));
     free(put("tokyo.pass", "tokyo-pass\n", 0600));
     free(put("ops-hook.url", "https://hooks.example.com/T0/B0/x\n", 0600));
+    free(put("smtp.pass", "smtp-pass\n", 0600));
     cr_assert_eq(setenv("OSAKA_API_KEY", "osaka-api-key", 1), 0);
     cr_assert_eq(setenv("OSAKA_LOGIN_PASS", "osaka-pass", 1), 0);
     cr_assert_eq(setenv("OPS_HOOK_TOKEN", "hook-token", 1), 0);
@@ -1177,10 +1189,325 @@ Test(config, packaged_example_loads)
     cr_assert_str_eq(cfg->accounts[1].base_url, "https://api.webstorage.jp");
     cr_assert_str_eq(cfg->accounts[1].api_key, "osaka-api-key");
     cr_assert_eq(cfg->accounts[1].n_devices, 2);
-    cr_assert_eq(cfg->n_receivers, 2);
+    cr_assert_eq(cfg->n_receivers, 3);
     cr_assert_eq(cfg->receivers[0].type, RECEIVER_WEBHOOK);
     cr_assert_str_eq(cfg->receivers[0].webhook.url, "https://hooks.example.com/T0/B0/x");
     cr_assert_str_eq(cfg->receivers[0].webhook.headers[0].value, "Bearer hook-token");
     cr_assert_eq(cfg->receivers[1].type, RECEIVER_FILE);
+    const struct receiver_conf *mail = &cfg->receivers[2];
+    cr_assert_eq(mail->type, RECEIVER_EMAIL);
+    cr_assert_str_eq(mail->email.password, "smtp-pass");
+    cr_assert_eq(mail->email.starttls, STARTTLS_REQUIRED);
+    cr_assert_eq(mail->email.port, 587);
+    cr_assert_geq(mail->email.n_to, 1);
     free(src);
+}
+
+/* ---- email, Slack and Teams receivers ---- */
+
+/* Lines 6-7 open an email receiver; its keys follow, indented six spaces. */
+#define EMAIL                                                                                      \
+    "receivers:\n"                                                                                 \
+    "  - name: mail\n"                                                                             \
+    "    email:\n"
+
+Test(config, email_slack_teams_every_key)
+{
+    free(put("smtp.pass", "smtp-secret\n", 0600));
+    free(put("ca.pem", "-----BEGIN CERTIFICATE-----\n", 0644));
+    free(put("mail.txt", "{{subject}}\n", 0644));
+    free(put("mail.html", "<p></p>\n", 0644));
+    free(put("slack.url", "https://hooks.slack.com/services/T0/B0/x\n", 0600));
+    free(put("chat.txt", "x\n", 0644));
+    char *tdir = xasprintf("%s/templates", tmp);
+    cr_assert_eq(mkdir(tdir, 0700), 0);
+    cr_assert_eq(setenv("T_TEAMS_URL", "https://example.webhook.office.com/x", 1), 0);
+    expect_ok("templates: templates\n" ACCOUNT EMAIL
+              "      host: SMTP.Example.org\n"
+              "      port: 465\n"
+              "      starttls: opportunistic\n"
+              "      username: relay@example.org\n"
+              "      password_file: smtp.pass\n"
+              "      ca_file: ca.pem\n"
+              "      from: \"wsrelay <relay@example.org>\"\n"
+              "      to: [oncall@example.org, \"当番 <duty@example.org>\"]\n"
+              "      cc: lab@example.org\n"
+              "      template: mail.txt\n"
+              "      html_template: mail.html\n"
+              "  - name: minimal\n"
+              "    email: {host: 127.0.0.1, from: a@example.org, to: b@example.org}\n"
+              "  - name: lab-slack\n"
+              "    slack: {url_file: slack.url, template: chat.txt}\n"
+              "  - name: teams\n"
+              "    teams: {url: \"${T_TEAMS_URL}\"}\n");
+    cr_assert_str_eq(cfg->templates_dir, tdir);
+    free(tdir);
+    cr_assert_eq(cfg->n_receivers, 4);
+    const struct receiver_conf *r = &cfg->receivers[0];
+    cr_assert_eq(r->type, RECEIVER_EMAIL);
+    cr_assert_str_eq(r->email.host, "smtp.example.org");
+    cr_assert_eq(r->email.port, 465);
+    cr_assert_eq(r->email.starttls, STARTTLS_OPPORTUNISTIC);
+    cr_assert_str_eq(r->email.username, "relay@example.org");
+    cr_assert_str_eq(r->email.password, "smtp-secret");
+    char *path = xasprintf("%s/ca.pem", tmp);
+    cr_assert_str_eq(r->email.ca_file, path);
+    free(path);
+    cr_assert_str_eq(r->email.from, "wsrelay <relay@example.org>");
+    cr_assert_eq(r->email.n_to, 2);
+    cr_assert_str_eq(r->email.to[0], "oncall@example.org");
+    cr_assert_str_eq(r->email.to[1], "当番 <duty@example.org>");
+    cr_assert_eq(r->email.n_cc, 1);
+    cr_assert_str_eq(r->email.cc[0], "lab@example.org");
+    path = xasprintf("%s/mail.txt", tmp);
+    cr_assert_str_eq(r->email.template, path);
+    free(path);
+    path = xasprintf("%s/mail.html", tmp);
+    cr_assert_str_eq(r->email.html_template, path);
+    free(path);
+
+    r = &cfg->receivers[1];
+    cr_assert_eq(r->type, RECEIVER_EMAIL);
+    cr_assert_eq(r->email.port, 587);
+    cr_assert_eq(r->email.starttls, STARTTLS_REQUIRED);
+    cr_assert_null(r->email.username);
+    cr_assert_null(r->email.password);
+    cr_assert_null(r->email.ca_file);
+    cr_assert_null(r->email.template);
+    cr_assert_null(r->email.html_template);
+    cr_assert_eq(r->email.n_to, 1);
+    cr_assert_str_eq(r->email.to[0], "b@example.org");
+    cr_assert_eq(r->email.n_cc, 0);
+
+    r = &cfg->receivers[2];
+    cr_assert_eq(r->type, RECEIVER_SLACK);
+    cr_assert_str_eq(r->slack.url, "https://hooks.slack.com/services/T0/B0/x");
+    path = xasprintf("%s/chat.txt", tmp);
+    cr_assert_str_eq(r->slack.template, path);
+    free(path);
+    r = &cfg->receivers[3];
+    cr_assert_eq(r->type, RECEIVER_TEAMS);
+    cr_assert_str_eq(r->teams.url, "https://example.webhook.office.com/x");
+    cr_assert_null(r->teams.template);
+    cr_assert_null(cfg->receivers[0].slack.url);
+}
+
+Test(config, email_needs_host_from_and_recipients)
+{
+    expect_error(ACCOUNT EMAIL "      from: a@example.org\n"
+                               "      to: b@example.org\n",
+                 "9:7: receivers[0].email: missing required key 'host'");
+    expect_error(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                               "      to: b@example.org\n",
+                 "9:7: receivers[0].email: missing required key 'from'");
+    expect_error(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                               "      from: a@example.org\n",
+                 "9:7: receivers[0].email: missing required key 'to'");
+    expect_error(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                               "      from: a@example.org\n"
+                               "      to: []\n",
+                 "11:11: receivers[0].email.to: the list is empty; give at least one");
+    expect_error(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                               "      from: a@example.org\n"
+                               "      to: {a: b}\n",
+                 "11:11: receivers[0].email.to: expected a string or a list of strings, got a "
+                 "mapping");
+}
+
+Test(config, email_addresses_are_checked_where_they_are_written)
+{
+    expect_error(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                               "      from: a@example.org\n"
+                               "      to: [b@example.org, \"c@d@example.org\"]\n",
+                 "11:27: receivers[0].email.to[1]: expected exactly one '@' (a display name "
+                 "must not contain one)");
+    expect_error(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                               "      from: \"Lab\\r\\nBcc: evil@example.net <a@example.org>\"\n"
+                               "      to: b@example.org\n",
+                 "10:13: receivers[0].email.from: an address must not contain a line break or "
+                 "other control character");
+    expect_error(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                               "      from: a@example.org\n"
+                               "      to: b@example.org\n"
+                               "      cc:\n"
+                               "        - ok@example.org\n"
+                               "        - nobody\n",
+                 "14:11: receivers[0].email.cc[1]: expected an address such as "
+                 "name@example.org or Display Name <name@example.org>");
+    expect_error(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                               "      from: \"wsrelay relay@example.org\"\n"
+                               "      to: b@example.org\n",
+                 "10:13: receivers[0].email.from: expected name@example.org or Display Name "
+                 "<name@example.org>");
+}
+
+Test(config, email_port_starttls_and_host)
+{
+    static const char *const ports[] = {"0", "65536", "-1", "587x", "\"\"", "5 87", "0x24b"};
+    for (size_t i = 0; i < sizeof ports / sizeof ports[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                                             "      port: %s\n"
+                                             "      from: a@example.org\n"
+                                             "      to: b@example.org\n",
+                               ports[i]);
+        cr_assert_eq(load(yaml), -1, "accepted port %s", ports[i]);
+        char *want = xasprintf("%s:10:13: receivers[0].email.port: expected a", conf_path);
+        cr_assert(!strncmp(err.msg, want, strlen(want)), "port %s: %s", ports[i], err.msg);
+        free(want);
+        free(yaml);
+    }
+    expect_error(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                               "      port: 70000\n"
+                               "      from: a@example.org\n"
+                               "      to: b@example.org\n",
+                 "10:13: receivers[0].email.port: expected a whole number from 1 to 65535");
+    expect_error(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                               "      starttls: yes\n"
+                               "      from: a@example.org\n"
+                               "      to: b@example.org\n",
+                 "10:17: receivers[0].email.starttls: expected required, opportunistic or off");
+    static const char *const hosts[] = {"smtp.example.org:587", "\"[::1]\"", "\"::1\"",
+                                        "\"a b\"", "-x.example.org", "x..example.org",
+                                        "smtp.example.org.", "smtp_relay.example.org"};
+    for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT EMAIL "      host: %s\n"
+                                             "      from: a@example.org\n"
+                                             "      to: b@example.org\n",
+                               hosts[i]);
+        cr_assert_eq(load(yaml), -1, "accepted host %s", hosts[i]);
+        char *want = xasprintf("%s:9:13: receivers[0].email.host: expected a host name or IPv4 "
+                               "address (no port: see port; no IPv6 address: use a name)",
+                               conf_path);
+        cr_assert_str_eq(err.msg, want, "host %s", hosts[i]);
+        free(want);
+        free(yaml);
+    }
+}
+
+Test(config, email_password_goes_with_a_username)
+{
+    free(put("smtp.pass", "from-file\n", 0600));
+    expect_error(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                               "      username: relay\n"
+                               "      from: a@example.org\n"
+                               "      to: b@example.org\n",
+                 "10:17: receivers[0].email.username: a username needs password or "
+                 "password_file");
+    expect_error(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                               "      password: pw\n"
+                               "      from: a@example.org\n"
+                               "      to: b@example.org\n",
+                 "10:17: receivers[0].email.password: a password is only used with a username");
+    expect_error(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                               "      username: relay\n"
+                               "      password: pw\n"
+                               "      password_file: smtp.pass\n"
+                               "      from: a@example.org\n"
+                               "      to: b@example.org\n",
+                 "12:7: receivers[0].email: give password or password_file, not both");
+    /* Never in the clear to another machine; to this one it may. */
+    expect_error(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                               "      starttls: \"off\"\n"
+                               "      username: relay\n"
+                               "      password_file: smtp.pass\n"
+                               "      from: a@example.org\n"
+                               "      to: b@example.org\n",
+                 "10:17: receivers[0].email.starttls: with starttls: off the password would "
+                 "cross the network unencrypted; use required (or opportunistic)");
+    expect_ok(ACCOUNT EMAIL "      host: localhost\n"
+                            "      starttls: \"off\"\n"
+                            "      username: relay\n"
+                            "      password_file: smtp.pass\n"
+                            "      from: a@example.org\n"
+                            "      to: b@example.org\n");
+    cr_assert_eq(cfg->receivers[0].email.starttls, STARTTLS_OFF);
+    cr_assert_str_eq(cfg->receivers[0].email.password, "from-file");
+    /* The password is a secret like any other. */
+    cr_assert_eq(setenv("T_SMTP_PW", "TOPSECRET\r\n", 1), 0);
+    cr_assert_eq(load(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                                    "      username: relay\n"
+                                    "      password: \"${T_SMTP_PW}\"\n"
+                                    "      from: a@example.org\n"
+                                    "      to: b@example.org\n"),
+                 -1);
+    cr_assert_null(strstr(err.msg, "TOPSECRET"), "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, "receivers[0].email.password"), "%s", err.msg);
+}
+
+/* Loading `yaml` fails with "CONF_PATH:" `where` and the message, in which
+ * "@TMP@" stands for the temporary directory. */
+static void expect_error_in_tmp(const char *yaml, const char *where, const char *msg)
+{
+    const char *at = strstr(msg, "@TMP@");
+    char *full = at ? xasprintf("%s%.*s%s%s", where, (int)(at - msg), msg, tmp, at + 5)
+                    : xasprintf("%s%s", where, msg);
+    expect_error(yaml, full);
+    free(full);
+}
+
+Test(config, template_paths_must_be_readable_now)
+{
+    char *sub = xasprintf("%s/adir", tmp);
+    cr_assert_eq(mkdir(sub, 0700), 0);
+    free(sub);
+    free(put("afile", "x\n", 0644));
+    expect_error_in_tmp(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                                      "      from: a@example.org\n"
+                                      "      to: b@example.org\n"
+                                      "      template: nope.txt\n",
+                        "12:17: receivers[0].email.template: ",
+                        "cannot read @TMP@/nope.txt: No such file or directory");
+    expect_error_in_tmp(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                                      "      from: a@example.org\n"
+                                      "      to: b@example.org\n"
+                                      "      html_template: adir\n",
+                        "12:22: receivers[0].email.html_template: ",
+                        "@TMP@/adir is not a regular file");
+    expect_error_in_tmp(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                                      "      from: a@example.org\n"
+                                      "      to: b@example.org\n"
+                                      "      ca_file: /nonexistent/ca.pem\n",
+                        "12:16: receivers[0].email.ca_file: ",
+                        "cannot read /nonexistent/ca.pem: No such file or directory");
+    expect_error_in_tmp(ACCOUNT "receivers:\n"
+                                "  - name: s\n"
+                                "    slack: {url: \"https://hooks.slack.com/x\", template: t}\n",
+                        "8:57: receivers[0].slack.template: ",
+                        "cannot read @TMP@/t: No such file or directory");
+    expect_error_in_tmp("templates: nodir\n" ACCOUNT RECEIVER, "1:12: templates: ",
+                        "cannot read the directory @TMP@/nodir: No such file or directory");
+    expect_error_in_tmp("templates: afile\n" ACCOUNT RECEIVER, "1:12: templates: ",
+                        "cannot read the directory @TMP@/afile: Not a directory");
+}
+
+Test(config, chat_urls_are_https_or_to_this_machine)
+{
+    free(put("http.url", "http://hooks.slack.com/services/TOPSECRET\n", 0600));
+    expect_ok(ACCOUNT "receivers:\n"
+                      "  - name: s\n"
+                      "    slack: {url: \"http://127.0.0.1:8080/TOPSECRET\"}\n"
+                      "  - name: t\n"
+                      "    teams: {url: \"https://example.webhook.office.com/TOPSECRET\"}\n");
+    cr_assert_str_eq(cfg->receivers[0].slack.url, "http://127.0.0.1:8080/TOPSECRET");
+    static const struct {
+        const char *yaml, *tail;
+    } bad[] = {
+        {"    slack: {url: \"http://hooks.slack.com/TOPSECRET\"}\n",
+         "8:18: receivers[0].slack.url: http:// is only allowed to this machine (localhost, "
+         "127.0.0.0/8 or [::1]); use https://"},
+        {"    teams: {url: \"ftp://TOPSECRET.example\"}\n",
+         "8:18: receivers[0].teams.url: expected a URL starting with https:// (or http:// to "
+         "this machine)"},
+        {"    slack: {url_file: http.url}\n",
+         "8:23: receivers[0].slack.url_file: http:// is only allowed to this machine "
+         "(localhost, 127.0.0.0/8 or [::1]); use https://"},
+        {"    teams: {template: x}\n",
+         "8:12: receivers[0].teams: missing required key 'url' or 'url_file'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT "receivers:\n  - name: c\n%s", bad[i].yaml);
+        expect_error(yaml, bad[i].tail);
+        cr_assert_null(strstr(err.msg, "TOPSECRET"), "%s", err.msg);
+        free(yaml);
+    }
 }

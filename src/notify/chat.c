@@ -1,0 +1,51 @@
+/* Rendering and posting for the chat services (Slack, Teams). */
+#include "notify/chat.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+
+struct json_object *chat_render(const struct notify_env *env, const struct receiver_conf *r,
+                                const struct chat_conf *chat, const char *name,
+                                const struct notify_message *m, size_t k,
+                                struct notify_result *res, struct err *e)
+{
+    struct json_object *ctx = notify_context_first(r->name, m, k);
+    struct json_object *payload = NULL;
+    struct buf text;
+    buf_init(&text, 4 * 1024 * 1024);
+    if (notify_render(&text, env, chat->template, name, ctx, e) < 0) {
+        res->permanent = true;
+        goto out;
+    }
+    payload = json_tokener_parse(buf_str(&text));
+    if (!payload || !json_object_is_type(payload, json_type_object)) {
+        json_object_put(payload);
+        payload = NULL;
+        res->permanent = true;
+        err_set(e, "the %s template did not produce a JSON object", name);
+    }
+out:
+    buf_free(&text);
+    json_object_put(ctx);
+    return payload;
+}
+
+int chat_post(struct http_post_reply *reply, const struct chat_conf *chat,
+              struct json_object *payload, struct notify_result *res, struct err *e)
+{
+    const char *body = json_object_to_json_string_ext(
+        payload, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    if (http_post(reply, chat->url, NULL, 0, "application/json", body, e) < 0)
+        return -1;
+    http_result(res, reply, chat->url, NULL, 0);
+    return 0;
+}
+
+int chat_refused(const struct chat_conf *chat, const struct notify_result *res, struct err *e)
+{
+    char *redacted = http_redact_url(chat->url);
+    err_set(e, "POST %s: HTTP %ld%s%s", redacted, res->status, *res->answer ? ": " : "",
+            res->answer);
+    free(redacted);
+    return -1;
+}

@@ -1,0 +1,32 @@
+/* What the Slack and Teams receivers share: render a JSON template over the
+ * first events of a message that fit the service's limit, and post it. */
+#ifndef WSRELAY_NOTIFY_CHAT_H
+#define WSRELAY_NOTIFY_CHAT_H
+
+#include "notify/http.h"
+#include "notify/notify.h"
+#include "util/buf.h"
+
+#include <json-c/json.h>
+#include <stddef.h>
+
+/* Renders template `name` (the receiver's `template`, else the templates
+ * directory's, else the built-in one) over the first `k` events of `m` and
+ * parses it. Returns the JSON (a new reference) or NULL with `e` set and
+ * res->permanent: a template that does not make JSON is a mistake to fix,
+ * not a message to retry. */
+struct json_object *chat_render(const struct notify_env *env, const struct receiver_conf *r,
+                                const struct chat_conf *chat, const char *name,
+                                const struct notify_message *m, size_t k,
+                                struct notify_result *res, struct err *e);
+
+/* POSTs `payload` to chat->url and fills `res`. Returns -1 only when no
+ * HTTP answer came (`e` set); the caller judges the answer. `reply` is
+ * the caller's to free (reply->body). */
+int chat_post(struct http_post_reply *reply, const struct chat_conf *chat,
+              struct json_object *payload, struct notify_result *res, struct err *e);
+
+/* Sets `e` to "POST URL: HTTP STATUS: ANSWER" with the URL redacted. */
+int chat_refused(const struct chat_conf *chat, const struct notify_result *res, struct err *e);
+
+#endif

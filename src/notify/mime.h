@@ -1,0 +1,79 @@
+/* Mail messages as bytes: a complete RFC 5322 message with MIME parts,
+ * made from plain values. Pure: no clock, no network, no SMTP library.
+ *
+ * What comes out is safe to hand to any SMTP client: CRLF line ends, 7-bit
+ * only (bodies quoted-printable, non-ASCII header text as RFC 2047
+ * encoded-words), lines of at most 78 characters (76 where encoded-words or
+ * quoted-printable are involved), and no value can add a header line: CR,
+ * LF and the other control characters are removed from everything that
+ * reaches a header, and addresses must parse. */
+#ifndef WSRELAY_NOTIFY_MIME_H
+#define WSRELAY_NOTIFY_MIME_H
+
+#include "util/err.h"
+
+#include <stddef.h>
+
+/* A mailbox taken apart. Both strings belong to the struct. */
+struct mime_address {
+    char *name; /* the display name, UTF-8, without quotes; "" when none */
+    char *addr; /* the addr-spec, local@domain, ASCII */
+};
+
+/* Parses "local@domain" or "Display Name <local@domain>" (the name may be a
+ * "quoted string"). The rules are strict on purpose: printable characters
+ * only (no CR, LF, NUL or other control character), exactly one '@' in the
+ * whole value, a dot-atom local part of at most 64 characters (no quoted
+ * local parts), a domain of letters, digits and '-' labels, at most 254
+ * characters in all, ASCII (the display name may be any UTF-8). On success
+ * *out is filled (free with mime_address_clear); on failure returns -1 with
+ * what is wrong in `e`, which does not quote the value, and *out is zeroed. */
+int mime_address_parse(struct mime_address *out, const char *text, struct err *e);
+
+void mime_address_clear(struct mime_address *a);
+
+/* Everything a message is made of. Strings are borrowed; only `html`,
+ * `cc` and `in_reply_to` may be NULL (or n_cc 0). */
+struct mime_mail {
+    const char *from;      /* an address as mime_address_parse reads it */
+    const char *const *to; /* n_to >= 1 addresses */
+    size_t n_to;
+    const char *const *cc;
+    size_t n_cc;
+    const char *subject;     /* UTF-8 */
+    const char *text;        /* UTF-8; "\n" or "\r\n" line ends */
+    const char *html;        /* UTF-8, or NULL for a text-only message */
+    long long date;          /* unixtime of the Date header */
+    const char *message_id;  /* "<left@right>", as mime_message_id makes it */
+    const char *in_reply_to; /* NULL, or the Message-ID this mail follows up:
+                                written as In-Reply-To and References */
+};
+
+/* The whole message in *out (the caller frees it), ending with CRLF:
+ * Date, From, To, Cc, Subject, Message-ID, [In-Reply-To, References],
+ * Auto-Submitted: auto-generated, MIME-Version: 1.0, then either one
+ * text/plain part or multipart/alternative with the text part first and
+ * the HTML part last. Bodies are charset=UTF-8, quoted-printable; bytes
+ * that are not valid UTF-8 become U+FFFD. Only display names and the
+ * subject are encoded, never an addr-spec. The MIME boundary is derived
+ * from the content, so equal input gives equal bytes. Fails (-1, *out
+ * NULL) only when an address does not parse, naming which ("to[1]: ..."). */
+int mime_compose(char **out, const struct mime_mail *m, struct err *e);
+
+/* The Message-ID of the mail whose first event is (serial, kind, unixtime)
+ * sent to `receiver`: "<wsrelay.RECEIVER.SERIAL.KIND.UNIXTIME@HOST>". The
+ * same arguments always give the same id, so a retried mail keeps its id,
+ * and the id of an alarm's mail can be computed again later, from the
+ * alarm alone, to thread a recovery mail under it (In-Reply-To). In the
+ * four parts, bytes other than letters, digits, '-' and '_' are written
+ * "=XX" (so distinct values give distinct ids); in `host` anything but
+ * letters, digits, '-' and '.' becomes '-' ("localhost" when empty or
+ * NULL). The caller frees the result. */
+char *mime_message_id(const char *receiver, const char *serial, const char *kind,
+                      long long unixtime, const char *host);
+
+/* `unixtime` as an RFC 5322 date in UTC, "Wed, 18 Nov 2026 11:06:40 +0000",
+ * in `out` (at least 32 bytes). */
+void mime_date(char *out, size_t size, long long unixtime);
+
+#endif

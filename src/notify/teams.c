@@ -1,0 +1,63 @@
+/* Microsoft Teams through a Workflows webhook ("when a Teams webhook
+ * request is received"; the Office 365 connectors are retired): an
+ * Adaptive Card 1.4 in a message (teams.json).
+ *
+ * Success is 202 (200 is accepted too). A card must stay under 28 KB: when
+ * the rendered card is larger, it is rendered again with fewer events and
+ * says how many more there were. 429 and 5xx are retried on a later run;
+ * other 4xx say the card or the URL is wrong and are given up for this
+ * receiver only. */
+#include "notify/chat.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define TEAMS_CARD_MAX (28 * 1024)
+
+/* Renders the card with as many events as fit under the size limit. */
+static struct json_object *fitting_card(const struct notify_env *env,
+                                        const struct receiver_conf *r,
+                                        const struct notify_message *m,
+                                        struct notify_result *res, struct err *e)
+{
+    size_t k = m->n;
+    for (;;) {
+        struct json_object *card = chat_render(env, r, &r->teams, "teams.json", m, k, res, e);
+        if (!card)
+            return NULL;
+        size_t size = strlen(json_object_to_json_string_ext(
+            card, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        if (size <= TEAMS_CARD_MAX || k <= 1)
+            return card; /* one event that is too large: Teams will say so */
+        json_object_put(card);
+        k /= 2;
+    }
+}
+
+static int teams_send(const struct notify_env *env, const struct receiver_conf *r,
+                      const struct notify_message *m, struct notify_result *res, struct err *e)
+{
+    int rc = -1;
+    struct http_post_reply reply = {0};
+    struct json_object *card = fitting_card(env, r, m, res, e);
+    if (!card)
+        goto out;
+    if (chat_post(&reply, &r->teams, card, res, e) < 0)
+        goto out;
+    if (reply.status == 202 || reply.status == 200) {
+        rc = 0;
+        goto out;
+    }
+    res->permanent = reply.status >= 400 && reply.status < 500 && reply.status != 429;
+    chat_refused(&r->teams, res, e);
+out:
+    free(reply.body);
+    json_object_put(card);
+    return rc;
+}
+
+const struct notifier notifier_teams = {
+    .type = RECEIVER_TEAMS,
+    .name = "teams",
+    .send = teams_send,
+};

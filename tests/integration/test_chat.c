@@ -1,0 +1,219 @@
+/* The Slack and Teams receivers end to end: the real binary, the
+ * simulator, and a local server that answers as the services do (Slack:
+ * 200 "ok", 400 "invalid_payload", 429 with Retry-After, 500; Teams: 202,
+ * 400, 429, 500). */
+#include "proc.h"
+#include "relay.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define T0 1795000000LL
+
+static struct relay R;
+
+static void teardown(void)
+{
+    relay_stop(&R);
+}
+
+/* `devices` devices 5214A0NN with `alerts` recent alerts each, whose texts
+ * are padded to about `text_len` bytes. */
+static void start(int devices, int alerts, size_t text_len, const char *receivers)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
+                   "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": [",
+               T0);
+    for (int d = 0; d < devices; d++) {
+        buf_printf(&b, "%s{\"serial\": \"5214A0%02d\", \"name\": \"冷凍庫 %d\", \"alerts\": [",
+                   d ? "," : "", d, d);
+        for (int a = 0; a < alerts; a++) {
+            buf_printf(&b, "%s{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit Exceeded %d.0°C ",
+                       a ? "," : "", T0 - 600 + a, a);
+            for (size_t i = 40; i < text_len; i++)
+                buf_puts(&b, "x");
+            buf_puts(&b, "\"}");
+        }
+        buf_puts(&b, "]}");
+    }
+    buf_puts(&b, "]}]}");
+    relay_start(&R, buf_str(&b));
+    buf_free(&b);
+    relay_config(&R, NULL, receivers);
+}
+
+static const char slack_and_log[] = "  - name: lab-slack\n"
+                                    "    slack: {url: \"@HOOK_URL@\"}\n"
+                                    "  - name: log\n"
+                                    "    file: {path: \"@OUT@\"}\n";
+
+static const char teams_only[] = "  - name: lab-teams\n"
+                                 "    teams: {url: \"@HOOK_URL@\"}\n";
+
+static struct json_object *request_json(size_t i)
+{
+    struct hook_request *rq = hooksink_request(R.hook, i);
+    cr_assert_not_null(rq, "no request %zu", i);
+    struct json_object *doc = json_tokener_parse(rq->body);
+    cr_assert_not_null(doc, "not JSON: %s", rq->body);
+    hook_request_free(rq);
+    return doc;
+}
+
+static struct json_object *path(struct json_object *obj, const char *key)
+{
+    struct json_object *v = NULL;
+    cr_assert(json_object_object_get_ex(obj, key, &v), "no '%s' in %s", key,
+              json_object_to_json_string(obj));
+    return v;
+}
+
+Test(chat, slack_gets_block_kit_with_a_text_fallback, .fini = teardown, .timeout = 60)
+{
+    start(1, 1, 0, slack_and_log);
+    hooksink_push_reply(R.hook, 200, "ok", 0);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 1);
+    struct json_object *doc = request_json(0);
+    const char *text = json_object_get_string(path(doc, "text"));
+    cr_assert(strstr(text, "ALARM 冷凍庫 0: CH1 Upper Limit Exceeded 0.0°C"), "%s", text);
+    struct json_object *blocks = path(doc, "blocks");
+    cr_assert_geq(json_object_array_length(blocks), 2);
+    cr_assert_str_eq(json_object_get_string(path(json_object_array_get_idx(blocks, 0), "type")),
+                     "header");
+    json_object_put(doc);
+    cr_assert_eq(relay_run_at(&R, T0 + 300, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 1, "sent once");
+}
+
+Test(chat, slack_errors_are_permanent_and_do_not_hold_other_receivers, .fini = teardown,
+     .timeout = 60)
+{
+    start(1, 1, 0, slack_and_log);
+    hooksink_push_reply(R.hook, 400, "invalid_payload", 0);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 1);
+    cr_assert(strstr(err, "HTTP 400: invalid_payload"), "the answer as it came: %s", err);
+    cr_assert(strstr(err, "given up for receiver lab-slack"), "%s", err);
+    free(err);
+    char *text = read_file_str(R.out_path);
+    cr_assert(text && strstr(text, "CH1 Upper Limit Exceeded 0.0°C"), "the file receiver got it");
+    free(text);
+    for (int i = 1; i < 4; i++)
+        cr_assert_eq(relay_run_at(&R, T0 + i * 3600, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 1, "not retried forever");
+}
+
+Test(chat, slack_429_waits_for_retry_after_and_500_is_retried, .fini = teardown, .timeout = 60)
+{
+    start(1, 1, 0, slack_and_log);
+    hooksink_push_reply(R.hook, 429, "rate_limited", 300);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 1);
+    hooksink_push_reply(R.hook, 500, "internal_error", 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 120, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 1, "not before Retry-After");
+    cr_assert_eq(relay_run_at(&R, T0 + 300, NULL), 1, "500: kept for later");
+    cr_assert_eq(hooksink_count(R.hook), 2);
+    hooksink_push_reply(R.hook, 200, "ok", 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 900, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 3);
+}
+
+/* Two devices of 20 alerts: 40 events in one message, beyond 50 blocks. */
+Test(chat, slack_summarises_what_does_not_fit, .fini = teardown, .timeout = 60)
+{
+    start(2, 20, 300, slack_and_log);
+    hooksink_set_status(R.hook, 500);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 1);
+    cr_assert_eq(relay_run_at(&R, T0 + 300, NULL), 1);
+    hooksink_clear(R.hook);
+    hooksink_push_reply(R.hook, 200, "ok", 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 3600, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 1, "one message for 40 events");
+    struct json_object *doc = request_json(0);
+    struct json_object *blocks = path(doc, "blocks");
+    cr_assert_leq(json_object_array_length(blocks), 50);
+    cr_assert(strstr(json_object_to_json_string(blocks), "…and 17 more"), "%s",
+              json_object_to_json_string(blocks));
+    const char *text = json_object_get_string(path(doc, "text"));
+    cr_assert_lt(strlen(text), 4000 * 4);
+    json_object_put(doc);
+}
+
+/* Six devices of 20 alerts that Slack refused for a while: 120 events, two
+ * messages, at least a second apart. */
+Test(chat, slack_posts_are_paced, .fini = teardown, .timeout = 120)
+{
+    start(6, 20, 0, slack_and_log);
+    hooksink_set_status(R.hook, 500);
+    for (int i = 0; i < 6; i++)
+        relay_run_at(&R, T0 + i * 300, NULL);
+    hooksink_clear(R.hook);
+    hooksink_set_status(R.hook, 200);
+    cr_assert_eq(relay_run_at(&R, T0 + 6 * 3600, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 2);
+    struct hook_request *a = hooksink_request(R.hook, 0), *b = hooksink_request(R.hook, 1);
+    cr_assert_geq(b->at - a->at, 0.95, "%.3f s apart", b->at - a->at);
+    hook_request_free(a);
+    hook_request_free(b);
+}
+
+Test(chat, teams_gets_an_adaptive_card_and_202_is_success, .fini = teardown, .timeout = 60)
+{
+    start(1, 1, 0, teams_only);
+    hooksink_push_reply(R.hook, 202, "", 0);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    struct json_object *doc = request_json(0);
+    cr_assert_str_eq(json_object_get_string(path(doc, "type")), "message");
+    struct json_object *att = json_object_array_get_idx(path(doc, "attachments"), 0);
+    cr_assert_str_eq(json_object_get_string(path(att, "contentType")),
+                     "application/vnd.microsoft.card.adaptive");
+    struct json_object *card = path(att, "content");
+    cr_assert_str_eq(json_object_get_string(path(card, "type")), "AdaptiveCard");
+    cr_assert_str_eq(json_object_get_string(path(card, "version")), "1.4");
+    cr_assert(strstr(json_object_to_json_string(card), "冷凍庫 0"), "the device by name");
+    json_object_put(doc);
+    cr_assert_eq(relay_run_at(&R, T0 + 300, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 1);
+}
+
+Test(chat, teams_retries_429_and_500_and_gives_up_400, .fini = teardown, .timeout = 60)
+{
+    start(1, 1, 0, teams_only);
+    hooksink_push_reply(R.hook, 429, "", 200);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 1);
+    cr_assert_eq(relay_run_at(&R, T0 + 100, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 1, "not before Retry-After");
+    hooksink_push_reply(R.hook, 500, "", 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 200, NULL), 1);
+    hooksink_push_reply(R.hook, 400, "Bad card", 0);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0 + 3600, &err), 1);
+    cr_assert(strstr(err, "given up for receiver lab-teams"), "%s", err);
+    free(err);
+    cr_assert_eq(relay_run_at(&R, T0 + 7200, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 3);
+}
+
+Test(chat, a_teams_card_stays_under_28_kb, .fini = teardown, .timeout = 60)
+{
+    start(2, 20, 900, teams_only);
+    hooksink_set_status(R.hook, 500);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 1);
+    cr_assert_eq(relay_run_at(&R, T0 + 300, NULL), 1);
+    hooksink_clear(R.hook);
+    hooksink_set_status(R.hook, 202);
+    cr_assert_eq(relay_run_at(&R, T0 + 3600, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 1);
+    struct hook_request *rq = hooksink_request(R.hook, 0);
+    cr_assert_leq(strlen(rq->body), 28 * 1024, "%zu bytes", strlen(rq->body));
+    cr_assert(strstr(rq->body, "more (the full list"), "says what it left out");
+    hook_request_free(rq);
+}

@@ -1,0 +1,506 @@
+/* The email receiver end to end: `wsrelay run` (the real binary) polls the
+ * simulator and mails a real SMTP server on 127.0.0.1 (aiosmtpd) with
+ * STARTTLS and AUTH, certificates made for the test by a throwaway CA.
+ * What arrived is read back with Python's email package, an independent
+ * decoder of what wsrelay wrote. */
+#include "proc.h"
+#include "relay.h"
+#include "smtpd.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define T0 1795000000LL
+#define DEVICE "超低温フリーザー 3号機 (−80℃) 検体保管室 B-204"
+#define EVENT_ID "5214000A/1794999000/ch1"
+#define MESSAGE_ID "<wsrelay.mail.5214000A.ch1.1794999000@example.org>"
+#define USER "relay@example.org"
+#define PASSWORD "s3cret-Pa55word"
+#define WRONG_PASSWORD "wr0ng-Pa55word"
+
+static const char scenario[] =
+    "{\"now\": 1795000000, \"accounts\": [{"
+    "  \"api_key\": \"@API_KEY@\", \"login_id\": \"@LOGIN@\","
+    "  \"login_pass\": \"@PASSWORD@\","
+    "  \"devices\": ["
+    "   {\"serial\": \"5214000A\", \"model\": \"TR-72A2\", \"name\": \"" DEVICE "\","
+    "    \"time_diff\": 540,"
+    "    \"channels\": [{\"name\": \"温度\", \"unit\": \"C\", \"value\": \"-80.0\"}],"
+    "    \"alerts\": ["
+    "      {\"unixtime\": 1794999000, \"ch1\": \"CH1 上限値警報 -70.2℃\"}]}"
+    "  ]}]}";
+
+static struct relay R;
+static struct smtpd S;
+static struct test_ca CA;
+static char *server_cert, *server_key;
+
+static void setup(void)
+{
+    relay_start(&R, scenario);
+    test_ca_make(&CA, R.dir, "ca");
+    test_cert_make(&server_cert, &server_key, &CA, R.dir, "server", "DNS:localhost,IP:127.0.0.1");
+    char *pass = xasprintf("%s/smtp.pass", R.dir);
+    write_file(pass, PASSWORD "\n");
+    chmod(pass, 0600);
+    free(pass);
+}
+
+static void teardown(void)
+{
+    smtpd_stop(&S);
+    relay_stop(&R);
+    test_ca_free(&CA);
+    free(server_cert);
+    free(server_key);
+}
+
+TestSuite(email, .init = setup, .fini = teardown, .timeout = 120);
+
+/* The server with STARTTLS (required) and AUTH for USER:PASSWORD. */
+static void start_secure_server(struct smtpd_options o)
+{
+    o.tls_cert = server_cert;
+    o.tls_key = server_key;
+    o.require_starttls = true;
+    o.auth = USER ":" PASSWORD;
+    smtpd_start(&S, R.dir, &o);
+}
+
+/* One email receiver "mail" on the server; `to` and `extra` are YAML
+ * lines of the email mapping (indented six spaces). */
+static void use_email(const char *host, const char *to, const char *extra)
+{
+    char *yaml = xasprintf("  - name: mail\n"
+                           "    email:\n"
+                           "      host: %s\n"
+                           "      port: %d\n"
+                           "      from: \"wsrelay <relay@example.org>\"\n"
+                           "%s%s",
+                           host, S.port, to, extra);
+    relay_config(&R, NULL, yaml);
+    free(yaml);
+}
+
+static const char to_oncall[] = "      to: \"オンコール当番 <oncall@example.org>\"\n";
+static const char secure[] = "      ca_file: ca.pem\n"
+                             "      username: " USER "\n"
+                             "      password_file: smtp.pass\n";
+
+static const char *member(struct json_object *obj, const char *key)
+{
+    struct json_object *v;
+    cr_assert(json_object_object_get_ex(obj, key, &v), "no '%s' in %s", key,
+              json_object_to_json_string(obj));
+    return json_object_get_string(v);
+}
+
+static size_t header_count(struct json_object *mail, const char *name)
+{
+    struct json_object *headers, *list;
+    cr_assert(json_object_object_get_ex(mail, "headers", &headers));
+    return json_object_object_get_ex(headers, name, &list) ? json_object_array_length(list) : 0;
+}
+
+static const char *header(struct json_object *mail, const char *name)
+{
+    struct json_object *headers, *list;
+    cr_assert(json_object_object_get_ex(mail, "headers", &headers));
+    cr_assert(json_object_object_get_ex(headers, name, &list), "no %s header", name);
+    return json_object_get_string(json_object_array_get_idx(list, 0));
+}
+
+/* Nothing arrived, and the server never saw a message's envelope. */
+static void expect_nothing_sent(void)
+{
+    cr_assert_eq(smtpd_count(&S), 0, "a message arrived");
+    char *log = smtpd_log(&S);
+    cr_assert_null(strstr(log, "DATA"), "server log:\n%s", log);
+    free(log);
+}
+
+/* The event is still queued for the receiver (in the state's outbox). */
+static void expect_still_queued(void)
+{
+    char *state = read_file_str(R.state_path);
+    cr_assert_not_null(state);
+    const char *outbox = strstr(state, "\"outbox\"");
+    cr_assert_not_null(outbox, "no outbox in the state:\n%s", state);
+    cr_assert_not_null(strstr(outbox, EVENT_ID), "the event left the outbox:\n%s", state);
+    free(state);
+}
+
+static void deliver_with(const char *mech)
+{
+    start_secure_server((struct smtpd_options){.auth_mech = mech});
+    use_email("127.0.0.1", to_oncall, secure);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 0, "stderr:\n%s", err);
+    free(err);
+    cr_assert_eq(smtpd_count(&S), 1);
+
+    struct json_object *mail = smtpd_mail(&S, 0);
+    cr_assert_str_eq(member(mail, "subject"), "[ALARM] " DEVICE ": CH1 上限値警報 -70.2℃");
+    cr_assert(json_object_get_boolean(json_object_object_get(mail, "tls")));
+    cr_assert(json_object_get_boolean(json_object_object_get(mail, "authenticated")));
+    cr_assert_str_eq(member(mail, "mail_from"), USER);
+    cr_assert_str_eq(json_object_to_json_string(json_object_object_get(mail, "rcpt_tos")),
+                     "[ \"oncall@example.org\" ]");
+    cr_assert_str_eq(json_object_to_json_string(json_object_object_get(mail, "defects")), "[ ]");
+    static const char *const once[] = {"date",       "from",         "to",          "subject",
+                                       "message-id", "mime-version", "content-type"};
+    for (size_t i = 0; i < sizeof once / sizeof once[0]; i++)
+        cr_assert_eq(header_count(mail, once[i]), 1, "%s: %zu times", once[i],
+                     header_count(mail, once[i]));
+    cr_assert_str_eq(header(mail, "message-id"), MESSAGE_ID);
+    cr_assert_str_eq(header(mail, "to"), "オンコール当番 <oncall@example.org>");
+    cr_assert_str_eq(header(mail, "from"), "wsrelay <relay@example.org>");
+    cr_assert_str_eq(member(mail, "content_type"), "multipart/alternative");
+    struct json_object *parts = json_object_object_get(mail, "parts");
+    cr_assert_eq(json_object_array_length(parts), 2);
+    struct json_object *part = json_object_array_get_idx(parts, 0);
+    cr_assert_str_eq(member(part, "charset"), "utf-8");
+    cr_assert_str_eq(member(part, "cte"), "quoted-printable");
+    const char *body = member(part, "body");
+    cr_assert_not_null(strstr(body, "[ALARM] " DEVICE "\nCH1 上限値警報 -70.2℃\n"), "%s", body);
+    cr_assert_not_null(strstr(body, "value -70.2℃"), "%s", body);
+    const char *html = member(json_object_array_get_idx(parts, 1), "body");
+    cr_assert_not_null(strstr(html, DEVICE), "%s", html);
+    json_object_put(mail);
+
+    char *log = smtpd_log(&S);
+    char *auth_ok = xasprintf("AUTH %s ok", mech);
+    cr_assert_not_null(strstr(log, auth_ok), "server log:\n%s", log);
+    free(auth_ok);
+    free(log);
+
+    /* Delivered means delivered: later runs send nothing again. */
+    for (int i = 1; i < 4; i++)
+        cr_assert_eq(relay_run_at(&R, T0 + i * 300, NULL), 0);
+    cr_assert_eq(smtpd_count(&S), 1);
+}
+
+Test(email, starttls_and_auth_plain_deliver_once_and_the_subject_decodes)
+{
+    deliver_with("PLAIN");
+}
+
+Test(email, starttls_and_auth_login_deliver_once)
+{
+    deliver_with("LOGIN");
+}
+
+Test(email, a_host_name_is_verified_and_sent_as_sni)
+{
+    start_secure_server((struct smtpd_options){0});
+    use_email("localhost", to_oncall, secure);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 0, "stderr:\n%s", err);
+    free(err);
+    cr_assert_eq(smtpd_count(&S), 1);
+    char *log = smtpd_log(&S);
+    cr_assert_not_null(strstr(log, "SNI localhost"), "server log:\n%s", log);
+    free(log);
+}
+
+Test(email, a_certificate_from_another_ca_fails_and_the_event_is_kept)
+{
+    struct test_ca other;
+    test_ca_make(&other, R.dir, "other-ca");
+    test_ca_free(&other);
+    start_secure_server((struct smtpd_options){0});
+    use_email("127.0.0.1", to_oncall,
+              "      ca_file: other-ca.pem\n"
+              "      username: " USER "\n"
+              "      password_file: smtp.pass\n");
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 1);
+    char *server = xasprintf("127.0.0.1:%d: STARTTLS failed: the server's certificate was "
+                             "refused",
+                             S.port);
+    cr_assert_not_null(strstr(err, server), "stderr:\n%s", err);
+    free(server);
+    free(err);
+    expect_nothing_sent();
+    char *log = smtpd_log(&S);
+    cr_assert_null(strstr(log, "AUTH"), "credentials sent over a bad TLS: %s", log);
+    free(log);
+    expect_still_queued();
+
+    /* With the right CA, the kept event goes out after the back-off. */
+    use_email("127.0.0.1", to_oncall, secure);
+    cr_assert_eq(relay_run_at(&R, T0 + 60, NULL), 0);
+    cr_assert_eq(smtpd_count(&S), 1);
+}
+
+Test(email, a_certificate_for_another_host_name_fails)
+{
+    char *other_cert, *other_key;
+    test_cert_make(&other_cert, &other_key, &CA, R.dir, "other", "DNS:mail.example.net");
+    start_secure_server((struct smtpd_options){0});
+    smtpd_stop(&S);
+    struct smtpd_options o = {.tls_cert = other_cert,
+                              .tls_key = other_key,
+                              .require_starttls = true,
+                              .auth = USER ":" PASSWORD};
+    smtpd_start(&S, R.dir, &o);
+    use_email("127.0.0.1", to_oncall, secure);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 1);
+    cr_assert_not_null(strstr(err, "IP address mismatch"), "stderr:\n%s", err);
+    free(err);
+    expect_nothing_sent();
+    free(other_cert);
+    free(other_key);
+}
+
+Test(email, starttls_required_and_not_offered_fails_before_auth_or_data)
+{
+    smtpd_start(&S, R.dir, NULL);
+    use_email("127.0.0.1", to_oncall, secure);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 1);
+    char *want = xasprintf("127.0.0.1:%d: the server does not offer STARTTLS", S.port);
+    cr_assert_not_null(strstr(err, want), "stderr:\n%s", err);
+    free(want);
+    free(err);
+    char *log = smtpd_log(&S);
+    cr_assert_not_null(strstr(log, "EHLO"), "server log:\n%s", log);
+    cr_assert_null(strstr(log, "MAIL"), "server log:\n%s", log);
+    free(log);
+    expect_nothing_sent();
+    expect_still_queued();
+}
+
+Test(email, opportunistic_starttls_sends_in_the_clear_when_not_offered)
+{
+    smtpd_start(&S, R.dir, NULL);
+    use_email("127.0.0.1", to_oncall, "      starttls: opportunistic\n");
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    cr_assert_eq(smtpd_count(&S), 1);
+    struct json_object *mail = smtpd_mail(&S, 0);
+    cr_assert_not(json_object_get_boolean(json_object_object_get(mail, "tls")));
+    json_object_put(mail);
+}
+
+Test(email, a_temporary_failure_is_delivered_once_after_the_backoff)
+{
+    start_secure_server(
+        (struct smtpd_options){.fail_first = 1, .fail_reply = "451 4.3.0 try again"});
+    use_email("127.0.0.1", to_oncall, secure);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 1);
+    cr_assert_not_null(strstr(err, "451 4.3.0 try again (temporary)"), "stderr:\n%s", err);
+    free(err);
+    cr_assert_eq(smtpd_count(&S), 0);
+    cr_assert_eq(smtpd_refused(&S), 1);
+    expect_still_queued();
+
+    cr_assert_eq(relay_run_at(&R, T0 + 30, NULL), 0);
+    cr_assert_eq(smtpd_count(&S), 0, "retried before the back-off");
+    cr_assert_eq(relay_run_at(&R, T0 + 60, NULL), 0);
+    cr_assert_eq(smtpd_count(&S), 1);
+    for (int i = 1; i < 4; i++)
+        cr_assert_eq(relay_run_at(&R, T0 + 60 + i * 300, NULL), 0);
+    cr_assert_eq(smtpd_count(&S), 1, "delivered exactly once");
+
+    /* The retry is the same mail: same Message-ID. */
+    struct json_object *mail = smtpd_mail(&S, 0);
+    cr_assert_str_eq(header(mail, "message-id"), MESSAGE_ID);
+    json_object_put(mail);
+    char *first = smtpd_refused_raw(&S, 0);
+    cr_assert_not_null(strstr(first, "Message-ID: " MESSAGE_ID "\r\n"), "%s", first);
+    free(first);
+}
+
+Test(email, a_refused_recipient_fails_the_run_and_is_named)
+{
+    start_secure_server((struct smtpd_options){.refuse = "nobody@example.org"});
+    use_email("127.0.0.1",
+              "      to: [oncall@example.org, \"Nobody <nobody@example.org>\"]\n"
+              "      cc: lab@example.org\n",
+              secure);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 1);
+    cr_assert_not_null(strstr(err, "recipient refused: <nobody@example.org>: 550 5.1.1 no such "
+                                   "user (the message went to the 2 others)"),
+                       "stderr:\n%s", err);
+    free(err);
+    cr_assert_eq(smtpd_count(&S), 1, "the others still get the alarm");
+    struct json_object *mail = smtpd_mail(&S, 0);
+    cr_assert_str_eq(json_object_to_json_string(json_object_object_get(mail, "rcpt_tos")),
+                     "[ \"oncall@example.org\", \"lab@example.org\" ]");
+    cr_assert_str_eq(header(mail, "cc"), "lab@example.org");
+    json_object_put(mail);
+    expect_still_queued();
+}
+
+static void expect_no_password(const char *text, const char *where)
+{
+    static const char *const forms[] = {
+        WRONG_PASSWORD, "d3IwbmctUGE1NXdvcmQ",          /* base64(WRONG_PASSWORD) */
+        "AHJlbGF5QGV4YW1wbGUub3JnAHdyMG5nLVBhNTV3b3Jk", /* AUTH PLAIN's "\0USER\0PASS" */
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+        cr_assert_null(strstr(text, forms[i]), "%s holds a form of the password:\n%s", where, text);
+}
+
+/* Runs with WRONG_PASSWORD against the server `o` and checks that the run
+ * fails with `reply` quoted, nothing is sent, and no form of the password
+ * is in the output or the state. */
+static void wrong_password(struct smtpd_options o, const char *reply)
+{
+    start_secure_server(o);
+    char *pass = xasprintf("%s/smtp.pass", R.dir);
+    write_file(pass, WRONG_PASSWORD "\n");
+    chmod(pass, 0600);
+    free(pass);
+    use_email("127.0.0.1", to_oncall, secure);
+    char when[32];
+    snprintf(when, sizeof when, "%lld", T0);
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-v",    (char *)"-c", R.config_path,
+                    (char *)"run",       (char *)"--now", when,         NULL};
+    char *out = NULL, *err = NULL;
+    cr_assert_eq(run_cmd(&out, &err, 60, argv, NULL), 1, "stderr:\n%s", err);
+    char *want =
+        xasprintf("127.0.0.1:%d: login as " USER " refused: %s; nothing was sent", S.port, reply);
+    cr_assert_not_null(strstr(err, want), "stderr:\n%s", err);
+    free(want);
+    expect_no_password(out, "stdout");
+    expect_no_password(err, "stderr");
+    free(out);
+    free(err);
+    char *state = read_file_str(R.state_path);
+    expect_no_password(state, "the state file");
+    free(state);
+    expect_nothing_sent();
+    expect_still_queued();
+}
+
+Test(email, a_wrong_password_fails_without_showing_it)
+{
+    wrong_password((struct smtpd_options){0}, "535 5.7.8 Authentication credentials invalid");
+}
+
+/* A server that quotes the password in its reply: wsrelay passes the reply
+ * on, with the password in any form it was sent replaced. */
+Test(email, a_password_quoted_by_the_server_is_redacted)
+{
+    wrong_password((struct smtpd_options){.auth_echo = true},
+                   "535 5.7.8 wrong password [redacted] ([redacted])");
+}
+
+/* libESMTP carries on after a failed login; a server that takes mail
+ * without one must still not get the message. */
+Test(email, a_failed_login_stops_the_mail_even_if_the_server_would_take_it)
+{
+    wrong_password((struct smtpd_options){.auth_optional = true},
+                   "535 5.7.8 Authentication credentials invalid");
+    char *log = smtpd_log(&S);
+    cr_assert_null(strstr(log, "DATA accepted"), "server log:\n%s", log);
+    free(log);
+}
+
+/* A listening socket on 127.0.0.1 that is never accepted from; *port is
+ * its port. With `full`, its accept queue is filled first, so that Linux
+ * drops further SYNs and a connect() hangs as with a dead host. */
+static int listen_only(int *port, bool full)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    cr_assert_eq(listen(fd, full ? 0 : 8), 0);
+    cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    *port = ntohs(a.sin_port);
+    for (int i = 0; full && i < 3; i++) {
+        int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        connect(c, (struct sockaddr *)&a, sizeof a); /* EINPROGRESS; left open */
+    }
+    struct timespec settle = {0, 300 * 1000000L};
+    nanosleep(&settle, NULL);
+    return fd;
+}
+
+/* A host that never answers the connection attempt. */
+Test(email, an_unreachable_server_times_out_within_seconds)
+{
+    int fd = listen_only(&S.port, true);
+    use_email("127.0.0.1", to_oncall, "      starttls: \"off\"\n");
+    time_t start = time(NULL);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 1);
+    cr_assert_leq(time(NULL) - start, 25, "took %ld s", (long)(time(NULL) - start));
+    char *want = xasprintf("127.0.0.1:%d: cannot connect: no answer within 10 s", S.port);
+    cr_assert_not_null(strstr(err, want), "stderr:\n%s", err);
+    free(want);
+    free(err);
+    close(fd);
+    expect_still_queued();
+}
+
+/* A server that accepts the connection and never says a word. */
+Test(email, a_silent_server_times_out_within_seconds)
+{
+    int fd = listen_only(&S.port, false);
+    use_email("127.0.0.1", to_oncall, "      starttls: \"off\"\n");
+    time_t start = time(NULL);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 1);
+    cr_assert_leq(time(NULL) - start, 25, "took %ld s", (long)(time(NULL) - start));
+    char *want = xasprintf("127.0.0.1:%d: the session ended before the server accepted the "
+                           "message",
+                           S.port);
+    cr_assert_not_null(strstr(err, want), "stderr:\n%s", err);
+    free(want);
+    free(err);
+    close(fd);
+    expect_still_queued();
+}
+
+/* The alarm's mail, then its recovery: the recovery mail points at the
+ * alarm mail, so mail clients show them as one thread. */
+Test(email, a_recovery_is_threaded_under_its_alarm)
+{
+    start_secure_server((struct smtpd_options){.auth_mech = "PLAIN"});
+    use_email("127.0.0.1", to_oncall, secure);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    sim_add_alert(&R.sim, "5214000A", "{\"unixtime\": 1795000100, \"ch1\": \"CH1 正常復帰 -79.5℃\"}");
+    cr_assert_eq(relay_run_at(&R, T0 + 300, NULL), 0);
+    cr_assert_eq(smtpd_count(&S), 2);
+    struct json_object *alarm = smtpd_mail(&S, 0), *recovery = smtpd_mail(&S, 1);
+    cr_assert_str_eq(header(alarm, "message-id"), MESSAGE_ID);
+    cr_assert_eq(header_count(alarm, "in-reply-to"), 0);
+    cr_assert(strstr(member(recovery, "subject"), "[RECOVERED]"), "%s",
+              member(recovery, "subject"));
+    cr_assert_str_eq(header(recovery, "in-reply-to"), MESSAGE_ID);
+    cr_assert_str_eq(header(recovery, "references"), MESSAGE_ID);
+    cr_assert_str_neq(header(recovery, "message-id"), MESSAGE_ID);
+    json_object_put(alarm);
+    json_object_put(recovery);
+}
+
+/* The mail has a text part first and an HTML part last, both from the
+ * built-in templates. */
+Test(email, the_mail_is_text_then_html)
+{
+    start_secure_server((struct smtpd_options){.auth_mech = "PLAIN"});
+    use_email("127.0.0.1", to_oncall, secure);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    char *raw = smtpd_raw(&S, 0);
+    const char *text = strstr(raw, "Content-Type: text/plain; charset=UTF-8");
+    const char *html = strstr(raw, "Content-Type: text/html; charset=UTF-8");
+    cr_assert(strstr(raw, "multipart/alternative"), "%s", raw);
+    cr_assert(text && html && text < html, "text first, HTML last:\n%s", raw);
+    free(raw);
+}
