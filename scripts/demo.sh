@@ -36,6 +36,16 @@ accounts:
 receivers:
   - name: on-call
     file: {path: "-"}
+  # The same messages as the email, Slack and Teams receivers render them,
+  # kept in files for the end of the demo.
+  - name: as-email-subject
+    file: {path: $work/email-subject.txt, template: $wsrelay_root/templates/email-subject.txt}
+  - name: as-email
+    file: {path: $work/email.txt, template: $wsrelay_root/templates/email.txt}
+  - name: as-slack
+    file: {path: $work/slack.json, template: $wsrelay_root/templates/slack.json}
+  - name: as-teams
+    file: {path: $work/teams.json, template: $wsrelay_root/templates/teams.json}
 YAML
 
 start=1795000000
@@ -47,6 +57,17 @@ for step in 0 600 1200 1800 2400 3000 3600; do
   echo
   echo "### run at $(date -u -d "@$now" '+%Y-%m-%d %H:%M UTC')"
   "$bin/wsrelay" -c "$work/wsrelay.yaml" run --now "$now" || echo "(exit status $?)"
+  if [ "$step" = 600 ]; then
+    echo
+    echo "### the same 3 alerts as an email (text part; the HTML part goes beside it)"
+    echo "Subject: $(cat "$work/email-subject.txt")"
+    echo
+    cat "$work/email.txt"
+    echo "### ... as a Slack message (Block Kit payload)"
+    python3 -m json.tool --no-ensure-ascii "$work/slack.json"
+    echo "### ... as a Microsoft Teams message (Adaptive Card)"
+    python3 -m json.tool --no-ensure-ascii "$work/teams.json"
+  fi
 done
 echo
 echo "Done: every alert above was sent once; the state is in $work/state.json (removed now)."

@@ -231,6 +231,11 @@ static const struct key webhook_keys[] = {
      .count_off = WEBHOOK_AT(n_headers),
      .sub = &header_schema,
      .help = "Extra request headers, name: value (not Content-Type or Content-Length)."},
+    {.name = "template",
+     .kind = K_PATH,
+     .off = WEBHOOK_AT(template),
+     .check = check_readable_file,
+     .help = "A template for the JSON document (default: webhook.json)."},
 };
 static const struct schema webhook_schema = {.what = "webhook",
                                              .keys = webhook_keys,
@@ -244,6 +249,11 @@ static const struct key file_keys[] = {
      .flags = F_REQUIRED,
      .off = AT(receiver_conf, file.path) - AT(receiver_conf, file),
      .help = "The file events are appended to; \"-\" is standard output."},
+    {.name = "template",
+     .kind = K_PATH,
+     .off = AT(receiver_conf, file.template) - AT(receiver_conf, file),
+     .check = check_readable_file,
+     .help = "A template for the text block (default: file.txt)."},
 };
 static const struct schema file_schema = {.what = "file",
                                           .keys = file_keys,
@@ -315,12 +325,13 @@ static const struct key email_keys[] = {
      .kind = K_PATH,
      .off = EMAIL_AT(template),
      .check = check_readable_file,
-     .help = "A template for the subject and the text body."},
+     .help = "A template for the text body (default: email.txt; the subject comes from "
+             "email-subject.txt)."},
     {.name = "html_template",
      .kind = K_PATH,
      .off = EMAIL_AT(html_template),
      .check = check_readable_file,
-     .help = "A template for an HTML body, sent beside the text one."},
+     .help = "A template for the HTML body sent beside the text one (default: email.html)."},
 };
 static const struct schema email_schema = {.what = "email",
                                            .keys = email_keys,
@@ -348,7 +359,7 @@ static const struct key chat_keys[] = {
      .kind = K_PATH,
      .off = AT(chat_conf, template),
      .check = check_readable_file,
-     .help = "A template for the message text."},
+     .help = "A template for the whole JSON payload (default: slack.json or teams.json)."},
 };
 static const struct schema chat_schema = {.what = "chat",
                                           .keys = chat_keys,

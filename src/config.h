@@ -80,9 +80,11 @@ struct receiver_conf {
         bool allow_http; /* http:// to a host that is not loopback is allowed */
         struct header_conf *headers;
         size_t n_headers;
+        char *template; /* a readable file, or NULL */
     } webhook;
     struct {
-        char *path; /* "-" is standard output */
+        char *path;     /* "-" is standard output */
+        char *template; /* a readable file, or NULL */
     } file;
     struct {
         char *host;                  /* a host name or IPv4 address */

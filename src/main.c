@@ -138,6 +138,15 @@ static int cmd_check(const struct globals *g, int argc, char **argv)
     }
     if (load_config(&c, g) < 0)
         return RUN_USAGE;
+    struct notify_env env = {.templates_dir = c->templates_dir, .hostname = "check"};
+    for (size_t i = 0; i < c->n_receivers; i++) {
+        struct err e;
+        if (notify_check_templates(&env, &c->receivers[i], &e) < 0) {
+            fprintf(stderr, "wsrelay: %s\n", e.msg);
+            config_free(c);
+            return RUN_USAGE;
+        }
+    }
     printf("%s: OK: %zu account%s, %zu receiver%s\n", c->path, c->n_accounts,
            c->n_accounts == 1 ? "" : "s", c->n_receivers, c->n_receivers == 1 ? "" : "s");
     for (size_t i = 0; i < c->n_receivers; i++)

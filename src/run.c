@@ -502,7 +502,7 @@ static void deliver_receiver(struct tick *t, const struct notify_env *env,
         if (t->opt->dry_run) {
             struct buf text;
             buf_init(&text, 0);
-            if (notify_render_text(&text, env, r->name, &m, &e) < 0)
+            if (notify_render_text(&text, env, NULL, r->name, &m, &e) < 0)
                 buf_printf(&text, "(cannot show it: %s)\n", e.msg);
             printf("[dry run: not sent to %s receiver '%s']\n%s\n", notify_type_name(r->type),
                    r->name, buf_str(&text));

@@ -21,7 +21,7 @@ static int file_send(const struct notify_env *env, const struct receiver_conf *r
     struct buf text;
     buf_init(&text, 0);
     (void)res;
-    if (notify_render_text(&text, env, r->name, m, e) < 0)
+    if (notify_render_text(&text, env, r->file.template, r->name, m, e) < 0)
         goto out;
     buf_puts(&text, "\n");
     if (strcmp(r->file.path, "-") == 0) {

@@ -83,11 +83,52 @@ out:
     return rc;
 }
 
-int notify_render_text(struct buf *out, const struct notify_env *env, const char *receiver,
-                       const struct notify_message *m, struct err *e)
+int notify_render_text(struct buf *out, const struct notify_env *env, const char *explicit_path,
+                       const char *receiver, const struct notify_message *m, struct err *e)
 {
     struct json_object *ctx = notify_context(receiver, m);
-    int rc = notify_render(out, env, NULL, "file.txt", ctx, e);
+    int rc = notify_render(out, env, explicit_path, "file.txt", ctx, e);
     json_object_put(ctx);
     return rc;
+}
+
+int notify_check_templates(const struct notify_env *env, const struct receiver_conf *r,
+                           struct err *e)
+{
+    /* Each transport's templates: the receiver's own file, or the name
+     * looked up in the templates directory and then among the built-ins. */
+    struct {
+        const char *path;
+        const char *name;
+    } uses[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+    switch (r->type) {
+    case RECEIVER_WEBHOOK:
+        uses[0].path = r->webhook.template, uses[0].name = "webhook.json";
+        break;
+    case RECEIVER_FILE:
+        uses[0].path = r->file.template, uses[0].name = "file.txt";
+        break;
+    case RECEIVER_EMAIL:
+        uses[0].name = "email-subject.txt";
+        uses[1].path = r->email.template, uses[1].name = "email.txt";
+        uses[2].path = r->email.html_template, uses[2].name = "email.html";
+        break;
+    case RECEIVER_SLACK:
+        uses[0].path = r->slack.template, uses[0].name = "slack.json";
+        break;
+    case RECEIVER_TEAMS:
+        uses[0].path = r->teams.template, uses[0].name = "teams.json";
+        break;
+    }
+    for (size_t i = 0; i < 3 && uses[i].name; i++) {
+        struct template *t = NULL;
+        const char *dir = env ? env->templates_dir : NULL;
+        int rc = templates_load(&t, uses[i].path, dir, uses[i].name, e);
+        if (rc == 0)
+            rc = templates_check(t, dir, e);
+        template_free(t);
+        if (rc < 0)
+            return err_prefix(e, "receiver '%s'", r->name);
+    }
+    return 0;
 }

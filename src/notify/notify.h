@@ -81,10 +81,17 @@ struct json_object *notify_context_first(const char *receiver, const struct noti
 int notify_render(struct buf *out, const struct notify_env *env, const char *explicit_path,
                   const char *name, const struct json_object *ctx, struct err *e);
 
-/* The plain-text form of a message (file.txt), as the file receiver writes
- * it and a dry run shows it: a heading line, then a block per event. */
-int notify_render_text(struct buf *out, const struct notify_env *env, const char *receiver,
-                       const struct notify_message *m, struct err *e);
+/* The plain-text form of a message (file.txt, or `explicit_path`), as the
+ * file receiver writes it and a dry run shows it: a heading line, then a
+ * block per event. */
+int notify_render_text(struct buf *out, const struct notify_env *env, const char *explicit_path,
+                       const char *receiver, const struct notify_message *m, struct err *e);
+
+/* For `wsrelay check`: every template the receiver will render compiles,
+ * and every partial it uses exists and compiles. Fails with
+ * "receiver 'NAME': ORIGIN:LINE:COL: ...". */
+int notify_check_templates(const struct notify_env *env, const struct receiver_conf *r,
+                           struct err *e);
 
 /* The transport name of a receiver type ("webhook", "file", ...). */
 const char *notify_type_name(enum receiver_type type);

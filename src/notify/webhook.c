@@ -22,7 +22,7 @@ static int webhook_send(const struct notify_env *env, const struct receiver_conf
     struct json_object *check = NULL;
     struct buf body;
     buf_init(&body, 4 * 1024 * 1024);
-    if (notify_render(&body, env, NULL, "webhook.json", ctx, e) < 0) {
+    if (notify_render(&body, env, r->webhook.template, "webhook.json", ctx, e) < 0) {
         res->permanent = true;
         goto out;
     }

@@ -335,3 +335,61 @@ Test(cli, render_usage_errors_exit_2)
     cr_assert(strstr(r.err, "no template 'nothing.txt' built in"), "%s", r.err);
     result_free(&r);
 }
+
+/* A template mistake is found by check, with its place, not at 3 a.m. */
+Test(cli, check_compiles_every_template_a_receiver_uses)
+{
+    setenv("CLI_TEST_KEY", "k", 1);
+    char *tdir = xasprintf("%s/templates", dir);
+    char *cmd = xasprintf("mkdir -p '%s'", tdir);
+    cr_assert_eq(system(cmd), 0);
+    free(cmd);
+    char *slack = xasprintf("%s/slack.json", tdir);
+    write_file(slack, "{\"text\": \"{{#events}}{{name}}\"}\n");
+    char *yaml = xasprintf("templates: templates\n%s"
+                           "  - name: chat\n"
+                           "    slack: {url: \"https://hooks.example.org/x\"}\n",
+                           good);
+    struct result r = check(yaml);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "receiver 'chat': "), "%s", r.err);
+    cr_assert(strstr(r.err, "templates/slack.json:1:"), "the file and its place: %s", r.err);
+    result_free(&r);
+
+    /* A receiver's own template, with a partial that does not exist. */
+    char *own = xasprintf("%s/mine.txt", dir);
+    write_file(own, "{{#events}}\n  {{> missing.txt}}\n{{/events}}\n");
+    free(yaml);
+    yaml = xasprintf("%s"
+                     "  - name: log\n"
+                     "    file: {path: \"-\", template: mine.txt}\n",
+                     good);
+    r = check(yaml);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "mine.txt:2:3: partial 'missing.txt' not found"), "%s", r.err);
+    result_free(&r);
+
+    /* Fixed: the built-in templates of every receiver type compile. */
+    write_file(slack, "{\"text\": \"{{#events}}{{name}}{{/events}}\"}\n");
+    write_file(own, "{{#events}}{{name}}{{/events}}\n");
+    free(yaml);
+    yaml = xasprintf("templates: templates\n%s"
+                     "  - name: chat\n"
+                     "    slack: {url: \"https://hooks.example.org/x\"}\n"
+                     "  - name: cards\n"
+                     "    teams: {url: \"https://example.org/workflows/x\"}\n"
+                     "  - name: mail\n"
+                     "    email: {host: smtp.example.org, from: a@example.org, to: b@example.org}\n"
+                     "  - name: hook\n"
+                     "    webhook: {url: \"https://example.org/hook\"}\n"
+                     "  - name: log\n"
+                     "    file: {path: \"-\", template: mine.txt}\n",
+                     good);
+    r = check(yaml);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    result_free(&r);
+    free(yaml);
+    free(own);
+    free(slack);
+    free(tdir);
+}

@@ -309,7 +309,7 @@ Test(config, misspelt_nested_keys)
                          "  - name: hook\n"
                          "    webhook: {ulr: \"https://x.example\"}\n",
                  "8:15: receivers[0].webhook: unknown key 'ulr' (expected one of: url, "
-                 "url_file, allow_http, headers)");
+                 "url_file, allow_http, headers, template)");
     expect_error(ACCOUNT "    devices:\n"
                          "      - serial: 5214ABCD\n"
                          "        bsae: 5214ABCD\n" RECEIVER,

@@ -65,7 +65,7 @@ Test(notify, text_block_shows_device_time_and_raw_text)
     buf_init(&b, 0);
     struct notify_message m = {.events = evs, .n = 2, .now = 1795000000};
     struct err e;
-    cr_assert_eq(notify_render_text(&b, NULL, "console", &m, &e), 0, "%s", e.msg);
+    cr_assert_eq(notify_render_text(&b, NULL, NULL, "console", &m, &e), 0, "%s", e.msg);
     const char *want = "== wsrelay: 2 new alerts for console ==\n"
                        "\n"
                        "[ALARM] 冷凍庫 A (TR-72A2, 5214000A) - ch1 温度 [°C]\n"
@@ -88,7 +88,7 @@ Test(notify, control_characters_cannot_forge_lines)
     buf_init(&b, 0);
     struct notify_message m = {.events = &ev, .n = 1, .now = 1795000000};
     struct err e;
-    cr_assert_eq(notify_render_text(&b, NULL, "c", &m, &e), 0, "%s", e.msg);
+    cr_assert_eq(notify_render_text(&b, NULL, NULL, "c", &m, &e), 0, "%s", e.msg);
     cr_assert_null(strstr(buf_str(&b), "\r"));
     cr_assert_null(strstr(buf_str(&b), "\x1b"));
     cr_assert_not_null(strstr(buf_str(&b), "evil  Bcc: x [2J"));
