@@ -30,22 +30,27 @@ out:
     return payload;
 }
 
-int chat_post(struct http_post_reply *reply, const struct chat_conf *chat,
-              struct json_object *payload, struct notify_result *res, struct err *e)
+int chat_send(const struct chat_conf *chat, struct json_object *payload,
+              bool (*accepted)(long status, const char *body), struct notify_result *res,
+              struct err *e)
 {
+    int rc = -1;
+    struct http_post_reply reply = {0};
     const char *body = json_object_to_json_string_ext(
         payload, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    if (http_post(reply, chat->url, NULL, 0, "application/json", body, e) < 0)
-        return -1;
-    http_result(res, reply, chat->url, NULL, 0);
-    return 0;
-}
-
-int chat_refused(const struct chat_conf *chat, const struct notify_result *res, struct err *e)
-{
+    if (http_post(&reply, chat->url, NULL, 0, "application/json", body, e) < 0)
+        goto out;
+    http_result(res, &reply, chat->url, NULL, 0);
+    if (accepted(reply.status, reply.body)) {
+        rc = 0;
+        goto out;
+    }
+    res->permanent = reply.status >= 400 && reply.status < 500 && reply.status != 429;
     char *redacted = http_redact_url(chat->url);
-    err_set(e, "POST %s: HTTP %ld%s%s", redacted, res->status, *res->answer ? ": " : "",
+    err_set(e, "POST %s: HTTP %ld%s%s", redacted, reply.status, *res->answer ? ": " : "",
             res->answer);
     free(redacted);
-    return -1;
+out:
+    free(reply.body);
+    return rc;
 }

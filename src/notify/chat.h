@@ -8,6 +8,7 @@
 #include "util/buf.h"
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Renders template `name` (the receiver's `template`, else the templates
@@ -20,13 +21,13 @@ struct json_object *chat_render(const struct notify_env *env, const struct recei
                                 const struct notify_message *m, size_t k,
                                 struct notify_result *res, struct err *e);
 
-/* POSTs `payload` to chat->url and fills `res`. Returns -1 only when no
- * HTTP answer came (`e` set); the caller judges the answer. `reply` is
- * the caller's to free (reply->body). */
-int chat_post(struct http_post_reply *reply, const struct chat_conf *chat,
-              struct json_object *payload, struct notify_result *res, struct err *e);
-
-/* Sets `e` to "POST URL: HTTP STATUS: ANSWER" with the URL redacted. */
-int chat_refused(const struct chat_conf *chat, const struct notify_result *res, struct err *e);
+/* POSTs `payload` to chat->url and judges the answer with `accepted`.
+ * Returns 0 when accepted; otherwise -1 with "POST URL: HTTP STATUS:
+ * ANSWER" in `e` (URL redacted) and `res` filled: a 4xx other than 429 is
+ * permanent (the message or the URL is wrong), a 429, a 5xx or no answer
+ * is not. */
+int chat_send(const struct chat_conf *chat, struct json_object *payload,
+              bool (*accepted)(long status, const char *body), struct notify_result *res,
+              struct err *e);
 
 #endif

@@ -53,33 +53,22 @@ static void fit_limits(struct json_object *payload)
                                   json_object_array_length(blocks) - SLACK_MAX_BLOCKS);
 }
 
-/* Slack answers "ok", possibly followed by a line end. */
-static bool answered_ok(const char *body)
+/* Slack answers 200 "ok", possibly followed by a line end. */
+static bool accepted(long status, const char *body)
 {
-    return body && strncmp(body, "ok", 2) == 0 && strspn(body + 2, "\r\n") == strlen(body + 2);
+    return status == 200 && body && strncmp(body, "ok", 2) == 0 &&
+           strspn(body + 2, "\r\n") == strlen(body + 2);
 }
 
 static int slack_send(const struct notify_env *env, const struct receiver_conf *r,
                       const struct notify_message *m, struct notify_result *res, struct err *e)
 {
-    int rc = -1;
-    struct http_post_reply reply = {0};
     size_t k = m->n < SLACK_MAX_EVENTS ? m->n : SLACK_MAX_EVENTS;
     struct json_object *payload = chat_render(env, r, &r->slack, "slack.json", m, k, res, e);
     if (!payload)
-        goto out;
+        return -1;
     fit_limits(payload);
-    if (chat_post(&reply, &r->slack, payload, res, e) < 0)
-        goto out;
-    if (reply.status == 200 && answered_ok(reply.body)) {
-        rc = 0;
-        goto out;
-    }
-    /* 429 and 5xx are Slack's trouble, for later; other 4xx are ours. */
-    res->permanent = reply.status >= 400 && reply.status < 500 && reply.status != 429;
-    chat_refused(&r->slack, res, e);
-out:
-    free(reply.body);
+    int rc = chat_send(&r->slack, payload, accepted, res, e);
     json_object_put(payload);
     return rc;
 }

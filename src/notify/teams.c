@@ -34,24 +34,20 @@ static struct json_object *fitting_card(const struct notify_env *env,
     }
 }
 
+/* Teams answers 202 Accepted (200 is taken as well). */
+static bool accepted(long status, const char *body)
+{
+    (void)body;
+    return status == 202 || status == 200;
+}
+
 static int teams_send(const struct notify_env *env, const struct receiver_conf *r,
                       const struct notify_message *m, struct notify_result *res, struct err *e)
 {
-    int rc = -1;
-    struct http_post_reply reply = {0};
     struct json_object *card = fitting_card(env, r, m, res, e);
     if (!card)
-        goto out;
-    if (chat_post(&reply, &r->teams, card, res, e) < 0)
-        goto out;
-    if (reply.status == 202 || reply.status == 200) {
-        rc = 0;
-        goto out;
-    }
-    res->permanent = reply.status >= 400 && reply.status < 500 && reply.status != 429;
-    chat_refused(&r->teams, res, e);
-out:
-    free(reply.body);
+        return -1;
+    int rc = chat_send(&r->teams, card, accepted, res, e);
     json_object_put(card);
     return rc;
 }

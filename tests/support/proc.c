@@ -310,3 +310,21 @@ char *read_file_str(const char *path)
         return NULL;
     return read_or_fail(path);
 }
+
+void test_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int test_read_port(const char *path)
+{
+    char *text = read_file_str(path);
+    if (!text)
+        return 0;
+    char *end;
+    long port = strtol(text, &end, 10);
+    bool ok = end != text && (*end == '\n' || *end == '\0') && port > 0 && port < 65536;
+    free(text);
+    return ok ? (int)port : 0;
+}

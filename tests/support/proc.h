@@ -74,4 +74,11 @@ void write_file(const char *path, const char *text);
 /* The contents of `path` (caller frees), or NULL when it does not exist. */
 char *read_file_str(const char *path);
 
+/* Sleeps `ms` milliseconds. */
+void test_sleep_ms(long ms);
+
+/* The port number in a port file that a server writes (by renaming a
+ * complete file into place), or 0 while there is none yet. */
+int test_read_port(const char *path);
+
 #endif

@@ -12,25 +12,6 @@
 
 #define START_TIMEOUT_MS 10000
 
-static void sleep_10ms(void)
-{
-    struct timespec ts = {0, 10 * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* The port in the port file, or 0 while it is not there yet. The simulator
- * renames a complete file into place, so a partial number is never read. */
-static int read_port(const char *path)
-{
-    char *text = read_file_str(path);
-    if (!text)
-        return 0;
-    char *end;
-    long port = strtol(text, &end, 10);
-    bool ok = end != text && (*end == '\n' || *end == '\0') && port > 0 && port < 65536;
-    free(text);
-    return ok ? (int)port : 0;
-}
 
 static void fail_with_stderr(struct sim *s, const char *what)
 {
@@ -52,7 +33,7 @@ void sim_start(struct sim *s, const char *scenario_path, const char *dir)
                     (char *)"--port", (char *)"0", (char *)"--port-file", port_file, NULL};
     proc_start(&s->proc, argv, NULL, dir);
     for (int waited = 0; !s->port; waited += 10) {
-        s->port = read_port(port_file);
+        s->port = test_read_port(port_file);
         if (s->port)
             break;
         int status = proc_poll(&s->proc);
@@ -66,7 +47,7 @@ void sim_start(struct sim *s, const char *scenario_path, const char *dir)
             free(port_file);
             fail_with_stderr(s, "did not write its port file within 10 s");
         }
-        sleep_10ms();
+        test_sleep_ms(10);
     }
     free(port_file);
     s->base_url = xasprintf("http://127.0.0.1:%d", s->port);

@@ -13,23 +13,6 @@
 #define PYTHON "/usr/bin/python3" /* Debian's, which python3-aiosmtpd installs for */
 #define START_TIMEOUT_MS 15000
 
-static void sleep_10ms(void)
-{
-    struct timespec ts = {0, 10 * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static int read_port(const char *path)
-{
-    char *text = read_file_str(path);
-    if (!text)
-        return 0;
-    char *end;
-    long port = strtol(text, &end, 10);
-    bool ok = end != text && (*end == '\n' || *end == '\0') && port > 0 && port < 65536;
-    free(text);
-    return ok ? (int)port : 0;
-}
 
 void smtpd_start(struct smtpd *s, const char *dir, const struct smtpd_options *o)
 {
@@ -82,7 +65,7 @@ void smtpd_start(struct smtpd *s, const char *dir, const struct smtpd_options *o
     cr_assert_eq(access(PYTHON, X_OK), 0, "%s is missing: apt-get install python3-aiosmtpd",
                  PYTHON);
     proc_start(&s->proc, argv, NULL, dir);
-    for (int waited = 0; !(s->port = read_port(port_file)); waited += 10) {
+    for (int waited = 0; !(s->port = test_read_port(port_file)); waited += 10) {
         int status = proc_poll(&s->proc);
         if (status >= 0 || waited >= START_TIMEOUT_MS) {
             char *err = proc_stderr(&s->proc);
@@ -91,7 +74,7 @@ void smtpd_start(struct smtpd *s, const char *dir, const struct smtpd_options *o
             cr_assert_fail("smtpd.py %s",
                            status >= 0 ? "exited before listening" : "did not listen within 15 s");
         }
-        sleep_10ms();
+        test_sleep_ms(10);
     }
     free(port_file);
     free(fail_n);
