@@ -456,15 +456,17 @@ static void pause_ms(unsigned ms)
         ;
 }
 
-/* Records a failed delivery of items[from..n): each keeps its outbox place
- * with a later try, or, when the far end refused for good, is given up for
- * this receiver only (the other receivers have items of their own). */
+/* Records the failed delivery of one message, items[from..to): each keeps
+ * its outbox place with a later try, or, when the far end refused it for
+ * good, is given up for this receiver only (the other receivers have items
+ * of their own). The items after it, never tried, keep their place as they
+ * were, waiting only as long as the far end asked (Retry-After). */
 static void delivery_failed(struct tick *t, const struct receiver_conf *r,
-                            const struct outbox_item *items, size_t from, size_t n,
+                            const struct outbox_item *items, size_t from, size_t to, size_t n,
                             const struct notify_result *res, const char *error)
 {
     long long now = t->opt->now;
-    for (size_t i = from; i < n; i++) {
+    for (size_t i = from; i < to; i++) {
         if (res->permanent) {
             state_outbox_done(t->st, items[i].id);
             continue;
@@ -473,13 +475,15 @@ static void delivery_failed(struct tick *t, const struct receiver_conf *r,
         if (res->retry_after > 0)
             state_outbox_not_before(t->st, items[i].id, now + res->retry_after);
     }
+    for (size_t i = to; i < n && res->retry_after > 0; i++)
+        state_outbox_not_before(t->st, items[i].id, now + res->retry_after);
     if (res->permanent)
         log_error("%s; refused for good: %zu event%s given up for receiver %s (the other "
                   "receivers are not affected)",
-                  error, n - from, n - from == 1 ? "" : "s", r->name);
+                  error, to - from, to - from == 1 ? "" : "s", r->name);
     else
-        log_error("%s; %zu event%s kept for a later run%s", error, n - from,
-                  n - from == 1 ? "" : "s", res->retry_after > 0 ? " (as the far end asked)" : "");
+        log_error("%s; %zu event%s kept for a later run%s", error, to - from,
+                  to - from == 1 ? "" : "s", res->retry_after > 0 ? " (as the far end asked)" : "");
     t->failures++;
 }
 
@@ -512,9 +516,9 @@ static void deliver_receiver(struct tick *t, const struct notify_env *env,
                 state_outbox_done(t->st, items[start + i].id);
             log_info("receiver %s: %zu event%s delivered", r->name, count, count == 1 ? "" : "s");
         } else {
-            /* The rest waits too: a receiver that failed or asked for a
-             * pause gets nothing more in this run. */
-            delivery_failed(t, r, items, start, n, &res, e.msg);
+            /* A receiver that failed or asked for a pause gets nothing
+             * more in this run; its other messages wait untouched. */
+            delivery_failed(t, r, items, start, start + count, n, &res, e.msg);
             free(evs);
             break;
         }

@@ -13,16 +13,15 @@ struct json_object *chat_render(const struct notify_env *env, const struct recei
     struct json_object *payload = NULL;
     struct buf text;
     buf_init(&text, 4 * 1024 * 1024);
-    if (notify_render(&text, env, chat->template, name, ctx, e) < 0) {
-        res->permanent = true;
+    int rendered = notify_render(&text, env, chat->template, name, ctx, e);
+    if (rendered < 0) {
+        res->permanent = rendered == -2;
         goto out;
     }
-    payload = json_tokener_parse(buf_str(&text));
-    if (!payload || !json_object_is_type(payload, json_type_object)) {
-        json_object_put(payload);
-        payload = NULL;
+    payload = notify_parse_json(buf_str(&text), e);
+    if (!payload) {
         res->permanent = true;
-        err_set(e, "the %s template did not produce a JSON object", name);
+        err_prefix(e, "the %s template made a message that cannot be sent", name);
     }
 out:
     buf_free(&text);

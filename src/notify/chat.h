@@ -13,9 +13,10 @@
 
 /* Renders template `name` (the receiver's `template`, else the templates
  * directory's, else the built-in one) over the first `k` events of `m` and
- * parses it. Returns the JSON (a new reference) or NULL with `e` set and
- * res->permanent: a template that does not make JSON is a mistake to fix,
- * not a message to retry. */
+ * parses it strictly. Returns the JSON (a new reference) or NULL with `e`
+ * set; res->permanent when the template does not compile, render or make
+ * one JSON object (a mistake to fix, not a message to retry), not when its
+ * file cannot be read now. */
 struct json_object *chat_render(const struct notify_env *env, const struct receiver_conf *r,
                                 const struct chat_conf *chat, const char *name,
                                 const struct notify_message *m, size_t k,

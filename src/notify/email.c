@@ -567,10 +567,12 @@ static int smtp_send(const struct receiver_conf *r, const char *sender, char *co
     sigaction(SIGPIPE, &ign, &old_pipe);
     sigaction(SIGALRM, &wake, &old_alarm);
     alarms = 0;
-    setitimer(ITIMER_REAL, &timer, NULL);
+    struct itimerval old_timer;
+    setitimer(ITIMER_REAL, &timer, &old_timer);
     smtp_start_session(session);
     int smtp_err = smtp_errno();
     setitimer(ITIMER_REAL, &off, NULL);
+    setitimer(ITIMER_REAL, &old_timer, NULL); /* whatever timer was set before */
     sigaction(SIGALRM, &old_alarm, NULL);
     sigaction(SIGPIPE, &old_pipe, NULL);
 
@@ -600,7 +602,8 @@ struct email_content {
 
 /* Subject and bodies of the mail: the email-subject.txt, email.txt (or
  * the receiver's `template`) and email.html (or its `html_template`)
- * templates over the message's context. The subject is one line, trimmed. */
+ * templates over the message's context. The subject is one line, trimmed.
+ * Returns as notify_render does: -1 worth retrying, -2 a template to fix. */
 static int email_render(struct email_content *out, const struct notify_env *env,
                         const struct receiver_conf *r, const struct notify_message *m,
                         struct err *e)
@@ -611,9 +614,9 @@ static int email_render(struct email_content *out, const struct notify_env *env,
     buf_init(&subject, 64 * 1024);
     buf_init(&text, 4 * 1024 * 1024);
     buf_init(&html, 4 * 1024 * 1024);
-    if (notify_render(&subject, env, NULL, "email-subject.txt", ctx, e) < 0 ||
-        notify_render(&text, env, r->email.template, "email.txt", ctx, e) < 0 ||
-        notify_render(&html, env, r->email.html_template, "email.html", ctx, e) < 0)
+    if ((rc = notify_render(&subject, env, NULL, "email-subject.txt", ctx, e)) < 0 ||
+        (rc = notify_render(&text, env, r->email.template, "email.txt", ctx, e)) < 0 ||
+        (rc = notify_render(&html, env, r->email.html_template, "email.html", ctx, e)) < 0)
         goto out;
     char *line = buf_steal(&subject);
     line[strcspn(line, "\r\n")] = '\0';
@@ -686,8 +689,9 @@ static int email_send(const struct notify_env *env, const struct receiver_conf *
     /* The sender's domain, not this machine's name: the id stays the same
      * whichever machine sends or retries the mail. */
     const char *host = strchr(from.addr, '@') + 1;
-    if (email_render(&c, env, r, nm, e) < 0) {
-        res->permanent = true; /* a template to fix, not a server to retry */
+    int rendered = email_render(&c, env, r, nm, e);
+    if (rendered < 0) {
+        res->permanent = rendered == -2; /* a template to fix, not a server to retry */
         goto out;
     }
     id = mime_message_id(r->name, events[0].serial, events[0].kind, events[0].unixtime, host);

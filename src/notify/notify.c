@@ -3,7 +3,12 @@
 #include "notify/notify.h"
 #include "templates.h"
 
+#include "util/xalloc.h"
+
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static const struct notifier *const notifiers[] = {
     &notifier_webhook,
@@ -72,15 +77,49 @@ int notify_render(struct buf *out, const struct notify_env *env, const char *exp
     struct template *t = NULL;
     const char *dir = env ? env->templates_dir : NULL;
     int rc = -1;
-    if (templates_load(&t, explicit_path, dir, name, e) < 0)
+    if (templates_load(&t, explicit_path, dir, name, e) < 0) {
+        /* A file that cannot be read now (permissions, a deploy under way)
+         * may be readable on the next run; one that does not compile will
+         * not be. */
+        char *path = explicit_path ? xstrdup(explicit_path)
+                                   : dir ? xasprintf("%s/%s", dir, name) : NULL;
+        bool unreadable = path && access(path, F_OK) == 0 && access(path, R_OK) < 0;
+        bool missing = explicit_path && access(explicit_path, F_OK) < 0;
+        rc = unreadable || missing ? -1 : -2;
+        free(path);
         goto out;
-    enum template_escape esc = template_escape_for(explicit_path ? explicit_path : name);
-    if (template_render(out, t, ctx, esc, templates_partial, (void *)dir, e) < 0)
+    }
+    /* The escaping belongs to the role ("slack.json" is JSON), whatever a
+     * custom file is called: a device name must never break a payload. */
+    if (template_render(out, t, ctx, template_escape_for(name), templates_partial, (void *)dir,
+                        e) < 0) {
+        rc = -2;
         goto out;
+    }
     rc = 0;
 out:
     template_free(t);
     return rc;
+}
+
+struct json_object *notify_parse_json(const char *text, struct err *e)
+{
+    struct json_tokener *tok = json_tokener_new();
+    size_t len = strlen(text);
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    struct json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
+    size_t used = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    if (obj && strspn(text + used, " \t\r\n") != len - used) {
+        json_object_put(obj);
+        obj = NULL;
+    }
+    if (!obj || !json_object_is_type(obj, json_type_object)) {
+        json_object_put(obj);
+        err_set(e, "it is not one JSON object");
+        return NULL;
+    }
+    return obj;
 }
 
 int notify_render_text(struct buf *out, const struct notify_env *env, const char *explicit_path,

@@ -75,11 +75,18 @@ struct json_object *notify_context_first(const char *receiver, const struct noti
 
 /* Renders the template `name` ("slack.json") for a message context:
  * `explicit_path` (a receiver's template: key) when not NULL, else the file
- * of that name in env->templates_dir, else the built-in one; escaping by
- * the file name (templates.h). Fails with the template's ORIGIN:LINE:COL
- * or the render error. */
+ * of that name in env->templates_dir, else the built-in one. The escaping
+ * is that of `name` (JSON for .json, HTML for .html, text for .txt), never
+ * of a custom file's name. Returns 0; -1 when the template file cannot be
+ * read now (worth retrying); -2 when it does not compile or render (a
+ * mistake to fix: retrying cannot help). `e` says which. */
 int notify_render(struct buf *out, const struct notify_env *env, const char *explicit_path,
                   const char *name, const struct json_object *ctx, struct err *e);
+
+/* `text` as one JSON object, parsed strictly (standard JSON only, and
+ * nothing but whitespace after it); NULL with `e` set otherwise. A new
+ * reference. */
+struct json_object *notify_parse_json(const char *text, struct err *e);
 
 /* The plain-text form of a message (file.txt, or `explicit_path`), as the
  * file receiver writes it and a dry run shows it: a heading line, then a

@@ -22,20 +22,24 @@ static int webhook_send(const struct notify_env *env, const struct receiver_conf
     struct json_object *check = NULL;
     struct buf body;
     buf_init(&body, 4 * 1024 * 1024);
-    if (notify_render(&body, env, r->webhook.template, "webhook.json", ctx, e) < 0) {
-        res->permanent = true;
+    int rendered = notify_render(&body, env, r->webhook.template, "webhook.json", ctx, e);
+    if (rendered < 0) {
+        res->permanent = rendered == -2;
         goto out;
     }
     /* A template that does not make JSON is a mistake to fix, not a
-     * message to send. */
-    check = json_tokener_parse(buf_str(&body));
+     * message to send; what goes out is the parsed document, so it is
+     * JSON whatever the template's spacing. */
+    check = notify_parse_json(buf_str(&body), e);
     if (!check) {
         res->permanent = true;
-        err_set(e, "the webhook.json template did not produce JSON");
+        err_prefix(e, "the webhook.json template made a document that cannot be sent");
         goto out;
     }
+    const char *doc = json_object_to_json_string_ext(
+        check, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     if (http_post(&reply, r->webhook.url, r->webhook.headers, r->webhook.n_headers,
-                  "application/json", buf_str(&body), e) < 0)
+                  "application/json", doc, e) < 0)
         goto out;
     http_result(res, &reply, r->webhook.url, r->webhook.headers, r->webhook.n_headers);
     if (reply.status < 200 || reply.status > 299) {

@@ -217,3 +217,66 @@ Test(chat, a_teams_card_stays_under_28_kb, .fini = teardown, .timeout = 60)
     cr_assert(strstr(rq->body, "more (the full list"), "says what it left out");
     hook_request_free(rq);
 }
+
+/* 120 events: two messages. Slack refuses the first for good; the second,
+ * never tried, is not given up with it and goes out on the next run. */
+Test(chat, a_refused_message_does_not_take_the_unsent_ones_with_it, .fini = teardown,
+     .timeout = 120)
+{
+    start(6, 20, 0, slack_and_log);
+    hooksink_set_status(R.hook, 500);
+    for (int i = 0; i < 6; i++)
+        relay_run_at(&R, T0 + i * 300, NULL);
+    hooksink_clear(R.hook);
+    hooksink_set_status(R.hook, 200);
+    hooksink_push_reply(R.hook, 400, "invalid_payload", 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 6 * 3600, NULL), 1);
+    cr_assert_eq(hooksink_count(R.hook), 1, "nothing more in the run that failed");
+    cr_assert_eq(relay_run_at(&R, T0 + 6 * 3600 + 60, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 2, "the untried message goes out next");
+    struct json_object *doc = request_json(1);
+    const char *text = json_object_get_string(path(doc, "text"));
+    cr_assert(strstr(text, "(first of 20 alerts)"), "%s", text);
+    json_object_put(doc);
+}
+
+/* A custom template's file name does not choose the escaping: a device
+ * name with quotes and a backslash cannot break a Slack payload. */
+Test(chat, a_custom_template_is_escaped_for_its_role, .fini = teardown, .timeout = 60)
+{
+    relay_start(&R, "{\"now\": 1795000000, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
+                    "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": "
+                    "[{\"serial\": \"5214A000\", \"name\": \"Freezer \\\"A\\\" C:\\\\lab\", "
+                    "\"alerts\": [{\"unixtime\": 1794999940, \"ch1\": \"CH1 x\"}]}]}]}");
+    char *tpl = xasprintf("%s/mine.tmpl", R.dir);
+    write_file(tpl, "{\"text\": \"{{#events}}{{name}}{{/events}}\", \"channel\": \"#alerts\"}\n");
+    relay_config(&R, NULL,
+                 "  - name: lab-slack\n"
+                 "    slack: {url: \"@HOOK_URL@\", template: mine.tmpl}\n");
+    hooksink_push_reply(R.hook, 200, "ok", 0);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    struct json_object *doc = request_json(0);
+    cr_assert_str_eq(json_object_get_string(path(doc, "text")), "Freezer \"A\" C:\\lab");
+    cr_assert_str_eq(json_object_get_string(path(doc, "channel")), "#alerts");
+    json_object_put(doc);
+    free(tpl);
+}
+
+/* A template whose output is not one standard JSON object is never sent. */
+Test(chat, a_template_that_does_not_make_json_is_not_sent, .fini = teardown, .timeout = 60)
+{
+    start(1, 1, 0, NULL);
+    char *tpl = xasprintf("%s/broken.json", R.dir);
+    write_file(tpl, "{\"count\": {{count}}} and more\n");
+    relay_config(&R, NULL,
+                 "  - name: hook\n"
+                 "    webhook: {url: \"@HOOK_URL@\", template: broken.json}\n");
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 1);
+    cr_assert(strstr(err, "webhook.json template made a document that cannot be sent"), "%s",
+              err);
+    cr_assert(strstr(err, "given up for receiver hook"), "%s", err);
+    free(err);
+    cr_assert_eq(hooksink_count(R.hook), 0);
+    free(tpl);
+}
