@@ -639,8 +639,8 @@ out:
 /* The Message-ID this mail follows up, or NULL. A recovery mail belongs
  * under the mail of the alarm it ends: when every event is a recovery of
  * one serial and kind that ends the alarm of unixtime R (`recovers`), that
- * alarm's mail had the id mime_message_id(r->name, serial, kind, R, host)
- * (when the alarm was the first event of its mail, as a lone alarm is). */
+ * alarm's mail had the id mime_message_id(r->name, serial, kind, R, 1,
+ * host) when the alarm was alone in its mail, as an alarm usually is. */
 static char *email_parent_id(const struct receiver_conf *r, const struct event *events, size_t n,
                              const char *host)
 {
@@ -651,7 +651,7 @@ static char *email_parent_id(const struct receiver_conf *r, const struct event *
             strcmp(ev->kind, first->kind) != 0)
             return NULL;
     }
-    return mime_message_id(r->name, first->serial, first->kind, first->recovers, host);
+    return mime_message_id(r->name, first->serial, first->kind, first->recovers, 1, host);
 }
 
 static void add_unique(char ***list, size_t *n, const char *addr)
@@ -694,7 +694,7 @@ static int email_send(const struct notify_env *env, const struct receiver_conf *
         res->permanent = rendered == -2; /* a template to fix, not a server to retry */
         goto out;
     }
-    id = mime_message_id(r->name, events[0].serial, events[0].kind, events[0].unixtime, host);
+    id = mime_message_id(r->name, events[0].serial, events[0].kind, events[0].unixtime, n, host);
     parent = email_parent_id(r, events, n, host);
     struct mime_mail m = {
         .from = r->email.from,

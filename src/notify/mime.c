@@ -604,7 +604,7 @@ static void id_part(struct buf *b, const char *s)
 }
 
 char *mime_message_id(const char *receiver, const char *serial, const char *kind,
-                      long long unixtime, const char *host)
+                      long long unixtime, size_t count, const char *host)
 {
     struct buf b;
     buf_init(&b, 0);
@@ -614,7 +614,10 @@ char *mime_message_id(const char *receiver, const char *serial, const char *kind
     id_part(&b, serial);
     buf_puts(&b, ".");
     id_part(&b, kind);
-    buf_printf(&b, ".%lld@", unixtime);
+    buf_printf(&b, ".%lld", unixtime);
+    if (count > 1)
+        buf_printf(&b, "+%zu", count);
+    buf_puts(&b, "@");
     if (!host || !*host)
         host = "localhost";
     for (const char *p = host; *p; p++)

@@ -61,16 +61,19 @@ struct mime_mail {
 int mime_compose(char **out, const struct mime_mail *m, struct err *e);
 
 /* The Message-ID of the mail whose first event is (serial, kind, unixtime)
- * sent to `receiver`: "<wsrelay.RECEIVER.SERIAL.KIND.UNIXTIME@HOST>". The
+ * sent to `receiver`: "<wsrelay.RECEIVER.SERIAL.KIND.UNIXTIME@HOST>" for a
+ * mail of one event, "…UNIXTIME+COUNT@HOST>" for a mail of `count` > 1. The
  * same arguments always give the same id, so a retried mail keeps its id,
- * and the id of an alarm's mail can be computed again later, from the
- * alarm alone, to thread a recovery mail under it (In-Reply-To). In the
+ * while a batch that grew before its retry gets a new one (mail services
+ * that drop repeated ids must not hide it). The id of a lone alarm's mail
+ * can be computed again later, from the alarm alone, to thread a recovery
+ * mail under it (In-Reply-To). In the
  * four parts, bytes other than letters, digits, '-' and '_' are written
  * "=XX" (so distinct values give distinct ids); in `host` anything but
  * letters, digits, '-' and '.' becomes '-' ("localhost" when empty or
  * NULL). The caller frees the result. */
 char *mime_message_id(const char *receiver, const char *serial, const char *kind,
-                      long long unixtime, const char *host);
+                      long long unixtime, size_t count, const char *host);
 
 /* `unixtime` as an RFC 5322 date in UTC, "Wed, 18 Nov 2026 11:06:40 +0000",
  * in `out` (at least 32 bytes). */

@@ -494,34 +494,38 @@ Test(mime, dates_are_rfc5322_in_utc)
 
 Test(mime, message_ids_are_stable_and_distinct)
 {
-    char *a = mime_message_id("mail", "5214000A", "ch1", 1795000000, "example.org");
-    char *b = mime_message_id("mail", "5214000A", "ch1", 1795000000, "example.org");
+    char *a = mime_message_id("mail", "5214000A", "ch1", 1795000000, 1, "example.org");
+    char *b = mime_message_id("mail", "5214000A", "ch1", 1795000000, 1, "example.org");
     cr_assert_str_eq(a, "<wsrelay.mail.5214000A.ch1.1795000000@example.org>");
     cr_assert_str_eq(a, b, "a retry keeps its id");
     free(b);
-    b = mime_message_id("mail", "5214000A", "ch2", 1795000000, "example.org");
+    b = mime_message_id("mail", "5214000A", "ch2", 1795000000, 1, "example.org");
     cr_assert_str_neq(a, b);
     free(b);
-    b = mime_message_id("mail", "5214000A", "ch1", 1795000001, "example.org");
+    b = mime_message_id("mail", "5214000A", "ch1", 1795000001, 1, "example.org");
     cr_assert_str_neq(a, b);
+    free(b);
+    /* A batch that grew before its retry is a new mail. */
+    b = mime_message_id("mail", "5214000A", "ch1", 1795000000, 3, "example.org");
+    cr_assert_str_eq(b, "<wsrelay.mail.5214000A.ch1.1795000000+3@example.org>");
     free(b);
     free(a);
 
     /* Separators inside the parts cannot make two ids equal. */
-    a = mime_message_id("a.b", "c", "battery-level", -5, "ex ample.org");
-    b = mime_message_id("a", "b.c", "battery-level", -5, "ex ample.org");
+    a = mime_message_id("a.b", "c", "battery-level", -5, 1, "ex ample.org");
+    b = mime_message_id("a", "b.c", "battery-level", -5, 1, "ex ample.org");
     cr_assert_str_eq(a, "<wsrelay.a=2Eb.c.battery-level.-5@ex-ample.org>");
     cr_assert_str_eq(b, "<wsrelay.a.b=2Ec.battery-level.-5@ex-ample.org>");
     free(a);
     free(b);
-    a = mime_message_id("r", "s<>\r\n", "k", 1, NULL);
+    a = mime_message_id("r", "s<>\r\n", "k", 1, 1, NULL);
     cr_assert_str_eq(a, "<wsrelay.r.s=3C=3E=0D=0A.k.1@localhost>");
     free(a);
 }
 
 Test(mime, a_follow_up_names_the_mail_it_follows)
 {
-    char *alarm = mime_message_id("mail", "5214000A", "ch1", 1794999000, "example.org");
+    char *alarm = mime_message_id("mail", "5214000A", "ch1", 1794999000, 1, "example.org");
     struct mime_mail m = sample();
     m.in_reply_to = alarm;
     char *msg = compose_ok(&m);
