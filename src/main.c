@@ -138,7 +138,7 @@ static int cmd_check(const struct globals *g, int argc, char **argv)
     }
     if (load_config(&c, g) < 0)
         return RUN_USAGE;
-    struct notify_env env = {.templates_dir = c->templates_dir, .hostname = "check"};
+    struct notify_env env = {.templates_dir = c->templates_dir};
     for (size_t i = 0; i < c->n_receivers; i++) {
         struct err e;
         if (notify_check_templates(&env, &c->receivers[i], &e) < 0) {
@@ -204,10 +204,8 @@ static int cmd_test_receiver(const struct globals *g, int argc, char **argv)
                 c->path);
         goto out;
     }
-    char host[256] = "localhost";
-    gethostname(host, sizeof host - 1);
     struct event ev = test_event((long long)time(NULL));
-    struct notify_env env = {.templates_dir = c->templates_dir, .hostname = host};
+    struct notify_env env = {.templates_dir = c->templates_dir};
     struct notify_message m = {.events = &ev, .n = 1, .now = ev.unixtime, .test = true};
     struct notify_result res;
     struct err e;

@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #define DISCOVERY_INTERVAL 600 /* seconds between two Get Current Readings */
 #define REFUSED_RECHECK 86400  /* a device the platform refused is tried daily */
@@ -542,9 +541,7 @@ int run_once(const struct config *c, const struct run_options *o)
     /* Nothing is delivered that could not be recorded as delivered. */
     if (!o->dry_run && persist(&t, "after polling") < 0)
         goto out;
-    char host[256] = "localhost";
-    gethostname(host, sizeof host - 1);
-    struct notify_env env = {.templates_dir = c->templates_dir, .hostname = host};
+    struct notify_env env = {.templates_dir = c->templates_dir};
     for (size_t i = 0; i < c->n_receivers; i++)
         deliver_receiver(&t, &env, &c->receivers[i]);
     if (!o->dry_run)

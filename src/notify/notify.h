@@ -31,7 +31,6 @@ struct notify_message {
 /* What every notifier of a run shares. */
 struct notify_env {
     const char *templates_dir; /* the config's templates: directory, or NULL */
-    const char *hostname;      /* this machine, for Message-IDs */
 };
 
 /* What the far end answered. Filled on success and on failure. */

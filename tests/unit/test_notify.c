@@ -107,7 +107,7 @@ Test(notify, file_receiver_appends_whole_blocks_privately)
     struct receiver_conf r = {.name = name, .type = RECEIVER_FILE, .file = {.path = path}};
     struct event ev = sample("Freezer", "CH1 Upper Limit Exceeded");
     struct notify_message m = {.events = &ev, .n = 1, .now = 1795000000};
-    struct notify_env env = {.hostname = "test"};
+    struct notify_env env = {0};
     struct notify_result res;
     struct err e;
     cr_assert_eq(notify_send(&env, &r, &m, &res, &e), 0, "%s", e.msg);
@@ -135,7 +135,7 @@ Test(notify, file_receiver_failure_names_the_file)
     struct receiver_conf r = {.name = name, .type = RECEIVER_FILE, .file = {.path = path}};
     struct event ev = sample("Freezer", "x");
     struct notify_message m = {.events = &ev, .n = 1, .now = 1795000000};
-    struct notify_env env = {.hostname = "test"};
+    struct notify_env env = {0};
     struct notify_result res;
     struct err e;
     cr_assert_eq(notify_send(&env, &r, &m, &res, &e), -1);
