@@ -683,6 +683,7 @@ Test(templates, text_templates_show_severity_and_what_was_held_back)
               "%s", got);
     cr_assert(strstr(got, "RECOVERED</span> Freezer &quot;B&quot;</div>"), "%s", got);
     cr_assert(strstr(got, "COMMUNICATION · &lt;low&gt; &amp; &quot;slow&quot;</span>"), "%s", got);
+    cr_assert(strstr(got, ">and 3 more (held back)</div>"), "%s", got);
     cr_assert_eq(occurrences(got, "held back"), 3, "%s", got);
     free(got);
     template_free(t);
