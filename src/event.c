@@ -9,12 +9,15 @@
 #include "util/xalloc.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#define MAX_UNIXTIME 253402300799LL /* 9999-12-31T23:59:59Z */
 
 const char *const event_kinds[] = {"ch1", "ch2", "ch3", "ch4", "ch5", "ch6",
                                    "battery-level", "communication-status"};
@@ -38,6 +41,9 @@ void event_clear(struct event *ev)
     free(ev->limit);
     free(ev->channel_name);
     free(ev->channel_unit);
+    free(ev->group);
+    free(ev->rule);
+    free(ev->severity);
     memset(ev, 0, sizeof *ev);
 }
 
@@ -60,6 +66,11 @@ void event_copy(struct event *out, const struct event *ev)
     out->channel_name = xstrdup_or_null(ev->channel_name);
     out->channel_unit = xstrdup_or_null(ev->channel_unit);
     out->utc_offset = ev->utc_offset;
+    out->group = xstrdup_or_null(ev->group);
+    out->rule = xstrdup_or_null(ev->rule);
+    out->severity = xstrdup_or_null(ev->severity);
+    out->held = ev->held;
+    out->held_since = ev->held_since;
 }
 
 void event_list_free(struct event_list *l)
@@ -161,6 +172,35 @@ static void put_reading(struct json_object *obj, const struct event *ev)
     free(tmp.limit);
 }
 
+/* `t` in the local time of an offset of `utc_offset` minutes; false for a
+ * time outside year 1970 to 9999, which no device reports. */
+static bool local_tm(struct tm *out, long long t, int utc_offset)
+{
+    if (t < 0 || t > MAX_UNIXTIME)
+        return false;
+    time_t local = (time_t)(t + (long long)utc_offset * 60);
+    return gmtime_r(&local, out) != NULL;
+}
+
+/* held_since in the device's local time: "HH:MM" on the event's own local
+ * date, else "MM-DD HH:MM" (a throttle holds events back for hours, not
+ * years, so the month and day tell enough); NULL when nothing was held. */
+static void put_held_since_time(struct json_object *obj, const struct event *ev)
+{
+    struct tm since, at;
+    char text[32];
+    if (ev->held <= 0 || ev->held_since <= 0 || !local_tm(&since, ev->held_since, ev->utc_offset)) {
+        json_object_object_add(obj, "held_since_time", NULL);
+        return;
+    }
+    if (local_tm(&at, ev->unixtime, ev->utc_offset) && at.tm_year == since.tm_year &&
+        at.tm_yday == since.tm_yday)
+        strftime(text, sizeof text, "%H:%M", &since);
+    else
+        strftime(text, sizeof text, "%m-%d %H:%M", &since);
+    put_string(obj, "held_since_time", text);
+}
+
 struct json_object *event_to_json(const struct event *ev)
 {
     char local[40], utc[32];
@@ -175,6 +215,7 @@ struct json_object *event_to_json(const struct event *ev)
     put_string(obj, "base_serial", ev->base_serial);
     put_string(obj, "base_model", ev->base_model);
     put_string(obj, "base_name", ev->base_name);
+    put_string(obj, "group", ev->group ? ev->group : "");
     json_object_object_add(obj, "unixtime", json_object_new_int64(ev->unixtime));
     put_string(obj, "kind", ev->kind);
     put_string(obj, "text", ev->text);
@@ -186,6 +227,11 @@ struct json_object *event_to_json(const struct event *ev)
     event_utc_time(ev, utc, sizeof utc);
     put_string(obj, "local_time", local);
     put_string(obj, "utc_time", utc);
+    put_string(obj, "rule", ev->rule);
+    put_string(obj, "severity", ev->severity);
+    json_object_object_add(obj, "held", json_object_new_int64(ev->held));
+    json_object_object_add(obj, "held_since", json_object_new_int64(ev->held_since));
+    put_held_since_time(obj, ev);
     return obj;
 }
 
@@ -219,6 +265,31 @@ static void read_reading(struct event *out, const struct json_object *obj)
     }
     if (!out->state)
         classify(out);
+}
+
+/* A non-negative integer member; 0 when missing, of another type or
+ * negative. */
+static long long get_count(const struct json_object *obj, const char *key)
+{
+    struct json_object *v = NULL;
+    long long n;
+    if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_int))
+        return 0;
+    n = (long long)json_object_get_int64(v);
+    return n > 0 ? n : 0;
+}
+
+/* group and what a rule decided, as event_to_json writes them. All came
+ * after the first outbox format: a missing member, or one of another type,
+ * is taken as absent rather than failing the item. */
+static void read_routing(struct event *out, const struct json_object *obj)
+{
+    long long held = get_count(obj, "held");
+    get_string(&out->group, obj, "group");
+    get_string(&out->rule, obj, "rule");
+    get_string(&out->severity, obj, "severity");
+    out->held = held > LONG_MAX ? LONG_MAX : (long)held;
+    out->held_since = get_count(obj, "held_since");
 }
 
 int event_from_json(struct event *out, const struct json_object *obj, struct err *e)
@@ -265,6 +336,7 @@ int event_from_json(struct event *out, const struct json_object *obj, struct err
     if (json_object_object_get_ex(obj, "recovers", &v) && json_object_is_type(v, json_type_int))
         out->recovers = json_object_get_int64(v);
     read_reading(out, obj);
+    read_routing(out, obj);
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         char **slot = (char **)((char *)out + fields[i].offset);
         if (!*slot && (fields[i].offset == offsetof(struct event, model) ||
@@ -276,8 +348,7 @@ int event_from_json(struct event *out, const struct json_object *obj, struct err
 
 /* ---- Get Alert Logs bodies ---- */
 
-#define MAX_OFFSET (24 * 60)        /* minutes; any real offset is well inside */
-#define MAX_UNIXTIME 253402300799LL /* 9999-12-31T23:59:59Z */
+#define MAX_OFFSET (24 * 60) /* minutes; any real offset is well inside */
 #define DEFAULT_DST_BIAS 60
 
 

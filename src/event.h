@@ -36,6 +36,14 @@ struct event {
     char *channel_name; /* for chN, the channel's name when the log lists it; else NULL */
     char *channel_unit; /* likewise */
     int utc_offset;     /* minutes east of UTC of the device's local time */
+    char *group;        /* the device's group from discovery; NULL when unknown */
+    /* What a routing rule decided for this event (one outbox item). */
+    char *rule;           /* the name of the rule that routed it; NULL: no rule (no rules, or
+                             default_receivers) */
+    char *severity;       /* that rule's severity label; NULL when none */
+    long held;            /* events of this device+kind that the rule's throttle held back
+                             since the last notification; 0: none */
+    long long held_since; /* unixtime of the first of those; 0 when held is 0 */
 };
 
 struct event_list {
@@ -84,15 +92,21 @@ void event_utc_time(const struct event *ev, char *out, size_t size);
 char *event_id(const struct event *ev);
 
 /* The event as a JSON object (a new reference, the caller puts it): id,
- * account, serial, model, name, base_serial, base_model, base_name,
+ * account, serial, model, name, base_serial, base_model, base_name, group,
  * unixtime, kind, text, state, value, limit, recovers, is_alarm,
  * is_recovered, is_sensor_error, is_battery, is_communication, is_other,
- * channel_name, channel_unit, utc_offset, local_time, utc_time. `value`
- * and `limit` are null when the text shows none; exactly one is_* member
- * is true, the one of `state`, for templates that have sections but no
- * comparisons. An event without a state (built by hand) is classified from
- * its text here. This is the form kept in the state's outbox and sent in
- * webhook documents. */
+ * channel_name, channel_unit, utc_offset, local_time, utc_time, rule,
+ * severity, held, held_since, held_since_time. `value` and `limit` are
+ * null when the text shows none; exactly one is_* member is true, the one
+ * of `state`, for templates that have sections but no comparisons. An
+ * event without a state (built by hand) is classified from its text here.
+ * `group` is "" when unknown. `rule` and `severity` are null when no rule
+ * (or no severity) applies; `held` is a number (0: nothing held back) and
+ * `held_since` one too (0 when held is 0). `held_since_time` is null when
+ * held is 0 (or held_since is not a usable time), else held_since in the
+ * device's local time (utc_offset, as local_time): "HH:MM" when it falls
+ * on the local date of the event itself, else "MM-DD HH:MM". This is the
+ * form kept in the state's outbox and sent in webhook documents. */
 struct json_object *event_to_json(const struct event *ev);
 
 /* The reverse of event_to_json; `out` is filled and owned by the caller
@@ -101,8 +115,11 @@ struct json_object *event_to_json(const struct event *ev);
  * another type. The members added later never fail: when `state` is
  * missing (an outbox entry written by an older wsrelay), not a string or
  * not a known state, the text is classified again, and a missing `value`
- * or `limit` is then taken from that too; a missing `recovers` is 0. The
- * is_* members are not read: they follow from `state`. */
+ * or `limit` is then taken from that too; a missing `recovers` is 0; a
+ * missing `group`, `rule` or `severity`, or one that is not a string, is
+ * NULL; a missing `held` or `held_since`, or one that is not an integer
+ * (or is negative), is 0. The is_* members and held_since_time are not
+ * read: they follow from `state` and held_since. */
 int event_from_json(struct event *out, const struct json_object *obj, struct err *e);
 
 #endif

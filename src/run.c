@@ -143,6 +143,7 @@ static void take_devices(struct tick *t, const struct account_conf *a,
         devs[i].base = infos[i].base_serial;
         devs[i].model = infos[i].model;
         devs[i].name = infos[i].name;
+        devs[i].group = infos[i].group_name;
     }
     state_set_devices(t->st, a->name, devs, n, t->opt->now);
     free(devs);
@@ -225,6 +226,7 @@ static void pool_add_account(struct tick *t, struct pool *pl, const struct accou
             conf[i].base = a->devices[i].base;
             conf[i].model = (char *)"";
             conf[i].name = (char *)"";
+            conf[i].group = (char *)"";
         }
         state_set_devices(t->st, a->name, conf, a->n_devices, t->opt->now);
         free(conf);
@@ -254,6 +256,7 @@ static void pool_free(struct pool *pl)
         free(d->base);
         free(d->model);
         free(d->name);
+        free(d->group);
     }
     free(pl->items);
 }

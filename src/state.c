@@ -31,28 +31,42 @@
  * item, and that nothing has touched for 30 days, are dropped, to bound
  * the file.
  *
+ * Why throttles are kept per rule, device serial and kind: a routing rule
+ * that lets one event of a device and kind through per period must
+ * remember across runs when it last did and how many it has held back
+ * since, so that the next notification can say "and 12 more since 02:14".
+ * The state only stores the entries; the rules decide what they mean.
+ * Entries nobody has touched for 30 days are pruned by the caller
+ * (state_prune_throttles), which bounds the file.
+ *
  * The file (one line; a new file has its keys in this order):
  *
  *   {"version":1,"next_id":7,
  *    "seen":{"5214000A":{"1795000000/ch1":1,...},...},
  *    "accounts":{"tokyo":{"discovered_at":N,
- *                "devices":[{"serial":S,"base":S,"model":S,"name":S},...],
+ *                "devices":[{"serial":S,"base":S,"model":S,"name":S,"group":S},...],
  *                "history":{"5214000A":{"first_known":N,"last_poll":N,"last_ok":N,
  *                                       "refused_until":N},...}}},
  *    "logins":{"tbzz9999":{"alert":{"calls":[N,...],"blocked_until":N,
  *                                   "ratelimit":{"limit":12,"remaining":3,"reset":3600,"at":N}},
  *                          "current":{...}}},
  *    "outbox":[{"id":1,"receiver":"ops-hook","event":{...event_to_json...},"attempts":0,
- *               "queued_at":N,"next_try":N,"last_error":null},...]}
+ *               "queued_at":N,"next_try":N,"last_error":null},...],
+ *    "throttles":[{"rule":"freezer-critical","serial":"5214000A","kind":"ch1",
+ *                  "last_sent":N,"held":12,"held_since":N},...],
+ *    "counters":{"dropped":N,"throttled":N,"unrouted":N}}
  *
  * Every section may be missing (it is then empty). Members this version
  * does not know are kept as they are; members it knows must have the shape
  * above, or the file is reported corrupt rather than guessed at. Files
  * written before the history existed kept last_poll and last_ok in the
- * device list; loading moves them into the history. The outbox
- * stays sorted by id (ids only grow), which makes lookups by id a binary
- * search. The lock file PATH.lock is never removed: removing a lock file
- * that others may have opened would let two runs hold "the" lock at once. */
+ * device list; loading moves them into the history; files written before
+ * device groups, throttles or counters existed lack "group" (read as "")
+ * and those sections. The outbox stays sorted by id (ids only grow), which
+ * makes lookups by id a binary search; the throttles stay sorted by rule,
+ * serial and kind, for the same reason, and no triple appears twice. The
+ * lock file PATH.lock is never removed: removing a lock file that others
+ * may have opened would let two runs hold "the" lock at once. */
 #include "state.h"
 #include "util/buf.h"
 #include "util/fileio.h"
@@ -169,7 +183,8 @@ static struct json_object *child_array(struct json_object *obj, const char *key)
 /* A top-level section of the state; check_root made sure each exists. */
 static struct json_object *section(const struct state *s, const char *key)
 {
-    return member(s->root, key, strcmp(key, "outbox") == 0 ? json_type_array : json_type_object);
+    bool list = strcmp(key, "outbox") == 0 || strcmp(key, "throttles") == 0;
+    return member(s->root, key, list ? json_type_array : json_type_object);
 }
 
 /* --- checking a loaded document ---------------------------------------- */
@@ -355,6 +370,7 @@ static int check_accounts(struct json_object *accounts, struct err *e)
                 check_opt(d, "base", json_type_string, where, e) < 0 ||
                 check_opt(d, "model", json_type_string, where, e) < 0 ||
                 check_opt(d, "name", json_type_string, where, e) < 0 ||
+                check_opt(d, "group", json_type_string, where, e) < 0 ||
                 check_opt(d, "last_poll", json_type_int, where, e) < 0 ||
                 check_opt(d, "last_ok", json_type_int, where, e) < 0)
                 return -1;
@@ -455,6 +471,71 @@ static int check_outbox(struct json_object *outbox, struct err *e)
     return 0;
 }
 
+/* Throttle entries by rule, then serial, then kind. */
+static int cmp_throttle_key(const struct json_object *t, const char *rule, const char *serial,
+                            const char *kind)
+{
+    int c = strcmp(str_member(t, "rule"), rule);
+    if (!c)
+        c = strcmp(str_member(t, "serial"), serial);
+    if (!c)
+        c = strcmp(str_member(t, "kind"), kind);
+    return c;
+}
+
+static int cmp_throttle(const void *a, const void *b)
+{
+    const struct json_object *y = *(struct json_object *const *)b;
+    return cmp_throttle_key(*(struct json_object *const *)a, str_member(y, "rule"),
+                            str_member(y, "serial"), str_member(y, "kind"));
+}
+
+/* Checks the throttles and sorts them by rule, serial and kind. */
+static int check_throttles(struct json_object *throttles, struct err *e)
+{
+    static const char *const keys[] = {"rule", "serial", "kind"};
+    static const char *const times[] = {"last_sent", "held", "held_since"};
+    char where[64];
+    if (check_type(throttles, json_type_array, "throttles", e) < 0)
+        return -1;
+    size_t n = json_object_array_length(throttles);
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *t = json_object_array_get_idx(throttles, i);
+        snprintf(where, sizeof where, "throttles[%zu]", i);
+        if (check_type(t, json_type_object, where, e) < 0)
+            return -1;
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+            if (check_req(t, keys[k], json_type_string, where, e) < 0)
+                return -1;
+        for (size_t k = 0; k < sizeof times / sizeof times[0]; k++)
+            if (check_opt(t, times[k], json_type_int, where, e) < 0)
+                return -1;
+        if (int_member(t, "held", 0) < 0 || int_member(t, "held", 0) > LONG_MAX)
+            return err_set(e, "%s.held: out of range", where);
+    }
+    json_object_array_sort(throttles, cmp_throttle);
+    for (size_t i = 1; i < n; i++) {
+        struct json_object *t = json_object_array_get_idx(throttles, i);
+        if (cmp_throttle_key(json_object_array_get_idx(throttles, i - 1), str_member(t, "rule"),
+                             str_member(t, "serial"), str_member(t, "kind")) == 0)
+            return err_set(e, "throttles: rule '%s', serial '%s', kind '%s' appears twice",
+                           str_member(t, "rule"), str_member(t, "serial"), str_member(t, "kind"));
+    }
+    return 0;
+}
+
+static int check_counters(struct json_object *counters, struct err *e)
+{
+    if (check_type(counters, json_type_object, "counters", e) < 0)
+        return -1;
+    struct json_object_iterator it = json_object_iter_begin(counters);
+    struct json_object_iterator end = json_object_iter_end(counters);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+        if (!json_object_is_type(json_object_iter_peek_value(&it), json_type_int))
+            return err_set(e, "counters.%s: not an integer", json_object_iter_peek_name(&it));
+    return 0;
+}
+
 /* Checks a parsed document and adds the sections it lacks. */
 static int check_root(struct json_object *root, struct err *e)
 {
@@ -467,6 +548,8 @@ static int check_root(struct json_object *root, struct err *e)
         {"accounts", check_accounts, json_object_new_object},
         {"logins", check_logins, json_object_new_object},
         {"outbox", check_outbox, json_object_new_array},
+        {"throttles", check_throttles, json_object_new_array},
+        {"counters", check_counters, json_object_new_object},
     };
     struct json_object *v = NULL;
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
@@ -501,6 +584,8 @@ static struct json_object *new_root(void)
     put(root, "accounts", need(json_object_new_object()));
     put(root, "logins", need(json_object_new_object()));
     put(root, "outbox", need(json_object_new_array()));
+    put(root, "throttles", need(json_object_new_array()));
+    put(root, "counters", need(json_object_new_object()));
     return root;
 }
 
@@ -835,13 +920,14 @@ void state_set_discovered(struct state *s, const char *account, long long now)
 }
 
 static struct json_object *device_object(const char *serial, const char *base, const char *model,
-                                         const char *name)
+                                         const char *name, const char *group)
 {
     struct json_object *d = need(json_object_new_object());
     put(d, "serial", need(json_object_new_string(serial)));
     put(d, "base", need(json_object_new_string(base ? base : "")));
     put(d, "model", need(json_object_new_string(model ? model : "")));
     put(d, "name", need(json_object_new_string(name ? name : "")));
+    put(d, "group", need(json_object_new_string(group ? group : "")));
     return d;
 }
 
@@ -931,7 +1017,7 @@ void state_set_devices(struct state *s, const char *account, const struct state_
         const struct state_device *d = &devs[i];
         if (!d->serial)
             continue;
-        append(list, device_object(d->serial, d->base, d->model, d->name));
+        append(list, device_object(d->serial, d->base, d->model, d->name, d->group));
         struct json_object *h = member(hist, d->serial, json_type_object);
         if (!h)
             put(hist, d->serial, history_object(now, d->last_poll, d->last_ok, d->refused_until));
@@ -959,6 +1045,7 @@ struct state_device *state_devices(const struct state *s, const char *account, s
         const char *base = str_member(d, "base");
         const char *model = str_member(d, "model");
         const char *name = str_member(d, "name");
+        const char *group = str_member(d, "group");
         if (!serial)
             continue;
         struct json_object *h = member(hist, serial, json_type_object);
@@ -967,6 +1054,7 @@ struct state_device *state_devices(const struct state *s, const char *account, s
         o->base = xstrdup(base ? base : "");
         o->model = xstrdup(model ? model : "");
         o->name = xstrdup(name ? name : "");
+        o->group = xstrdup(group ? group : "");
         o->first_known = int_member(h, "first_known", 0);
         o->last_poll = int_member(h, "last_poll", 0);
         o->last_ok = int_member(h, "last_ok", 0);
@@ -984,6 +1072,7 @@ void state_devices_free(struct state_device *d, size_t n)
         free(d[i].base);
         free(d[i].model);
         free(d[i].name);
+        free(d[i].group);
     }
     free(d);
 }
@@ -1007,7 +1096,7 @@ void state_device_polled(struct state *s, const char *account, const char *seria
         }
     }
     if (!found)
-        append(list, device_object(serial, base, "", ""));
+        append(list, device_object(serial, base, "", "", ""));
     struct json_object *h = history_entry(acc, serial);
     if (int_member(h, "first_known", 0) == 0)
         put_int(h, "first_known", now);
@@ -1200,6 +1289,13 @@ void state_clamp_clock(struct state *s, long long now, long max_block)
 {
     clamp_ledgers(s, now, max_block > 0 ? max_block : 0);
     clamp_accounts(s, now);
+    struct json_object *throttles = section(s, "throttles");
+    size_t len = json_object_array_length(throttles);
+    for (size_t i = 0; i < len; i++) {
+        struct json_object *t = json_object_array_get_idx(throttles, i);
+        clamp_member(t, "last_sent", now);
+        clamp_member(t, "held_since", now);
+    }
     struct json_object *outbox = section(s, "outbox");
     size_t n = json_object_array_length(outbox);
     for (size_t i = 0; i < n; i++) {
@@ -1384,4 +1480,101 @@ void state_outbox_failed(struct state *s, unsigned long long id, const char *err
     put_int(item, "attempts", attempts);
     put(item, "last_error", error ? need(json_object_new_string(error)) : NULL);
     put_int(item, "next_try", now + delay);
+}
+
+/* --- throttles ---------------------------------------------------------- */
+
+/* The index of rule+serial+kind in the throttles (sorted); -1 when absent. */
+static long find_throttle(const struct json_object *throttles, const char *rule, const char *serial,
+                          const char *kind)
+{
+    size_t lo = 0, hi = json_object_array_length(throttles);
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = cmp_throttle_key(json_object_array_get_idx(throttles, mid), rule, serial, kind);
+        if (c == 0)
+            return (long)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+bool state_throttle(const struct state *s, const char *rule, const char *serial, const char *kind,
+                    struct throttle_entry *out)
+{
+    struct json_object *throttles = section(s, "throttles");
+    long i = find_throttle(throttles, rule, serial, kind);
+    memset(out, 0, sizeof *out);
+    if (i < 0)
+        return false;
+    struct json_object *t = json_object_array_get_idx(throttles, (size_t)i);
+    out->last_sent = int_member(t, "last_sent", 0);
+    out->held = (long)int_member(t, "held", 0); /* check_throttles bounded it */
+    out->held_since = int_member(t, "held_since", 0);
+    return true;
+}
+
+/* A new triple is appended and the array sorted again: new triples are
+ * rare (a rule meeting a device and kind for the first time), lookups are
+ * not. */
+void state_set_throttle(struct state *s, const char *rule, const char *serial, const char *kind,
+                        const struct throttle_entry *t)
+{
+    struct json_object *throttles = section(s, "throttles");
+    long i = find_throttle(throttles, rule, serial, kind);
+    struct json_object *entry;
+    if (i >= 0) {
+        entry = json_object_array_get_idx(throttles, (size_t)i);
+    } else {
+        entry = need(json_object_new_object());
+        put(entry, "rule", need(json_object_new_string(rule)));
+        put(entry, "serial", need(json_object_new_string(serial)));
+        put(entry, "kind", need(json_object_new_string(kind)));
+    }
+    put_int(entry, "last_sent", t->last_sent);
+    put_int(entry, "held", t->held);
+    put_int(entry, "held_since", t->held_since);
+    if (i < 0) {
+        append(throttles, entry);
+        json_object_array_sort(throttles, cmp_throttle);
+    }
+}
+
+size_t state_prune_throttles(struct state *s, long long before)
+{
+    struct json_object *throttles = section(s, "throttles");
+    struct json_object *kept = need(json_object_new_array());
+    size_t n = json_object_array_length(throttles);
+    size_t dropped = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *t = json_object_array_get_idx(throttles, i);
+        if (int_member(t, "last_sent", 0) < before && int_member(t, "held_since", 0) < before)
+            dropped++;
+        else
+            append(kept, json_object_get(t));
+    }
+    put(s->root, "throttles", kept); /* still sorted: the order is kept */
+    return dropped;
+}
+
+/* --- counters ----------------------------------------------------------- */
+
+void state_count(struct state *s, const char *name, long long n)
+{
+    long long v = int_member(section(s, "counters"), name, 0);
+    if (n > 0 && v > LLONG_MAX - n)
+        v = LLONG_MAX;
+    else if (n < 0 && v < LLONG_MIN - n)
+        v = LLONG_MIN;
+    else
+        v += n;
+    put_int(section(s, "counters"), name, v);
+}
+
+long long state_counter(const struct state *s, const char *name)
+{
+    return int_member(section(s, "counters"), name, 0);
 }

@@ -11,7 +11,12 @@
  *   - the budget ledger per login ID and operation: the times of recent
  *     calls, the last X-RateLimit-* values, and any "blocked until" time;
  *   - the outbox: (event, receiver) pairs not yet delivered, with attempts
- *     and the time of the next try.
+ *     and the time of the next try;
+ *   - the routing rules' throttles per rule, device serial and kind: when
+ *     an event last went through, and how many were held back since;
+ *   - counters of events that no receiver got on purpose (dropped by a
+ *     rule, held back by a throttle, taken by no rule), for `wsrelay
+ *     status`.
  * No secret is ever written to it.
  *
  * state_open takes an exclusive lock (a `PATH.lock` file beside it) that it
@@ -46,8 +51,8 @@ int state_save(struct state *s, struct err *e);
  * it is on disk. Reads the file again (the lock is still held), replaces
  * its ledger with a copy of the one in memory and writes it atomically as
  * state_save does; a missing file becomes a new state holding just the
- * ledger. Seen keys, devices and outbox changed in memory never reach the
- * disk this way. Fails without writing when the file on disk cannot be
+ * ledger. Seen keys, devices, outbox, throttles and counters changed in
+ * memory never reach the disk this way. Fails without writing when the file on disk cannot be
  * read, parsed or checked, and when the write fails (the previous file is
  * then intact). */
 int state_save_budget(struct state *s, struct err *e);
@@ -70,7 +75,7 @@ size_t state_seen_count(const struct state *s, const char *serial);
 /* --- devices ---------------------------------------------------------- */
 
 /* A device as the account's last discovery listed it (serial, base, model,
- * name), joined with what wsrelay has done with it (the times). The times
+ * name, group), joined with what wsrelay has done with it (the times). The times
  * live in a per-serial history that discovery never drops: a device that
  * is missing from one discovery and listed again by the next keeps them. */
 struct state_device {
@@ -78,6 +83,7 @@ struct state_device {
     char *base;
     char *model;             /* "" when unknown */
     char *name;              /* "" when unknown */
+    char *group;             /* the device's group name; "" when none or unknown */
     long long first_known;   /* when wsrelay first knew the device: the first
                                 state_set_devices or state_device_polled naming
                                 it; 0: not yet. Later calls never move it (only
@@ -95,8 +101,8 @@ long long state_discovered_at(const struct state *s, const char *account);
 /* Records `now` as the account's discovery time. */
 void state_set_discovered(struct state *s, const char *account, long long now);
 
-/* Replaces the account's device list (serial, base, model and name) with
- * `devs`; entries without a serial are skipped. The history of a serial
+/* Replaces the account's device list (serial, base, model, name and group;
+ * a NULL one is "") with `devs`; entries without a serial are skipped. The history of a serial
  * already known is kept and the caller's times for it are ignored (except
  * that a first_known of 0 becomes `now`); a new serial gets a history with
  * first_known = `now` and last_poll, last_ok and refused_until from the
@@ -116,7 +122,7 @@ void state_devices_free(struct state_device *d, size_t n);
 /* Records a poll of the device at `now`: last_poll, last_ok too when `ok`
  * (its alert log was received and processed), and first_known when it had
  * none. A device missing from the list is added to it with `base` and an
- * empty model and name; a listed one takes `base` (NULL: unchanged). */
+ * empty model, name and group; a listed one takes `base` (NULL: unchanged). */
 void state_device_polled(struct state *s, const char *account, const char *serial, const char *base,
                          long long now, bool ok);
 
@@ -176,7 +182,8 @@ bool state_ratelimit(const struct state *s, const char *login, enum platform_op 
  *     `now` become `now`; refused_until above now + 1 day becomes now +
  *     1 day;
  *   - outbox: queued_at above `now` becomes `now`; next_try above now +
- *     1 h (the longest backoff) becomes now + 1 h.
+ *     1 h (the longest backoff) becomes now + 1 h;
+ *   - throttles: last_sent and held_since above `now` become `now`.
  * Times at or below those bounds are left as they are. */
 void state_clamp_clock(struct state *s, long long now, long max_block);
 
@@ -220,5 +227,40 @@ void state_outbox_failed(struct state *s, unsigned long long id, const char *err
 /* The far end asked for a pause (Retry-After): the item is not tried
  * before `until`. Never brings a later next try forward. */
 void state_outbox_not_before(struct state *s, unsigned long long id, long long until);
+
+/* --- throttles (per rule, device and kind) --------------------------- */
+
+/* What a routing rule's throttle remembers of one device and kind. */
+struct throttle_entry {
+    long long last_sent;  /* unixtime of the event last let through; 0: never */
+    long held;            /* events held back since then */
+    long long held_since; /* unixtime of the first of those; 0 when held is 0 */
+};
+
+/* The entry of rule+serial+kind in *out; false (and *out zeroed) when there
+ * is none. */
+bool state_throttle(const struct state *s, const char *rule, const char *serial, const char *kind,
+                    struct throttle_entry *out);
+
+/* Creates or replaces the entry of rule+serial+kind with a copy of `*t`. */
+void state_set_throttle(struct state *s, const char *rule, const char *serial, const char *kind,
+                        const struct throttle_entry *t);
+
+/* Drops the entries whose last_sent and held_since are both before
+ * `before` (callers pass now - 30 days: a throttle that has neither let an
+ * event through nor held one back for that long no longer holds anything
+ * back), which bounds the file; returns how many were dropped. */
+size_t state_prune_throttles(struct state *s, long long before);
+
+/* --- counters --------------------------------------------------------- */
+
+/* Adds `n` to the counter `name` ("dropped", "throttled", "unrouted":
+ * events a rule dropped, a throttle held back, no rule or default receiver
+ * took). Kept in the state file for `wsrelay status`; a counter stops at
+ * the largest (or smallest) value a long long holds. */
+void state_count(struct state *s, const char *name, long long n);
+
+/* The counter's value; 0 when never counted. */
+long long state_counter(const struct state *s, const char *name);
 
 #endif

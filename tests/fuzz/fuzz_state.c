@@ -1,14 +1,15 @@
 /* Fuzzes the state loader with arbitrary file contents: a state that loads
  * must save (in full and budget-only) and load again, also after its clock
- * was clamped and the devices of account "lab" set again; one that does
- * not load must leave the file as it was. Never a crash on a hand-edited
- * or damaged file. */
+ * was clamped, the devices of account "lab" set again, its throttles
+ * pruned and set and a counter counted; one that does not load must leave
+ * the file as it was. Never a crash on a hand-edited or damaged file. */
 #include "fuzz.h"
 #include "state.h"
 #include "util/buf.h"
 #include "util/fileio.h"
 #include "util/xalloc.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -54,6 +55,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct state_device *devs = state_devices(s, "lab", &n);
         state_set_devices(s, "lab", devs, n, 1795000000);
         state_devices_free(devs, n);
+        struct throttle_entry t;
+        state_throttle(s, "freezer-critical", "5214000A", "ch1", &t);
+        state_prune_throttles(s, 1795000000 - 30 * 86400);
+        if (t.held < LONG_MAX)
+            t.held++;
+        state_set_throttle(s, "freezer-critical", "5214000A", "ch1", &t);
+        state_set_throttle(s, "a", "5214000A", "ch1", &t);
+        state_count(s, "throttled", 1);
         if (state_save(s, &e) < 0)
             abort();
         state_close(s);

@@ -358,6 +358,12 @@ static void assert_events_equal(const struct event *a, const struct event *b)
     assert_str(b->channel_name, a->channel_name);
     assert_str(b->channel_unit, a->channel_unit);
     cr_assert_eq(b->utc_offset, a->utc_offset);
+    /* An unknown group goes out as "" and comes back so. */
+    assert_str(b->group ? b->group : "", a->group ? a->group : "");
+    assert_str(b->rule, a->rule);
+    assert_str(b->severity, a->severity);
+    cr_assert_eq(b->held, a->held);
+    cr_assert_eq(b->held_since, a->held_since);
 }
 
 Test(event, json_round_trip)
@@ -639,4 +645,197 @@ Test(event, hand_built_event_gets_a_state_in_json)
     cr_assert(member_bool(obj, "is_alarm"));
     cr_assert_not(member_bool(obj, "is_other"));
     json_object_put(obj);
+}
+
+/* --- group and routing annotations ------------------------------------- */
+
+/* An event of device S at `unixtime` (local time `utc_offset` minutes east
+ * of UTC) that a rule routed, with `held` events held back since
+ * `held_since`. */
+static struct event routed_event(long long unixtime, int utc_offset, long held,
+                                 long long held_since)
+{
+    struct event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.account = xstrdup("a");
+    ev.serial = xstrdup("S");
+    ev.model = xstrdup("");
+    ev.name = xstrdup("");
+    ev.kind = xstrdup("ch1");
+    ev.text = xstrdup("CH1 Upper Limit Exceeded -70.2°C (limit -75.0°C)");
+    ev.state = xstrdup("alarm");
+    ev.value = xstrdup("-70.2°C");
+    ev.limit = xstrdup("-75.0°C");
+    ev.unixtime = unixtime;
+    ev.utc_offset = utc_offset;
+    ev.group = xstrdup("冷凍庫 B1");
+    ev.rule = xstrdup("freezer-critical");
+    ev.severity = xstrdup("critical");
+    ev.held = held;
+    ev.held_since = held_since;
+    return ev;
+}
+
+/* The string member `key`, or NULL when it is null; fails when missing. */
+static const char *member_str_or_null(struct json_object *obj, const char *key)
+{
+    struct json_object *v = NULL;
+    cr_assert(json_object_object_get_ex(obj, key, &v), "no '%s' in %s", key,
+              json_object_to_json_string(obj));
+    if (!v)
+        return NULL;
+    cr_assert(json_object_is_type(v, json_type_string), "'%s' is not a string", key);
+    return json_object_get_string(v);
+}
+
+static long long member_int(const struct json_object *obj, const char *key)
+{
+    struct json_object *v = NULL;
+    cr_assert(json_object_object_get_ex(obj, key, &v), "no '%s'", key);
+    cr_assert(json_object_is_type(v, json_type_int), "'%s' is not an integer", key);
+    return (long long)json_object_get_int64(v);
+}
+
+Test(event, group_and_routing_round_trip)
+{
+    struct event ev = routed_event(1700000000, 540, 12, 1699990000);
+    struct err e = {{0}};
+    struct json_object *obj = event_to_json(&ev);
+    assert_str(member_str_or_null(obj, "group"), "冷凍庫 B1");
+    assert_str(member_str_or_null(obj, "rule"), "freezer-critical");
+    assert_str(member_str_or_null(obj, "severity"), "critical");
+    cr_assert_eq(member_int(obj, "held"), 12);
+    cr_assert_eq(member_int(obj, "held_since"), 1699990000);
+    /* Through text, as the outbox keeps it. */
+    struct json_object *again = json_tokener_parse(json_object_to_json_string(obj));
+    struct event back;
+    cr_assert_eq(event_from_json(&back, again, &e), 0, "%s", e.msg);
+    assert_events_equal(&ev, &back);
+    assert_str(back.group, "冷凍庫 B1");
+    event_clear(&back);
+    json_object_put(again);
+    json_object_put(obj);
+
+    /* The copy has them too, in its own memory. */
+    struct event copy;
+    event_copy(&copy, &ev);
+    assert_events_equal(&ev, &copy);
+    cr_assert_neq(copy.group, ev.group);
+    cr_assert_neq(copy.rule, ev.rule);
+    cr_assert_neq(copy.severity, ev.severity);
+    event_clear(&copy);
+    event_clear(&ev);
+    cr_assert_null(ev.group);
+    cr_assert_null(ev.rule);
+    cr_assert_eq(ev.held, 0);
+}
+
+Test(event, no_group_and_no_rule_in_json)
+{
+    struct event ev = routed_event(1700000000, 540, 0, 0);
+    free(ev.group);
+    free(ev.rule);
+    free(ev.severity);
+    ev.group = ev.rule = ev.severity = NULL;
+    struct json_object *obj = event_to_json(&ev);
+    assert_str(member_str_or_null(obj, "group"), "");
+    assert_str(member_str_or_null(obj, "rule"), NULL);
+    assert_str(member_str_or_null(obj, "severity"), NULL);
+    cr_assert_eq(member_int(obj, "held"), 0);
+    cr_assert_eq(member_int(obj, "held_since"), 0);
+    assert_str(member_str_or_null(obj, "held_since_time"), NULL);
+    struct event back;
+    struct err e = {{0}};
+    cr_assert_eq(event_from_json(&back, obj, &e), 0, "%s", e.msg);
+    assert_str(back.group, "");
+    assert_str(back.rule, NULL);
+    assert_str(back.severity, NULL);
+    event_clear(&back);
+    json_object_put(obj);
+    event_clear(&ev);
+}
+
+/* held_since_time of an event at `unixtime` with events held back since
+ * `held_since`, in the local time of `utc_offset`. */
+static void expect_held_since_time(long long unixtime, int utc_offset, long held,
+                                   long long held_since, const char *want)
+{
+    struct event ev = routed_event(unixtime, utc_offset, held, held_since);
+    struct json_object *obj = event_to_json(&ev);
+    const char *got = member_str_or_null(obj, "held_since_time");
+    if (want)
+        cr_expect(got && strcmp(got, want) == 0,
+                  "at %lld%+d, held %ld since %lld: want '%s', got '%s'", unixtime, utc_offset,
+                  held, held_since, want, got ? got : "null");
+    else
+        cr_expect_null(got, "at %lld%+d, held %ld since %lld: want null, got '%s'", unixtime,
+                       utc_offset, held, held_since, got ? got : "");
+    json_object_put(obj);
+    event_clear(&ev);
+}
+
+Test(event, held_since_time_is_local_and_dated_only_on_another_day)
+{
+    /* 1700000000 is 2023-11-14T22:13:20Z. In UTC: the same day, 02:14. */
+    const long long at = 1700000000, since = 1699928040; /* 2023-11-14T02:14:00Z */
+    expect_held_since_time(at, 0, 12, since, "02:14");
+    /* In +09:00 the event is at 07:13 on the 15th and the first held one at
+     * 11:14 on the 14th: midnight lies between them. */
+    expect_held_since_time(at, 540, 12, since, "11-14 11:14");
+    /* An hour before in UTC is the same local day in +09:00... */
+    expect_held_since_time(at, 540, 3, at - 3600, "06:13");
+    /* ...and in -10:00 (11:13 and 12:13 on the 14th). In +01:00 the event
+     * is at 23:13 on the 14th: 00:50 that morning is the same day, 23:50
+     * the evening before is not, though both are on the 13th in UTC. */
+    expect_held_since_time(at, -600, 3, at - 3600, "11:13");
+    expect_held_since_time(at, 60, 3, at - 1380 - 3600 * 22, "00:50");
+    expect_held_since_time(at, 60, 3, at - 1380 - 3600 * 23, "11-13 23:50");
+    /* Another year altogether still shows month and day. */
+    expect_held_since_time(1704067200, 0, 1, 1704067140, "12-31 23:59");
+    /* Nothing held: null, whatever held_since says. */
+    expect_held_since_time(at, 540, 0, 0, NULL);
+    expect_held_since_time(at, 540, 0, since, NULL);
+    /* Held, but no usable time. */
+    expect_held_since_time(at, 540, 2, 0, NULL);
+    expect_held_since_time(at, 540, 2, 253402300800LL, NULL);
+}
+
+Test(event, old_outbox_entry_without_group_or_routing_loads)
+{
+    struct event ev;
+    struct err e = {{0}};
+    struct json_object *obj = parse("{\"account\":\"a\",\"serial\":\"S\",\"unixtime\":1,"
+                                    "\"kind\":\"ch1\",\"text\":\"x\"}");
+    cr_assert_eq(event_from_json(&ev, obj, &e), 0, "%s", e.msg);
+    assert_str(ev.group, NULL);
+    assert_str(ev.rule, NULL);
+    assert_str(ev.severity, NULL);
+    cr_assert_eq(ev.held, 0);
+    cr_assert_eq(ev.held_since, 0);
+    event_clear(&ev);
+    json_object_put(obj);
+}
+
+Test(event, unusable_routing_members_do_not_fail)
+{
+    static const char *const bodies[] = {
+        "{\"account\":\"a\",\"serial\":\"S\",\"unixtime\":1,\"kind\":\"ch1\",\"text\":\"x\","
+        "\"group\":7,\"rule\":[\"r\"],\"severity\":{},\"held\":\"12\",\"held_since\":1.5,"
+        "\"held_since_time\":42}",
+        "{\"account\":\"a\",\"serial\":\"S\",\"unixtime\":1,\"kind\":\"ch1\",\"text\":\"x\","
+        "\"group\":null,\"rule\":null,\"severity\":true,\"held\":-4,\"held_since\":-9}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        struct event ev;
+        struct err e = {{0}};
+        struct json_object *obj = parse(bodies[i]);
+        cr_assert_eq(event_from_json(&ev, obj, &e), 0, "body %zu: %s", i, e.msg);
+        assert_str(ev.group, NULL);
+        assert_str(ev.rule, NULL);
+        assert_str(ev.severity, NULL);
+        cr_assert_eq(ev.held, 0, "body %zu", i);
+        cr_assert_eq(ev.held_since, 0, "body %zu", i);
+        event_clear(&ev);
+        json_object_put(obj);
+    }
 }

@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,7 +157,7 @@ static struct state_device find_device(const struct state *s, const char *accoun
     for (size_t i = 0; i < n; i++)
         if (strcmp(d[i].serial, serial) == 0) {
             found = d[i];
-            found.serial = found.base = found.model = found.name = NULL;
+            found.serial = found.base = found.model = found.name = found.group = NULL;
         }
     state_devices_free(d, n);
     return found;
@@ -232,6 +233,11 @@ Test(state, missing_file_is_empty)
     cr_expect_eq(state_outbox_count(s, NULL), 0);
     cr_expect_null(state_outbox_due(s, "ops", 1LL << 40, &n));
     cr_expect_eq(n, 0);
+    struct throttle_entry t = {.last_sent = 1, .held = 2, .held_since = 3};
+    cr_expect_not(state_throttle(s, "r", "5214000A", "ch1", &t));
+    cr_expect(t.last_sent == 0 && t.held == 0 && t.held_since == 0);
+    cr_expect_eq(state_prune_throttles(s, 1LL << 40), 0);
+    cr_expect_eq(state_counter(s, "dropped"), 0);
     /* Opening does not write the state file. */
     cr_expect_eq(access(path, F_OK), -1);
     save_ok(s);
@@ -506,6 +512,28 @@ Test(state, wrong_shapes_inside_are_corrupt)
         "{\"version\":1,\"outbox\":[{\"id\":1,\"receiver\":\"r\",\"next_try\":\"soon\"}]}",
         "{\"version\":1,\"outbox\":[{\"id\":1,\"receiver\":\"r\",\"last_error\":5}]}",
         "{\"version\":1,\"outbox\":[{\"id\":3,\"receiver\":\"r\"},{\"id\":3,\"receiver\":\"q\"}]}",
+        "{\"version\":1,\"accounts\":{\"t\":{\"devices\":[{\"serial\":\"A\",\"group\":null}]}}}",
+        "{\"version\":1,\"accounts\":{\"t\":{\"devices\":[{\"serial\":\"A\",\"group\":[\"g\"]}]}}}",
+        "{\"version\":1,\"throttles\":{}}",
+        "{\"version\":1,\"throttles\":[1]}",
+        "{\"version\":1,\"throttles\":[{\"serial\":\"A\",\"kind\":\"ch1\"}]}",
+        "{\"version\":1,\"throttles\":[{\"rule\":\"r\",\"kind\":\"ch1\"}]}",
+        "{\"version\":1,\"throttles\":[{\"rule\":\"r\",\"serial\":\"A\"}]}",
+        "{\"version\":1,\"throttles\":[{\"rule\":1,\"serial\":\"A\",\"kind\":\"ch1\"}]}",
+        "{\"version\":1,\"throttles\":[{\"rule\":\"r\",\"serial\":\"A\",\"kind\":\"ch1\","
+        "\"last_sent\":\"5\"}]}",
+        "{\"version\":1,\"throttles\":[{\"rule\":\"r\",\"serial\":\"A\",\"kind\":\"ch1\","
+        "\"held\":1.5}]}",
+        "{\"version\":1,\"throttles\":[{\"rule\":\"r\",\"serial\":\"A\",\"kind\":\"ch1\","
+        "\"held\":-1}]}",
+        "{\"version\":1,\"throttles\":[{\"rule\":\"r\",\"serial\":\"A\",\"kind\":\"ch1\","
+        "\"held_since\":null}]}",
+        ("{\"version\":1,\"throttles\":[{\"rule\":\"r\",\"serial\":\"A\",\"kind\":\"ch1\"},"
+         "{\"rule\":\"q\",\"serial\":\"A\",\"kind\":\"ch1\"},"
+         "{\"rule\":\"r\",\"serial\":\"A\",\"kind\":\"ch1\",\"held\":2}]}"),
+        "{\"version\":1,\"counters\":[]}",
+        "{\"version\":1,\"counters\":{\"dropped\":\"3\"}}",
+        "{\"version\":1,\"counters\":{\"dropped\":1,\"throttled\":2.5}}",
     };
     for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
         struct err e;
@@ -1399,5 +1427,266 @@ Test(state, retry_after_only_ever_postpones)
     cr_expect_eq(n, 1);
     state_outbox_free(items, n);
     event_clear(&ev);
+    state_close(s);
+}
+
+/* --- device groups ----------------------------------------------------- */
+
+Test(state, device_group_round_trips)
+{
+    struct state *s = open_ok();
+    struct state_device *d = xcalloc(3, sizeof *d);
+    d[0] = dev("A", "X", "TR-71", "one", 0);
+    d[0].group = xstrdup("冷凍庫 \"B1\"");
+    d[1] = dev("B", "X", "TR-72", "two", 0);
+    d[1].group = xstrdup("");
+    d[2] = dev("C", "X", "TR-72", "three", 0); /* group NULL: "" */
+    state_set_devices(s, "tokyo", d, 3, 1000);
+    state_devices_free(d, 3);
+    /* A poll of a listed device keeps its group; an unlisted one has none. */
+    state_device_polled(s, "tokyo", "A", "Y", 1100, true);
+    state_device_polled(s, "tokyo", "D", "Y", 1100, true);
+    s = reopen(s);
+
+    size_t n = 0;
+    struct state_device *got = state_devices(s, "tokyo", &n);
+    cr_assert_eq(n, 4);
+    expect_str_eq(got[0].group, "冷凍庫 \"B1\"", "A group");
+    expect_str_eq(got[1].group, "", "B group");
+    expect_str_eq(got[2].group, "", "C group");
+    expect_str_eq(got[3].serial, "D", "serial");
+    expect_str_eq(got[3].group, "", "D group");
+    state_devices_free(got, n);
+    char *text = slurp(path);
+    cr_expect_not_null(strstr(text, "{\"serial\":\"A\",\"base\":\"Y\",\"model\":\"TR-71\","
+                                    "\"name\":\"one\",\"group\":\"冷凍庫 \\\"B1\\\"\"}"),
+                       "%s", text);
+    free(text);
+
+    /* The next discovery replaces it, like the name. */
+    d = xcalloc(1, sizeof *d);
+    d[0] = dev("A", "X", "TR-71", "one", 0);
+    d[0].group = xstrdup("lab");
+    state_set_devices(s, "tokyo", d, 1, 2000);
+    state_devices_free(d, 1);
+    got = state_devices(s, "tokyo", &n);
+    cr_assert_eq(n, 1);
+    expect_str_eq(got[0].group, "lab", "A group");
+    state_devices_free(got, n);
+    state_close(s);
+}
+
+Test(state, old_file_without_groups_throttles_or_counters_loads)
+{
+    spew(path, "{\"version\":1,\"next_id\":1,\"seen\":{},"
+               "\"accounts\":{\"tokyo\":{\"discovered_at\":900,"
+               "\"devices\":[{\"serial\":\"A\",\"base\":\"X\",\"model\":\"M\",\"name\":\"N\"}],"
+               "\"history\":{}}},\"logins\":{},\"outbox\":[]}\n");
+    struct state *s = open_ok();
+    size_t n = 0;
+    struct state_device *d = state_devices(s, "tokyo", &n);
+    cr_assert_eq(n, 1);
+    expect_str_eq(d[0].group, "", "group");
+    state_devices_free(d, n);
+    struct throttle_entry t;
+    cr_expect_not(state_throttle(s, "r", "A", "ch1", &t));
+    cr_expect_eq(state_counter(s, "unrouted"), 0);
+    /* Both sections are there once saved. */
+    state_set_throttle(s, "r", "A", "ch1", &(struct throttle_entry){.last_sent = 5});
+    state_count(s, "unrouted", 1);
+    s = reopen(s);
+    cr_expect(state_throttle(s, "r", "A", "ch1", &t));
+    cr_expect_eq(t.last_sent, 5);
+    cr_expect_eq(state_counter(s, "unrouted"), 1);
+    state_close(s);
+}
+
+/* --- throttles --------------------------------------------------------- */
+
+static void expect_throttle(const struct state *s, const char *rule, const char *serial,
+                            const char *kind, long long last_sent, long held, long long held_since)
+{
+    struct throttle_entry t;
+    cr_assert(state_throttle(s, rule, serial, kind, &t), "no throttle %s/%s/%s", rule, serial,
+              kind);
+    cr_expect(t.last_sent == last_sent && t.held == held && t.held_since == held_since,
+              "throttle %s/%s/%s: want %lld/%ld/%lld, got %lld/%ld/%lld", rule, serial, kind,
+              last_sent, held, held_since, t.last_sent, t.held, t.held_since);
+}
+
+static void expect_no_throttle(const struct state *s, const char *rule, const char *serial,
+                               const char *kind)
+{
+    struct throttle_entry t = {.last_sent = 9, .held = 9, .held_since = 9};
+    cr_expect_not(state_throttle(s, rule, serial, kind, &t), "throttle %s/%s/%s is there", rule,
+                  serial, kind);
+    cr_expect(t.last_sent == 0 && t.held == 0 && t.held_since == 0, "not zeroed");
+}
+
+Test(state, throttles_set_get_replace_and_persist)
+{
+    struct state *s = open_ok();
+    /* Set in no particular order: lookups must not depend on it. */
+    state_set_throttle(s, "warm", "B", "ch1", &(struct throttle_entry){1000, 0, 0});
+    state_set_throttle(s, "freezer-critical", "A", "ch2", &(struct throttle_entry){900, 3, 950});
+    state_set_throttle(s, "freezer-critical", "A", "ch1", &(struct throttle_entry){800, 12, 850});
+    state_set_throttle(s, "warm", "A", "battery-level", &(struct throttle_entry){700, 1, 710});
+    state_set_throttle(s, "freezer-critical", "B", "ch1", &(struct throttle_entry){600, 0, 0});
+    expect_throttle(s, "freezer-critical", "A", "ch1", 800, 12, 850);
+    expect_throttle(s, "freezer-critical", "A", "ch2", 900, 3, 950);
+    expect_throttle(s, "freezer-critical", "B", "ch1", 600, 0, 0);
+    expect_throttle(s, "warm", "A", "battery-level", 700, 1, 710);
+    expect_throttle(s, "warm", "B", "ch1", 1000, 0, 0);
+    /* Each part of the key counts. */
+    expect_no_throttle(s, "freezer-critical", "A", "ch3");
+    expect_no_throttle(s, "freezer-critical", "C", "ch1");
+    expect_no_throttle(s, "warm", "A", "ch1");
+    expect_no_throttle(s, "cold", "A", "ch1");
+
+    /* Replacing keeps one entry. */
+    state_set_throttle(s, "freezer-critical", "A", "ch1", &(struct throttle_entry){2000, 0, 0});
+    expect_throttle(s, "freezer-critical", "A", "ch1", 2000, 0, 0);
+
+    s = reopen(s);
+    expect_throttle(s, "freezer-critical", "A", "ch1", 2000, 0, 0);
+    expect_throttle(s, "freezer-critical", "A", "ch2", 900, 3, 950);
+    expect_throttle(s, "freezer-critical", "B", "ch1", 600, 0, 0);
+    expect_throttle(s, "warm", "A", "battery-level", 700, 1, 710);
+    expect_throttle(s, "warm", "B", "ch1", 1000, 0, 0);
+    char *text = slurp(path);
+    cr_expect_not_null(strstr(text,
+                              "\"throttles\":[{\"rule\":\"freezer-critical\",\"serial\":\"A\","
+                              "\"kind\":\"ch1\",\"last_sent\":2000,\"held\":0,"
+                              "\"held_since\":0},"),
+                       "%s", text);
+    const char *first =
+        strstr(text, "\"rule\":\"freezer-critical\",\"serial\":\"A\",\"kind\":\"ch1\"");
+    cr_expect_not_null(first);
+    cr_expect_null(
+        strstr(first + 1, "\"rule\":\"freezer-critical\",\"serial\":\"A\",\"kind\":\"ch1\""),
+        "an entry appears twice: %s", text);
+    free(text);
+    state_close(s);
+}
+
+Test(state, throttles_of_a_hand_edited_file_are_found_in_any_order)
+{
+    spew(path, "{\"version\":1,\"throttles\":["
+               "{\"rule\":\"z\",\"serial\":\"A\",\"kind\":\"ch1\",\"last_sent\":1},"
+               "{\"rule\":\"a\",\"serial\":\"B\",\"kind\":\"ch1\",\"held\":4,\"held_since\":3},"
+               "{\"rule\":\"a\",\"serial\":\"A\",\"kind\":\"ch2\",\"last_sent\":2,\"x\":true}]}");
+    struct state *s = open_ok();
+    expect_throttle(s, "z", "A", "ch1", 1, 0, 0);
+    expect_throttle(s, "a", "B", "ch1", 0, 4, 3);
+    expect_throttle(s, "a", "A", "ch2", 2, 0, 0);
+    state_set_throttle(s, "m", "A", "ch1", &(struct throttle_entry){5, 0, 0});
+    expect_throttle(s, "z", "A", "ch1", 1, 0, 0);
+    expect_throttle(s, "m", "A", "ch1", 5, 0, 0);
+    state_close(s);
+}
+
+Test(state, throttles_untouched_for_a_month_are_pruned)
+{
+    const long long now = 1800000000, before = now - 30 * 86400;
+    struct state *s = open_ok();
+    /* Sent recently. */
+    state_set_throttle(s, "r", "A", "ch1", &(struct throttle_entry){now - 60, 0, 0});
+    /* Sent long ago but holding back events since lately. */
+    state_set_throttle(s, "r", "A", "ch2", &(struct throttle_entry){before - 5, 7, now - 3600});
+    /* Exactly at the bound: kept (only "before" goes). */
+    state_set_throttle(s, "r", "B", "ch1", &(struct throttle_entry){before, 0, 0});
+    state_set_throttle(s, "r", "B", "ch2", &(struct throttle_entry){0, 1, before});
+    /* Old on both counts, or never used. */
+    state_set_throttle(s, "r", "C", "ch1", &(struct throttle_entry){before - 1, 0, 0});
+    state_set_throttle(s, "r", "C", "ch2", &(struct throttle_entry){before - 100, 2, before - 50});
+    state_set_throttle(s, "q", "C", "ch1", &(struct throttle_entry){0, 0, 0});
+    cr_expect_eq(state_prune_throttles(s, before), 3);
+    cr_expect_eq(state_prune_throttles(s, before), 0, "twice is once");
+    s = reopen(s);
+    expect_throttle(s, "r", "A", "ch1", now - 60, 0, 0);
+    expect_throttle(s, "r", "A", "ch2", before - 5, 7, now - 3600);
+    expect_throttle(s, "r", "B", "ch1", before, 0, 0);
+    expect_throttle(s, "r", "B", "ch2", 0, 1, before);
+    expect_no_throttle(s, "r", "C", "ch1");
+    expect_no_throttle(s, "r", "C", "ch2");
+    expect_no_throttle(s, "q", "C", "ch1");
+    /* What is left is still found after another entry comes. */
+    state_set_throttle(s, "a", "A", "ch1", &(struct throttle_entry){now, 0, 0});
+    expect_throttle(s, "r", "B", "ch2", 0, 1, before);
+    expect_throttle(s, "a", "A", "ch1", now, 0, 0);
+    state_close(s);
+}
+
+Test(state, clamp_clock_brings_throttles_back)
+{
+    const long long now = 1800000000;
+    struct state *s = open_ok();
+    state_set_throttle(s, "r", "A", "ch1", &(struct throttle_entry){now + 500, 2, now + 900});
+    state_set_throttle(s, "r", "A", "ch2", &(struct throttle_entry){now - 500, 2, now + 1});
+    state_set_throttle(s, "r", "B", "ch1", &(struct throttle_entry){now, 1, now - 10});
+    state_clamp_clock(s, now, 3600);
+    s = reopen(s);
+    expect_throttle(s, "r", "A", "ch1", now, 2, now);
+    expect_throttle(s, "r", "A", "ch2", now - 500, 2, now);
+    expect_throttle(s, "r", "B", "ch1", now, 1, now - 10);
+    state_close(s);
+}
+
+/* --- counters ---------------------------------------------------------- */
+
+Test(state, counters_add_up_and_persist)
+{
+    struct state *s = open_ok();
+    state_count(s, "dropped", 2);
+    state_count(s, "dropped", 3);
+    state_count(s, "throttled", 1);
+    state_count(s, "unrouted", 0);
+    cr_expect_eq(state_counter(s, "dropped"), 5);
+    cr_expect_eq(state_counter(s, "throttled"), 1);
+    cr_expect_eq(state_counter(s, "unrouted"), 0);
+    cr_expect_eq(state_counter(s, "other"), 0);
+    s = reopen(s);
+    cr_expect_eq(state_counter(s, "dropped"), 5);
+    cr_expect_eq(state_counter(s, "throttled"), 1);
+    char *text = slurp(path);
+    cr_expect_not_null(strstr(text, "\"counters\":{\"dropped\":5,\"throttled\":1,\"unrouted\":0}"),
+                       "%s", text);
+    free(text);
+    /* A counter stops at the ends of a long long. */
+    state_count(s, "dropped", LLONG_MAX);
+    cr_expect_eq(state_counter(s, "dropped"), LLONG_MAX);
+    state_count(s, "dropped", -1);
+    cr_expect_eq(state_counter(s, "dropped"), LLONG_MAX - 1);
+    state_count(s, "throttled", LLONG_MIN);
+    state_count(s, "throttled", LLONG_MIN);
+    cr_expect_eq(state_counter(s, "throttled"), LLONG_MIN);
+    state_close(s);
+}
+
+Test(state, save_budget_leaves_throttles_and_counters_on_disk)
+{
+    struct state *s = open_ok();
+    state_set_throttle(s, "r", "A", "ch1", &(struct throttle_entry){1000, 2, 1100});
+    state_count(s, "dropped", 4);
+    save_ok(s);
+    state_close(s);
+
+    /* What a dry run does in memory. */
+    s = open_ok();
+    state_set_throttle(s, "r", "A", "ch1", &(struct throttle_entry){2000, 0, 0});
+    state_set_throttle(s, "r", "B", "ch1", &(struct throttle_entry){2000, 0, 0});
+    state_prune_throttles(s, 1LL << 40);
+    state_count(s, "dropped", 10);
+    state_count(s, "unrouted", 1);
+    state_record_call(s, "L", PLATFORM_ALERT, 2000);
+    save_budget_ok(s);
+    state_close(s); /* without a save */
+
+    s = open_ok();
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, 0), 1, "the ledger is written");
+    expect_throttle(s, "r", "A", "ch1", 1000, 2, 1100);
+    expect_no_throttle(s, "r", "B", "ch1");
+    cr_expect_eq(state_counter(s, "dropped"), 4);
+    cr_expect_eq(state_counter(s, "unrouted"), 0);
     state_close(s);
 }

@@ -606,3 +606,204 @@ Test(templates, email_templates_lead_with_state_and_device)
     template_free(html);
     free_events(evs, n);
 }
+
+/* --- what a routing rule decided ---------------------------------------- */
+
+/* Events a rule routed: the first with a severity and 12 events held back
+ * since 02:14 local time that day; the second with a rule but neither a
+ * severity nor anything held back; the third held back by no named rule
+ * and without a time (a context from elsewhere may hold anything). */
+static struct event *routed_events(size_t *n)
+{
+    struct event *evs = sample_events(n);
+    for (size_t i = 0; i < *n; i++)
+        evs[i].group = xstrdup(i % 2 ? "" : "冷凍庫 \"B1\"");
+    evs[0].rule = xstrdup("freezer-critical");
+    evs[0].severity = xstrdup("critical");
+    evs[0].held = 12;
+    evs[0].held_since = 1794935640; /* 2026-11-18 02:14:00 +09:00 */
+    evs[1].rule = xstrdup("warm \"room\"");
+    evs[2].held = 3;
+    evs[3].rule = xstrdup("comms");
+    evs[3].severity = xstrdup("<low> & \"slow\"");
+    evs[3].held = 1;
+    evs[3].held_since = 1794900000; /* 2026-11-17 16:20:00 +09:00, the day before */
+    return evs;
+}
+
+/* How many times `needle` is in `text`. */
+static size_t occurrences(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+Test(templates, text_templates_show_severity_and_what_was_held_back)
+{
+    size_t n;
+    struct event *evs = routed_events(&n);
+    struct json_object *ctx = context(evs, n, true, false);
+
+    struct template *t = builtin("file.txt");
+    char *got = render(t, ctx, TEMPLATE_ESCAPE_TEXT, NULL);
+    cr_assert(strstr(got, "\n[ALARM · critical] 冷凍庫 A (RTR501B, 52C10001) - ch1 温度 [℃]\n"
+                          "  2026-11-18 20:06:40 +09:00  account tokyo\n"
+                          "  CH1 上限値警報 -70.2℃\n"
+                          "  and 12 more since 02:14 (held back by rule freezer-critical)\n"),
+              "%s", got);
+    cr_assert(strstr(got, "\n[RECOVERED] Freezer \"B\" (52C10001) - ch2 温度\n"), "%s", got);
+    cr_assert(strstr(got, "\n  and 3 more (held back)\n"), "%s", got);
+    cr_assert(strstr(got, "\n[COMMUNICATION · <low> & \"slow\"] Lab/1 </script> (52C10001)"), "%s",
+              got);
+    cr_assert(strstr(got, "\n  and 1 more since 11-17 16:20 (held back by rule comms)\n"), "%s",
+              got);
+    cr_assert_eq(occurrences(got, "held back"), 3, "%s", got);
+    free(got);
+    template_free(t);
+
+    t = builtin("email.txt");
+    got = render(t, ctx, TEMPLATE_ESCAPE_TEXT, NULL);
+    static const char first[] = "[ALARM · critical] 冷凍庫 A\nCH1 上限値警報 -70.2℃\n"
+                                "and 12 more since 02:14 (held back by rule freezer-critical)\n"
+                                "2026-11-18 20:06:40 +09:00\n";
+    cr_assert(strncmp(got, first, strlen(first)) == 0, "%s", got);
+    cr_assert(strstr(got, "\n[RECOVERED] Freezer \"B\"\nCH2 Upper Limit <-75.0> & more\\\n2026-"),
+              "%s", got);
+    cr_assert(strstr(got, "\nand 3 more (held back)\n"), "%s", got);
+    cr_assert_eq(occurrences(got, "held back"), 3, "%s", got);
+    free(got);
+    template_free(t);
+
+    t = builtin("email.html");
+    got = render(t, ctx, TEMPLATE_ESCAPE_HTML, NULL);
+    cr_assert(strstr(got, "ALARM · critical</span> 冷凍庫 A</div>"), "%s", got);
+    cr_assert(strstr(got, ">and 12 more since 02:14 (held back by rule freezer-critical)</div>"),
+              "%s", got);
+    cr_assert(strstr(got, "RECOVERED</span> Freezer &quot;B&quot;</div>"), "%s", got);
+    cr_assert(strstr(got, "COMMUNICATION · &lt;low&gt; &amp; &quot;slow&quot;</span>"), "%s", got);
+    cr_assert(strstr(got, ">and 3 more (held back)</div>"), "%s", got);
+    cr_assert_eq(occurrences(got, "held back"), 3, "%s", got);
+    free(got);
+    template_free(t);
+
+    json_object_put(ctx);
+    free_events(evs, n);
+}
+
+Test(templates, chat_templates_show_severity_and_what_was_held_back)
+{
+    size_t n;
+    struct event *evs = routed_events(&n);
+    struct json_object *ctx = context(evs, n, true, false);
+    struct buf strings;
+
+    struct template *t = builtin("slack.json");
+    char *got = render(t, ctx, TEMPLATE_ESCAPE_JSON, NULL);
+    struct json_object *doc = parse_output(got, "slack.json");
+    cr_assert(strncmp(member_str(doc, "text"), "🔴 ALARM · critical 冷凍庫 A: CH1", 37) == 0, "%s",
+              got);
+    struct json_object *blocks = member(doc, "blocks");
+    cr_assert_eq(json_object_array_length(blocks), 2 * n + 1, "%s", got);
+    struct json_object *header = json_object_array_get_idx(blocks, 0);
+    struct json_object *section = json_object_array_get_idx(blocks, 1);
+    cr_assert_str_eq(member_str(member(header, "text"), "text"), "🔴 ALARM · critical 冷凍庫 A");
+    cr_assert_str_eq(member_str(member(section, "text"), "text"),
+                     "CH1 上限値警報 -70.2℃\n"
+                     "and 12 more since 02:14 (held back by rule freezer-critical)");
+    section = json_object_array_get_idx(blocks, 3);
+    cr_assert_str_eq(member_str(member(section, "text"), "text"),
+                     "CH2 Upper Limit <-75.0> & more\\");
+    buf_init(&strings, 0);
+    all_strings(&strings, blocks);
+    cr_assert(strstr(buf_str(&strings), "📡 COMMUNICATION · <low> & \"slow\" Lab/1 </script>"), "%s",
+              got);
+    cr_assert_eq(occurrences(buf_str(&strings), "held back"), 3, "%s", got);
+    buf_free(&strings);
+    json_object_put(doc);
+    free(got);
+    template_free(t);
+
+    t = builtin("teams.json");
+    got = render(t, ctx, TEMPLATE_ESCAPE_JSON, NULL);
+    doc = parse_output(got, "teams.json");
+    struct json_object *body =
+        member(member(json_object_array_get_idx(member(doc, "attachments"), 0), "content"), "body");
+    /* A TextBlock more for each event that held others back. */
+    cr_assert_eq(json_object_array_length(body), 1 + 3 * n + 3, "%s", got);
+    cr_assert_str_eq(member_str(json_object_array_get_idx(body, 1), "text"),
+                     "🔴 ALARM · critical 冷凍庫 A");
+    cr_assert_str_eq(member_str(json_object_array_get_idx(body, 3), "text"),
+                     "and 12 more since 02:14 (held back by rule freezer-critical)");
+    cr_assert_str_eq(member_str(json_object_array_get_idx(body, 3), "type"), "TextBlock");
+    buf_init(&strings, 0);
+    all_strings(&strings, body);
+    cr_assert(strstr(buf_str(&strings), "and 3 more (held back)\n"), "%s", got);
+    cr_assert(strstr(buf_str(&strings), "and 1 more since 11-17 16:20 (held back by rule comms)"),
+              "%s", got);
+    buf_free(&strings);
+    json_object_put(doc);
+    free(got);
+    template_free(t);
+
+    json_object_put(ctx);
+    free_events(evs, n);
+}
+
+Test(templates, webhook_json_carries_group_and_routing)
+{
+    size_t n;
+    struct event *evs = routed_events(&n);
+    struct template *t = builtin("webhook.json");
+    struct json_object *ctx = webhook_document(evs, n);
+    char *got = render(t, ctx, TEMPLATE_ESCAPE_JSON, NULL);
+    struct json_object *doc = parse_output(got, "webhook.json");
+    struct json_object *want = webhook_document(evs, n);
+    blank_channels_are_null(want);
+    cr_assert(json_object_equal(doc, want), "got\n%s\nwant\n%s", json_object_to_json_string(doc),
+              json_object_to_json_string(want));
+    struct json_object *ev = json_object_array_get_idx(member(doc, "events"), 0);
+    cr_assert_str_eq(member_str(ev, "group"), "冷凍庫 \"B1\"");
+    cr_assert_str_eq(member_str(ev, "rule"), "freezer-critical");
+    cr_assert_str_eq(member_str(ev, "severity"), "critical");
+    cr_assert_eq(json_object_get_int64(member(ev, "held")), 12);
+    cr_assert_eq(json_object_get_int64(member(ev, "held_since")), 1794935640);
+    cr_assert_str_eq(member_str(ev, "held_since_time"), "02:14");
+    ev = json_object_array_get_idx(member(doc, "events"), 1);
+    cr_assert_str_eq(member_str(ev, "group"), "");
+    cr_assert_null(member(ev, "severity"));
+    cr_assert_eq(json_object_get_int64(member(ev, "held")), 0);
+    cr_assert_null(member(ev, "held_since_time"));
+    ev = json_object_array_get_idx(member(doc, "events"), 2);
+    cr_assert_null(member(ev, "rule"));
+    json_object_put(want);
+    json_object_put(doc);
+    json_object_put(ctx);
+    free(got);
+
+    /* A context without any of these members (from elsewhere) still makes
+     * a JSON document, with the defaults. */
+    struct json_object *list = json_object_new_array();
+    struct json_object *bare = event_to_json(&evs[0]);
+    static const char *const keys[] = {"group", "rule",       "severity",
+                                       "held",  "held_since", "held_since_time"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+        json_object_object_del(bare, keys[k]);
+    json_object_array_add(list, bare);
+    ctx = templates_context("on-call", list, 1795000020, false);
+    got = render(t, ctx, TEMPLATE_ESCAPE_JSON, NULL);
+    doc = parse_output(got, "webhook.json");
+    ev = json_object_array_get_idx(member(doc, "events"), 0);
+    cr_assert_str_eq(member_str(ev, "group"), "");
+    cr_assert_null(member(ev, "rule"));
+    cr_assert_null(member(ev, "severity"));
+    cr_assert_eq(json_object_get_int64(member(ev, "held")), 0);
+    cr_assert_eq(json_object_get_int64(member(ev, "held_since")), 0);
+    cr_assert_null(member(ev, "held_since_time"));
+    json_object_put(doc);
+    json_object_put(ctx);
+    free(got);
+    template_free(t);
+    free_events(evs, n);
+}
