@@ -5,7 +5,7 @@
 
 wsrelay_packages=(
   build-essential cmake pkg-config ca-certificates curl
-  libcurl4-openssl-dev libjson-c-dev libyaml-dev libesmtp-dev libssl-dev
+  libcurl4-openssl-dev libjson-c-dev libyaml-dev libesmtp-dev libssl-dev libpcre2-dev
   libcriterion-dev libmicrohttpd-dev
   python3-aiosmtpd openssl
 )

@@ -10,7 +10,12 @@
 #include "util/url.h"
 #include "util/xalloc.h"
 
+#include "alerttext.h"
+#include "event.h"
+#include "glob.h"
 #include "notify/mime.h"
+#include "regexp.h"
+#include "window.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -53,6 +58,7 @@ enum {
                           row: the file holds a secret, its path is not one) */
     F_UNIQUE = 1 << 2, /* unique among the elements of the enclosing list */
     F_GROUP_OPTIONAL = 1 << 3, /* the key's group may be left out: at most one of it */
+    F_NOT_EMPTY = 1 << 4, /* K_GLOBS: an empty list is an error, not "all" */
 };
 
 struct schema;
@@ -95,6 +101,14 @@ static int check_readable_file(char *v, struct err *e);
 static int check_directory(char *v, struct err *e);
 static int check_chat_url(char *v, struct err *e);
 static int check_email(const void *obj, size_t *off, struct err *e);
+static int check_glob(char *v, struct err *e);
+static int check_kind(char *v, struct err *e);
+static int check_event_state(char *v, struct err *e);
+static int check_regex(char *v, struct err *e);
+static int check_window(char *v, struct err *e);
+static int check_timezone(char *v, struct err *e);
+static int check_label(char *v, struct err *e);
+static int check_rule(const void *obj, size_t *off, struct err *e);
 static void finish_device(void *obj);
 static void finish_account(void *obj);
 static void finish_receiver(void *obj);
@@ -104,6 +118,7 @@ static void finish_receiver(void *obj);
 /* The webhook mapping is an anonymous struct inside struct receiver_conf. */
 #define WEBHOOK_AT(member) (AT(receiver_conf, webhook.member) - AT(receiver_conf, webhook))
 #define EMAIL_AT(member) (AT(receiver_conf, email.member) - AT(receiver_conf, email))
+#define MATCH_AT(member) (AT(rule_conf, match.member) - AT(rule_conf, match))
 
 static const char *const starttls_words[] = {"required", "opportunistic", "off", NULL};
 
@@ -410,6 +425,115 @@ static const struct schema receiver_schema = {.what = "receiver",
                                               .size = sizeof(struct receiver_conf),
                                               .finish = finish_receiver};
 
+static const struct key match_keys[] = {
+    {.name = "account",
+     .kind = K_GLOBS,
+     .flags = F_NOT_EMPTY,
+     .off = MATCH_AT(account),
+     .count_off = MATCH_AT(n_account),
+     .check = check_glob,
+     .help = "Globs on the configuration's account name."},
+    {.name = "serial",
+     .kind = K_GLOBS,
+     .flags = F_NOT_EMPTY,
+     .off = MATCH_AT(serial),
+     .count_off = MATCH_AT(n_serial),
+     .check = check_glob,
+     .help = "Globs on the device's serial, e.g. \"5214*\"."},
+    {.name = "device",
+     .kind = K_GLOBS,
+     .flags = F_NOT_EMPTY,
+     .off = MATCH_AT(device),
+     .count_off = MATCH_AT(n_device),
+     .check = check_glob,
+     .help = "Globs on the device's name (UTF-8), e.g. \"Freezer*\"."},
+    {.name = "model",
+     .kind = K_GLOBS,
+     .flags = F_NOT_EMPTY,
+     .off = MATCH_AT(model),
+     .count_off = MATCH_AT(n_model),
+     .check = check_glob,
+     .help = "Globs on the device's model, e.g. \"TR-7*\"."},
+    {.name = "group",
+     .kind = K_GLOBS,
+     .flags = F_NOT_EMPTY,
+     .off = MATCH_AT(group),
+     .count_off = MATCH_AT(n_group),
+     .check = check_glob,
+     .help = "Globs on the device's group name on the platform."},
+    {.name = "kind",
+     .kind = K_STRINGS,
+     .off = MATCH_AT(kind),
+     .count_off = MATCH_AT(n_kind),
+     .check = check_kind,
+     .help = "Event kinds: ch1 to ch6, battery-level, communication-status."},
+    {.name = "event",
+     .kind = K_STRINGS,
+     .off = MATCH_AT(event),
+     .count_off = MATCH_AT(n_event),
+     .check = check_event_state,
+     .help = "What the text says: alarm, recovered, sensor-error, battery, communication, other."},
+    {.name = "text",
+     .kind = K_STRING,
+     .off = MATCH_AT(text),
+     .check = check_regex,
+     .help = "A PCRE2 regular expression searched in the raw alert text, e.g. \"(?i)upper\"."},
+};
+static const struct schema match_schema = {.what = "match",
+                                           .keys = match_keys,
+                                           .n_keys = N(match_keys),
+                                           .size = sizeof(struct rule_match)};
+
+static const struct key rule_keys[] = {
+    {.name = "name",
+     .kind = K_STRING,
+     .flags = F_REQUIRED,
+     .off = AT(rule_conf, name),
+     .check = check_name,
+     .help = "The rule's name, unique among all rules: letters, digits, '_', '.', '-'."},
+    {.name = "match",
+     .kind = K_MAP,
+     .off = AT(rule_conf, match),
+     .sub = &match_schema,
+     .help = "What an event must be; all fields given must match (default: every event)."},
+    {.name = "when",
+     .kind = K_STRINGS,
+     .off = AT(rule_conf, when),
+     .count_off = AT(rule_conf, n_when),
+     .check = check_window,
+     .help = "Time windows such as \"Mon-Fri 08:00-18:00\"; outside them the rule does not match."},
+    {.name = "receivers",
+     .kind = K_STRINGS,
+     .off = AT(rule_conf, receivers),
+     .count_off = AT(rule_conf, n_receivers),
+     .help = "The receivers that get the events it matches."},
+    {.name = "severity",
+     .kind = K_STRING,
+     .off = AT(rule_conf, severity),
+     .check = check_label,
+     .help = "A label for the messages, e.g. critical."},
+    {.name = "throttle",
+     .kind = K_DURATION,
+     .off = AT(rule_conf, throttle),
+     .def = "0s",
+     .help = "At most one notification per device and kind in this time; the rest are counted."},
+    {.name = "continue",
+     .kind = K_BOOL,
+     .off = AT(rule_conf, cont),
+     .def = "false",
+     .help = "true: the rules after this one are tried as well."},
+    {.name = "drop",
+     .kind = K_BOOL,
+     .off = AT(rule_conf, drop),
+     .def = "false",
+     .help = "true: the events it matches are recorded as seen, counted and sent nowhere."},
+};
+static const struct schema rule_schema = {.what = "rule",
+                                          .keys = rule_keys,
+                                          .n_keys = N(rule_keys),
+                                          .size = sizeof(struct rule_conf),
+                                          .check = check_rule};
+
 static const struct key top_keys[] = {
     {.name = "state_file",
      .kind = K_PATH,
@@ -440,6 +564,21 @@ static const struct key top_keys[] = {
      .count_off = AT(config, n_receivers),
      .sub = &receiver_schema,
      .help = "Where events are sent."},
+    {.name = "rules",
+     .kind = K_PATH,
+     .off = AT(config, rules_path),
+     .def = CONFIG_DEFAULT_RULES,
+     .help = "A rule file, or a directory of *.yaml rule files (see `wsrelay keys --rules`)."},
+    {.name = "default_receivers",
+     .kind = K_STRINGS,
+     .off = AT(config, default_receivers),
+     .count_off = AT(config, n_default_receivers),
+     .help = "Receivers of the events that no rule matches (default: every receiver if no rules)."},
+    {.name = "timezone",
+     .kind = K_STRING,
+     .off = AT(config, timezone),
+     .check = check_timezone,
+     .help = "The IANA time zone of the rules' `when:`, e.g. Asia/Tokyo (default: the system's)."},
 };
 static const struct schema top_schema = {.what = "configuration",
                                          .keys = top_keys,
@@ -561,6 +700,90 @@ static int check_base_url(char *v, struct err *e)
     return 0;
 }
 
+/* ---- rule values ---- */
+
+static int check_glob(char *v, struct err *e)
+{
+    return glob_check(v, e);
+}
+
+static int check_kind(char *v, struct err *e)
+{
+    for (size_t i = 0; i < event_n_kinds; i++)
+        if (!strcmp(v, event_kinds[i]))
+            return 0;
+    return err_set(e, "unknown kind '%s' (expected ch1 to ch6, battery-level or "
+                      "communication-status)", v);
+}
+
+static int check_event_state(char *v, struct err *e)
+{
+    enum alert_state st;
+    if (alert_state_from_name(&st, v))
+        return 0;
+    return err_set(e, "unknown event '%s' (expected alarm, recovered, sensor-error, battery, "
+                      "communication or other)", v);
+}
+
+static int check_regex(char *v, struct err *e)
+{
+    pcre2_code *re = NULL;
+    if (regexp_compile(&re, v, e) < 0)
+        return -1;
+    pcre2_code_free(re);
+    return 0;
+}
+
+static int check_window(char *v, struct err *e)
+{
+    struct window *w = NULL;
+    if (window_parse(&w, v, e) < 0)
+        return -1;
+    window_free(w);
+    return 0;
+}
+
+static int check_timezone(char *v, struct err *e)
+{
+    if (!window_zone_known(v))
+        return err_set(e, "unknown time zone '%s' (expected an IANA name such as Asia/Tokyo, "
+                          "as in /usr/share/zoneinfo)", v);
+    return 0;
+}
+
+/* A label goes into message headers and subjects: one line, printable. */
+static int check_label(char *v, struct err *e)
+{
+    for (const char *p = v; *p; p++)
+        if (is_ctl(*p))
+            return err_set(e, "expected one line without control characters");
+    if (strlen(v) > 64)
+        return err_set(e, "expected at most 64 bytes");
+    return 0;
+}
+
+/* A rule sends somewhere or drops, and dropping takes nothing else. */
+static int check_rule(const void *obj, size_t *off, struct err *e)
+{
+    const struct rule_conf *r = obj;
+    if (r->drop && r->n_receivers) {
+        *off = AT(rule_conf, receivers);
+        return err_set(e, "give receivers or drop: true, not both");
+    }
+    if (!r->drop && !r->n_receivers) {
+        *off = AT(rule_conf, receivers);
+        return err_set(e, "missing required key 'receivers' (or drop: true to send nowhere)");
+    }
+    if (r->drop && (r->throttle || r->cont || r->severity)) {
+        *off = r->throttle ? AT(rule_conf, throttle)
+               : r->cont   ? AT(rule_conf, cont)
+                           : AT(rule_conf, severity);
+        return err_set(e, "%s does nothing with drop: true",
+                       r->throttle ? "throttle" : r->cont ? "continue" : "severity");
+    }
+    return 0;
+}
+
 /* ---- what depends on several keys ---- */
 
 static void finish_device(void *obj)
@@ -642,6 +865,7 @@ struct ctx {
     size_t key_len;
     char **warned; /* secret files already warned about */
     size_t n_warned;
+    bool literal;  /* no ${VAR} expansion (rule files: '$' belongs to patterns) */
 };
 
 static size_t key_push(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -723,6 +947,10 @@ static bool is_name_start(char ch)
  * password may well contain "${". */
 static int expand(struct ctx *c, yaml_mark_t at, const char *in, bool secret, char **out)
 {
+    if (c->literal) {
+        *out = xstrdup(in);
+        return 0;
+    }
     int rc = -1;
     struct buf b;
     buf_init(&b, 0);
@@ -978,7 +1206,7 @@ static int parse_strings(struct ctx *c, const struct key *k, yaml_node_t *n, voi
         return fail(c, n->start_mark, "expected a %s or a list of %ss, got %s", what, what,
                     kind_name(n));
     yaml_node_item_t *start = n->data.sequence.items.start;
-    if (k->kind == K_STRINGS && start == n->data.sequence.items.top)
+    if ((k->kind == K_STRINGS || (k->flags & F_NOT_EMPTY)) && start == n->data.sequence.items.top)
         return fail(c, n->start_mark, "the list is empty; give at least one");
     for (size_t i = 0; start + i < n->data.sequence.items.top; i++) {
         size_t mark = key_push(c, "[%zu]", i);
@@ -1385,43 +1613,210 @@ static void syntax_error(struct err *e, const char *file, const yaml_parser_t *p
         err_set(e, "%s:%zu:%zu: %s", file, at.line + 1, at.column + 1, problem);
 }
 
+/* One YAML file read into a document. */
+struct yamlfile {
+    struct buf text;
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    bool have_parser, have_doc;
+};
+
+static void yamlfile_close(struct yamlfile *y)
+{
+    if (y->have_doc)
+        yaml_document_delete(&y->doc);
+    if (y->have_parser)
+        yaml_parser_delete(&y->parser);
+    buf_free(&y->text);
+}
+
+/* Reads `path`, which must hold one YAML document (or nothing: then the
+ * document has no root). Close `y` whatever this returns. */
+static int yamlfile_open(struct yamlfile *y, const char *path, struct err *e)
+{
+    int rc = -1;
+    yaml_document_t extra;
+    memset(y, 0, sizeof *y);
+    buf_init(&y->text, CONFIG_MAX_BYTES);
+    if (file_read(&y->text, path, e) < 0)
+        goto out;
+    if (!yaml_parser_initialize(&y->parser)) {
+        err_set(e, "%s: cannot start the YAML parser", path);
+        goto out;
+    }
+    y->have_parser = true;
+    yaml_parser_set_input_string(&y->parser, (const unsigned char *)y->text.data, y->text.len);
+    if (!yaml_parser_load(&y->parser, &y->doc)) {
+        syntax_error(e, path, &y->parser, &y->text);
+        goto out;
+    }
+    y->have_doc = true;
+    if (!yaml_parser_load(&y->parser, &extra)) {
+        syntax_error(e, path, &y->parser, &y->text);
+        goto out;
+    }
+    bool second = yaml_document_get_root_node(&extra) != NULL;
+    yaml_mark_t at = extra.start_mark;
+    yaml_document_delete(&extra);
+    if (second) {
+        err_set(e, "%s:%zu:%zu: a second YAML document; the file must hold exactly one", path,
+                at.line + 1, at.column + 1);
+        goto out;
+    }
+    rc = 0;
+out:
+    return rc;
+}
+
+/* The node naming item `i` of a string-or-list value `n`. */
+static yaml_node_t *string_item(struct ctx *c, yaml_node_t *n, size_t i)
+{
+    if (n->type == YAML_SEQUENCE_NODE)
+        return node(c, n->data.sequence.items.start[i]);
+    return n;
+}
+
+/* Each name of `names` (read from value node `n`) is a configured receiver. */
+static int check_receivers(struct ctx *c, const struct config *cfg, char **names, size_t n_names,
+                           yaml_node_t *n)
+{
+    for (size_t i = 0; i < n_names; i++) {
+        if (config_receiver(cfg, names[i]))
+            continue;
+        struct buf known;
+        buf_init(&known, 0);
+        for (size_t j = 0; j < cfg->n_receivers; j++)
+            buf_printf(&known, "%s%s", j ? ", " : "", cfg->receivers[j].name);
+        if (n->type == YAML_SEQUENCE_NODE)
+            key_push(c, "[%zu]", i);
+        fail(c, string_item(c, n, i)->start_mark, "unknown receiver '%s' (the receivers are: %s)",
+             names[i], buf_str(&known));
+        buf_free(&known);
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads the rules of one file into cfg->rules. */
+static int load_rule_file(struct config *cfg, const char *path, struct err *e)
+{
+    int rc = -1;
+    struct yamlfile y;
+    struct ctx c = {.file = path, .dir = file_dirname(path), .e = e, .literal = true};
+    if (yamlfile_open(&y, path, e) < 0)
+        goto out;
+    c.doc = &y.doc;
+    yaml_node_t *root = yaml_document_get_root_node(&y.doc);
+    if (!root || is_null(root)) {
+        log_warn("%s: no rules in the file", path);
+        rc = 0;
+        goto out;
+    }
+    if (root->type != YAML_SEQUENCE_NODE) {
+        fail(&c, root->start_mark, "expected a list of rules (each starting with '- name:'), "
+                                   "got %s", kind_name(root));
+        goto out;
+    }
+    for (yaml_node_item_t *it = root->data.sequence.items.start;
+         it < root->data.sequence.items.top; it++) {
+        yaml_node_t *item = node(&c, *it);
+        if (item->type != YAML_MAPPING_NODE) {
+            fail(&c, item->start_mark, "expected a rule (a mapping with name, match, receivers), "
+                                       "got %s", kind_name(item));
+            goto out;
+        }
+        cfg->rules = xreallocarray(cfg->rules, cfg->n_rules + 1, sizeof *cfg->rules);
+        struct rule_conf *r = &cfg->rules[cfg->n_rules++];
+        memset(r, 0, sizeof *r);
+        r->file = xstrdup(path);
+        r->line = (long)item->start_mark.line + 1;
+        r->col = (long)item->start_mark.column + 1;
+        if (parse_map(&c, &rule_schema, item, r) < 0)
+            goto out;
+        size_t mark = key_push(&c, "rule '%s'", r->name);
+        for (size_t i = 0; i + 1 < cfg->n_rules; i++) {
+            const struct rule_conf *first = &cfg->rules[i];
+            if (strcmp(first->name, r->name))
+                continue;
+            fail(&c, map_value(&c, item, "name")->start_mark,
+                 "duplicate rule name (first at %s:%ld:%ld)", first->file, first->line,
+                 first->col);
+            goto out;
+        }
+        yaml_node_t *rv = map_value(&c, item, "receivers");
+        key_push_name(&c, "receivers");
+        if (rv && check_receivers(&c, cfg, r->receivers, r->n_receivers, rv) < 0)
+            goto out;
+        key_pop(&c, mark);
+    }
+    rc = 0;
+out:
+    yamlfile_close(&y);
+    free(c.dir);
+    return rc;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* `rules:` names a file or a directory of *.yaml files (read in name
+ * order; hidden files are skipped). */
+static int load_rules(struct config *cfg, struct err *e)
+{
+    int rc = -1;
+    const char *path = cfg->rules_path;
+    char **names = NULL;
+    size_t n = 0;
+    DIR *d = NULL;
+    struct stat st;
+    if (stat(path, &st) < 0) {
+        err_set(e, "%s: rules: %s", path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        rc = load_rule_file(cfg, path, e);
+        goto out;
+    }
+    if (!(d = opendir(path))) {
+        err_set(e, "%s: cannot read the rules directory: %s", path, strerror(errno));
+        goto out;
+    }
+    for (struct dirent *de; (de = readdir(d));) {
+        size_t len = strlen(de->d_name);
+        if (de->d_name[0] == '.' || len < 6 || strcmp(de->d_name + len - 5, ".yaml"))
+            continue;
+        names = xreallocarray(names, n + 1, sizeof *names);
+        names[n++] = xasprintf("%s/%s", path, de->d_name);
+    }
+    qsort(names, n, sizeof *names, by_name);
+    for (size_t i = 0; i < n; i++)
+        if (load_rule_file(cfg, names[i], e) < 0)
+            goto out;
+    rc = 0;
+out:
+    if (d)
+        closedir(d);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return rc;
+}
+
 int config_load(struct config **out, const char *path, struct err *e)
 {
     int rc = -1;
     struct config *cfg = xcalloc(1, sizeof *cfg);
     struct ctx c = {.file = path, .dir = file_dirname(path), .e = e};
-    struct buf text;
-    buf_init(&text, CONFIG_MAX_BYTES);
-    yaml_parser_t parser;
-    yaml_document_t doc, extra;
-    bool have_parser = false, have_doc = false, have_extra = false;
+    struct yamlfile y;
 
     *out = NULL;
     cfg->path = xstrdup(path);
-    if (file_read(&text, path, e) < 0)
+    if (yamlfile_open(&y, path, e) < 0)
         goto out;
-    if (!yaml_parser_initialize(&parser)) {
-        err_set(e, "%s: cannot start the YAML parser", path);
-        goto out;
-    }
-    have_parser = true;
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text.data, text.len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        syntax_error(e, path, &parser, &text);
-        goto out;
-    }
-    have_doc = true;
-    if (!yaml_parser_load(&parser, &extra)) {
-        syntax_error(e, path, &parser, &text);
-        goto out;
-    }
-    have_extra = true;
-    if (yaml_document_get_root_node(&extra)) {
-        fail(&c, extra.start_mark, "a second YAML document; the file must hold exactly one");
-        goto out;
-    }
-    c.doc = &doc;
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    c.doc = &y.doc;
+    yaml_node_t *root = yaml_document_get_root_node(&y.doc);
     if (!root) {
         err_set(e, "%s:1:1: the file is empty; it needs at least accounts and receivers", path);
         goto out;
@@ -1433,21 +1828,28 @@ int config_load(struct config **out, const char *path, struct err *e)
     }
     if (parse_map(&c, &top_schema, root, cfg) < 0)
         goto out;
+    yaml_node_t *dr = map_value(&c, root, "default_receivers");
+    size_t mark = key_push_name(&c, "default_receivers");
+    if (dr && check_receivers(&c, cfg, cfg->default_receivers, cfg->n_default_receivers, dr) < 0)
+        goto out;
+    key_pop(&c, mark);
+    /* The default rules directory is optional; a configured one is not. */
+    struct stat st;
+    if (!map_value(&c, root, "rules") && stat(cfg->rules_path, &st) < 0 && errno == ENOENT) {
+        free(cfg->rules_path);
+        cfg->rules_path = NULL;
+    }
+    if (cfg->rules_path && load_rules(cfg, e) < 0)
+        goto out;
     *out = cfg;
     cfg = NULL;
     rc = 0;
 out:
-    if (have_extra)
-        yaml_document_delete(&extra);
-    if (have_doc)
-        yaml_document_delete(&doc);
-    if (have_parser)
-        yaml_parser_delete(&parser);
+    yamlfile_close(&y);
     for (size_t i = 0; i < c.n_warned; i++)
         free(c.warned[i]);
     free(c.warned);
     free(c.dir);
-    buf_free(&text);
     config_free(cfg);
     return rc;
 }
@@ -1457,6 +1859,11 @@ void config_free(struct config *c)
     if (!c)
         return;
     free_obj(&top_schema, c);
+    for (size_t i = 0; i < c->n_rules; i++) {
+        free_obj(&rule_schema, &c->rules[i]);
+        free(c->rules[i].file);
+    }
+    free(c->rules);
     free(c->path);
     free(c);
 }
@@ -1555,5 +1962,13 @@ char *config_reference(void)
     struct buf b;
     buf_init(&b, 0);
     reference(&b, &top_schema, "");
+    return buf_steal(&b);
+}
+
+char *config_rules_reference(void)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    reference(&b, &rule_schema, "");
     return buf_steal(&b);
 }

@@ -24,6 +24,7 @@
 #define CONFIG_DEFAULT_PATH "/etc/wsrelay/wsrelay.yaml"
 #define CONFIG_DEFAULT_STATE "/var/lib/wsrelay/state.json"
 #define CONFIG_DEFAULT_BASE_URL "https://api.webstorage-service.com"
+#define CONFIG_DEFAULT_RULES "/etc/wsrelay/rules.d"
 
 /* One device named in an account's `devices:` list. */
 struct device_conf {
@@ -55,8 +56,8 @@ enum receiver_type {
     RECEIVER_WEBHOOK,
     RECEIVER_FILE,
     RECEIVER_EMAIL,
-    RECEIVER_SLACK, /* accepted; no transport yet (notify.c fails them loudly) */
-    RECEIVER_TEAMS, /* likewise */
+    RECEIVER_SLACK,
+    RECEIVER_TEAMS,
 };
 
 /* `starttls:` of an email receiver, in the order of the words in the file. */
@@ -105,6 +106,44 @@ struct receiver_conf {
     struct chat_conf teams;
 };
 
+/* What an event must be for a rule to match it. Every list that is not
+ * empty must have an item that matches (AND across fields, OR within one);
+ * all lists empty and no text: every event matches. */
+struct rule_match {
+    char **account; /* globs (glob.h) on the config's account name */
+    size_t n_account;
+    char **serial;  /* globs on the device's serial */
+    size_t n_serial;
+    char **device;  /* globs on the device's name */
+    size_t n_device;
+    char **model;   /* globs on the device's model */
+    size_t n_model;
+    char **group;   /* globs on the device's group name */
+    size_t n_group;
+    char **kind;    /* event kinds, each one of event_kinds */
+    size_t n_kind;
+    char **event;   /* event states, each an alert_state_name */
+    size_t n_event;
+    char *text;     /* a PCRE2 pattern (UTF mode) searched in the raw text; NULL: any */
+};
+
+/* One rule of a rule file, checked when the file was read: its globs,
+ * pattern and windows are valid, its receivers exist. */
+struct rule_conf {
+    char *name;      /* unique among all rules */
+    char *file;      /* the rule file, and the line and column of the rule in it */
+    long line, col;
+    struct rule_match match;
+    char **when;     /* time windows (window.h), any of which must hold; none: always */
+    size_t n_when;
+    char **receivers; /* names of configured receivers; none exactly when drop */
+    size_t n_receivers;
+    char *severity;  /* a free label for templates, or NULL */
+    long throttle;   /* seconds; 0: no throttle */
+    bool cont;       /* `continue:` later rules may match too */
+    bool drop;       /* matched events go nowhere (recorded as seen and counted) */
+};
+
 struct config {
     char *path;          /* the file it was read from */
     char *state_file;    /* default CONFIG_DEFAULT_STATE */
@@ -114,9 +153,18 @@ struct config {
     size_t n_accounts;
     struct receiver_conf *receivers;
     size_t n_receivers;
+    char *timezone;      /* IANA zone of rules' `when:`; NULL: the system's */
+    char **default_receivers; /* where events that no rule matches go */
+    size_t n_default_receivers;
+    char *rules_path;    /* `rules:`, a file or a directory of *.yaml; NULL when the
+                            default directory does not exist */
+    struct rule_conf *rules; /* in the order they are evaluated */
+    size_t n_rules;
 };
 
-/* Reads and validates `path`. On success *out belongs to the caller
+/* Reads and validates `path`, and the rule files its `rules:` names (a
+ * file, or a directory whose *.yaml files are read in name order; the
+ * default directory may be missing, a configured path may not). On success *out belongs to the caller
  * (config_free). On failure returns -1 with "FILE:LINE:COL: ..." in `e`
  * (just "FILE: ..." when the file cannot be read at all). */
 int config_load(struct config **out, const char *path, struct err *e);
@@ -130,6 +178,9 @@ bool account_wants_serial(const struct account_conf *a, const char *serial);
  * key ("accounts[].login_id (string; required)" and an indented help line),
  * for `--help` and the README. The caller frees the string. */
 char *config_reference(void);
+
+/* The rule-file keys in the same form, for `wsrelay keys --rules`. */
+char *config_rules_reference(void);
 
 /* The receiver called `name`, or NULL. */
 const struct receiver_conf *config_receiver(const struct config *c, const char *name);

@@ -3,7 +3,9 @@
  * retries (state saved), 2 a usage or configuration error (nothing done). */
 #include "config.h"
 #include "event.h"
+#include "explain.h"
 #include "notify/notify.h"
+#include "rules.h"
 #include "run.h"
 #include "templates.h"
 #include "util/buf.h"
@@ -36,13 +38,19 @@ static int cmd_check(const struct globals *g, int argc, char **argv);
 static int cmd_keys(const struct globals *g, int argc, char **argv);
 static int cmd_test_receiver(const struct globals *g, int argc, char **argv);
 static int cmd_render(const struct globals *g, int argc, char **argv);
+static int cmd_explain(const struct globals *g, int argc, char **argv);
 
 static const struct command commands[] = {
     {"run", "[--now UNIXTIME] [--dry-run]",
      "poll the platform within its budget and deliver new alerts", cmd_run},
-    {"check", "", "validate the configuration and report every problem with FILE:LINE:COL",
+    {"check", "",
+     "validate the configuration, rules and templates, reporting problems with FILE:LINE:COL",
      cmd_check},
-    {"keys", "", "list every configuration key with its type, default and meaning", cmd_keys},
+    {"explain", "FILE.json [--account NAME] [--serial SERIAL] [--group NAME] [--now UNIXTIME]",
+     "show how the rules route the events of a saved alert log; sends nothing", cmd_explain},
+    {"keys", "[--rules]",
+     "list every configuration key (or rule-file key) with its type, default and meaning",
+     cmd_keys},
     {"test-receiver", "NAME",
      "send a marked test notification to one receiver and show what it answered",
      cmd_test_receiver},
@@ -128,6 +136,8 @@ out:
     return rc;
 }
 
+static void warn_rules(const struct config *c);
+
 static int cmd_check(const struct globals *g, int argc, char **argv)
 {
     struct config *c = NULL;
@@ -147,24 +157,50 @@ static int cmd_check(const struct globals *g, int argc, char **argv)
             return RUN_USAGE;
         }
     }
-    printf("%s: OK: %zu account%s, %zu receiver%s\n", c->path, c->n_accounts,
-           c->n_accounts == 1 ? "" : "s", c->n_receivers, c->n_receivers == 1 ? "" : "s");
+    printf("%s: OK: %zu account%s, %zu receiver%s, %zu rule%s\n", c->path, c->n_accounts,
+           c->n_accounts == 1 ? "" : "s", c->n_receivers, c->n_receivers == 1 ? "" : "s",
+           c->n_rules, c->n_rules == 1 ? "" : "s");
     for (size_t i = 0; i < c->n_receivers; i++)
         printf("  receiver %s (%s)\n", c->receivers[i].name,
                notify_type_name(c->receivers[i].type));
+    for (size_t i = 0; i < c->n_rules; i++)
+        printf("  rule %s (%s:%ld)\n", c->rules[i].name, c->rules[i].file, c->rules[i].line);
+    warn_rules(c);
     config_free(c);
     return RUN_OK;
+}
+
+/* What is valid but probably not meant: events that could go nowhere,
+ * rules that can never be reached. */
+static void warn_rules(const struct config *c)
+{
+    const struct rule_conf *all = rules_catch_all(c);
+    if (!c->n_rules) {
+        printf("  no rules: every event goes to %s\n",
+               c->n_default_receivers ? "the default receivers" : "every receiver");
+        return;
+    }
+    if (!all && !c->n_default_receivers)
+        fprintf(stderr, "wsrelay: warning: no rule matches every event and there are no "
+                        "default_receivers: an event that no rule matches is sent nowhere "
+                        "(add a last rule without match: and when:, or default_receivers)\n");
+    for (size_t i = 0; all && !all->cont && i + 1 < c->n_rules; i++)
+        if (&c->rules[i] == all)
+            fprintf(stderr, "wsrelay: warning: %s:%ld: rule '%s' matches every event, so the "
+                            "%zu rule%s after it %s never tried\n",
+                    all->file, all->line, all->name, c->n_rules - i - 1,
+                    c->n_rules - i - 1 == 1 ? "" : "s", c->n_rules - i - 1 == 1 ? "is" : "are");
 }
 
 static int cmd_keys(const struct globals *g, int argc, char **argv)
 {
     (void)g;
-    (void)argv;
-    if (argc > 1) {
-        fprintf(stderr, "usage: wsrelay keys\n");
+    bool rules = argc == 2 && !strcmp(argv[1], "--rules");
+    if (argc > 2 || (argc == 2 && !rules)) {
+        fprintf(stderr, "usage: wsrelay keys [--rules]\n");
         return RUN_USAGE;
     }
-    char *text = config_reference();
+    char *text = rules ? config_rules_reference() : config_reference();
     fputs(text, stdout);
     free(text);
     return RUN_OK;
@@ -361,6 +397,64 @@ out:
     template_free(t);
     json_object_put(data);
     buf_free(&out);
+    return rc;
+}
+
+/* Routes the events of a saved alert log and says what each rule made of
+ * them. Nothing is sent; the state is not read. */
+static int cmd_explain(const struct globals *g, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"account", required_argument, NULL, 'a'},
+        {"serial", required_argument, NULL, 's'},
+        {"group", required_argument, NULL, 'g'},
+        {"now", required_argument, NULL, 'n'},
+        {NULL, 0, NULL, 0},
+    };
+    struct explain_options eo = {.now = (long long)time(NULL)};
+    struct config *c = NULL;
+    struct json_object *body = NULL;
+    struct err e;
+    int rc = RUN_USAGE;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'a':
+            eo.account = optarg;
+            break;
+        case 's':
+            eo.serial = optarg;
+            break;
+        case 'g':
+            eo.group = optarg;
+            break;
+        case 'n':
+            if (parse_time(&eo.now, optarg) < 0) {
+                fprintf(stderr, "wsrelay: explain: --now expects a Unix time, got '%s'\n",
+                        optarg);
+                goto out;
+            }
+            break;
+        default:
+            goto usage;
+        }
+    }
+    if (optind + 1 != argc)
+        goto usage;
+    if (load_config(&c, g) < 0)
+        goto out;
+    if (!(body = read_json(argv[optind], &e)) || explain_alert_log(stdout, c, body, &eo, &e) < 0) {
+        fprintf(stderr, "wsrelay: explain: %s\n", e.msg);
+        goto out;
+    }
+    rc = RUN_OK;
+    goto out;
+usage:
+    fprintf(stderr, "usage: wsrelay explain FILE.json [--account NAME] [--serial SERIAL] "
+                    "[--group NAME] [--now UNIXTIME]\n");
+out:
+    json_object_put(body);
+    config_free(c);
     return rc;
 }
 

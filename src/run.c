@@ -4,9 +4,10 @@
  *   1. every platform call is recorded in the budget ledger, stamped with
  *      the time it is sent, and saved before it is sent: a run killed
  *      during a call still counts it;
- *   2. each new event of a reply is queued in the outbox for every receiver
- *      and its key marked seen, and that is saved (at the latest before the
- *      next call, and before any delivery);
+ *   2. each new event of a reply is routed by the rules (rules.h), queued
+ *      in the outbox for each receiver they name, and its key marked seen;
+ *      that is saved at the latest before the next call, and before any
+ *      delivery;
  *   3. delivery of what is due; a receiver that accepted an item never sees
  *      it again, one that failed keeps it with a later next try;
  *   4. save again.
@@ -24,6 +25,7 @@
 #include "event.h"
 #include "notify/notify.h"
 #include "platform.h"
+#include "rules.h"
 #include "scheduler.h"
 #include "state.h"
 #include "util/log.h"
@@ -38,6 +40,7 @@
 #define REFUSED_RECHECK 86400  /* a device the platform refused is tried daily */
 #define MESSAGE_MAX_EVENTS 100 /* events in one message; more go in several */
 #define FULL_PAGE 20           /* the platform keeps a device's 20 newest entries */
+#define THROTTLE_KEEP (30 * 86400) /* throttle entries unused this long are forgotten */
 
 /* The platform's published limits, per login ID and operation. */
 static const struct {
@@ -52,6 +55,8 @@ struct tick {
     const struct config *cfg;
     const struct run_options *opt;
     struct state *st;
+    struct rules *rules;
+    struct throttle_store throttles; /* the state's */
     struct timespec started; /* CLOCK_MONOTONIC at the start of the run */
     int failures;
 };
@@ -273,6 +278,74 @@ static bool before_catch_up(const struct tick *t, const struct state_device *dev
     return ev->unixtime < known - t->cfg->catch_up;
 }
 
+static bool throttle_get(void *ctx, const char *rule, const char *serial, const char *kind,
+                         struct throttle_entry *out)
+{
+    return state_throttle(ctx, rule, serial, kind, out);
+}
+
+static void throttle_set(void *ctx, const char *rule, const char *serial, const char *kind,
+                         const struct throttle_entry *te)
+{
+    state_set_throttle(ctx, rule, serial, kind, te);
+}
+
+/* Replaces *field with a copy of `value` (NULL stays NULL). */
+static void set_field(char **field, const char *value)
+{
+    free(*field);
+    *field = value ? xstrdup(value) : NULL;
+}
+
+/* Queues a new event for the receivers its rules name, each copy carrying
+ * the rule's name, severity and what its throttle held back. The device's
+ * list entry fills in what the alert log leaves out. */
+static void route_event(struct tick *t, const struct pooled *pd, const struct event *parsed)
+{
+    const struct state_device *dev = &pd->dev;
+    struct event ev;
+    struct route rt;
+    event_copy(&ev, parsed);
+    if (!*ev.model && dev->model && *dev->model)
+        set_field(&ev.model, dev->model);
+    if (!*ev.name && dev->name && *dev->name)
+        set_field(&ev.name, dev->name);
+    if (dev->group && *dev->group)
+        set_field(&ev.group, dev->group);
+    rules_route(&rt, t->rules, &ev, t->opt->now, &t->throttles);
+    for (size_t i = 0; i < rt.n_targets; i++) {
+        const struct route_target *to = &rt.targets[i];
+        set_field(&ev.rule, to->rule ? to->rule->name : NULL);
+        set_field(&ev.severity, to->rule ? to->rule->severity : NULL);
+        ev.held = to->held;
+        ev.held_since = to->held_since;
+        state_enqueue(t->st, to->receiver, &ev, t->opt->now);
+    }
+    char *id = event_id(&ev);
+    switch (rt.outcome) {
+    case ROUTE_SENT:
+        break;
+    case ROUTE_DROPPED:
+        state_count(t->st, "dropped", 1);
+        log_debug("event %s: dropped by a rule", id);
+        break;
+    case ROUTE_THROTTLED:
+        state_count(t->st, "throttled", 1);
+        log_debug("event %s: held back by a throttle", id);
+        break;
+    case ROUTE_UNROUTED:
+        state_count(t->st, "unrouted", 1);
+        log_warn("account %s, device %s: event %s matched no rule and there are no "
+                 "default_receivers: it is sent nowhere (add a catch-all rule or "
+                 "default_receivers; see wsrelay explain)",
+                 ev.account, ev.serial, id);
+        break;
+    }
+    free(id);
+    route_free(&rt);
+    event_clear(&ev);
+}
+
 /* Queues the events of one alert-log reply that were not seen before.
  * Returns -1 when the reply could not be used. */
 static int take_events(struct tick *t, const struct pooled *pd, const struct json_object *body)
@@ -303,8 +376,7 @@ static int take_events(struct tick *t, const struct pooled *pd, const struct jso
         if (before_catch_up(t, dev, ev)) {
             old++;
         } else {
-            for (size_t r = 0; r < t->cfg->n_receivers; r++)
-                state_enqueue(t->st, t->cfg->receivers[r].name, ev, t->opt->now);
+            route_event(t, pd, ev);
             fresh++;
         }
         state_mark_seen(t->st, ev->serial, ev->unixtime, ev->kind);
@@ -534,11 +606,18 @@ int run_once(const struct config *c, const struct run_options *o)
     struct tick t = {.cfg = c, .opt = o};
     struct err e;
     clock_gettime(CLOCK_MONOTONIC, &t.started);
-    if (state_open(&t.st, c->state_file, o->lock_wait, &e) < 0) {
+    if (rules_new(&t.rules, c, &e) < 0) {
         log_error("%s", e.msg);
         return RUN_FAILED;
     }
+    if (state_open(&t.st, c->state_file, o->lock_wait, &e) < 0) {
+        log_error("%s", e.msg);
+        rules_free(t.rules);
+        return RUN_FAILED;
+    }
+    t.throttles = (struct throttle_store){.get = throttle_get, .set = throttle_set, .ctx = t.st};
     state_clamp_clock(t.st, o->now, op_limits[PLATFORM_ALERT].span);
+    state_prune_throttles(t.st, o->now - THROTTLE_KEEP);
     warn_orphans(&t);
     poll_all(&t);
     /* Nothing is delivered that could not be recorded as delivered. */
@@ -551,5 +630,6 @@ int run_once(const struct config *c, const struct run_options *o)
         persist(&t, "after delivery");
 out:
     state_close(t.st);
+    rules_free(t.rules);
     return t.failures ? RUN_FAILED : RUN_OK;
 }

@@ -70,7 +70,8 @@ Test(cli, help_lists_every_command)
     cr_assert_eq(r.status, 0);
     cr_assert(strstr(r.out, "\n  run [--now UNIXTIME] [--dry-run]\n"), "%s", r.out);
     cr_assert(strstr(r.out, "\n  check\n"));
-    cr_assert(strstr(r.out, "\n  keys\n"));
+    cr_assert(strstr(r.out, "\n  keys [--rules]\n"));
+    cr_assert(strstr(r.out, "\n  explain FILE.json [--account NAME]"));
     cr_assert(strstr(r.out, "\n  test-receiver NAME\n"));
     cr_assert(strstr(r.out, "\n  render --template FILE"));
     cr_assert(strstr(r.out, "Exit status"));
@@ -181,6 +182,20 @@ Test(cli, readme_shows_the_key_reference_of_this_build)
     cr_assert_not_null(readme);
     cr_assert(strstr(readme, r.out),
               "README.md is out of date: paste the output of `wsrelay keys` into it");
+    free(readme);
+    result_free(&r);
+}
+
+/* And its rule-file key reference is the output of `wsrelay keys --rules`. */
+Test(cli, readme_shows_the_rule_key_reference_of_this_build)
+{
+    struct result r = wsrelay("keys", "--rules", NULL, NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert(strstr(r.out, "match.serial (glob or list of globs)"), "%s", r.out);
+    char *readme = read_file_str(WSRELAY_SOURCE_DIR "/README.md");
+    cr_assert_not_null(readme);
+    cr_assert(strstr(readme, r.out),
+              "README.md is out of date: paste the output of `wsrelay keys --rules` into it");
     free(readme);
     result_free(&r);
 }
