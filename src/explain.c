@@ -86,13 +86,13 @@ static int take_serial(struct json_object *body, const char *serial, struct err 
 {
     if (!json_object_is_type(body, json_type_object))
         return err_set(e, "not an alert log: expected a JSON object");
-    if (!serial)
-        return 0;
     char *given = jsonv_text(jsonv_member(body, "remote-serial"));
     int rc = 0;
-    if (!given || !*given)
+    if ((!given || !*given) && !serial)
+        rc = err_set(e, "the log does not name its device (remote-serial): give --serial");
+    else if (!given || !*given)
         json_object_object_add(body, "remote-serial", json_object_new_string(serial));
-    else if (strcmp(given, serial))
+    else if (serial && strcmp(given, serial))
         rc = err_set(e, "--serial %s, but the log is of device %s", serial, given);
     free(given);
     return rc;
@@ -124,9 +124,10 @@ static void print_trials(FILE *out, const struct route *rt)
             width = strlen(rt->trials[i].rule->name);
     for (size_t i = 0; i < rt->n_trials; i++) {
         const struct rule_trial *t = &rt->trials[i];
+        const char *base = strrchr(t->rule->file, '/');
         fprintf(out, "  %2zu. %-*s  %s%s%s  (%s:%ld)\n", i + 1, (int)width, t->rule->name,
-                rule_verdict_name(t->verdict), *t->why ? ": " : "", t->why, t->rule->file,
-                t->rule->line);
+                rule_verdict_name(t->verdict), *t->why ? ": " : "", t->why,
+                base ? base + 1 : t->rule->file, t->rule->line);
     }
 }
 

@@ -4,6 +4,7 @@
 #include "glob.h"
 #include "regexp.h"
 #include "util/buf.h"
+#include "util/duration.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 #include "window.h"
@@ -169,7 +170,7 @@ static bool in_windows(struct rule_trial *t, const struct compiled *k, const cha
     }
     if (!inside) {
         join(when, sizeof when, t->rule->when, t->rule->n_when);
-        snprintf(t->why, sizeof t->why, "outside %s (%s)", when, tz && *tz ? tz : "local time");
+        snprintf(t->why, sizeof t->why, "%s (%s)", when, tz && *tz ? tz : "local time");
     }
     return inside != 0;
 }
@@ -192,10 +193,12 @@ bool throttle_pass(struct throttle_entry *t, long long at, long window, long *he
     return false;
 }
 
-/* Applies the rule's throttle to `ev`; true when it goes out. */
-static bool throttle(const struct rule_conf *rule, const struct event *ev,
+/* Applies the rule's throttle to `ev`; true when it goes out. When it is
+ * held back, t->why says so. */
+static bool throttle(struct rule_trial *tr, const struct event *ev,
                      const struct throttle_store *ts, long *held, long long *since)
 {
+    const struct rule_conf *rule = tr->rule;
     struct throttle_entry t;
     *held = 0;
     *since = 0;
@@ -206,6 +209,13 @@ static bool throttle(const struct rule_conf *rule, const struct event *ev,
         memset(&t, 0, sizeof t);
     bool pass = throttle_pass(&t, ev->unixtime, rule->throttle, held, since);
     ts->set(ts->ctx, rule->name, ev->serial, ev->kind, &t);
+    if (!pass) {
+        char span[24];
+        duration_format(span, sizeof span, rule->throttle);
+        snprintf(tr->why, sizeof tr->why,
+                 "one message per %s for this device and kind; %ld held back so far", span,
+                 t.held);
+    }
     return pass;
 }
 
@@ -253,7 +263,7 @@ void rules_route(struct route *out, const struct rules *r, const struct event *e
         }
         long held;
         long long since;
-        if (!throttle(rule, ev, ts, &held, &since)) {
+        if (!throttle(t, ev, ts, &held, &since)) {
             t->verdict = RULE_THROTTLED;
             continue;
         }

@@ -2,6 +2,7 @@
 #include "util/duration.h"
 
 #include <ctype.h>
+#include <stdio.h>
 
 int duration_parse(long *out, const char *text)
 {
@@ -36,4 +37,30 @@ int duration_parse(long *out, const char *text)
     }
     *out = total;
     return 0;
+}
+
+void duration_format(char *out, unsigned long size, long seconds)
+{
+    static const struct {
+        long unit;
+        char name;
+    } units[] = {{86400, 'd'}, {3600, 'h'}, {60, 'm'}, {1, 's'}};
+    size_t len = 0;
+    if (size == 0)
+        return;
+    out[0] = '\0';
+    if (seconds <= 0) {
+        snprintf(out, size, "0s");
+        return;
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0] && len < size; i++) {
+        long n = seconds / units[i].unit;
+        seconds %= units[i].unit;
+        if (n == 0)
+            continue;
+        int w = snprintf(out + len, size - len, "%ld%c", n, units[i].name);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
 }

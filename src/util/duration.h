@@ -7,4 +7,9 @@
  * a duration or exceeds ten years. */
 int duration_parse(long *out, const char *text);
 
+/* Writes `seconds` the way duration_parse reads it, largest units first and
+ * zero parts left out: 5400 is "1h30m", 90 is "1m30s", 0 is "0s"; a
+ * negative value is written as 0s. `out` of at least 24 bytes. */
+void duration_format(char *out, unsigned long size, long seconds);
+
 #endif

@@ -2,6 +2,7 @@
  * each kind of mistake the exact FILE:LINE:COL, key path and message. Each
  * test writes YAML into a fresh temporary directory and loads it. */
 #include "config.h"
+#include "util/duration.h"
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
@@ -751,6 +752,23 @@ Test(config, empty_values)
                  "4:14: accounts[0].login_id: expected a string, got an empty value");
     expect_error(ACCOUNT "    exclude: [\"\"]\n" RECEIVER,
                  "6:15: accounts[0].exclude[0]: expected a non-empty glob");
+}
+
+Test(config, durations_are_written_as_they_are_read)
+{
+    static const struct {
+        long seconds;
+        const char *text;
+    } cases[] = {{0, "0s"}, {-5, "0s"}, {45, "45s"}, {90, "1m30s"}, {1800, "30m"},
+                 {5400, "1h30m"}, {86400, "1d"}, {90061, "1d1h1m1s"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[24];
+        long back = -1;
+        duration_format(out, sizeof out, cases[i].seconds);
+        cr_assert_str_eq(out, cases[i].text);
+        cr_assert_eq(duration_parse(&back, out), 0);
+        cr_assert_eq(back, cases[i].seconds < 0 ? 0 : cases[i].seconds);
+    }
 }
 
 Test(config, bad_duration)
