@@ -494,7 +494,7 @@ static int cmp_throttle(const void *a, const void *b)
 static int check_throttles(struct json_object *throttles, struct err *e)
 {
     static const char *const keys[] = {"rule", "serial", "kind"};
-    static const char *const times[] = {"last_sent", "held", "held_since"};
+    static const char *const numbers[] = {"last_sent", "held", "held_since"};
     char where[64];
     if (check_type(throttles, json_type_array, "throttles", e) < 0)
         return -1;
@@ -507,8 +507,8 @@ static int check_throttles(struct json_object *throttles, struct err *e)
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
             if (check_req(t, keys[k], json_type_string, where, e) < 0)
                 return -1;
-        for (size_t k = 0; k < sizeof times / sizeof times[0]; k++)
-            if (check_opt(t, times[k], json_type_int, where, e) < 0)
+        for (size_t k = 0; k < sizeof numbers / sizeof numbers[0]; k++)
+            if (check_opt(t, numbers[k], json_type_int, where, e) < 0)
                 return -1;
         if (int_member(t, "held", 0) < 0 || int_member(t, "held", 0) > LONG_MAX)
             return err_set(e, "%s.held: out of range", where);
@@ -1519,7 +1519,7 @@ bool state_throttle(const struct state *s, const char *rule, const char *serial,
 
 /* A new triple is appended and the array sorted again: new triples are
  * rare (a rule meeting a device and kind for the first time), lookups are
- * not. */
+ * not. A negative count is stored as 0, which check_throttles accepts. */
 void state_set_throttle(struct state *s, const char *rule, const char *serial, const char *kind,
                         const struct throttle_entry *t)
 {
@@ -1535,7 +1535,7 @@ void state_set_throttle(struct state *s, const char *rule, const char *serial, c
         put(entry, "kind", need(json_object_new_string(kind)));
     }
     put_int(entry, "last_sent", t->last_sent);
-    put_int(entry, "held", t->held);
+    put_int(entry, "held", t->held > 0 ? t->held : 0);
     put_int(entry, "held_since", t->held_since);
     if (i < 0) {
         append(throttles, entry);

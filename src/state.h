@@ -52,9 +52,9 @@ int state_save(struct state *s, struct err *e);
  * its ledger with a copy of the one in memory and writes it atomically as
  * state_save does; a missing file becomes a new state holding just the
  * ledger. Seen keys, devices, outbox, throttles and counters changed in
- * memory never reach the disk this way. Fails without writing when the file on disk cannot be
- * read, parsed or checked, and when the write fails (the previous file is
- * then intact). */
+ * memory never reach the disk this way. Fails without writing when the
+ * file on disk cannot be read, parsed or checked, and when the write fails
+ * (the previous file is then intact). */
 int state_save_budget(struct state *s, struct err *e);
 
 /* Releases the lock and frees; NULL is fine. Does not save. */
@@ -75,9 +75,10 @@ size_t state_seen_count(const struct state *s, const char *serial);
 /* --- devices ---------------------------------------------------------- */
 
 /* A device as the account's last discovery listed it (serial, base, model,
- * name, group), joined with what wsrelay has done with it (the times). The times
- * live in a per-serial history that discovery never drops: a device that
- * is missing from one discovery and listed again by the next keeps them. */
+ * name, group), joined with what wsrelay has done with it (the times). The
+ * times live in a per-serial history that discovery never drops: a device
+ * that is missing from one discovery and listed again by the next keeps
+ * them. */
 struct state_device {
     char *serial;
     char *base;
@@ -102,14 +103,15 @@ long long state_discovered_at(const struct state *s, const char *account);
 void state_set_discovered(struct state *s, const char *account, long long now);
 
 /* Replaces the account's device list (serial, base, model, name and group;
- * a NULL one is "") with `devs`; entries without a serial are skipped. The history of a serial
- * already known is kept and the caller's times for it are ignored (except
- * that a first_known of 0 becomes `now`); a new serial gets a history with
- * first_known = `now` and last_poll, last_ok and refused_until from the
- * caller. Then drops the history of serials that are neither in the list
- * nor named by an outbox item and whose first_known, last_poll and last_ok
- * are all more than 30 days before `now`. Does not set the discovery time
- * (state_set_discovered does). */
+ * a NULL one of these but the serial is "") with `devs`; entries without a
+ * serial are skipped. The history of a serial already known is kept and
+ * the caller's times for it are ignored (except that a first_known of 0
+ * becomes `now`); a new serial gets a history with first_known = `now` and
+ * last_poll, last_ok and refused_until from the caller. Then drops the
+ * history of serials that are neither in the list nor named by an outbox
+ * item and whose first_known, last_poll and last_ok are all more than 30
+ * days before `now`. Does not set the discovery time (state_set_discovered
+ * does). */
 void state_set_devices(struct state *s, const char *account, const struct state_device *devs,
                        size_t n, long long now);
 
@@ -122,7 +124,8 @@ void state_devices_free(struct state_device *d, size_t n);
 /* Records a poll of the device at `now`: last_poll, last_ok too when `ok`
  * (its alert log was received and processed), and first_known when it had
  * none. A device missing from the list is added to it with `base` and an
- * empty model, name and group; a listed one takes `base` (NULL: unchanged). */
+ * empty model, name and group; a listed one takes `base` (NULL:
+ * unchanged). */
 void state_device_polled(struct state *s, const char *account, const char *serial, const char *base,
                          long long now, bool ok);
 
@@ -228,7 +231,7 @@ void state_outbox_failed(struct state *s, unsigned long long id, const char *err
  * before `until`. Never brings a later next try forward. */
 void state_outbox_not_before(struct state *s, unsigned long long id, long long until);
 
-/* --- throttles (per rule, device and kind) --------------------------- */
+/* --- throttles (per rule, device and kind) ---------------------------- */
 
 /* What a routing rule's throttle remembers of one device and kind. */
 struct throttle_entry {
@@ -242,14 +245,15 @@ struct throttle_entry {
 bool state_throttle(const struct state *s, const char *rule, const char *serial, const char *kind,
                     struct throttle_entry *out);
 
-/* Creates or replaces the entry of rule+serial+kind with a copy of `*t`. */
+/* Creates or replaces the entry of rule+serial+kind with a copy of `*t`
+ * (a negative `held` is taken as 0). */
 void state_set_throttle(struct state *s, const char *rule, const char *serial, const char *kind,
                         const struct throttle_entry *t);
 
 /* Drops the entries whose last_sent and held_since are both before
- * `before` (callers pass now - 30 days: a throttle that has neither let an
- * event through nor held one back for that long no longer holds anything
- * back), which bounds the file; returns how many were dropped. */
+ * `before` (callers pass now - 30 days), which bounds the file; returns
+ * how many were dropped. A dropped entry is as if there had never been
+ * one. */
 size_t state_prune_throttles(struct state *s, long long before);
 
 /* --- counters --------------------------------------------------------- */

@@ -1543,6 +1543,10 @@ Test(state, throttles_set_get_replace_and_persist)
     expect_no_throttle(s, "warm", "A", "ch1");
     expect_no_throttle(s, "cold", "A", "ch1");
 
+    /* A negative count is none (the file would not load again otherwise). */
+    state_set_throttle(s, "warm", "B", "ch2", &(struct throttle_entry){1000, -3, 0});
+    expect_throttle(s, "warm", "B", "ch2", 1000, 0, 0);
+
     /* Replacing keeps one entry. */
     state_set_throttle(s, "freezer-critical", "A", "ch1", &(struct throttle_entry){2000, 0, 0});
     expect_throttle(s, "freezer-critical", "A", "ch1", 2000, 0, 0);
