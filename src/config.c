@@ -466,7 +466,7 @@ static const struct key match_keys[] = {
      .off = MATCH_AT(kind),
      .count_off = MATCH_AT(n_kind),
      .check = check_kind,
-     .help = "Event kinds: ch1 to ch6, battery-level, communication-status."},
+     .help = "Event kinds: ch1 to ch6, battery-level, communication-status, gap."},
     {.name = "event",
      .kind = K_STRINGS,
      .off = MATCH_AT(event),
@@ -707,13 +707,16 @@ static int check_glob(char *v, struct err *e)
     return glob_check(v, e);
 }
 
+/* The kinds of alert-log entries, and "gap", which wsrelay makes itself. */
 static int check_kind(char *v, struct err *e)
 {
     for (size_t i = 0; i < event_n_kinds; i++)
         if (!strcmp(v, event_kinds[i]))
             return 0;
-    return err_set(e, "unknown kind '%s' (expected ch1 to ch6, battery-level or "
-                      "communication-status)", v);
+    if (!strcmp(v, "gap"))
+        return 0;
+    return err_set(e, "unknown kind '%s' (expected ch1 to ch6, battery-level, "
+                      "communication-status or gap)", v);
 }
 
 static int check_event_state(char *v, struct err *e)

@@ -346,6 +346,44 @@ static void route_event(struct tick *t, const struct pooled *pd, const struct ev
     event_clear(&ev);
 }
 
+/* A poll returned a full page none of which had been seen: the device
+ * logged so much since its last successful poll that older entries may
+ * have left its 20-entry log unseen. Nobody must believe they saw
+ * everything, so this is an event of its own, kind "gap", routed by the
+ * rules like any other. Its key is the device, the oldest entry of the
+ * page and "gap": the same page found again (a save that failed) gives the
+ * same event. */
+static void send_gap(struct tick *t, const struct pooled *pd, const struct event_list *list)
+{
+    const struct state_device *dev = &pd->dev;
+    struct event gap;
+    char from[32], to[32];
+    event_copy(&gap, &list->items[0]); /* the device's names and offset */
+    gap.unixtime = dev->last_ok;
+    event_local_time(&gap, from, sizeof from);
+    gap.unixtime = list->oldest;
+    event_local_time(&gap, to, sizeof to);
+    set_field(&gap.kind, "gap");
+    set_field(&gap.state, "other");
+    set_field(&gap.value, NULL);
+    set_field(&gap.limit, NULL);
+    set_field(&gap.channel_name, NULL);
+    set_field(&gap.channel_unit, NULL);
+    gap.recovers = 0;
+    free(gap.text);
+    gap.text = xasprintf("Alerts may be missing: %zu new entries since the last look at %s; "
+                         "entries between then and %s may have left the device's log unseen "
+                         "(the platform keeps only the newest %d). Check the device's history "
+                         "on WebStorage, and poll it more often (see the budget in wsrelay's "
+                         "README).",
+                         list->entries, from, to, FULL_PAGE);
+    log_warn("account %s, device %s: %zu new entries since the last poll at %s; older ones may "
+             "have been lost: a gap event is sent",
+             pd->a->name, dev->serial, list->entries, from);
+    route_event(t, pd, &gap);
+    event_clear(&gap);
+}
+
 /* Queues the events of one alert-log reply that were not seen before.
  * Returns -1 when the reply could not be used. */
 static int take_events(struct tick *t, const struct pooled *pd, const struct json_object *body)
@@ -384,10 +422,8 @@ static int take_events(struct tick *t, const struct pooled *pd, const struct jso
     if (list.entries >= FULL_PAGE) {
         /* A full page that overlaps nothing seen before: entries may have
          * left the log between the two polls. */
-        if (known == 0 && dev->last_ok != 0)
-            log_warn("account %s, device %s: %zu new entries since the last poll; older ones "
-                     "may have been lost (poll it more often: see README, the budget)",
-                     account, dev->serial, list.entries);
+        if (known == 0 && dev->last_ok != 0 && list.n > 0)
+            send_gap(t, pd, &list);
         /* Entries older than the oldest of a full page have left the
          * device's log for good, so their keys can go. */
         state_prune_seen(t->st, dev->serial, list.oldest);

@@ -205,12 +205,19 @@ Test(resilience, more_entries_than_the_platform_keeps_are_reported_and_keys_stay
     }
     char *err = NULL;
     cr_assert_eq(relay_run_at(&R, T0 + 300, &err), 0);
-    cr_assert(strstr(err, "may have been lost"), "%s", err);
+    cr_assert(strstr(err, "may have been lost: a gap event is sent"), "%s", err);
     free(err);
     size_t n;
     char *keys = relay_hook_keys(&R, &n);
-    cr_assert_eq(n, 1 + 20, "what the platform still had, once: %s", keys);
+    /* What the platform still had, once, and a gap event that names the
+     * span: from the last look to the oldest entry still kept. */
+    cr_assert_eq(n, 1 + 20 + 1, "%s", keys);
+    char gap_key[64];
+    snprintf(gap_key, sizeof gap_key, "5214A000/%lld/gap\n", T0 + 11);
+    cr_assert(strstr(keys, gap_key), "%s", keys);
     free(keys);
+    cr_assert_eq(relay_run_at(&R, T0 + 600, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 1 + 1, "the gap is reported once");
     char *state = read_file_str(R.state_path);
     cr_assert_eq(occurrences(state, "/ch1\""), 20, "only the keys of the 20 kept entries");
     free(state);
