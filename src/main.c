@@ -9,6 +9,7 @@
 #include "run.h"
 #include "templates.h"
 #include "util/buf.h"
+#include "util/duration.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -16,6 +17,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +43,10 @@ static int cmd_render(const struct globals *g, int argc, char **argv);
 static int cmd_explain(const struct globals *g, int argc, char **argv);
 
 static const struct command commands[] = {
-    {"run", "[--now UNIXTIME] [--dry-run]",
-     "poll the platform within its budget and deliver new alerts", cmd_run},
+    {"run", "[--now UNIXTIME] [--dry-run] [--loop [--interval DURATION]]",
+     "poll the platform within its budget and deliver new alerts (--loop: every minute, "
+     "until SIGTERM)",
+     cmd_run},
     {"check", "",
      "validate the configuration, rules and templates, reporting problems with FILE:LINE:COL",
      cmd_check},
@@ -97,15 +101,74 @@ static int parse_time(long long *out, const char *text)
     return 0;
 }
 
+/* Set by SIGTERM or SIGINT in loop mode. */
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+/* Sleeps until `until` (CLOCK_MONOTONIC seconds) or a stop signal. */
+static void sleep_until(long long until)
+{
+    struct timespec now;
+    while (!stop_requested && clock_gettime(CLOCK_MONOTONIC, &now) == 0 && now.tv_sec < until) {
+        struct timespec step = {.tv_sec = 1};
+        nanosleep(&step, NULL); /* a signal cuts it short */
+    }
+}
+
+/* `run --loop`: a tick every `interval` seconds until SIGTERM or SIGINT,
+ * which let the current tick finish its step, save, and end with 0. The
+ * configuration is read again before each tick, so an edit takes effect
+ * without a restart; a broken edit is logged and the last good
+ * configuration kept. Takes over `c`. */
+static int run_loop(const struct globals *g, struct config *c, struct run_options *ro,
+                    long interval)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL); /* no SA_RESTART: a signal ends a sleep or a wait */
+    sigaction(SIGINT, &sa, NULL);
+    ro->stop = &stop_requested;
+    log_info("loop: a tick every %ld s; SIGTERM stops it after the current step", interval);
+    while (!stop_requested) {
+        struct timespec started;
+        clock_gettime(CLOCK_MONOTONIC, &started);
+        struct config *fresh = NULL;
+        struct err e;
+        if (config_load(&fresh, g->config_path, &e) == 0) {
+            config_free(c);
+            c = fresh;
+        } else {
+            log_error("%s (keeping the configuration read before)", e.msg);
+        }
+        ro->now = (long long)time(NULL);
+        run_once(c, ro);
+        sleep_until((long long)started.tv_sec + interval);
+    }
+    log_info("loop: stopped by a signal; the state is saved");
+    config_free(c);
+    return RUN_OK;
+}
+
 static int cmd_run(const struct globals *g, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"now", required_argument, NULL, 'n'},
         {"dry-run", no_argument, NULL, 'd'},
+        {"loop", no_argument, NULL, 'l'},
+        {"interval", required_argument, NULL, 'i'},
         {NULL, 0, NULL, 0},
     };
     struct run_options ro = {.now = (long long)time(NULL), .lock_wait = 10};
     struct config *c = NULL;
+    bool loop = false, now_given = false, interval_given = false;
+    long interval = 60;
     int rc = RUN_USAGE;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -115,12 +178,25 @@ static int cmd_run(const struct globals *g, int argc, char **argv)
                 fprintf(stderr, "wsrelay: run: --now expects a Unix time, got '%s'\n", optarg);
                 goto out;
             }
+            now_given = true;
             break;
         case 'd':
             ro.dry_run = true;
             break;
+        case 'l':
+            loop = true;
+            break;
+        case 'i':
+            if (duration_parse(&interval, optarg) < 0 || interval < 1) {
+                fprintf(stderr, "wsrelay: run: --interval expects a duration such as 60s or "
+                                "5m, got '%s'\n", optarg);
+                goto out;
+            }
+            interval_given = true;
+            break;
         default:
-            fprintf(stderr, "usage: wsrelay run [--now UNIXTIME] [--dry-run]\n");
+            fprintf(stderr, "usage: wsrelay run [--now UNIXTIME] [--dry-run] "
+                            "[--loop [--interval DURATION]]\n");
             goto out;
         }
     }
@@ -128,8 +204,21 @@ static int cmd_run(const struct globals *g, int argc, char **argv)
         fprintf(stderr, "wsrelay: run: unexpected argument '%s'\n", argv[optind]);
         goto out;
     }
+    if (loop && now_given) {
+        fprintf(stderr, "wsrelay: run: --loop follows the clock; --now cannot be used with it\n");
+        goto out;
+    }
+    if (interval_given && !loop) {
+        fprintf(stderr, "wsrelay: run: --interval needs --loop\n");
+        goto out;
+    }
     if (load_config(&c, g) < 0)
         goto out;
+    if (loop) {
+        rc = run_loop(g, c, &ro, interval);
+        c = NULL; /* run_loop took it */
+        goto out;
+    }
     rc = run_once(c, &ro);
 out:
     config_free(c);

@@ -83,6 +83,12 @@ static struct sched_budget budget_of(const struct tick *t, const char *login, en
     return b;
 }
 
+/* True once a signal asked the run to stop early. */
+static bool stopping(const struct tick *t)
+{
+    return t->opt->stop && *t->opt->stop;
+}
+
 /* Saves what the next step must not lose: everything, or in a dry run the
  * budget ledger only. */
 static int persist(struct tick *t, const char *why)
@@ -514,7 +520,7 @@ static void poll_login(struct tick *t, const char *login)
     if (planned == 0)
         log_debug("login %s: no alert call allowed now", login);
     bool stop = false;
-    for (size_t i = 0; i < planned && !stop; i++)
+    for (size_t i = 0; i < planned && !stop && !stopping(t); i++)
         poll_device(t, &pl.items[order[i]], &stop);
 out:
     free(order);
@@ -533,7 +539,7 @@ static void poll_all(struct tick *t)
         for (size_t k = 0; k < i; k++)
             if (strcmp(c->accounts[k].login_id, c->accounts[i].login_id) == 0)
                 first = false;
-        if (first)
+        if (first && !stopping(t))
             poll_login(t, c->accounts[i].login_id);
     }
 }
@@ -603,7 +609,7 @@ static void deliver_receiver(struct tick *t, const struct notify_env *env,
     size_t n = 0;
     long long now = t->opt->now;
     struct outbox_item *items = state_outbox_due(t->st, r->name, now, &n);
-    for (size_t start = 0; start < n; start += MESSAGE_MAX_EVENTS) {
+    for (size_t start = 0; start < n && !stopping(t); start += MESSAGE_MAX_EVENTS) {
         size_t count = n - start < MESSAGE_MAX_EVENTS ? n - start : MESSAGE_MAX_EVENTS;
         struct event *evs = xcalloc(count, sizeof *evs);
         struct notify_message m = {.events = evs, .n = count, .now = now};
@@ -660,7 +666,7 @@ int run_once(const struct config *c, const struct run_options *o)
     if (!o->dry_run && persist(&t, "after polling") < 0)
         goto out;
     struct notify_env env = {.templates_dir = c->templates_dir};
-    for (size_t i = 0; i < c->n_receivers; i++)
+    for (size_t i = 0; i < c->n_receivers && !stopping(&t); i++)
         deliver_receiver(&t, &env, &c->receivers[i]);
     if (!o->dry_run)
         persist(&t, "after delivery");

@@ -6,12 +6,17 @@
 
 #include "config.h"
 
+#include <signal.h>
 #include <stdbool.h>
 
 struct run_options {
     long long now;  /* the clock of this run (Unix time) */
     bool dry_run;   /* print instead of sending; keep seen keys and outbox unsaved */
     int lock_wait;  /* seconds to wait for an overlapping run's lock */
+    /* NULL, or a flag a signal handler sets (SIGTERM in loop mode): once it
+     * is set, the tick starts no further platform call or delivery, saves
+     * what it has and returns. What it did not get to is done next time. */
+    const volatile sig_atomic_t *stop;
 };
 
 /* Exit codes shared with the command line. */
