@@ -149,6 +149,7 @@ struct config {
     char *state_file;    /* default CONFIG_DEFAULT_STATE */
     long catch_up;       /* seconds; default 3600 */
     char *templates_dir; /* `templates:`, a readable directory, or NULL */
+    char *metrics_file;  /* `metrics_file:`, written after each run, or NULL */
     struct account_conf *accounts;
     size_t n_accounts;
     struct receiver_conf *receivers;

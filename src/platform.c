@@ -49,6 +49,15 @@ const char *platform_op_name(enum platform_op op)
     return (unsigned)op < PLATFORM_N_OPS ? op_names[op] : "unknown";
 }
 
+struct platform_limit platform_op_limit(enum platform_op op)
+{
+    static const struct platform_limit limits[PLATFORM_N_OPS] = {
+        [PLATFORM_CURRENT] = {10, 120},
+        [PLATFORM_ALERT] = {12, 3600},
+    };
+    return (unsigned)op < PLATFORM_N_OPS ? limits[op] : limits[PLATFORM_ALERT];
+}
+
 /* ---- JSON helpers ---- */
 
 

@@ -20,6 +20,15 @@ enum platform_op { PLATFORM_CURRENT, PLATFORM_ALERT, PLATFORM_N_OPS };
 /* "current" or "alert": the name used in logs, the state and metrics. */
 const char *platform_op_name(enum platform_op op);
 
+/* The platform's published limit of `op` per login ID: at most
+ * `limit` calls in any `span` seconds (alert logs: 12 per 3600 s, current
+ * readings: 10 per 120 s). */
+struct platform_limit {
+    int limit;
+    long span;
+};
+struct platform_limit platform_op_limit(enum platform_op op);
+
 struct ratelimit {
     bool present;    /* all three headers were there */
     long limit;      /* X-RateLimit-Limit */

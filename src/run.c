@@ -23,6 +23,7 @@
  * sending them. */
 #include "run.h"
 #include "event.h"
+#include "metrics.h"
 #include "notify/notify.h"
 #include "platform.h"
 #include "rules.h"
@@ -41,15 +42,6 @@
 #define MESSAGE_MAX_EVENTS 100 /* events in one message; more go in several */
 #define FULL_PAGE 20           /* the platform keeps a device's 20 newest entries */
 #define THROTTLE_KEEP (30 * 86400) /* throttle entries unused this long are forgotten */
-
-/* The platform's published limits, per login ID and operation. */
-static const struct {
-    int limit;
-    long span;
-} op_limits[PLATFORM_N_OPS] = {
-    [PLATFORM_CURRENT] = {10, 120},
-    [PLATFORM_ALERT] = {12, 3600},
-};
 
 struct tick {
     const struct config *cfg;
@@ -74,9 +66,9 @@ static struct sched_budget budget_of(const struct tick *t, const char *login, en
                                      long long now)
 {
     struct sched_budget b = {
-        .limit = op_limits[op].limit,
-        .span = op_limits[op].span,
-        .used = state_calls_since(t->st, login, op, now - op_limits[op].span),
+        .limit = platform_op_limit(op).limit,
+        .span = platform_op_limit(op).span,
+        .used = state_calls_since(t->st, login, op, now - platform_op_limit(op).span),
         .last_call = state_last_call(t->st, login, op),
         .blocked_until = state_blocked_until(t->st, login, op),
     };
@@ -119,7 +111,7 @@ static void note_reply(struct tick *t, const char *login, enum platform_op op,
     if (r->http_status != 429 && !(r->rl.present && r->rl.remaining <= 0))
         return;
     struct sched_budget b = budget_of(t, login, op, now);
-    long long oldest = state_oldest_call_since(t->st, login, op, now - op_limits[op].span);
+    long long oldest = state_oldest_call_since(t->st, login, op, now - platform_op_limit(op).span);
     long long until = scheduler_block_until(&b, oldest, r->rl.present ? r->rl.reset : 0, now);
     state_block(t->st, login, op, until);
     log_info("login %s: the platform allows no %s call for %lld s", login,
@@ -184,7 +176,9 @@ static bool discover(struct tick *t, const struct account_conf *a, struct platfo
     }
     if (record_call(t, a->login_id, PLATFORM_CURRENT) < 0)
         return true;
-    if (platform_call(p, PLATFORM_CURRENT, NULL, NULL, &r) < 0) {
+    int called = platform_call(p, PLATFORM_CURRENT, NULL, NULL, &r);
+    metrics_count_call(t->st, a->login_id, PLATFORM_CURRENT, called == 0, r.http_status);
+    if (called < 0) {
         log_error("account %s: discovering devices: %s%s", a->name, r.message,
                   hint_for(r.http_status));
         t->failures++;
@@ -330,6 +324,7 @@ static void route_event(struct tick *t, const struct pooled *pd, const struct ev
     char *id = event_id(&ev);
     switch (rt.outcome) {
     case ROUTE_SENT:
+        state_count(t->st, METRICS_EVENTS_ROUTED, 1);
         break;
     case ROUTE_DROPPED:
         state_count(t->st, "dropped", 1);
@@ -386,6 +381,7 @@ static void send_gap(struct tick *t, const struct pooled *pd, const struct event
     log_warn("account %s, device %s: %zu new entries since the last poll at %s; older ones may "
              "have been lost: a gap event is sent",
              pd->a->name, dev->serial, list->entries, from);
+    state_count(t->st, METRICS_EVENTS_GAP, 1);
     route_event(t, pd, &gap);
     event_clear(&gap);
 }
@@ -418,6 +414,7 @@ static int take_events(struct tick *t, const struct pooled *pd, const struct jso
             continue;
         }
         if (before_catch_up(t, dev, ev)) {
+            state_count(t->st, METRICS_EVENTS_OLD, 1);
             old++;
         } else {
             route_event(t, pd, ev);
@@ -455,7 +452,9 @@ static void poll_device(struct tick *t, const struct pooled *pd, bool *stop)
         *stop = true;
         return;
     }
-    if (platform_call(pd->p, PLATFORM_ALERT, dev->serial, dev->base, &r) == 0) {
+    int called = platform_call(pd->p, PLATFORM_ALERT, dev->serial, dev->base, &r);
+    metrics_count_call(t->st, a->login_id, PLATFORM_ALERT, called == 0, r.http_status);
+    if (called == 0) {
         ok = take_events(t, pd, r.body) == 0;
         if (!ok)
             t->failures++;
@@ -582,6 +581,7 @@ static void delivery_failed(struct tick *t, const struct receiver_conf *r,
                             const struct notify_result *res, const char *error)
 {
     long long now = t->opt->now;
+    metrics_count_message(t->st, r->name, res->permanent ? "given_up" : "failed");
     for (size_t i = from; i < to; i++) {
         if (res->permanent) {
             state_outbox_done(t->st, items[i].id);
@@ -630,6 +630,7 @@ static void deliver_receiver(struct tick *t, const struct notify_env *env,
         } else if (notify_send(env, r, &m, &res, &e) == 0) {
             for (size_t i = 0; i < count; i++)
                 state_outbox_done(t->st, items[start + i].id);
+            metrics_count_message(t->st, r->name, "sent");
             log_info("receiver %s: %zu event%s delivered", r->name, count, count == 1 ? "" : "s");
         } else {
             /* A receiver that failed or asked for a pause gets nothing
@@ -658,7 +659,7 @@ int run_once(const struct config *c, const struct run_options *o)
         return RUN_FAILED;
     }
     t.throttles = (struct throttle_store){.get = throttle_get, .set = throttle_set, .ctx = t.st};
-    state_clamp_clock(t.st, o->now, op_limits[PLATFORM_ALERT].span);
+    state_clamp_clock(t.st, o->now, platform_op_limit(PLATFORM_ALERT).span);
     state_prune_throttles(t.st, o->now - THROTTLE_KEEP);
     warn_orphans(&t);
     poll_all(&t);
@@ -668,8 +669,13 @@ int run_once(const struct config *c, const struct run_options *o)
     struct notify_env env = {.templates_dir = c->templates_dir};
     for (size_t i = 0; i < c->n_receivers && !stopping(&t); i++)
         deliver_receiver(&t, &env, &c->receivers[i]);
-    if (!o->dry_run)
+    if (!o->dry_run) {
+        if (!t.failures)
+            state_set_counter(t.st, METRICS_LAST_SUCCESS, o->now);
         persist(&t, "after delivery");
+        if (c->metrics_file && metrics_write(c->metrics_file, c, t.st, o->now, !t.failures, &e) < 0)
+            log_warn("metrics: %s", e.msg);
+    }
 out:
     state_close(t.st);
     rules_free(t.rules);

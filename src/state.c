@@ -1578,3 +1578,29 @@ long long state_counter(const struct state *s, const char *name)
 {
     return int_member(section(s, "counters"), name, 0);
 }
+
+void state_set_counter(struct state *s, const char *name, long long value)
+{
+    put_int(section(s, "counters"), name, value);
+}
+
+static int by_string(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **state_counter_names(const struct state *s, size_t *n)
+{
+    struct json_object *counters = section(s, "counters");
+    char **names = NULL;
+    *n = 0;
+    json_object_object_foreach(counters, name, value)
+    {
+        (void)value;
+        names = xreallocarray(names, *n + 1, sizeof *names);
+        names[(*n)++] = xstrdup(name);
+    }
+    if (*n)
+        qsort(names, *n, sizeof *names, by_string);
+    return names;
+}

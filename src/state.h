@@ -267,4 +267,12 @@ void state_count(struct state *s, const char *name, long long n);
 /* The counter's value; 0 when never counted. */
 long long state_counter(const struct state *s, const char *name);
 
+/* Sets the counter `name` to `value` (for values that are not sums, such
+ * as the time of the last good run). */
+void state_set_counter(struct state *s, const char *name, long long value);
+
+/* The names of all counters, sorted; the caller frees each and the array
+ * (NULL with *n = 0 when there are none). */
+char **state_counter_names(const struct state *s, size_t *n);
+
 #endif

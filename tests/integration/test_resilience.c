@@ -277,3 +277,43 @@ Test(resilience, test_receiver_sends_a_marked_message_and_shows_the_answer, .fin
     free(out);
     cr_assert_null(read_file_str(R.state_path), "a test touches no state");
 }
+
+/* metrics_file: the counters of the runs so far, written after each run. */
+Test(resilience, the_metrics_file_counts_calls_events_and_messages, .fini = teardown,
+     .timeout = 120)
+{
+    start(2, T0 - 60, true);
+    char *conf = read_file_str(R.config_path);
+    char *with = xasprintf("metrics_file: %s/wsrelay.prom\n%s", R.dir, conf);
+    write_file(R.config_path, with);
+    free(with);
+    free(conf);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 1); /* the refused device */
+    hooksink_set_status(R.hook, 503);
+    cr_assert_eq(relay_run_at(&R, T0 + 300, NULL), 1); /* the other; the webhook fails */
+    hooksink_set_status(R.hook, 200);
+    cr_assert_eq(relay_run_at(&R, T0 + 600, NULL), 0); /* delivered on the retry */
+    char *path = xasprintf("%s/wsrelay.prom", R.dir);
+    char *text = read_file_str(path);
+    cr_assert_not_null(text);
+    char want[256];
+    static const char *const lines[] = {
+        /* discovery at T0 and T0+600; the refused device, then the other twice */
+        "wsrelay_platform_calls_total{login=\"" RELAY_LOGIN "\",op=\"current\",result=\"ok\"} 2\n",
+        "wsrelay_platform_calls_total{login=\"" RELAY_LOGIN "\",op=\"alert\",result=\"error\"} 1\n",
+        "wsrelay_platform_errors_total{login=\"" RELAY_LOGIN "\",op=\"alert\",code=\"400\"} 1\n",
+        "wsrelay_platform_calls_total{login=\"" RELAY_LOGIN "\",op=\"alert\",result=\"ok\"} 2\n",
+        "wsrelay_events_total{outcome=\"routed\"} 1\n",
+        "wsrelay_notifications_total{receiver=\"hook\",outcome=\"failed\"} 1\n",
+        "wsrelay_notifications_total{receiver=\"hook\",outcome=\"sent\"} 1\n",
+        "wsrelay_notifications_total{receiver=\"log\",outcome=\"sent\"} 1\n",
+        "wsrelay_outbox_events{receiver=\"hook\"} 0\n",
+        "wsrelay_last_run_success 1\n",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        cr_assert(strstr(text, lines[i]), "missing %s in\n%s", lines[i], text);
+    snprintf(want, sizeof want, "wsrelay_last_success_timestamp_seconds %lld\n", T0 + 600);
+    cr_assert(strstr(text, want), "%s", text);
+    free(text);
+    free(path);
+}
