@@ -92,9 +92,12 @@ static void stored(struct buf *out, const struct state *s, const char *name, cha
 static const struct {
     const char *counter, *outcome;
 } event_outcomes[] = {
-    {METRICS_EVENTS_ROUTED, "routed"},     {"dropped", "dropped"},
-    {"throttled", "throttled"},            {"unrouted", "unrouted"},
-    {METRICS_EVENTS_OLD, "before_catch_up"}, {METRICS_EVENTS_GAP, "gap"},
+    {METRICS_EVENTS_ROUTED, "routed"},
+    {METRICS_EVENTS_DROPPED, "dropped"},
+    {METRICS_EVENTS_THROTTLED, "throttled"},
+    {METRICS_EVENTS_UNROUTED, "unrouted"},
+    {METRICS_EVENTS_OLD, "before_catch_up"},
+    {METRICS_EVENTS_GAP, "gap"},
 };
 
 void metrics_render(struct buf *out, const struct config *c, const struct state *s,

@@ -20,6 +20,9 @@
  * names that `wsrelay status` shows too; the labelled series are stored
  * under their full series text. */
 #define METRICS_EVENTS_ROUTED "routed"
+#define METRICS_EVENTS_DROPPED "dropped"
+#define METRICS_EVENTS_THROTTLED "throttled"
+#define METRICS_EVENTS_UNROUTED "unrouted"
 #define METRICS_EVENTS_OLD "before_catch_up"
 #define METRICS_EVENTS_GAP "gaps"
 #define METRICS_LAST_SUCCESS "last_success_time"

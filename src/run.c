@@ -327,15 +327,15 @@ static void route_event(struct tick *t, const struct pooled *pd, const struct ev
         state_count(t->st, METRICS_EVENTS_ROUTED, 1);
         break;
     case ROUTE_DROPPED:
-        state_count(t->st, "dropped", 1);
+        state_count(t->st, METRICS_EVENTS_DROPPED, 1);
         log_debug("event %s: dropped by a rule", id);
         break;
     case ROUTE_THROTTLED:
-        state_count(t->st, "throttled", 1);
+        state_count(t->st, METRICS_EVENTS_THROTTLED, 1);
         log_debug("event %s: held back by a throttle", id);
         break;
     case ROUTE_UNROUTED:
-        state_count(t->st, "unrouted", 1);
+        state_count(t->st, METRICS_EVENTS_UNROUTED, 1);
         log_warn("account %s, device %s: event %s matched no rule and there are no "
                  "default_receivers: it is sent nowhere (add a catch-all rule or "
                  "default_receivers; see wsrelay explain)",
