@@ -1797,7 +1797,8 @@ static int load_rules(struct config *cfg, struct err *e)
         names = xreallocarray(names, n + 1, sizeof *names);
         names[n++] = xasprintf("%s/%s", path, de->d_name);
     }
-    qsort(names, n, sizeof *names, by_name);
+    if (n) /* an empty directory leaves names NULL, which qsort must not get */
+        qsort(names, n, sizeof *names, by_name);
     for (size_t i = 0; i < n; i++)
         if (load_rule_file(cfg, names[i], e) < 0)
             goto out;

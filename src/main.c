@@ -597,7 +597,10 @@ int main(int argc, char **argv)
     }
     int sub_argc = argc - optind;
     char **sub_argv = argv + optind;
-    optind = 1; /* restart getopt for the command's own options */
+    /* Restart getopt for the command's own options. 0, not 1: glibc then
+     * forgets the "+" of the global options too, so that a command's
+     * options may follow its operands (`explain FILE.json --now N`). */
+    optind = 0;
     rc = cmd->fn(&g, sub_argc, sub_argv);
     curl_global_cleanup();
     fflush(stdout);

@@ -44,17 +44,24 @@ static const char default_receivers[] =
     "  - name: log\n"
     "    file: {path: \"@OUT@\"}\n";
 
-void relay_config(struct relay *r, const char *accounts_yaml, const char *receivers_yaml)
+void relay_config_extra(struct relay *r, const char *accounts_yaml, const char *receivers_yaml,
+                        const char *extra_yaml)
 {
-    char *raw = xasprintf("state_file: %s\ncatch_up: 1h\naccounts:\n%sreceivers:\n%s",
+    char *raw = xasprintf("state_file: %s\ncatch_up: 1h\naccounts:\n%sreceivers:\n%s%s",
                           r->state_path, accounts_yaml ? accounts_yaml : default_accounts,
-                          receivers_yaml ? receivers_yaml : default_receivers);
-    const char *names[] = {"@BASE_URL@", "@HOOK_URL@", "@OUT@"};
-    const char *values[] = {r->sim.base_url, hooksink_url(r->hook), r->out_path};
-    char *text = substitute(raw, names, values, 3);
+                          receivers_yaml ? receivers_yaml : default_receivers,
+                          extra_yaml ? extra_yaml : "");
+    const char *names[] = {"@BASE_URL@", "@HOOK_URL@", "@OUT@", "@DIR@"};
+    const char *values[] = {r->sim.base_url, hooksink_url(r->hook), r->out_path, r->dir};
+    char *text = substitute(raw, names, values, 4);
     write_file(r->config_path, text);
     free(text);
     free(raw);
+}
+
+void relay_config(struct relay *r, const char *accounts_yaml, const char *receivers_yaml)
+{
+    relay_config_extra(r, accounts_yaml, receivers_yaml, NULL);
 }
 
 void relay_start(struct relay *r, const char *scenario)

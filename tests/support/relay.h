@@ -33,8 +33,15 @@ void relay_stop(struct relay *r);
 
 /* Rewrites the config with other `accounts:` and/or `receivers:` items
  * (YAML list items indented by two spaces; NULL keeps the default).
- * "@BASE_URL@" and "@HOOK_URL@" and "@OUT@" are replaced. */
+ * "@BASE_URL@", "@HOOK_URL@", "@OUT@" and "@DIR@" (the test's directory)
+ * are replaced. */
 void relay_config(struct relay *r, const char *accounts_yaml, const char *receivers_yaml);
+
+/* relay_config plus `extra_yaml`: top-level lines appended to the config
+ * (e.g. "rules: @DIR@/rules.d\ntimezone: Asia/Tokyo\n"), with the same
+ * replacements; NULL adds nothing. */
+void relay_config_extra(struct relay *r, const char *accounts_yaml, const char *receivers_yaml,
+                        const char *extra_yaml);
 
 /* Moves the simulator's clock to `now` and runs `wsrelay run --now NOW`;
  * returns its exit status and, when asked, its stderr (caller frees). */
