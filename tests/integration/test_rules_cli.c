@@ -316,7 +316,8 @@ Test(rules_cli, explain_shows_each_event_each_verdict_and_the_receivers)
 
     /* Ten minutes later, within the 30 minutes of the throttle. */
     b = event_block(r.out, "5214000A/1795000600/ch1");
-    expect_verdict(b, "freezer-critical", "throttled");
+    expect_verdict(b, "freezer-critical",
+                   "throttled: one message per 30m for this device and kind; 1 held back so far");
     expect_verdict(b, "everything-else", "not tried");
     expect_outcome(b, "held back by a throttle: counted, and the next message of this device "
                       "and kind says so");
@@ -337,7 +338,7 @@ Test(rules_cli, explain_shows_each_event_each_verdict_and_the_receivers)
     cr_assert_eq(r.status, 0, "%s", r.err);
     b = event_block(r.out, "5214000A/1795000600/battery-level");
     expect_verdict(b, "night-batteries",
-                   "outside its hours: outside Mon-Fri 18:00-08:00, Sat+Sun (Asia/Tokyo)");
+                   "outside its hours: Mon-Fri 18:00-08:00, Sat+Sun (Asia/Tokyo)");
     expect_verdict(b, "everything-else", "matched");
     expect_outcome(b, "sent to audit");
     free(b);
@@ -504,13 +505,14 @@ Test(rules_cli, the_example_rules_page_the_lab_for_a_freezer_alarm)
     /* The second alarm within 30 minutes: held back from the people, not
      * from the audit log. */
     b = event_block(r.out, "5214000A/1795305300/ch1");
-    expect_verdict(b, "freezer-critical", "throttled");
+    expect_verdict(b, "freezer-critical",
+                   "throttled: one message per 30m for this device and kind; 1 held back so far");
     expect_outcome(b, "sent to audit-hook");
     free(b);
     /* Batteries go to facilities on weekdays only. */
     b = event_block(r.out, "5214000A/1795305240/battery-level");
     expect_verdict(b, "batteries-office-hours",
-                   "outside its hours: outside Mon-Fri 08:00-18:00 (Asia/Tokyo)");
+                   "outside its hours: Mon-Fri 08:00-18:00 (Asia/Tokyo)");
     expect_outcome(b, "sent to audit-hook");
     free(b);
     /* The all-clear always arrives: its rule has no throttle. */

@@ -293,7 +293,8 @@ Test(config, misspelt_top_level_key)
                          "  - name: console\n"
                          "    file: {path: \"-\"}\n",
                  "6:1: unknown key 'recievers' (expected one of: state_file, catch_up, "
-                 "templates, accounts, receivers, rules, default_receivers, timezone)");
+                 "templates, metrics_file, accounts, receivers, rules, default_receivers, "
+                 "timezone)");
 }
 
 Test(config, misspelt_nested_keys)
