@@ -6,9 +6,10 @@
  * Why these are the problems (status.h lists them): each one means an
  * alert can be raised now without reaching anybody, and each clears by
  * itself once the cause is fixed (a successful call, a delivery, a run).
- * Fifteen minutes is three alert calls of a login ID, and fifteen retries
- * of a receiver's first backoffs: long enough that a blip does not wake
- * anyone, short enough that an outage does not last an hour unseen. */
+ * Fifteen minutes is three alert calls of a login ID, and four retries of
+ * a receiver (back-offs of 1, 2, 4 and 8 minutes): long enough that a blip
+ * does not wake anyone, short enough that an outage does not stay unseen
+ * for an hour. */
 #include "status.h"
 #include "notify/notify.h"
 #include "scheduler.h"
@@ -54,7 +55,6 @@ struct login_row {
     const char **accounts;
     size_t n_accounts;
     struct op_row op[PLATFORM_N_OPS];
-    bool has_health;
     struct state_health health; /* error made printable */
     long long last_call;        /* the latest call or outcome recorded; 0: none */
     struct device_row *devs;
@@ -212,12 +212,14 @@ static struct when duration(long seconds)
 
 /* --- gathering -------------------------------------------------------- */
 
-static void read_health(struct state_health *out, bool *has, const struct state *s,
-                        const char *name, bool login)
+/* The health of a login ID or a receiver, its error made printable. */
+static void read_health(struct state_health *out, const struct state *s, const char *name,
+                        bool login)
 {
-    bool got = login ? state_login_health(s, name, out) : state_receiver_health(s, name, out);
-    if (has)
-        *has = got;
+    if (login)
+        state_login_health(s, name, out);
+    else
+        state_receiver_health(s, name, out);
     if (out->error) {
         char *p = printable(out->error);
         free(out->error);
@@ -347,7 +349,7 @@ static void gather_login(struct login_row *l, const struct config *c, const stru
         if (r->b.last_call > l->last_call)
             l->last_call = r->b.last_call;
     }
-    read_health(&l->health, &l->has_health, s, l->login, true);
+    read_health(&l->health, s, l->login, true);
     if (l->health.last_ok > l->last_call)
         l->last_call = l->health.last_ok;
     if (l->health.error_at > l->last_call)
@@ -383,7 +385,7 @@ static void add_receiver(struct report *r, const struct state *s, const char *na
     row->name = printable(name);
     row->type = type;
     state_outbox_summary(s, name, &row->box);
-    read_health(&row->health, NULL, s, name, false);
+    read_health(&row->health, s, name, false);
 }
 
 /* The config's receivers, then those the outbox still names. */
