@@ -296,8 +296,8 @@ struct state_health {
 /* Records the outcome of one platform call made as `login` at `now`: a
  * success sets last_ok and clears the failures; a failure counts one and
  * keeps `status` and `message` (no secret; cut to 300 bytes at a character
- * boundary, control characters become spaces). Lives in the `logins`
- * section, so state_save_budget saves it too. */
+ * boundary, control characters become spaces, bytes that are not UTF-8
+ * '?'). Lives in the `logins` section, so state_save_budget saves it too. */
 void state_login_result(struct state *s, const char *login, bool ok, long status,
                         const char *message, long long now);
 
