@@ -7,6 +7,8 @@
 #include "notify/notify.h"
 #include "rules.h"
 #include "run.h"
+#include "state.h"
+#include "status.h"
 #include "templates.h"
 #include "util/buf.h"
 #include "util/duration.h"
@@ -37,6 +39,7 @@ struct command {
 
 static int cmd_run(const struct globals *g, int argc, char **argv);
 static int cmd_check(const struct globals *g, int argc, char **argv);
+static int cmd_status(const struct globals *g, int argc, char **argv);
 static int cmd_keys(const struct globals *g, int argc, char **argv);
 static int cmd_test_receiver(const struct globals *g, int argc, char **argv);
 static int cmd_render(const struct globals *g, int argc, char **argv);
@@ -50,6 +53,9 @@ static const struct command commands[] = {
     {"check", "",
      "validate the configuration, rules and templates, reporting problems with FILE:LINE:COL",
      cmd_check},
+    {"status", "[--json] [--now UNIXTIME]",
+     "say whether the relay covers every device and receiver (exit 1 when it does not)",
+     cmd_status},
     {"explain", "FILE.json [--account NAME] [--serial SERIAL] [--group NAME] [--now UNIXTIME]",
      "show how the rules route the events of a saved alert log; sends nothing", cmd_explain},
     {"keys", "[--rules]",
@@ -221,6 +227,58 @@ static int cmd_run(const struct globals *g, int argc, char **argv)
     }
     rc = run_once(c, &ro);
 out:
+    config_free(c);
+    return rc;
+}
+
+/* Reads the state without its lock, so that a run never makes it wait.
+ * Exit status: 0 OK, 1 a problem (an unreadable state file too), 2 a
+ * usage or configuration error. */
+static int cmd_status(const struct globals *g, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"now", required_argument, NULL, 'n'},
+        {NULL, 0, NULL, 0},
+    };
+    long long now = (long long)time(NULL);
+    bool json = false;
+    struct config *c = NULL;
+    struct state *s = NULL;
+    struct err e = {{0}};
+    int rc = RUN_USAGE;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'j':
+            json = true;
+            break;
+        case 'n':
+            if (parse_time(&now, optarg) < 0) {
+                fprintf(stderr, "wsrelay: status: --now expects a Unix time, got '%s'\n", optarg);
+                goto out;
+            }
+            break;
+        default:
+            fprintf(stderr, "usage: wsrelay status [--json] [--now UNIXTIME]\n");
+            goto out;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "wsrelay: status: unexpected argument '%s'\n", argv[optind]);
+        goto out;
+    }
+    if (load_config(&c, g) < 0)
+        goto out;
+    if (state_peek(&s, c->state_file, &e) < 0)
+        s = NULL;
+    rc = status_report(stdout, c, s, e.msg, now, json) == STATUS_OK ? RUN_OK : RUN_FAILED;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "wsrelay: status: standard output: %s\n", strerror(errno));
+        rc = RUN_FAILED;
+    }
+out:
+    state_close(s);
     config_free(c);
     return rc;
 }

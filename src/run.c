@@ -118,6 +118,16 @@ static void note_reply(struct tick *t, const char *login, enum platform_op op,
              platform_op_name(op), until - now);
 }
 
+/* Records how a call of `login` went, for `wsrelay status`: a failure
+ * with "WHAT: WHY" (both free of secrets, like the log lines). */
+static void note_result(struct tick *t, const char *login, long status, const char *what,
+                        const char *why)
+{
+    char *msg = why ? xasprintf("%s: %s", what, why) : NULL;
+    state_login_result(t->st, login, !why, status, msg, tick_now(t));
+    free(msg);
+}
+
 /* --- discovery --------------------------------------------------------- */
 
 static bool discovery_due(const struct tick *t, const struct account_conf *a)
@@ -176,19 +186,26 @@ static bool discover(struct tick *t, const struct account_conf *a, struct platfo
     }
     if (record_call(t, a->login_id, PLATFORM_CURRENT) < 0)
         return true;
+    char *what = xasprintf("account %s, discovering devices", a->name);
     int called = platform_call(p, PLATFORM_CURRENT, NULL, NULL, &r);
     metrics_count_call(t->st, a->login_id, PLATFORM_CURRENT, called == 0, r.http_status);
     if (called < 0) {
         log_error("account %s: discovering devices: %s%s", a->name, r.message,
                   hint_for(r.http_status));
         t->failures++;
+        char *why = xasprintf("%s%s", r.message, hint_for(r.http_status));
+        note_result(t, a->login_id, r.http_status, what, why);
+        free(why);
     } else if (platform_parse_devices(&infos, &n, r.body, &e) < 0) {
         log_error("account %s: discovering devices: %s", a->name, e.msg);
         t->failures++;
+        note_result(t, a->login_id, r.http_status, what, e.msg);
     } else {
         take_devices(t, a, infos, n);
         state_set_discovered(t->st, a->name, t->opt->now);
+        note_result(t, a->login_id, r.http_status, what, NULL);
     }
+    free(what);
     note_reply(t, a->login_id, PLATFORM_CURRENT, &r);
     bool usable = r.http_status != 401;
     device_info_free(infos, n);
@@ -452,16 +469,20 @@ static void poll_device(struct tick *t, const struct pooled *pd, bool *stop)
         *stop = true;
         return;
     }
+    char *what = xasprintf("account %s, device %s, alert logs", a->name, dev->serial);
     int called = platform_call(pd->p, PLATFORM_ALERT, dev->serial, dev->base, &r);
     metrics_count_call(t->st, a->login_id, PLATFORM_ALERT, called == 0, r.http_status);
     if (called == 0) {
         ok = take_events(t, pd, r.body) == 0;
         if (!ok)
             t->failures++;
+        note_result(t, a->login_id, r.http_status, what,
+                    ok ? NULL : "the reply could not be used (the log says why)");
     } else if (r.http_status == 400) {
         /* The platform refuses some devices (models the alert operation
          * does not serve, a wrong base serial): stop spending budget on
-         * them and ask again tomorrow. */
+         * them and ask again tomorrow. `wsrelay status` shows that with
+         * the device; it is not held against the login ID. */
         state_device_refused(t->st, a->name, dev->serial, t->opt->now + REFUSED_RECHECK);
         log_error("account %s, device %s: alert logs refused: %s; not asked again for a day "
                   "(add the serial to exclude: if this is expected)",
@@ -471,6 +492,9 @@ static void poll_device(struct tick *t, const struct pooled *pd, bool *stop)
         log_error("account %s, device %s: alert logs: %s%s", a->name, dev->serial, r.message,
                   hint_for(r.http_status));
         t->failures++;
+        char *why = xasprintf("%s%s", r.message, hint_for(r.http_status));
+        note_result(t, a->login_id, r.http_status, what, why);
+        free(why);
         if (r.http_status == 401 || r.http_status == 429)
             *stop = true;
     }
@@ -478,6 +502,7 @@ static void poll_device(struct tick *t, const struct pooled *pd, bool *stop)
     state_device_polled(t->st, a->name, dev->serial, dev->base, t->opt->now, ok);
     note_reply(t, a->login_id, PLATFORM_ALERT, &r);
     platform_reply_free(&r);
+    free(what);
 }
 
 /* --- one login ID ------------------------------------------------------- */
@@ -631,10 +656,12 @@ static void deliver_receiver(struct tick *t, const struct notify_env *env,
             for (size_t i = 0; i < count; i++)
                 state_outbox_done(t->st, items[start + i].id);
             metrics_count_message(t->st, r->name, "sent");
+            state_receiver_result(t->st, r->name, true, NULL, now);
             log_info("receiver %s: %zu event%s delivered", r->name, count, count == 1 ? "" : "s");
         } else {
             /* A receiver that failed or asked for a pause gets nothing
              * more in this run; its other messages wait untouched. */
+            state_receiver_result(t->st, r->name, false, e.msg, now);
             delivery_failed(t, r, items, start, start + count, n, &res, e.msg);
             free(evs);
             break;

@@ -30,6 +30,31 @@ size_t scheduler_allowance(const struct sched_budget *b, long long now)
     return slots < (long long)left ? (size_t)slots : left;
 }
 
+/* Mirrors scheduler_allowance condition by condition, so that the time it
+ * returns is the first at which the allowance becomes positive. */
+long long scheduler_next_call(const struct sched_budget *b, long long oldest, long long now)
+{
+    long long at = now;
+    if (b->limit <= 0 || b->span <= 0)
+        return at;
+    long spacing = b->span / b->limit;
+    if (spacing < 1)
+        spacing = 1;
+    if (b->blocked_until > at)
+        at = b->blocked_until;
+    /* A last call in the future counts as made now: allowed a spacing
+     * after it, like any other. */
+    if (b->last_call && b->last_call + spacing > at)
+        at = b->last_call + spacing;
+    if (b->used >= (size_t)b->limit) {
+        /* A call counts while it is at most a span old. */
+        long long freed = oldest > 0 ? oldest + b->span + 1 : now + b->span;
+        if (freed > at)
+            at = freed;
+    }
+    return at;
+}
+
 /* Never-polled devices first (0 sorts lowest), then the oldest poll; ties
  * keep configuration order so the choice is stable. */
 static int more_urgent(const struct sched_device *a, size_t ia, const struct sched_device *b,

@@ -34,6 +34,16 @@ size_t scheduler_allowance(const struct sched_budget *b, long long now);
 size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *devs, size_t n,
                       const struct sched_budget *b, long long now);
 
+/* The earliest time at or after `now` at which scheduler_allowance will
+ * allow a call, if no call is made before: not before blocked_until, one
+ * spacing (span/limit) after the last call, and, while `used` is at the
+ * limit, one second after the window's oldest call `oldest` has left it
+ * (0: unknown; then a span after `now`). Returns `now` when a call is
+ * allowed now (and for a budget without a limit or span). For `wsrelay
+ * status`: with N devices waiting, the k-th in scheduler_plan's order is
+ * polled about k spacings after that time. */
+long long scheduler_next_call(const struct sched_budget *b, long long oldest, long long now);
+
 /* Until when the operation must wait after a reply said no call is left
  * (X-RateLimit-Remaining: 0, or a 429). `b` counts the call just made;
  * `oldest` is the oldest call of the ledger's window (0: none); `reset` is

@@ -49,12 +49,15 @@
  *                                       "refused_until":N},...}}},
  *    "logins":{"tbzz9999":{"alert":{"calls":[N,...],"blocked_until":N,
  *                                   "ratelimit":{"limit":12,"remaining":3,"reset":3600,"at":N}},
- *                          "current":{...}}},
+ *                          "current":{...},
+ *                          "health":{"last_ok":N,"failures":N,"error_at":N,"status":401,
+ *                                    "error":S}}},
  *    "outbox":[{"id":1,"receiver":"ops-hook","event":{...event_to_json...},"attempts":0,
  *               "queued_at":N,"next_try":N,"last_error":null},...],
  *    "throttles":[{"rule":"freezer-critical","serial":"5214000A","kind":"ch1",
  *                  "last_sent":N,"held":12,"held_since":N},...],
- *    "counters":{"dropped":N,"throttled":N,"unrouted":N}}
+ *    "counters":{"dropped":N,"throttled":N,"unrouted":N},
+ *    "receivers":{"ops-hook":{"last_ok":N,"failures":N,"error_at":N,"error":S},...}}
  *
  * Every section may be missing (it is then empty). Members this version
  * does not know are kept as they are; members it knows must have the shape
@@ -62,7 +65,11 @@
  * written before the history existed kept last_poll and last_ok in the
  * device list; loading moves them into the history; files written before
  * device groups, throttles or counters existed lack "group" (read as "")
- * and those sections. The outbox stays sorted by id (ids only grow), which
+ * and those sections; files written before the health of logins and
+ * receivers lack "health" and "receivers" (nothing recorded yet). A
+ * login's health sits beside its ledger because a dry run, which saves
+ * only the `logins` section, makes real calls; a receiver's does not,
+ * since a dry run delivers nothing. The outbox stays sorted by id (ids only grow), which
  * makes lookups by id a binary search; the throttles stay sorted by rule,
  * serial and kind, for the same reason, and no triple appears twice. The
  * lock file PATH.lock is never removed: removing a lock file that others
@@ -95,10 +102,12 @@
 #define CLAMP_REFUSED 86400         /* furthest refused_until from now after a clock jump */
 #define CLAMP_NEXT_TRY BACKOFF_MAX  /* furthest outbox next try from now */
 #define LOCK_POLL_NS 100000000L
+#define HEALTH_ERROR_MAX 300        /* bytes of a failure's message kept */
 
 struct state {
     char *path;
     int lock_fd;
+    bool read_only; /* from state_peek: never saved */
     struct json_object *root;
 };
 
@@ -380,6 +389,25 @@ static int check_accounts(struct json_object *accounts, struct err *e)
     return 0;
 }
 
+/* The health of a login ID or a receiver (state_health). */
+static int check_health(struct json_object *h, const char *where, struct err *e)
+{
+    static const char *const ints[] = {"last_ok", "failures", "error_at", "status"};
+    struct json_object *v = NULL;
+    if (check_type(h, json_type_object, where, e) < 0)
+        return -1;
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+        if (check_opt(h, ints[k], json_type_int, where, e) < 0)
+            return -1;
+    if (int_member(h, "failures", 0) < 0 || int_member(h, "failures", 0) > LONG_MAX)
+        return err_set(e, "%s.failures: out of range", where);
+    if (int_member(h, "status", 0) < 0 || int_member(h, "status", 0) > LONG_MAX)
+        return err_set(e, "%s.status: out of range", where);
+    if (json_object_object_get_ex(h, "error", &v) && v && !json_object_is_type(v, json_type_string))
+        return err_set(e, "%s.error: not a string or null", where);
+    return 0;
+}
+
 static int check_logins(struct json_object *logins, struct err *e)
 {
     char where[256];
@@ -392,6 +420,13 @@ static int check_logins(struct json_object *logins, struct err *e)
         snprintf(where, sizeof where, "logins.%s", json_object_iter_peek_name(&it));
         if (check_type(login, json_type_object, where, e) < 0)
             return -1;
+        struct json_object *health = NULL;
+        if (json_object_object_get_ex(login, "health", &health)) {
+            size_t len = strlen(where);
+            snprintf(where + len, sizeof where - len, ".health");
+            if (check_health(health, where, e) < 0)
+                return -1;
+        }
         for (int op = 0; op < PLATFORM_N_OPS; op++) {
             struct json_object *led = NULL;
             if (!json_object_object_get_ex(login, op_name(op), &led))
@@ -536,6 +571,21 @@ static int check_counters(struct json_object *counters, struct err *e)
     return 0;
 }
 
+static int check_receivers(struct json_object *receivers, struct err *e)
+{
+    char where[256];
+    if (check_type(receivers, json_type_object, "receivers", e) < 0)
+        return -1;
+    struct json_object_iterator it = json_object_iter_begin(receivers);
+    struct json_object_iterator end = json_object_iter_end(receivers);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        snprintf(where, sizeof where, "receivers.%s", json_object_iter_peek_name(&it));
+        if (check_health(json_object_iter_peek_value(&it), where, e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Checks a parsed document and adds the sections it lacks. */
 static int check_root(struct json_object *root, struct err *e)
 {
@@ -550,6 +600,7 @@ static int check_root(struct json_object *root, struct err *e)
         {"outbox", check_outbox, json_object_new_array},
         {"throttles", check_throttles, json_object_new_array},
         {"counters", check_counters, json_object_new_object},
+        {"receivers", check_receivers, json_object_new_object},
     };
     struct json_object *v = NULL;
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
@@ -586,6 +637,7 @@ static struct json_object *new_root(void)
     put(root, "outbox", need(json_object_new_array()));
     put(root, "throttles", need(json_object_new_array()));
     put(root, "counters", need(json_object_new_object()));
+    put(root, "receivers", need(json_object_new_object()));
     return root;
 }
 
@@ -769,6 +821,31 @@ out:
     return rc;
 }
 
+/* No lock: a run holding it must not make `wsrelay status` wait, and
+ * status must not make a run wait either. Saves are renames, so the file
+ * read is a whole save, old or new. */
+int state_peek(struct state **out, const char *path, struct err *e)
+{
+    int rc = -1;
+    struct state *s = xcalloc(1, sizeof *s);
+    s->lock_fd = -1;
+    s->read_only = true;
+    *out = NULL;
+    if (!path || !*path) {
+        err_set(e, "no state file given");
+        goto out;
+    }
+    s->path = xstrdup(path);
+    if (load(&s->root, path, e) < 0)
+        goto out;
+    *out = s;
+    s = NULL;
+    rc = 0;
+out:
+    state_close(s);
+    return rc;
+}
+
 /* Writes `root` to `path` atomically; on failure the old file is intact. */
 static int write_root(const char *path, struct json_object *root, struct err *e)
 {
@@ -791,8 +868,17 @@ out:
     return rc;
 }
 
+/* A state read without the lock must never overwrite what a run that
+ * holds it saves. */
+static int refuse_read_only(const struct state *s, struct err *e)
+{
+    return err_set(e, "%s: read without the lock (state_peek): never saved", s->path);
+}
+
 int state_save(struct state *s, struct err *e)
 {
+    if (s->read_only)
+        return refuse_read_only(s, e);
     if (write_root(s->path, s->root, e) < 0)
         return err_prefix(e, "%s: cannot save state", s->path);
     return 0;
@@ -807,6 +893,8 @@ int state_save_budget(struct state *s, struct err *e)
     int rc = -1;
     struct json_object *disk = NULL;
     struct json_object *copy = NULL;
+    if (s->read_only)
+        return refuse_read_only(s, e);
     if (load(&disk, s->path, e) < 0)
         goto out;
     if (json_object_deep_copy(section(s, "logins"), &copy, NULL) < 0 || !copy)
@@ -1259,6 +1347,9 @@ static void clamp_ledgers(struct state *s, long long now, long long max_block)
             clamp_member(led, "blocked_until", now + max_block);
             clamp_member(member(led, "ratelimit", json_type_object), "at", now);
         }
+        struct json_object *health = member(login, "health", json_type_object);
+        clamp_member(health, "last_ok", now);
+        clamp_member(health, "error_at", now);
     }
 }
 
@@ -1302,6 +1393,13 @@ void state_clamp_clock(struct state *s, long long now, long max_block)
         struct json_object *item = json_object_array_get_idx(outbox, i);
         clamp_member(item, "queued_at", now);
         clamp_member(item, "next_try", now + CLAMP_NEXT_TRY);
+    }
+    struct json_object *receivers = section(s, "receivers");
+    struct json_object_iterator it = json_object_iter_begin(receivers);
+    struct json_object_iterator end = json_object_iter_end(receivers);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        clamp_member(json_object_iter_peek_value(&it), "last_ok", now);
+        clamp_member(json_object_iter_peek_value(&it), "error_at", now);
     }
 }
 
@@ -1383,6 +1481,26 @@ size_t state_outbox_count(const struct state *s, const char *receiver)
             count++;
     }
     return count;
+}
+
+void state_outbox_summary(const struct state *s, const char *receiver, struct outbox_summary *out)
+{
+    struct json_object *outbox = section(s, "outbox");
+    size_t len = json_object_array_length(outbox);
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < len; i++) {
+        struct json_object *item = json_object_array_get_idx(outbox, i);
+        const char *rcpt = str_member(item, "receiver");
+        if (receiver && (!rcpt || strcmp(rcpt, receiver) != 0))
+            continue;
+        long long queued = int_member(item, "queued_at", 0);
+        long long next = int_member(item, "next_try", 0);
+        if (!out->count || queued < out->oldest)
+            out->oldest = queued;
+        if (!out->count || next < out->next_try)
+            out->next_try = next;
+        out->count++;
+    }
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -1558,6 +1676,129 @@ size_t state_prune_throttles(struct state *s, long long before)
     }
     put(s->root, "throttles", kept); /* still sorted: the order is kept */
     return dropped;
+}
+
+/* --- health of logins and receivers ------------------------------------ */
+
+/* The length of the valid UTF-8 sequence at `p` (at most `n` bytes
+ * available), or 0 when there is none: overlong forms, surrogates and
+ * code points above U+10FFFF are not valid. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    size_t len;
+    unsigned min;
+    unsigned cp;
+    if (p[0] < 0x80)
+        return 1;
+    if ((p[0] & 0xE0) == 0xC0)
+        len = 2, min = 0x80, cp = p[0] & 0x1Fu;
+    else if ((p[0] & 0xF0) == 0xE0)
+        len = 3, min = 0x800, cp = p[0] & 0x0Fu;
+    else if ((p[0] & 0xF8) == 0xF0)
+        len = 4, min = 0x10000, cp = p[0] & 0x07u;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        cp = cp << 6 | (p[i] & 0x3Fu);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+/* `text` fit for the state and for one line of `wsrelay status`: at most
+ * `max` bytes, never cutting a character; control characters become
+ * spaces and bytes that are not UTF-8 '?' (the file must stay valid UTF-8,
+ * and an error message may have been cut anywhere). */
+static struct json_object *fit_text(const char *text, size_t max)
+{
+    struct buf b;
+    const unsigned char *p = (const unsigned char *)text;
+    size_t n = strlen(text);
+    buf_init(&b, 0);
+    while (n > 0) {
+        size_t len = utf8_seq(p, n);
+        const char *piece = (const char *)p;
+        if (len == 0) {
+            piece = "?";
+            len = 1;
+        } else if (p[0] < 0x20 || p[0] == 0x7f) {
+            piece = " ";
+        }
+        if (b.len + len > max)
+            break;
+        buf_append(&b, piece, len);
+        p += len;
+        n -= len;
+    }
+    struct json_object *v = need(json_object_new_string_len(buf_str(&b), (int)b.len));
+    buf_free(&b);
+    return v;
+}
+
+/* Records one attempt in the health object `h`. */
+static void health_record(struct json_object *h, bool ok, long status, const char *error,
+                          long long now)
+{
+    if (ok) {
+        put_int(h, "last_ok", now);
+        put_int(h, "failures", 0);
+        return;
+    }
+    long long failures = int_member(h, "failures", 0);
+    put_int(h, "failures", failures < LONG_MAX ? failures + 1 : failures);
+    put_int(h, "error_at", now);
+    put_int(h, "status", status > 0 ? status : 0);
+    put(h, "error", fit_text(error ? error : "", HEALTH_ERROR_MAX));
+}
+
+static bool health_get(const struct json_object *h, struct state_health *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!h)
+        return false;
+    out->last_ok = int_member(h, "last_ok", 0);
+    out->failures = (long)int_member(h, "failures", 0); /* check_health bounded it */
+    out->error_at = int_member(h, "error_at", 0);
+    out->status = (long)int_member(h, "status", 0);
+    out->error = xstrdup_or_null(str_member(h, "error"));
+    return true;
+}
+
+void state_login_result(struct state *s, const char *login, bool ok, long status,
+                        const char *message, long long now)
+{
+    struct json_object *health = child_object(child_object(section(s, "logins"), login), "health");
+    health_record(health, ok, status, message, now);
+}
+
+bool state_login_health(const struct state *s, const char *login, struct state_health *out)
+{
+    struct json_object *l = member(section(s, "logins"), login, json_type_object);
+    return health_get(member(l, "health", json_type_object), out);
+}
+
+void state_receiver_result(struct state *s, const char *receiver, bool ok, const char *error,
+                           long long now)
+{
+    health_record(child_object(section(s, "receivers"), receiver), ok, 0, error, now);
+}
+
+bool state_receiver_health(const struct state *s, const char *receiver, struct state_health *out)
+{
+    return health_get(member(section(s, "receivers"), receiver, json_type_object), out);
+}
+
+void state_health_clear(struct state_health *h)
+{
+    if (!h)
+        return;
+    free(h->error);
+    memset(h, 0, sizeof *h);
 }
 
 /* --- counters ----------------------------------------------------------- */

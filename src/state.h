@@ -16,13 +16,17 @@
  *     an event last went through, and how many were held back since;
  *   - counters of events that no receiver got on purpose (dropped by a
  *     rule, held back by a throttle, taken by no rule), for `wsrelay
- *     status`.
+ *     status`;
+ *   - the health of each login ID (beside its ledger) and each receiver:
+ *     the last success, the failures since, and the last failure with its
+ *     time and message, for `wsrelay status`.
  * No secret is ever written to it.
  *
  * state_open takes an exclusive lock (a `PATH.lock` file beside it) that it
  * keeps until state_close, so two overlapping runs never both poll or send.
  * state_save replaces the file atomically; after a crash the file is either
- * the old or the new one. */
+ * the old or the new one. state_peek reads it without the lock, for
+ * `wsrelay status`, which must not wait for a run. */
 #ifndef WSRELAY_STATE_H
 #define WSRELAY_STATE_H
 
@@ -42,22 +46,33 @@ struct state;
  * success *out belongs to the caller (state_close). */
 int state_open(struct state **out, const char *path, int lock_wait, struct err *e);
 
+/* Loads `path` for reading only, without taking the lock or waiting for
+ * it: a run may hold it for as long as it likes. Every save replaces the
+ * file by a rename, so what is read is one complete save. A missing file
+ * is an empty state. Fails like state_open on an unreadable or corrupt
+ * file; does not check that the directory is writable. The state can be
+ * changed in memory but never saved: state_save and state_save_budget
+ * fail. On success *out belongs to the caller (state_close). */
+int state_peek(struct state **out, const char *path, struct err *e);
+
 /* Writes the state atomically (temp file, fsync, rename, fsync dir). On
- * failure the previous file is intact. */
+ * failure the previous file is intact. Fails for a state of state_peek. */
 int state_save(struct state *s, struct err *e);
 
-/* For a dry run: writes only the budget ledger (the `logins` section) of
- * the state in memory to the file, leaving everything else in the file as
- * it is on disk. Reads the file again (the lock is still held), replaces
- * its ledger with a copy of the one in memory and writes it atomically as
- * state_save does; a missing file becomes a new state holding just the
- * ledger. Seen keys, devices, outbox, throttles and counters changed in
- * memory never reach the disk this way. Fails without writing when the
- * file on disk cannot be read, parsed or checked, and when the write fails
- * (the previous file is then intact). */
+/* For a dry run: writes only the `logins` section (the budget ledger,
+ * and each login ID's health: a dry run's platform calls are real) of the
+ * state in memory to the file, leaving everything else in the file as it
+ * is on disk. Reads the file again (the lock is still held), replaces its
+ * `logins` with a copy of the one in memory and writes it atomically as
+ * state_save does; a missing file becomes a new state holding just that.
+ * Seen keys, devices, outbox, throttles, counters and receivers' health
+ * changed in memory never reach the disk this way. Fails without writing
+ * when the file on disk cannot be read, parsed or checked, when the write
+ * fails (the previous file is then intact), and for a state of
+ * state_peek. */
 int state_save_budget(struct state *s, struct err *e);
 
-/* Releases the lock and frees; NULL is fine. Does not save. */
+/* Releases the lock (if held) and frees; NULL is fine. Does not save. */
 void state_close(struct state *s);
 
 /* --- seen keys -------------------------------------------------------- */
@@ -186,7 +201,9 @@ bool state_ratelimit(const struct state *s, const char *login, enum platform_op 
  *     1 day;
  *   - outbox: queued_at above `now` becomes `now`; next_try above now +
  *     1 h (the longest backoff) becomes now + 1 h;
- *   - throttles: last_sent and held_since above `now` become `now`.
+ *   - throttles: last_sent and held_since above `now` become `now`;
+ *   - health of logins and receivers: last_ok and error_at above `now`
+ *     become `now`.
  * Times at or below those bounds are left as they are. */
 void state_clamp_clock(struct state *s, long long now, long max_block);
 
@@ -212,6 +229,16 @@ struct outbox_item *state_outbox_due(const struct state *s, const char *receiver
 
 /* Number of items queued for `receiver` (NULL: for all receivers). */
 size_t state_outbox_count(const struct state *s, const char *receiver);
+
+/* What waits for one receiver, at a glance. */
+struct outbox_summary {
+    size_t count;       /* items queued */
+    long long oldest;   /* queued_at of the oldest; 0 when none */
+    long long next_try; /* the earliest next try; 0 when none */
+};
+
+/* Sums up the items of `receiver` (NULL: of all receivers) in *out. */
+void state_outbox_summary(const struct state *s, const char *receiver, struct outbox_summary *out);
 
 void state_outbox_free(struct outbox_item *items, size_t n);
 
@@ -255,6 +282,42 @@ void state_set_throttle(struct state *s, const char *rule, const char *serial, c
  * how many were dropped. A dropped entry is as if there had never been
  * one. */
 size_t state_prune_throttles(struct state *s, long long before);
+
+/* --- health of logins and receivers --------------------------------- */
+
+/* How the calls of a login ID, or the deliveries to a receiver, have gone
+ * lately. */
+struct state_health {
+    long long last_ok;  /* the last success; 0: never */
+    long failures;      /* failures since the last success (or since the
+                           start when none); 0: the last attempt succeeded */
+    long long error_at; /* the last failure; 0: never */
+    long status;        /* its HTTP status; 0 when no HTTP answer came, and
+                           for receivers */
+    char *error;        /* its message; NULL when none failed yet */
+};
+
+/* Records the outcome of one platform call made as `login` at `now`: a
+ * success sets last_ok and clears the failures; a failure counts one and
+ * keeps `status` and `message` (no secret; cut to 300 bytes at a character
+ * boundary, control characters become spaces, bytes that are not UTF-8
+ * '?'). Lives in the `logins` section, so state_save_budget saves it too. */
+void state_login_result(struct state *s, const char *login, bool ok, long status,
+                        const char *message, long long now);
+
+/* Likewise for one delivery attempt to `receiver` (`error` is NULL on
+ * success). */
+void state_receiver_result(struct state *s, const char *receiver, bool ok, const char *error,
+                           long long now);
+
+/* The health of `login` or `receiver` in *out (its `error` belongs to the
+ * caller: state_health_clear). False, and *out zeroed, when nothing was
+ * recorded. */
+bool state_login_health(const struct state *s, const char *login, struct state_health *out);
+bool state_receiver_health(const struct state *s, const char *receiver, struct state_health *out);
+
+/* Frees what *h holds and zeroes it; NULL is fine. */
+void state_health_clear(struct state_health *h);
 
 /* --- counters --------------------------------------------------------- */
 

@@ -1,8 +1,9 @@
 /* Fuzzes the state loader with arbitrary file contents: a state that loads
  * must save (in full and budget-only) and load again, also after its clock
  * was clamped, the devices of account "lab" set again, its throttles
- * pruned and set and a counter counted; one that does not load must leave
- * the file as it was. Never a crash on a hand-edited or damaged file. */
+ * pruned and set, a counter counted and the health of a login and a
+ * receiver recorded; one that does not load must leave the file as it
+ * was. state_peek loads exactly what state_open loads. Never a crash on a hand-edited or damaged file. */
 #include "fuzz.h"
 #include "state.h"
 #include "util/buf.h"
@@ -39,8 +40,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *path = xasprintf("%s/state.json", dir);
     if (file_write_atomic(path, data, size, 0600, &e) < 0)
         abort();
+    struct state *peeked = NULL;
+    int peek_rc = state_peek(&peeked, path, &e);
+    state_close(peeked);
     if (state_open(&s, path, 0, &e) == 0) {
         size_t n = 0;
+        if (peek_rc < 0)
+            abort();
         /* Two statements: the order in which arguments are evaluated is
          * unspecified, and `n` must be read after the call sets it. */
         struct outbox_item *items = state_outbox_due(s, "x", 0x7fffffffLL, &n);
@@ -63,6 +69,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         state_set_throttle(s, "freezer-critical", "5214000A", "ch1", &t);
         state_set_throttle(s, "a", "5214000A", "ch1", &t);
         state_count(s, "throttled", 1);
+        struct state_health h;
+        state_login_health(s, "tbzz9999", &h);
+        state_login_result(s, "tbzz9999", false, 503, h.error ? h.error : "x\x80\n", 1795000000);
+        state_health_clear(&h);
+        state_receiver_health(s, "hook", &h);
+        state_receiver_result(s, "hook", h.failures % 2 == 0, h.error, 1795000000);
+        state_health_clear(&h);
+        struct outbox_summary sum;
+        state_outbox_summary(s, NULL, &sum);
+        if (sum.count != state_outbox_count(s, NULL))
+            abort();
         if (state_save(s, &e) < 0)
             abort();
         state_close(s);
@@ -71,6 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         state_close(s);
     } else {
         struct buf b;
+        if (peek_rc == 0)
+            abort();
         buf_init(&b, 0);
         if (file_read(&b, path, &e) < 0 || b.len != size || memcmp(buf_str(&b), data, size) != 0)
             abort(); /* a state that did not load is left untouched */

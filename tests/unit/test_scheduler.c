@@ -125,3 +125,97 @@ Test(scheduler, a_day_of_minutely_runs_never_exceeds_twelve_per_hour)
     }
     cr_assert_geq(n_calls, 280, "a day should use nearly all of its 288 calls, used %zu", n_calls);
 }
+
+/* --- the next call allowed ------------------------------------------------ */
+
+Test(scheduler, next_call_is_now_when_a_call_is_allowed)
+{
+    struct sched_budget b = alert_budget(0, 0);
+    cr_assert_eq(scheduler_next_call(&b, 0, 1000000), 1000000);
+    b = alert_budget(3, 1000000 - 300);
+    cr_assert_eq(scheduler_next_call(&b, 1000000 - 900, 1000000), 1000000);
+}
+
+Test(scheduler, next_call_waits_one_spacing_after_the_last)
+{
+    struct sched_budget b = alert_budget(1, 1000000);
+    cr_assert_eq(scheduler_next_call(&b, 1000000, 1000000 + 60), 1000000 + 300);
+    /* A last call stamped in the future: a spacing after it. */
+    cr_assert_eq(scheduler_next_call(&b, 1000000, 999000), 1000000 + 300);
+}
+
+Test(scheduler, next_call_waits_for_a_block)
+{
+    struct sched_budget b = alert_budget(1, 1000000);
+    b.blocked_until = 1000000 + 1800;
+    cr_assert_eq(scheduler_next_call(&b, 1000000, 1000000 + 60), 1000000 + 1800);
+}
+
+Test(scheduler, next_call_of_a_full_window_waits_for_its_oldest_call_to_leave)
+{
+    struct sched_budget b = alert_budget(12, 1003300);
+    cr_assert_eq(scheduler_next_call(&b, 1000000, 1003400), 1000000 + 3600 + 1);
+    cr_assert_eq(scheduler_next_call(&b, 0, 1003400), 1003400 + 3600, "oldest unknown: a span");
+}
+
+/* The number of calls in `calls` that a budget at `now` counts, and the
+ * budget itself, as run.c builds it from the ledger. */
+static struct sched_budget budget_from(const long long *calls, size_t n, long long now,
+                                       long long *oldest)
+{
+    struct sched_budget b = {.limit = 12, .span = 3600};
+    *oldest = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (calls[i] >= now - 3600) {
+            b.used++;
+            if (!*oldest || calls[i] < *oldest)
+                *oldest = calls[i];
+        }
+        if (calls[i] > b.last_call)
+            b.last_call = calls[i];
+    }
+    return b;
+}
+
+/* Whatever the history, the time scheduler_next_call names is the first
+ * second at which scheduler_allowance allows a call. Runs come at uneven
+ * times (every 1 to 17 minutes) and spend what they are allowed, so the
+ * window is sometimes full. */
+Test(scheduler, next_call_is_the_first_second_the_allowance_is_positive)
+{
+    long long calls[600];
+    size_t n_calls = 0;
+    long long start = 1795000000;
+    unsigned step = 1;
+    int full = 0;
+    for (long long now = start; now < start + 2 * 86400; now += 60 * (step % 17 + 1)) {
+        step = step * 1103515245u + 12345u;
+        long long oldest;
+        struct sched_budget b = budget_from(calls, n_calls, now, &oldest);
+        if (step % 5 == 0)
+            b.blocked_until = now + (long long)(step % 2000);
+        long long next = scheduler_next_call(&b, oldest, now);
+        cr_assert_geq(next, now);
+        full += b.used >= 12;
+        for (long long t = now; t < next; t += 7) {
+            long long o;
+            struct sched_budget bt = budget_from(calls, n_calls, t, &o);
+            bt.blocked_until = b.blocked_until;
+            cr_assert_eq(scheduler_allowance(&bt, t), 0, "allowed at %lld, before %lld",
+                         t - start, next - start);
+        }
+        long long o;
+        struct sched_budget bn = budget_from(calls, n_calls, next, &o);
+        bn.blocked_until = b.blocked_until;
+        cr_assert_gt(scheduler_allowance(&bn, next), 0, "not allowed at %lld", next - start);
+        size_t allow = scheduler_allowance(&b, now);
+        cr_assert_eq(allow > 0, next == now);
+        /* A burst now and then, so that the window fills up. */
+        size_t spend = step % 3 == 0 ? allow : (allow > 0);
+        for (size_t k = 0; k < spend; k++) {
+            cr_assert_lt(n_calls, 600);
+            calls[n_calls++] = now;
+        }
+    }
+    cr_assert_gt(full, 0, "the window was never full");
+}

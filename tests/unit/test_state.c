@@ -1694,3 +1694,352 @@ Test(state, save_budget_leaves_throttles_and_counters_on_disk)
     cr_expect_eq(state_counter(s, "unrouted"), 0);
     state_close(s);
 }
+
+/* --- health of logins and receivers ------------------------------------ */
+
+static void expect_health(const struct state_health *h, long long last_ok, long failures,
+                          long long error_at, long status, const char *error)
+{
+    cr_expect_eq(h->last_ok, last_ok, "last_ok %lld, want %lld", h->last_ok, last_ok);
+    cr_expect_eq(h->failures, failures, "failures %ld, want %ld", h->failures, failures);
+    cr_expect_eq(h->error_at, error_at, "error_at %lld, want %lld", h->error_at, error_at);
+    cr_expect_eq(h->status, status, "status %ld, want %ld", h->status, status);
+    expect_str_eq(h->error, error, "error");
+}
+
+Test(state, health_of_logins_and_receivers_round_trips)
+{
+    struct state *s = open_ok();
+    struct state_health h;
+    cr_expect_not(state_login_health(s, "tbzz9999", &h));
+    expect_health(&h, 0, 0, 0, 0, NULL);
+    cr_expect_not(state_receiver_health(s, "hook", &h));
+
+    state_login_result(s, "tbzz9999", false, 503, "HTTP 503 (code 503: busy)", 1000);
+    state_login_result(s, "tbzz9999", false, 0, "connection refused", 1100);
+    state_login_result(s, "other", true, 200, NULL, 1200);
+    state_receiver_result(s, "hook", true, NULL, 1000);
+    state_receiver_result(s, "hook", false, "webhook hook: HTTP 503", 1300);
+    state_receiver_result(s, "hook", false, "webhook hook: HTTP 502", 1360);
+    state_receiver_result(s, "mail", false, NULL, 1400);
+    s = reopen(s);
+
+    cr_assert(state_login_health(s, "tbzz9999", &h));
+    expect_health(&h, 0, 2, 1100, 0, "connection refused");
+    state_health_clear(&h);
+    cr_assert(state_login_health(s, "other", &h));
+    expect_health(&h, 1200, 0, 0, 0, NULL);
+    state_health_clear(&h);
+    cr_assert(state_receiver_health(s, "hook", &h));
+    expect_health(&h, 1000, 2, 1360, 0, "webhook hook: HTTP 502");
+    state_health_clear(&h);
+    cr_assert(state_receiver_health(s, "mail", &h));
+    expect_health(&h, 0, 1, 1400, 0, "");
+    state_health_clear(&h);
+
+    /* A success clears the failures and keeps the last error for people
+     * to read. */
+    state_login_result(s, "tbzz9999", true, 200, NULL, 1500);
+    state_receiver_result(s, "hook", true, NULL, 1500);
+    s = reopen(s);
+    cr_assert(state_login_health(s, "tbzz9999", &h));
+    expect_health(&h, 1500, 0, 1100, 0, "connection refused");
+    state_health_clear(&h);
+    cr_assert(state_receiver_health(s, "hook", &h));
+    expect_health(&h, 1500, 0, 1360, 0, "webhook hook: HTTP 502");
+    state_health_clear(&h);
+
+    /* The login's health lives beside its ledger, the receivers' in a
+     * section of their own. */
+    char *text = slurp(path);
+    cr_expect_not_null(strstr(text, "\"logins\":{\"tbzz9999\":{\"health\":{\"failures\":0,"
+                                    "\"error_at\":1100,\"status\":0,"
+                                    "\"error\":\"connection refused\",\"last_ok\":1500}}"),
+                       "%s", text);
+    cr_expect_not_null(strstr(text, "\"receivers\":{\"hook\":{"), "%s", text);
+    free(text);
+    state_health_clear(NULL);
+    state_close(s);
+}
+
+Test(state, health_messages_are_cut_cleaned_and_stay_utf8)
+{
+    struct state *s = open_ok();
+    struct buf long_msg;
+    buf_init(&long_msg, 0);
+    buf_puts(&long_msg, "x");
+    for (int i = 0; i < 200; i++)
+        buf_puts(&long_msg, "認"); /* 3 bytes each: 301 bytes in all once past 300 */
+    state_login_result(s, "L", false, 401, buf_str(&long_msg), 1000);
+    /* A control character, a lone continuation byte, a cut sequence at
+     * the end (an error message cut by a fixed buffer). */
+    state_receiver_result(s, "hook", false, "line one\nline\ttwo \x80 end \xe8\xaa", 1000);
+    s = reopen(s); /* the file must load again: valid UTF-8 */
+    struct state_health h;
+    cr_assert(state_login_health(s, "L", &h));
+    cr_expect_eq(h.status, 401);
+    cr_expect_eq(strlen(h.error), 1 + 99 * 3, "cut at a character: %zu bytes", strlen(h.error));
+    cr_expect_eq(strncmp(h.error, buf_str(&long_msg), strlen(h.error)), 0);
+    state_health_clear(&h);
+    cr_assert(state_receiver_health(s, "hook", &h));
+    expect_str_eq(h.error, "line one line two ? end ??", "cleaned");
+    state_health_clear(&h);
+    buf_free(&long_msg);
+    state_close(s);
+}
+
+Test(state, old_file_without_health_loads)
+{
+    spew(path, "{\"version\":1,\"next_id\":1,\"seen\":{},\"accounts\":{},"
+               "\"logins\":{\"L\":{\"alert\":{\"calls\":[900]}}},\"outbox\":[],"
+               "\"throttles\":[],\"counters\":{}}\n");
+    struct state *s = open_ok();
+    struct state_health h;
+    cr_expect_not(state_login_health(s, "L", &h));
+    cr_expect_not(state_receiver_health(s, "hook", &h));
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, 0), 1);
+    state_login_result(s, "L", true, 200, NULL, 1000);
+    state_receiver_result(s, "hook", true, NULL, 1000);
+    s = reopen(s);
+    cr_expect(state_login_health(s, "L", &h));
+    cr_expect_eq(h.last_ok, 1000);
+    cr_expect(state_receiver_health(s, "hook", &h));
+    cr_expect_eq(h.last_ok, 1000);
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, 0), 1);
+    state_close(s);
+}
+
+Test(state, malformed_health_is_corrupt)
+{
+    static const char *const docs[] = {
+        "{\"version\":1,\"logins\":{\"L\":{\"health\":[]}}}",
+        "{\"version\":1,\"logins\":{\"L\":{\"health\":{\"last_ok\":\"5\"}}}}",
+        "{\"version\":1,\"logins\":{\"L\":{\"health\":{\"failures\":-1}}}}",
+        "{\"version\":1,\"logins\":{\"L\":{\"health\":{\"failures\":1.5}}}}",
+        "{\"version\":1,\"logins\":{\"L\":{\"health\":{\"error_at\":null}}}}",
+        "{\"version\":1,\"logins\":{\"L\":{\"health\":{\"status\":-401}}}}",
+        "{\"version\":1,\"logins\":{\"L\":{\"health\":{\"error\":401}}}}",
+        "{\"version\":1,\"receivers\":[]}",
+        "{\"version\":1,\"receivers\":{\"hook\":1}}",
+        "{\"version\":1,\"receivers\":{\"hook\":{\"last_ok\":true}}}",
+        "{\"version\":1,\"receivers\":{\"hook\":{\"failures\":\"2\"}}}",
+        "{\"version\":1,\"receivers\":{\"hook\":{\"error\":[\"x\"]}}}",
+    };
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        struct err e;
+        spew(path, docs[i]);
+        open_fails(&e);
+        char *want = xasprintf("%s: corrupt state file: ", path);
+        cr_expect_eq(strncmp(e.msg, want, strlen(want)), 0, "doc %zu (%s): %s", i, docs[i], e.msg);
+        free(want);
+    }
+    /* null is a fine error: none. */
+    spew(path, "{\"version\":1,\"receivers\":{\"hook\":{\"error\":null,\"failures\":0}}}");
+    state_close(open_ok());
+}
+
+Test(state, save_budget_writes_login_health_but_not_receivers)
+{
+    struct state *s = open_ok();
+    state_receiver_result(s, "hook", true, NULL, 1000);
+    save_ok(s);
+    state_close(s);
+
+    /* What a dry run does in memory: real platform calls, no delivery
+     * (run.c records none, but the state would not save one either). */
+    s = open_ok();
+    state_login_result(s, "L", false, 401, "HTTP 401", 2000);
+    state_receiver_result(s, "hook", false, "would not be saved", 2000);
+    save_budget_ok(s);
+    state_close(s);
+
+    s = open_ok();
+    struct state_health h;
+    cr_assert(state_login_health(s, "L", &h));
+    expect_health(&h, 0, 1, 2000, 401, "HTTP 401");
+    state_health_clear(&h);
+    cr_assert(state_receiver_health(s, "hook", &h));
+    expect_health(&h, 1000, 0, 0, 0, NULL);
+    state_health_clear(&h);
+    state_close(s);
+}
+
+Test(state, clamp_clock_brings_health_times_back)
+{
+    struct state *s = open_ok();
+    state_login_result(s, "L", true, 200, NULL, 5000);
+    state_login_result(s, "L", false, 503, "busy", 5100);
+    state_login_result(s, "M", true, 200, NULL, 500);
+    state_receiver_result(s, "hook", true, NULL, 5000);
+    state_receiver_result(s, "hook", false, "down", 5200);
+    state_clamp_clock(s, 1000, 3600);
+    struct state_health h;
+    state_login_health(s, "L", &h);
+    expect_health(&h, 1000, 1, 1000, 503, "busy");
+    state_health_clear(&h);
+    state_login_health(s, "M", &h);
+    cr_expect_eq(h.last_ok, 500, "a time in the past stays");
+    state_health_clear(&h);
+    state_receiver_health(s, "hook", &h);
+    expect_health(&h, 1000, 1, 1000, 0, "down");
+    state_health_clear(&h);
+    state_close(s);
+}
+
+/* --- outbox summary ----------------------------------------------------- */
+
+Test(state, outbox_summary)
+{
+    struct state *s = open_ok();
+    struct outbox_summary sum = {.count = 9, .oldest = 9, .next_try = 9};
+    state_outbox_summary(s, "hook", &sum);
+    cr_expect(sum.count == 0 && sum.oldest == 0 && sum.next_try == 0);
+    struct event ev = sample_event("A", 100, "ch1");
+    state_enqueue(s, "hook", &ev, 1000); /* id 1 */
+    state_enqueue(s, "hook", &ev, 900);  /* id 2 */
+    state_enqueue(s, "mail", &ev, 800);  /* id 3 */
+    state_outbox_failed(s, 2, "down", 1000);  /* next try 1060 */
+    state_outbox_summary(s, "hook", &sum);
+    cr_expect_eq(sum.count, 2);
+    cr_expect_eq(sum.oldest, 900);
+    cr_expect_eq(sum.next_try, 1000);
+    state_outbox_summary(s, NULL, &sum);
+    cr_expect_eq(sum.count, 3);
+    cr_expect_eq(sum.oldest, 800);
+    cr_expect_eq(sum.next_try, 800);
+    state_outbox_summary(s, "nobody", &sum);
+    cr_expect_eq(sum.count, 0);
+    event_clear(&ev);
+    state_close(s);
+}
+
+/* --- reading without the lock ------------------------------------------ */
+
+static struct state *peek_ok(void)
+{
+    struct state *s = NULL;
+    struct err e = {{0}};
+    cr_assert_eq(state_peek(&s, path, &e), 0, "state_peek: %s", e.msg);
+    cr_assert_not_null(s);
+    return s;
+}
+
+Test(state, peek_of_a_missing_file_is_empty_and_creates_nothing)
+{
+    struct state *s = peek_ok();
+    cr_expect_eq(state_outbox_count(s, NULL), 0);
+    cr_expect_eq(state_last_call(s, "L", PLATFORM_ALERT), 0);
+    state_close(s);
+    char *lock = xasprintf("%s.lock", path);
+    cr_expect_eq(access(path, F_OK), -1, "no state file");
+    cr_expect_eq(access(lock, F_OK), -1, "no lock file");
+    free(lock);
+}
+
+Test(state, peek_reads_while_a_run_holds_the_lock)
+{
+    struct state *run = open_ok();
+    state_record_call(run, "L", PLATFORM_ALERT, 1000);
+    state_login_result(run, "L", true, 200, NULL, 1000);
+    save_ok(run);
+    state_record_call(run, "L", PLATFORM_ALERT, 1300); /* not saved yet */
+
+    double t0 = now_s();
+    struct state *s = peek_ok();
+    cr_expect_lt(now_s() - t0, 0.5, "state_peek waited for the lock");
+    cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, 0), 1, "what was saved");
+    struct state_health h;
+    cr_expect(state_login_health(s, "L", &h));
+    cr_expect_eq(h.last_ok, 1000);
+    state_health_clear(&h);
+    state_close(s);
+
+    /* Closing the peek left the run's lock alone: another run still
+     * cannot get it. */
+    struct state *other = NULL;
+    struct err e = {{0}};
+    cr_expect_eq(state_open(&other, path, 0, &e), -1);
+    cr_expect_not_null(strstr(e.msg, "locked by another wsrelay run"), "%s", e.msg);
+    save_ok(run);
+    state_close(run);
+}
+
+Test(state, peek_reads_while_another_process_holds_the_lock)
+{
+    struct state *s0 = open_ok();
+    state_count(s0, "unrouted", 3);
+    save_ok(s0);
+    state_close(s0);
+    int ready[2], release[2];
+    cr_assert_eq(pipe(ready), 0);
+    cr_assert_eq(pipe(release), 0);
+    pid_t child = fork();
+    cr_assert_neq(child, -1);
+    if (child == 0) {
+        struct state *held = NULL;
+        char c;
+        close(ready[0]);
+        close(release[1]);
+        c = state_open(&held, path, 0, NULL) == 0 ? 'y' : 'n';
+        if (write(ready[1], &c, 1) != 1)
+            _exit(2);
+        while (read(release[0], &c, 1) > 0)
+            ;
+        state_close(held);
+        _exit(0);
+    }
+    close(ready[1]);
+    close(release[0]);
+    char c = 0;
+    cr_assert_eq(read(ready[0], &c, 1), 1);
+    cr_assert_eq(c, 'y', "the child could not open the state");
+    struct state *s = peek_ok();
+    cr_expect_eq(state_counter(s, "unrouted"), 3);
+    state_close(s);
+    close(release[1]);
+    int status = 0;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(ready[0]);
+}
+
+Test(state, a_peeked_state_is_never_saved)
+{
+    struct state *s0 = open_ok();
+    state_count(s0, "dropped", 1);
+    save_ok(s0);
+    state_close(s0);
+    char *before = slurp(path);
+
+    struct state *s = peek_ok();
+    state_count(s, "dropped", 5);
+    state_record_call(s, "L", PLATFORM_ALERT, 1000);
+    struct err e = {{0}};
+    cr_expect_eq(state_save(s, &e), -1);
+    char *want = xasprintf("%s: read without the lock (state_peek): never saved", path);
+    expect_str_eq(e.msg, want, "state_save");
+    memset(&e, 0, sizeof e);
+    cr_expect_eq(state_save_budget(s, &e), -1);
+    expect_str_eq(e.msg, want, "state_save_budget");
+    free(want);
+    state_close(s);
+    char *after = slurp(path);
+    expect_str_eq(after, before, "the file");
+    free(before);
+    free(after);
+}
+
+Test(state, peek_of_a_corrupt_file_fails)
+{
+    spew(path, "{\"version\":1,\"seen\":[]}");
+    struct state *s = (struct state *)1;
+    struct err e = {{0}};
+    cr_expect_eq(state_peek(&s, path, &e), -1);
+    cr_expect_null(s);
+    char *want = xasprintf("%s: corrupt state file: ", path);
+    cr_expect_eq(strncmp(e.msg, want, strlen(want)), 0, "%s", e.msg);
+    free(want);
+    spew(path, "{\"version\":9}");
+    cr_expect_eq(state_peek(&s, path, &e), -1);
+    cr_expect_not_null(strstr(e.msg, "newer wsrelay"), "%s", e.msg);
+}

@@ -1,0 +1,410 @@
+/* `wsrelay status` after real runs: the real binary against the simulator
+ * and a webhook sink, on a virtual clock, in both forms; its exit status
+ * is what a monitoring script sees. Times are printed in UTC (TZ is set).
+ * The README's sample of `wsrelay status` comes from this setup. */
+#include "proc.h"
+#include "relay.h"
+#include "state.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define T0 1795000000LL /* 2026-11-18 11:06:40 UTC */
+
+static struct relay R;
+
+/* The devices of test_run.c: a standalone freezer and two remote units of
+ * one base unit, each with alerts older than catch_up and recent ones. */
+static const char scenario[] =
+    "{\"now\": 1795000000, \"accounts\": [{"
+    "  \"api_key\": \"@API_KEY@\", \"login_id\": \"@LOGIN@\","
+    "  \"login_pass\": \"@PASSWORD@\","
+    "  \"devices\": ["
+    "   {\"serial\": \"5214000A\", \"model\": \"TR-72A2\", \"name\": \"Freezer A\","
+    "    \"group\": {\"num\": 1, \"name\": \"Lab\"},"
+    "    \"alerts\": ["
+    "      {\"unixtime\": 1794990000, \"ch1\": \"CH1 Upper Limit Exceeded (old)\"},"
+    "      {\"unixtime\": 1794999000, \"ch1\": \"CH1 Upper Limit Exceeded -70.2\","
+    "       \"battery-level\": \"Low Battery Warning\"}]},"
+    "   {\"serial\": \"52F00001\", \"model\": \"RTR501B\", \"name\": \"冷蔵室 1\","
+    "    \"base\": {\"serial\": \"58B20000\", \"model\": \"RTR500BW\", \"name\": \"Base 1\"},"
+    "    \"alerts\": ["
+    "      {\"unixtime\": 1794980000, \"ch1\": \"CH1 上限値警報 (old)\"},"
+    "      {\"unixtime\": 1794998000, \"ch1\": \"CH1 上限値警報 12.3\"}]},"
+    "   {\"serial\": \"52F00002\", \"model\": \"RTR502B\", \"name\": \"Warehouse\","
+    "    \"base\": {\"serial\": \"58B20000\", \"model\": \"RTR500BW\", \"name\": \"Base 1\"},"
+    "    \"alerts\": ["
+    "      {\"unixtime\": 1794999400, \"communication-status\": \"Communication Error\"}]}"
+    "  ]}]}";
+
+static void setup(void)
+{
+    setenv("TZ", "UTC", 1);
+    tzset();
+    relay_start(&R, scenario);
+}
+
+static void teardown(void)
+{
+    relay_stop(&R);
+}
+
+TestSuite(status_cli, .init = setup, .fini = teardown, .timeout = 240);
+
+struct out {
+    int status;
+    char *text;
+    char *err;
+};
+
+/* `wsrelay -c CONFIG status [--json] --now NOW`; no secret may appear. */
+static struct out status_at(long long now, bool json)
+{
+    char when[32];
+    snprintf(when, sizeof when, "%lld", now);
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"status",
+                    (char *)"--now", when, json ? (char *)"--json" : NULL, NULL};
+    struct out o;
+    o.status = run_cmd(&o.text, &o.err, 20, argv, NULL);
+    const char *secrets[] = {RELAY_API_KEY, "ss\\word", "t0ken", hooksink_url(R.hook)};
+    for (size_t i = 0; i < sizeof secrets / sizeof secrets[0]; i++) {
+        cr_assert_null(strstr(o.text, secrets[i]), "'%s' in:\n%s", secrets[i], o.text);
+        cr_assert_null(strstr(o.err, secrets[i]), "'%s' in:\n%s", secrets[i], o.err);
+    }
+    return o;
+}
+
+static void out_free(struct out *o)
+{
+    free(o->text);
+    free(o->err);
+}
+
+static struct json_object *parse(const struct out *o)
+{
+    struct json_object *j = json_tokener_parse(o->text);
+    cr_assert_not_null(j, "not JSON:\n%s", o->text);
+    return j;
+}
+
+static struct json_object *at(struct json_object *o, const char *path)
+{
+    char *copy = xstrdup(path);
+    char *save = NULL;
+    for (char *part = strtok_r(copy, ".", &save); part; part = strtok_r(NULL, ".", &save)) {
+        if (json_object_is_type(o, json_type_array)) {
+            size_t i = (size_t)strtoul(part, NULL, 10);
+            cr_assert_lt(i, json_object_array_length(o), "%s: no element %s", path, part);
+            o = json_object_array_get_idx(o, i);
+        } else {
+            cr_assert(json_object_object_get_ex(o, part, &o), "%s: no '%s'", path, part);
+        }
+    }
+    free(copy);
+    return o;
+}
+
+static long long int_at(struct json_object *o, const char *path)
+{
+    struct json_object *v = at(o, path);
+    cr_assert(json_object_is_type(v, json_type_int), "%s: %s", path,
+              json_object_to_json_string(v));
+    return (long long)json_object_get_int64(v);
+}
+
+/* Times a run records as it goes (the login's calls and their outcome)
+ * are its clock plus the seconds it has run. */
+static void expect_near(struct json_object *o, const char *path, long long want)
+{
+    long long got = int_at(o, path);
+    cr_expect(got >= want && got <= want + 5, "%s: %lld, want %lld (+5 s)", path, got, want);
+}
+
+static bool null_at(struct json_object *o, const char *path)
+{
+    return json_object_is_type(at(o, path), json_type_null);
+}
+
+static const char *str_at(struct json_object *o, const char *path)
+{
+    struct json_object *v = at(o, path);
+    cr_assert(json_object_is_type(v, json_type_string), "%s", path);
+    return json_object_get_string(v);
+}
+
+static void expect_line(const char *text, const char *line)
+{
+    size_t len = strlen(line);
+    for (const char *p = text; (p = strstr(p, line)); p++)
+        if ((p == text || p[-1] == '\n') && p[len] == '\n')
+            return;
+    cr_expect_fail("no line '%s' in:\n%s", line, text);
+}
+
+static void expect_first_line(const char *text, const char *prefix)
+{
+    cr_expect_eq(strncmp(text, prefix, strlen(prefix)), 0, "the first line is not '%s…':\n%s",
+                 prefix, text);
+}
+
+/* The simulator's count of `op` calls of the test's login ID. */
+static long long sim_total(const char *op)
+{
+    struct json_object *stats = sim_stats(&R.sim);
+    char *path = xasprintf("totals.%s.%s", RELAY_LOGIN, op);
+    long long n = int_at(stats, path);
+    free(path);
+    json_object_put(stats);
+    return n;
+}
+
+/* Three runs six minutes apart: every device polled once. (Five would
+ * do, but a run stamps its calls with its clock plus the seconds it has
+ * run, and a call stamped T0 + 1 leaves no slot at T0 + 300.) */
+static void three_runs(void)
+{
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(relay_run_at(&R, T0 + i * 360, NULL), 0);
+}
+
+Test(status_cli, before_any_run_it_is_a_problem)
+{
+    struct out o = status_at(T0, false);
+    cr_expect_eq(o.status, 1, "%s%s", o.text, o.err);
+    char *want = xasprintf("PROBLEM: no run has completed yet (%s records no platform call)\n",
+                           R.state_path);
+    expect_first_line(o.text, want);
+    free(want);
+    out_free(&o);
+    o = status_at(T0, true);
+    cr_expect_eq(o.status, 1);
+    struct json_object *j = parse(&o);
+    cr_expect_str_eq(str_at(j, "verdict"), "PROBLEM");
+    json_object_put(j);
+    out_free(&o);
+}
+
+Test(status_cli, after_a_few_runs_every_device_and_the_budget_are_shown)
+{
+    three_runs();
+    struct out o = status_at(T0 + 750, false);
+    cr_expect_eq(o.status, 0, "%s%s", o.text, o.err);
+    expect_first_line(o.text, "OK\n");
+    expect_line(o.text, "login tbzz9999 (account lab)");
+    expect_line(o.text, "  alert calls: 3 of 12 in the last hour; next allowed 11:23 (in 5 min)");
+    expect_line(o.text, "  current-readings calls: 1 of 10 in the last 2 min");
+    expect_line(o.text, "  last success: 11:18 (just now)");
+    expect_line(o.text, "  last error: none");
+    expect_line(o.text, "  3 devices, each looked at about every 15 min (next polls are estimates)");
+    expect_line(o.text, "    5214000A  Freezer A (TR-72A2, group Lab)");
+    expect_line(o.text, "      last poll 11:06 (12 min ago), ok; next about 11:23 (in 5 min); "
+                        "3 keys seen");
+    expect_line(o.text, "    52F00001  冷蔵室 1 (RTR501B)");
+    expect_line(o.text, "      last poll 11:12 (6 min ago), ok; next about 11:28 (in 10 min); "
+                        "2 keys seen");
+    expect_line(o.text, "    52F00002  Warehouse (RTR502B)");
+    expect_line(o.text, "      last poll 11:18 (just now), ok; next about 11:33 (in 15 min); "
+                        "1 key seen");
+    expect_line(o.text, "  hook (webhook)");
+    expect_line(o.text, "  log (file)");
+    expect_line(o.text, "    outbox: empty");
+    expect_line(o.text, "    last success: 11:18 (just now)");
+    out_free(&o);
+
+    o = status_at(T0 + 750, true);
+    cr_expect_eq(o.status, 0);
+    struct json_object *j = parse(&o);
+    cr_expect_str_eq(str_at(j, "verdict"), "OK");
+    cr_expect_eq(int_at(j, "now"), T0 + 750);
+    cr_expect_str_eq(str_at(j, "logins.0.login_id"), RELAY_LOGIN);
+    cr_expect_eq(int_at(j, "logins.0.alert.used"), sim_total("alert"),
+                 "the ledger counts what the platform counted");
+    cr_expect_eq(int_at(j, "logins.0.alert.used"), 3);
+    cr_expect_eq(int_at(j, "logins.0.alert.limit"), 12);
+    expect_near(j, "logins.0.alert.next_call", T0 + 1020);
+    cr_expect_eq(int_at(j, "logins.0.current.limit"), 10);
+    cr_expect_eq(int_at(j, "logins.0.current.used"), 1, "the discovery 30 s ago");
+    cr_expect_eq(sim_total("current"), 2, "a discovery every 10 minutes");
+    expect_near(j, "logins.0.last_ok", T0 + 720);
+    cr_expect_eq(int_at(j, "logins.0.failures"), 0);
+    cr_expect(null_at(j, "logins.0.last_error"));
+    cr_expect_eq(int_at(j, "logins.0.look_interval"), 900);
+    cr_assert_eq(json_object_array_length(at(j, "logins.0.devices")), 3);
+    static const struct {
+        const char *serial;
+        long long last_poll, next_poll, seen;
+    } want[] = {{"5214000A", T0, T0 + 1020, 3},
+                {"52F00001", T0 + 360, T0 + 1320, 2},
+                {"52F00002", T0 + 720, T0 + 1620, 1}};
+    for (size_t i = 0; i < 3; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "logins.0.devices.%zu", i);
+        struct json_object *d = at(j, path);
+        cr_expect_str_eq(str_at(d, "serial"), want[i].serial);
+        cr_expect_str_eq(str_at(d, "state"), "polled");
+        cr_expect_eq(int_at(d, "last_poll"), want[i].last_poll, "%s", want[i].serial);
+        cr_expect_eq(int_at(d, "last_ok"), want[i].last_poll, "%s", want[i].serial);
+        expect_near(d, "next_poll", want[i].next_poll);
+        cr_expect_eq(int_at(d, "seen_keys"), want[i].seen, "%s", want[i].serial);
+        cr_expect(null_at(d, "refused_until"));
+    }
+    cr_expect_str_eq(str_at(j, "receivers.0.name"), "hook");
+    cr_expect_str_eq(str_at(j, "receivers.0.type"), "webhook");
+    cr_expect_eq(int_at(j, "receivers.0.outbox.count"), 0);
+    cr_expect_eq(int_at(j, "receivers.0.last_ok"), T0 + 720);
+    cr_expect_eq(int_at(j, "receivers.0.failures"), 0);
+    cr_expect_eq(int_at(j, "counters.unrouted"), 0);
+    json_object_put(j);
+    out_free(&o);
+}
+
+Test(status_cli, a_failing_receiver_is_a_problem_until_it_delivers)
+{
+    hooksink_set_status(R.hook, 503);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 1);
+    /* Failing, but its events have waited only a few minutes. */
+    struct out o = status_at(T0 + 300, false);
+    cr_expect_eq(o.status, 0, "%s", o.text);
+    expect_first_line(o.text, "OK\nWARNING: receiver hook: last delivery failed 5 min ago "
+                              "(receiver 'hook' (webhook): ");
+    out_free(&o);
+    for (int i = 1; i <= 4; i++)
+        relay_run_at(&R, T0 + i * 300, NULL);
+    o = status_at(T0 + 1230, false);
+    cr_expect_eq(o.status, 1, "%s", o.text);
+    expect_first_line(o.text, "PROBLEM: receiver hook: 4 events waiting since 11:06 (20 min ago), "
+                              "last error ");
+    cr_expect(strstr(o.text, "HTTP 503"), "%s", o.text);
+    expect_line(o.text, "    last success: never");
+    out_free(&o);
+    o = status_at(T0 + 1230, true);
+    cr_expect_eq(o.status, 1);
+    struct json_object *j = parse(&o);
+    cr_expect_str_eq(str_at(j, "verdict"), "PROBLEM");
+    cr_expect_eq(json_object_array_length(at(j, "problems")), 1);
+    cr_expect_str_eq(str_at(j, "receivers.0.name"), "hook");
+    cr_expect_eq(int_at(j, "receivers.0.outbox.count"), 4);
+    cr_expect_eq(int_at(j, "receivers.0.outbox.oldest_queued"), T0);
+    cr_expect_geq(int_at(j, "receivers.0.failures"), 3);
+    cr_expect(null_at(j, "receivers.0.last_ok"));
+    cr_expect(strstr(str_at(j, "receivers.0.last_error.message"), "HTTP 503"));
+    cr_expect_eq(int_at(j, "receivers.1.failures"), 0, "the file receiver is fine");
+    json_object_put(j);
+    out_free(&o);
+
+    hooksink_set_status(R.hook, 200);
+    cr_assert_eq(relay_run_at(&R, T0 + 1500 + 3600, NULL), 0);
+    o = status_at(T0 + 1500 + 3600 + 30, false);
+    cr_expect_eq(o.status, 0, "%s", o.text);
+    expect_first_line(o.text, "OK\n");
+    expect_line(o.text, "    outbox: empty");
+    out_free(&o);
+}
+
+Test(status_cli, a_refused_login_is_a_problem_and_a_refused_device_a_warning)
+{
+    sim_fault(&R.sim, "alert", 401, 1, NULL);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 1);
+    struct out o = status_at(T0 + 10, false);
+    cr_expect_eq(o.status, 1, "%s", o.text);
+    expect_first_line(o.text, "PROBLEM: login tbzz9999: last call failed just now (account lab, "
+                              "device 5214000A, alert logs: HTTP 401");
+    cr_expect(strstr(o.text, "(check api_key, login_id and login_pass))\n"), "%s", o.text);
+    out_free(&o);
+
+    /* The next call succeeds; the one after is refused for its device. */
+    cr_assert_eq(relay_run_at(&R, T0 + 360, NULL), 0);
+    sim_fault(&R.sim, "alert", 400, 1, NULL);
+    cr_assert_eq(relay_run_at(&R, T0 + 720, NULL), 1);
+    o = status_at(T0 + 730, false);
+    cr_expect_eq(o.status, 0, "%s", o.text);
+    expect_first_line(o.text, "OK\nWARNING: device 52F00002 (account lab): refused by the "
+                              "platform until 2026-11-19 11:18 (in 23 h)\n");
+    expect_line(o.text, "      refused by the platform until 2026-11-19 11:18 (in 23 h); last "
+                        "poll 11:18 (just now), failed; last ok never; 0 keys seen");
+    expect_line(o.text, "  last error: 11:06 (12 min ago): account lab, device 5214000A, alert "
+                        "logs: HTTP 401 (code 401: simulated fault) (check api_key, login_id and "
+                        "login_pass)");
+    out_free(&o);
+}
+
+Test(status_cli, a_dry_run_records_the_calls_but_no_delivery)
+{
+    char when[32];
+    snprintf(when, sizeof when, "%lld", T0);
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"run",
+                    (char *)"--dry-run", (char *)"--now", when, NULL};
+    cr_assert_eq(run_cmd(NULL, NULL, 60, argv, NULL), 0);
+    struct out o = status_at(T0 + 10, true);
+    cr_expect_eq(o.status, 0, "%s", o.text);
+    struct json_object *j = parse(&o);
+    cr_expect_eq(int_at(j, "logins.0.alert.used"), 1);
+    expect_near(j, "logins.0.last_ok", T0);
+    cr_expect(null_at(j, "receivers.0.last_ok"), "nothing was delivered");
+    cr_expect_eq(int_at(j, "receivers.0.outbox.count"), 0, "nothing was queued on disk");
+    json_object_put(j);
+    out_free(&o);
+}
+
+Test(status_cli, status_does_not_wait_for_a_run_holding_the_lock)
+{
+    three_runs();
+    struct state *held = NULL;
+    struct err e = {{0}};
+    cr_assert_eq(state_open(&held, R.state_path, 0, &e), 0, "%s", e.msg);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct out o = status_at(T0 + 750, false);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    cr_expect_eq(o.status, 0, "%s%s", o.text, o.err);
+    expect_first_line(o.text, "OK\n");
+    cr_expect_lt(took, 5.0, "status took %.1f s: it waited for the lock", took);
+    out_free(&o);
+    state_close(held);
+}
+
+Test(status_cli, usage_errors_exit_2)
+{
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"status",
+                    (char *)"--now", (char *)"soon", NULL};
+    char *err = NULL;
+    cr_expect_eq(run_cmd(NULL, &err, 20, argv, NULL), 2);
+    cr_expect(strstr(err, "--now expects a Unix time"), "%s", err);
+    free(err);
+    argv[4] = (char *)"--verbose";
+    argv[5] = NULL;
+    cr_expect_eq(run_cmd(NULL, &err, 20, argv, NULL), 2);
+    cr_expect(strstr(err, "usage: wsrelay status [--json] [--now UNIXTIME]"), "%s", err);
+    free(err);
+    argv[4] = (char *)"extra";
+    cr_expect_eq(run_cmd(NULL, &err, 20, argv, NULL), 2);
+    free(err);
+    write_file(R.config_path, "acounts: []\n");
+    argv[4] = NULL;
+    cr_expect_eq(run_cmd(NULL, &err, 20, argv, NULL), 2);
+    cr_expect(strstr(err, "acounts"), "%s", err);
+    free(err);
+    char *help[] = {(char *)WSRELAY_BIN, (char *)"--help", NULL};
+    char *out = NULL;
+    cr_expect_eq(run_cmd(&out, NULL, 20, help, NULL), 0);
+    cr_expect(strstr(out, "\n  status [--json] [--now UNIXTIME]\n"), "%s", out);
+    free(out);
+}
+
+Test(status_cli, an_unreadable_state_file_is_a_problem)
+{
+    write_file(R.state_path, "{\"version\":1,");
+    struct out o = status_at(T0, false);
+    cr_expect_eq(o.status, 1);
+    char *want = xasprintf("PROBLEM: the state file cannot be read: %s: corrupt state file: ",
+                           R.state_path);
+    expect_first_line(o.text, want);
+    free(want);
+    out_free(&o);
+}
