@@ -46,6 +46,19 @@ receivers:
     file: {path: $work/slack.json, template: $wsrelay_root/templates/slack.json}
   - name: as-teams
     file: {path: $work/teams.json, template: $wsrelay_root/templates/teams.json}
+rules: $work/rules.yaml
+YAML
+
+# Two rules: alarms and sensor errors are marked critical; everything else
+# goes the same way without a label. See the README's "Rules".
+every="[on-call, as-email-subject, as-email, as-slack, as-teams]"
+cat >"$work/rules.yaml" <<YAML
+- name: cold-chain-critical
+  match: {event: [alarm, sensor-error]}
+  receivers: $every
+  severity: critical
+- name: everything-else
+  receivers: $every
 YAML
 
 start=1795000000
@@ -69,5 +82,8 @@ for step in 0 600 1200 1800 2400 3000 3600; do
     python3 -m json.tool --no-ensure-ascii "$work/teams.json"
   fi
 done
+echo
+echo "### wsrelay status: is everything covered?"
+"$bin/wsrelay" -c "$work/wsrelay.yaml" status --now "$now" || echo "(exit status $?)"
 echo
 echo "Done: every alert above was sent once; the state is in $work/state.json (removed now)."
