@@ -135,6 +135,13 @@ static const struct key device_keys[] = {
      .off = AT(device_conf, base),
      .check = check_serial,
      .help = "The serial of the base unit the device reports through (default: the serial)."},
+    {.name = "priority",
+     .kind = K_INT,
+     .off = AT(device_conf, priority),
+     .def = "1",
+     .min = 1,
+     .max = 10,
+     .help = "Looked at about this many times as often as a device of priority 1."},
 };
 static const struct schema device_schema = {.what = "device",
                                             .keys = device_keys,
@@ -1874,6 +1881,14 @@ void config_free(struct config *c)
     free(c->rules);
     free(c->path);
     free(c);
+}
+
+long account_device_priority(const struct account_conf *a, const char *serial)
+{
+    for (size_t i = 0; i < a->n_devices; i++)
+        if (!strcmp(a->devices[i].serial, serial))
+            return a->devices[i].priority;
+    return 1;
 }
 
 bool account_wants_serial(const struct account_conf *a, const char *serial)

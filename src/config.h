@@ -30,6 +30,7 @@
 struct device_conf {
     char *serial; /* 8 characters */
     char *base;   /* the base unit's serial; equals `serial` when not given */
+    long priority; /* 1 to 10: looked at about this many times as often as priority 1 */
 };
 
 struct account_conf {
@@ -171,6 +172,9 @@ struct config {
 int config_load(struct config **out, const char *path, struct err *e);
 
 void config_free(struct config *c);
+
+/* The `priority:` of a device the account lists by hand; 1 for any other. */
+long account_device_priority(const struct account_conf *a, const char *serial);
 
 /* True when `serial` passes the account's include and exclude globs. */
 bool account_wants_serial(const struct account_conf *a, const char *serial);

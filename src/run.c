@@ -537,8 +537,10 @@ static void poll_login(struct tick *t, const char *login)
     }
     sd = xcalloc(pl.n, sizeof *sd);
     order = xcalloc(pl.n, sizeof *order);
-    for (size_t i = 0; i < pl.n; i++)
+    for (size_t i = 0; i < pl.n; i++) {
         sd[i].last_poll = pl.items[i].dev.last_poll;
+        sd[i].priority = (unsigned)account_device_priority(pl.items[i].a, pl.items[i].dev.serial);
+    }
     struct sched_budget b = budget_of(t, login, PLATFORM_ALERT, t->opt->now);
     size_t planned = scheduler_plan(order, pl.n, sd, pl.n, &b, t->opt->now);
     if (planned == 0)

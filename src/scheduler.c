@@ -55,13 +55,23 @@ long long scheduler_next_call(const struct sched_budget *b, long long oldest, lo
     return at;
 }
 
-/* Never-polled devices first (0 sorts lowest), then the oldest poll; ties
- * keep configuration order so the choice is stable. */
+/* Never-polled devices first; then the earliest "due" time, a device's
+ * last poll plus `period` / its priority, where `period` is how long one
+ * round of the whole pool takes (the spacing times the sum of the
+ * priorities). That is earliest-deadline-first with deadlines set so that
+ * the rates come out proportional to the priorities; equal priorities make
+ * it plain least-recently-polled. Ties keep configuration order so the
+ * choice is stable. Cross-multiplied to stay in integers. */
 static int more_urgent(const struct sched_device *a, size_t ia, const struct sched_device *b,
-                       size_t ib)
+                       size_t ib, long long period)
 {
-    if (a->last_poll != b->last_poll)
-        return a->last_poll < b->last_poll;
+    if ((a->last_poll == 0) != (b->last_poll == 0))
+        return a->last_poll == 0;
+    long long pa = a->priority ? a->priority : 1, pb = b->priority ? b->priority : 1;
+    long long da = (a->last_poll * pa + period) * pb; /* due_a * pa * pb */
+    long long db = (b->last_poll * pb + period) * pa;
+    if (da != db)
+        return da < db;
     return ia < ib;
 }
 
@@ -73,6 +83,11 @@ size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *de
         want = max_out;
     if (want > n)
         want = n;
+    long long spacing = b->limit > 0 && b->span / b->limit > 0 ? b->span / b->limit : 1;
+    long long total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += devs[i].priority ? devs[i].priority : 1;
+    long long period = spacing * total;
     /* Selection by repeated minimum: n is a few dozen devices at most and
      * `want` at most the allowance, so this stays tiny and allocation-free. */
     size_t count = 0;
@@ -83,7 +98,7 @@ size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *de
             for (size_t j = 0; j < count; j++)
                 if (out[j] == i)
                     taken = 1;
-            if (!taken && (best == n || more_urgent(&devs[i], i, &devs[best], best)))
+            if (!taken && (best == n || more_urgent(&devs[i], i, &devs[best], best, period)))
                 best = i;
         }
         out[count++] = best;

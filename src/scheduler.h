@@ -15,6 +15,7 @@
 
 struct sched_device {
     long long last_poll; /* 0: never */
+    unsigned priority;   /* the config's `priority:`; 0 counts as 1 */
 };
 
 struct sched_budget {
@@ -30,7 +31,12 @@ struct sched_budget {
 size_t scheduler_allowance(const struct sched_budget *b, long long now);
 
 /* Writes into `out` the indices of the devices to poll now, most urgent
- * first, at most `max_out` and at most the allowance; returns how many. */
+ * first, at most `max_out` and at most the allowance; returns how many.
+ * Never-polled devices are the most urgent; then the one most overdue,
+ * where a device is due a round of the pool after its last poll, divided
+ * by its priority: a device of priority 3 is looked at three times as
+ * often as one of priority 1, and with equal priorities this is least
+ * recently polled first. Ties go to the lower index. */
 size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *devs, size_t n,
                       const struct sched_budget *b, long long now);
 

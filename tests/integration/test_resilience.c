@@ -317,3 +317,30 @@ Test(resilience, the_metrics_file_counts_calls_events_and_messages, .fini = tear
     free(text);
     free(path);
 }
+
+/* A device listed with priority 3 is looked at three times as often as
+ * each of the two others, within the same budget. */
+Test(resilience, a_device_of_priority_three_is_polled_three_times_as_often, .fini = teardown,
+     .timeout = 120)
+{
+    start(3, 0, false);
+    relay_config(&R,
+                 "  - name: lab\n"
+                 "    base_url: @BASE_URL@\n"
+                 "    api_key: \"${TEST_API_KEY}\"\n"
+                 "    login_id: " RELAY_LOGIN "\n"
+                 "    login_pass_file: pass.txt\n"
+                 "    devices:\n"
+                 "      - serial: 5214A000\n"
+                 "      - {serial: 5214A001, priority: 3}\n"
+                 "      - serial: 5214A002\n",
+                 NULL);
+    for (int i = 0; i < 50; i++)
+        cr_assert_eq(relay_run_at(&R, T0 + i * 310LL, NULL), 0); /* a slot each run */
+    int a = alert_calls_to("5214A000"), b = alert_calls_to("5214A001"),
+        c = alert_calls_to("5214A002");
+    cr_assert_eq(a + b + c, 50, "one call every five minutes: %d %d %d", a, b, c);
+    cr_assert(b >= 28 && b <= 32, "%d %d %d", a, b, c);
+    cr_assert(a >= 9 && a <= 11 && c >= 9 && c <= 11, "%d %d %d", a, b, c);
+    cr_assert_leq(max_alert_calls_per_hour(), 12);
+}

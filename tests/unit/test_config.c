@@ -316,7 +316,7 @@ Test(config, misspelt_nested_keys)
                          "      - serial: 5214ABCD\n"
                          "        bsae: 5214ABCD\n" RECEIVER,
                  "8:9: accounts[0].devices[0]: unknown key 'bsae' (expected one of: serial, "
-                 "base)");
+                 "base, priority)");
 }
 
 Test(config, wrong_types)
@@ -1529,4 +1529,33 @@ Test(config, chat_urls_are_https_or_to_this_machine)
         cr_assert_null(strstr(err.msg, "TOPSECRET"), "%s", err.msg);
         free(yaml);
     }
+}
+
+Test(config, device_priority)
+{
+    expect_ok("accounts:\n"
+              "  - name: tokyo\n"
+              "    api_key: k\n"
+              "    login_id: tbzz9999\n"
+              "    login_pass: p\n"
+              "    devices:\n"
+              "      - serial: 5214ABCD\n"
+              "      - {serial: 5214ABCE, priority: 3}\n"
+              "receivers:\n"
+              "  - name: console\n"
+              "    file: {path: \"-\"}\n");
+    cr_assert_eq(cfg->accounts[0].devices[0].priority, 1);
+    cr_assert_eq(cfg->accounts[0].devices[1].priority, 3);
+    cr_assert_eq(account_device_priority(&cfg->accounts[0], "5214ABCE"), 3);
+    cr_assert_eq(account_device_priority(&cfg->accounts[0], "5214FFFF"), 1);
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: k\n"
+                 "    login_id: tbzz9999\n"
+                 "    login_pass: p\n"
+                 "    devices: [{serial: 5214ABCD, priority: 11}]\n"
+                 "receivers:\n"
+                 "  - name: console\n"
+                 "    file: {path: \"-\"}\n",
+                 "6:44: accounts[0].devices[0].priority: expected a whole number from 1 to 10");
 }

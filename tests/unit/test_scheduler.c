@@ -219,3 +219,32 @@ Test(scheduler, next_call_is_the_first_second_the_allowance_is_positive)
     }
     cr_assert_gt(full, 0, "the window was never full");
 }
+
+/* Three devices, one of priority 3, one call every five minutes for a
+ * week: the priority-3 device is looked at about three times as often as
+ * each of the others, and none of them waits without end. */
+Test(scheduler, priority_weights_how_often_a_device_is_looked_at)
+{
+    struct sched_device devs[3] = {{.last_poll = 0, .priority = 1},
+                                   {.last_poll = 0, .priority = 3},
+                                   {.last_poll = 0, .priority = 0}}; /* 0 counts as 1 */
+    size_t polls[3] = {0};
+    long long longest_wait[3] = {0};
+    long long t0 = 1795000000;
+    for (long long now = t0; now < t0 + 7 * 86400; now += 300) {
+        struct sched_budget b = {.limit = 12, .span = 3600, .used = 0,
+                                 .last_call = now == t0 ? 0 : now - 300};
+        size_t pick;
+        cr_assert_eq(scheduler_plan(&pick, 1, devs, 3, &b, now), 1);
+        if (devs[pick].last_poll && now - devs[pick].last_poll > longest_wait[pick])
+            longest_wait[pick] = now - devs[pick].last_poll;
+        devs[pick].last_poll = now;
+        polls[pick]++;
+    }
+    double ratio0 = (double)polls[1] / (double)polls[0];
+    double ratio2 = (double)polls[1] / (double)polls[2];
+    cr_assert(ratio0 > 2.5 && ratio0 < 3.5, "%zu vs %zu", polls[1], polls[0]);
+    cr_assert(ratio2 > 2.5 && ratio2 < 3.5, "%zu vs %zu", polls[1], polls[2]);
+    for (int i = 0; i < 3; i++)
+        cr_assert_lt(longest_wait[i], 3600, "device %d waited %lld s", i, longest_wait[i]);
+}
