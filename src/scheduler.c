@@ -20,10 +20,14 @@ size_t scheduler_allowance(const struct sched_budget *b, long long now)
     if (spacing < 1)
         spacing = 1;
     /* A first call earns one slot; a last call stamped in the future (the
-     * clock went back) counts as made now. */
-    long long since = b->last_call ? now - b->last_call : spacing;
-    if (since < 0)
-        since = 0;
+     * clock went back) counts as made now. The slack forgives a call
+     * stamped a few seconds into its run: without it, every such call
+     * would cost the next run's slot, a minute at a time. The window's
+     * count above is what keeps the platform's limit, and it has none. */
+    long slack = spacing / 10;
+    long long since = b->last_call ? now - b->last_call + slack : spacing;
+    if (since < slack)
+        since = slack;
     long long slots = since / spacing;
     if (b->last_call == 0 && slots > 1)
         slots = 1;
@@ -44,8 +48,9 @@ long long scheduler_next_call(const struct sched_budget *b, long long oldest, lo
         at = b->blocked_until;
     /* A last call in the future counts as made now: allowed a spacing
      * after it, like any other. */
-    if (b->last_call && b->last_call + spacing > at)
-        at = b->last_call + spacing;
+    long slack = spacing / 10; /* as in scheduler_allowance */
+    if (b->last_call && b->last_call + spacing - slack > at)
+        at = b->last_call + spacing - slack;
     if (b->used >= (size_t)b->limit) {
         /* A call counts while it is at most a span old. */
         long long freed = oldest > 0 ? oldest + b->span + 1 : now + b->span;

@@ -26,8 +26,12 @@ struct sched_budget {
     long long blocked_until; /* no call before this time */
 };
 
-/* How many calls the budget allows now. A last call stamped after `now`
- * (the clock went back) counts as made now. */
+/* How many calls the budget allows now: one per spacing (span / limit)
+ * since the last call, never more than the window has left. A slot may
+ * come a tenth of the spacing early (30 s of the alert operation's 5
+ * minutes): a call is stamped when it is sent, a few seconds into its run,
+ * and the run a spacing later must still find its slot. A last call
+ * stamped after `now` (the clock went back) counts as made now. */
 size_t scheduler_allowance(const struct sched_budget *b, long long now);
 
 /* Writes into `out` the indices of the devices to poll now, most urgent

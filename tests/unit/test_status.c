@@ -17,6 +17,7 @@
 /* 2026-11-18 12:00:00 UTC */
 #define NOW 1795003200LL
 #define MIN 60LL
+#define SLACK 30 /* a slot may come a tenth of the 5-minute spacing early */
 
 #define API_KEY "SECRET-API-KEY-0123456789abcdef"
 #define PASSWORD "s3cret-pass-word"
@@ -316,7 +317,7 @@ Test(status, a_healthy_site_is_ok)
     cr_expect_eq(strncmp(r.text, "OK\n\nwsrelay status", 18), 0, "%s", r.text);
     expect_line(r.text, "login tbzz9999 (accounts lab, annex)");
     /* 4 alert calls within the hour; the last 2 min ago: the next in 3. */
-    expect_line(r.text, "  alert calls: 4 of 12 in the last hour; next allowed 12:03 (in 3 min)");
+    expect_line(r.text, "  alert calls: 4 of 12 in the last hour; next allowed 12:02 (in 3 min)");
     expect_line(r.text, "  current-readings calls: 0 of 10 in the last 2 min");
     expect_line(r.text, "  last success: 11:58 (2 min ago)");
     expect_line(r.text, "  last error: none");
@@ -325,13 +326,13 @@ Test(status, a_healthy_site_is_ok)
     expect_line(r.text, "    5214000A  Freezer A (TR-72A2, account lab)");
     /* Least recently polled first: 52F00001 (12 min ago) next, then
      * 5214000A (7 min), then 5214000B (2 min). */
-    expect_line(r.text, "      last poll 11:53 (7 min ago), ok; next about 12:08 (in 8 min); "
+    expect_line(r.text, "      last poll 11:53 (7 min ago), ok; next about 12:07 (in 8 min); "
                         "2 keys seen");
     expect_line(r.text, "    52F00001  Cold room (RTR501B, account annex)");
-    expect_line(r.text, "      last poll 11:48 (12 min ago), ok; next about 12:03 (in 3 min); "
+    expect_line(r.text, "      last poll 11:48 (12 min ago), ok; next about 12:02 (in 3 min); "
                         "0 keys seen");
     expect_line(r.text, "    5214000B  冷蔵庫 2F (TR-75wb, account lab)");
-    expect_line(r.text, "      last poll 11:58 (2 min ago), ok; next about 12:13 (in 13 min); "
+    expect_line(r.text, "      last poll 11:58 (2 min ago), ok; next about 12:12 (in 13 min); "
                         "0 keys seen");
     expect_line(r.text, "    3F360001  Office (TR-72A, account lab)");
     expect_line(r.text, "      excluded by the account's include/exclude: not polled");
@@ -371,7 +372,7 @@ Test(status, json_of_a_healthy_site_field_by_field)
     expect_int(o, "logins.0.alert.used", 4);
     expect_int(o, "logins.0.alert.limit", 12);
     expect_int(o, "logins.0.alert.span", 3600);
-    expect_int(o, "logins.0.alert.next_call", NOW + 3 * MIN);
+    expect_int(o, "logins.0.alert.next_call", NOW + 3 * MIN - SLACK);
     expect_null(o, "logins.0.alert.blocked_until");
     expect_int(o, "logins.0.current.used", 0);
     expect_int(o, "logins.0.current.limit", 10);
@@ -391,21 +392,21 @@ Test(status, json_of_a_healthy_site_field_by_field)
     expect_string(o, "logins.0.devices.0.state", "polled");
     expect_int(o, "logins.0.devices.0.last_poll", NOW - 7 * MIN);
     expect_int(o, "logins.0.devices.0.last_ok", NOW - 7 * MIN);
-    expect_int(o, "logins.0.devices.0.next_poll", NOW + 3 * MIN + 5 * MIN);
+    expect_int(o, "logins.0.devices.0.next_poll", NOW + 3 * MIN - SLACK + 5 * MIN);
     expect_null(o, "logins.0.devices.0.refused_until");
     expect_int(o, "logins.0.devices.0.seen_keys", 2);
     expect_string(o, "logins.0.devices.1.name", "冷蔵庫 2F");
-    expect_int(o, "logins.0.devices.1.next_poll", NOW + 3 * MIN + 10 * MIN);
+    expect_int(o, "logins.0.devices.1.next_poll", NOW + 3 * MIN - SLACK + 10 * MIN);
     expect_string(o, "logins.0.devices.2.serial", "3F360001");
     expect_string(o, "logins.0.devices.2.state", "excluded");
     expect_null(o, "logins.0.devices.2.last_poll");
     expect_null(o, "logins.0.devices.2.next_poll");
     expect_string(o, "logins.0.devices.3.account", "annex");
-    expect_int(o, "logins.0.devices.3.next_poll", NOW + 3 * MIN);
+    expect_int(o, "logins.0.devices.3.next_poll", NOW + 3 * MIN - SLACK);
 
     expect_string(o, "logins.1.login_id", "muse0001");
     expect_int(o, "logins.1.alert.used", 1);
-    expect_int(o, "logins.1.alert.next_call", NOW + 2 * MIN);
+    expect_int(o, "logins.1.alert.next_call", NOW + 2 * MIN - SLACK);
     expect_int(o, "logins.1.look_interval", 5 * MIN);
 
     expect_string(o, "receivers.0.name", "hook");
@@ -585,13 +586,13 @@ Test(status, never_polled_devices_come_first_in_the_estimates)
     struct json_object *o = report_json(NULL);
     expect_string(o, "logins.0.devices.4.serial", "52F00002");
     expect_null(o, "logins.0.devices.4.last_poll");
-    expect_int(o, "logins.0.devices.4.next_poll", NOW + 3 * MIN);
-    expect_int(o, "logins.0.devices.3.next_poll", NOW + 8 * MIN);
+    expect_int(o, "logins.0.devices.4.next_poll", NOW + 3 * MIN - SLACK);
+    expect_int(o, "logins.0.devices.3.next_poll", NOW + 8 * MIN - SLACK);
     expect_int(o, "logins.0.look_interval", 4 * 5 * MIN);
     json_object_put(o);
     struct result r = report(false);
     expect_line(r.text, "    52F00002  New room (account annex)");
-    expect_line(r.text, "      never polled; next about 12:03 (in 3 min); 0 keys seen");
+    expect_line(r.text, "      never polled; next about 12:02 (in 3 min); 0 keys seen");
     free(r.text);
 }
 
