@@ -294,7 +294,7 @@ Test(config, misspelt_top_level_key)
                          "    file: {path: \"-\"}\n",
                  "6:1: unknown key 'recievers' (expected one of: state_file, catch_up, "
                  "templates, metrics_file, accounts, receivers, rules, default_receivers, "
-                 "timezone)");
+                 "timezone, self, outbox)");
 }
 
 Test(config, misspelt_nested_keys)
