@@ -314,7 +314,15 @@ Test(status_cli, a_refused_login_is_a_problem_and_a_refused_device_a_warning)
     cr_expect_eq(o.status, 1, "%s", o.text);
     expect_first_line(o.text, "PROBLEM: login tbzz9999: last call failed just now (account lab, "
                               "device 5214000A, alert logs: HTTP 401");
-    cr_expect(strstr(o.text, "(check api_key, login_id and login_pass))\n"), "%s", o.text);
+    cr_expect(strstr(o.text, "(check api_key, login_id and login_pass)); login tbzz9999: "
+                             "credentials refused just now; polling paused until the "
+                             "configuration changes or 12:06 (in 60 min)\n"),
+              "%s", o.text);
+    expect_line(o.text, "  login tbzz9999: credentials refused at 11:06 (just now); polling "
+                        "paused until the configuration changes or 12:06 (in 60 min)");
+    out_free(&o);
+    o = status_at(T0 + 10, true);
+    cr_expect(strstr(o.text, "\"condition\": \"login-refused\""), "%s", o.text);
     out_free(&o);
 
     /* The login is left alone for an hour (self-monitoring); then the
