@@ -57,7 +57,10 @@
  *    "throttles":[{"rule":"freezer-critical","serial":"5214000A","kind":"ch1",
  *                  "last_sent":N,"held":12,"held_since":N},...],
  *    "counters":{"dropped":N,"throttled":N,"unrouted":N},
- *    "receivers":{"ops-hook":{"last_ok":N,"failures":N,"error_at":N,"error":S},...}}
+ *    "receivers":{"ops-hook":{"last_ok":N,"failures":N,"error_at":N,"error":S},...},
+ *    "self":{"conditions":{"login-refused/tbzz9999":{"since":N,"opened":N,"retry_at":N,
+ *                                                    "creds":HEX},...},
+ *            "last_relay":N,"heartbeat":{...health...}}}
  *
  * Every section may be missing (it is then empty). Members this version
  * does not know are kept as they are; members it knows must have the shape
@@ -66,7 +69,8 @@
  * device list; loading moves them into the history; files written before
  * device groups, throttles or counters existed lack "group" (read as "")
  * and those sections; files written before the health of logins and
- * receivers lack "health" and "receivers" (nothing recorded yet). A
+ * receivers lack "health" and "receivers" (nothing recorded yet), and
+ * files written before self-monitoring lack "self". A
  * login's health sits beside its ledger because a dry run, which saves
  * only the `logins` section, makes real calls; a receiver's does not,
  * since a dry run delivers nothing. The outbox stays sorted by id (ids only grow), which

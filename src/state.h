@@ -19,7 +19,9 @@
  *     status`;
  *   - the health of each login ID (beside its ledger) and each receiver:
  *     the last success, the failures since, and the last failure with its
- *     time and message, for `wsrelay status`.
+ *     time and message, for `wsrelay status`;
+ *   - self-monitoring (selfcheck.h): each open condition of wsrelay's own
+ *     health, the time of the last relay event, the heartbeat's health.
  * No secret is ever written to it.
  *
  * state_open takes an exclusive lock (a `PATH.lock` file beside it) that it
