@@ -34,6 +34,9 @@
 #define CONFIG_MAX_BYTES (1024 * 1024)
 #define SECRET_MAX_BYTES (64 * 1024)
 #define CATCH_UP_DEFAULT "1h"
+#define SELF_AFTER_DEFAULT "15m"
+#define OUTBOX_MAX_AGE_DEFAULT "7d"
+#define OUTBOX_MAX_ITEMS_DEFAULT "10000"
 
 /* How a key's YAML value becomes a C value, and where that value lives. */
 enum kind {
@@ -59,6 +62,7 @@ enum {
     F_UNIQUE = 1 << 2, /* unique among the elements of the enclosing list */
     F_GROUP_OPTIONAL = 1 << 3, /* the key's group may be left out: at most one of it */
     F_NOT_EMPTY = 1 << 4, /* K_GLOBS: an empty list is an error, not "all" */
+    F_DEFAULTS = 1 << 5,  /* K_MAP: when the mapping is absent, its keys take their defaults */
 };
 
 struct schema;
@@ -112,6 +116,7 @@ static int check_rule(const void *obj, size_t *off, struct err *e);
 static void finish_device(void *obj);
 static void finish_account(void *obj);
 static void finish_receiver(void *obj);
+static int check_heartbeat_url(char *v, struct err *e);
 
 #define N(rows) (sizeof(rows) / sizeof((rows)[0]))
 #define AT(type, member) offsetof(struct type, member)
@@ -119,6 +124,8 @@ static void finish_receiver(void *obj);
 #define WEBHOOK_AT(member) (AT(receiver_conf, webhook.member) - AT(receiver_conf, webhook))
 #define EMAIL_AT(member) (AT(receiver_conf, email.member) - AT(receiver_conf, email))
 #define MATCH_AT(member) (AT(rule_conf, match.member) - AT(rule_conf, match))
+#define SELF_AT(member) AT(self_conf, member)
+#define OUTBOX_AT(member) AT(outbox_conf, member)
 
 static const char *const starttls_words[] = {"required", "opportunistic", "off", NULL};
 
@@ -541,6 +548,59 @@ static const struct schema rule_schema = {.what = "rule",
                                           .size = sizeof(struct rule_conf),
                                           .check = check_rule};
 
+static const struct key self_keys[] = {
+    {.name = "receivers",
+     .kind = K_STRINGS,
+     .off = SELF_AT(receivers),
+     .count_off = SELF_AT(n_receivers),
+     .help = "Receivers of wsrelay's own relay events (default: every receiver); rules do not "
+             "apply to them."},
+    {.name = "after",
+     .kind = K_DURATION,
+     .off = SELF_AT(after),
+     .def = SELF_AFTER_DEFAULT,
+     .help = "How long the platform or a receiver may fail before a relay event says so."},
+    {.name = "heartbeat",
+     .kind = K_STRING,
+     .flags = F_SECRET | F_GROUP_OPTIONAL,
+     .group = 1,
+     .off = SELF_AT(heartbeat),
+     .check = check_heartbeat_url,
+     .help = "A URL that gets an HTTP GET after each run without failure (a dead man's switch): "
+             "https://, or http:// to this machine."},
+    {.name = "heartbeat_file",
+     .kind = K_SECRET_FILE,
+     .flags = F_SECRET | F_GROUP_OPTIONAL,
+     .group = 1,
+     .off = SELF_AT(heartbeat),
+     .check = check_heartbeat_url,
+     .help = "A file holding the heartbeat URL (mode 0600)."},
+};
+static const struct schema self_schema = {.what = "self",
+                                          .keys = self_keys,
+                                          .n_keys = N(self_keys),
+                                          .size = sizeof(struct self_conf)};
+
+static const struct key outbox_keys[] = {
+    {.name = "max_age",
+     .kind = K_DURATION,
+     .off = OUTBOX_AT(max_age),
+     .def = OUTBOX_MAX_AGE_DEFAULT,
+     .help = "Events undelivered this long are given up, with an error and a relay event."},
+    {.name = "max_items",
+     .kind = K_INT,
+     .off = OUTBOX_AT(max_items),
+     .def = OUTBOX_MAX_ITEMS_DEFAULT,
+     .min = 10,
+     .max = 1000000,
+     .help = "Events kept per receiver; beyond it the oldest are dropped, with an error and a "
+             "relay event."},
+};
+static const struct schema outbox_schema = {.what = "outbox",
+                                            .keys = outbox_keys,
+                                            .n_keys = N(outbox_keys),
+                                            .size = sizeof(struct outbox_conf)};
+
 static const struct key top_keys[] = {
     {.name = "state_file",
      .kind = K_PATH,
@@ -590,6 +650,18 @@ static const struct key top_keys[] = {
      .off = AT(config, timezone),
      .check = check_timezone,
      .help = "The IANA time zone of the rules' `when:`, e.g. Asia/Tokyo (default: the system's)."},
+    {.name = "self",
+     .kind = K_MAP,
+     .flags = F_DEFAULTS,
+     .off = AT(config, self),
+     .sub = &self_schema,
+     .help = "Self-monitoring: relay events about wsrelay's own health, and a heartbeat."},
+    {.name = "outbox",
+     .kind = K_MAP,
+     .flags = F_DEFAULTS,
+     .off = AT(config, outbox),
+     .sub = &outbox_schema,
+     .help = "Limits of the outbox, where undelivered events wait."},
 };
 static const struct schema top_schema = {.what = "configuration",
                                          .keys = top_keys,
@@ -711,6 +783,12 @@ static int check_base_url(char *v, struct err *e)
     return 0;
 }
 
+/* https://, or http:// to this machine: the heartbeat URL may carry a token. */
+static int check_heartbeat_url(char *v, struct err *e)
+{
+    return url_check(v, URL_HTTP_LOOPBACK_ONLY, NULL, e) < 0 ? -1 : 0;
+}
+
 /* ---- rule values ---- */
 
 static int check_glob(char *v, struct err *e)
@@ -718,16 +796,18 @@ static int check_glob(char *v, struct err *e)
     return glob_check(v, e);
 }
 
-/* The kinds of alert-log entries, and "gap", which wsrelay makes itself. */
+/* The kinds of alert-log entries, and "gap" and "relay", which wsrelay
+ * makes itself (relay events never go through the rules, but a rule naming
+ * the kind is not a mistake). */
 static int check_kind(char *v, struct err *e)
 {
     for (size_t i = 0; i < event_n_kinds; i++)
         if (!strcmp(v, event_kinds[i]))
             return 0;
-    if (!strcmp(v, "gap"))
+    if (!strcmp(v, "gap") || !strcmp(v, "relay"))
         return 0;
     return err_set(e, "unknown kind '%s' (expected ch1 to ch6, battery-level, "
-                      "communication-status or gap)", v);
+                      "communication-status, gap or relay)", v);
 }
 
 static int check_event_state(char *v, struct err *e)
@@ -1455,6 +1535,18 @@ static char *group_names(const struct schema *s, int group, bool quote)
     return buf_steal(&b);
 }
 
+/* The defaults of the scalar keys of `s`, for a mapping left out. */
+static int defaults_of(struct ctx *c, const struct schema *s, yaml_mark_t at, void *obj)
+{
+    for (const struct key *k = s->keys; k < s->keys + s->n_keys; k++) {
+        bool scalar_kind = k->kind == K_DURATION || k->kind == K_BOOL || k->kind == K_INT ||
+                           k->kind == K_ENUM;
+        if (k->def && scalar_kind && store_scalar(c, k, at, xstrdup(k->def), obj) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Checks the keys of `map` against the rows of `s`, then reads each value. */
 static int parse_map(struct ctx *c, const struct schema *s, yaml_node_t *map, void *obj)
 {
@@ -1525,6 +1617,11 @@ static int parse_map(struct ctx *c, const struct schema *s, yaml_node_t *map, vo
         /* A list's default is its absence (devices: auto); finish hooks do the rest. */
         bool scalar_kind = k->kind == K_STRING || k->kind == K_PATH || k->kind == K_DURATION ||
                            k->kind == K_BOOL || k->kind == K_INT || k->kind == K_ENUM;
+        if (!given[i] && k->kind == K_MAP && (k->flags & F_DEFAULTS)) {
+            if (defaults_of(c, k->sub, map->start_mark, (char *)obj + k->off) < 0)
+                goto out;
+            continue;
+        }
         if (given[i] || !k->def || !scalar_kind)
             continue;
         size_t mark = key_push_name(c, k->name);
@@ -1846,6 +1943,13 @@ int config_load(struct config **out, const char *path, struct err *e)
     yaml_node_t *dr = map_value(&c, root, "default_receivers");
     size_t mark = key_push_name(&c, "default_receivers");
     if (dr && check_receivers(&c, cfg, cfg->default_receivers, cfg->n_default_receivers, dr) < 0)
+        goto out;
+    key_pop(&c, mark);
+    yaml_node_t *self = map_value(&c, root, "self");
+    yaml_node_t *sr = self ? map_value(&c, self, "receivers") : NULL;
+    mark = key_push_name(&c, "self");
+    key_push_name(&c, "receivers");
+    if (sr && check_receivers(&c, cfg, cfg->self.receivers, cfg->self.n_receivers, sr) < 0)
         goto out;
     key_pop(&c, mark);
     /* The default rules directory is optional; a configured one is not. */

@@ -145,6 +145,21 @@ struct rule_conf {
     bool drop;       /* matched events go nowhere (recorded as seen and counted) */
 };
 
+/* `self:`: how wsrelay reports on its own health (selfcheck.h). */
+struct self_conf {
+    char **receivers;  /* configured receivers of relay events; none: every receiver */
+    size_t n_receivers;
+    long after;        /* seconds a failure may last before it is reported; default 900 */
+    char *heartbeat;   /* secret: a URL to GET after each run without failure, or NULL;
+                          https://, or http:// to this machine */
+};
+
+/* `outbox:`: how long, and how much, undelivered events are kept. */
+struct outbox_conf {
+    long max_age;   /* seconds; older items are given up (default 7 days) */
+    long max_items; /* per receiver; beyond it the oldest are dropped (default 10000) */
+};
+
 struct config {
     char *path;          /* the file it was read from */
     char *state_file;    /* default CONFIG_DEFAULT_STATE */
@@ -162,6 +177,8 @@ struct config {
                             default directory does not exist */
     struct rule_conf *rules; /* in the order they are evaluated */
     size_t n_rules;
+    struct self_conf self;     /* defaults when `self:` is absent */
+    struct outbox_conf outbox; /* defaults when `outbox:` is absent */
 };
 
 /* Reads and validates `path`, and the rule files its `rules:` names (a

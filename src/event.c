@@ -44,6 +44,7 @@ void event_clear(struct event *ev)
     free(ev->group);
     free(ev->rule);
     free(ev->severity);
+    free(ev->condition);
     memset(ev, 0, sizeof *ev);
 }
 
@@ -69,6 +70,7 @@ void event_copy(struct event *out, const struct event *ev)
     out->group = xstrdup_or_null(ev->group);
     out->rule = xstrdup_or_null(ev->rule);
     out->severity = xstrdup_or_null(ev->severity);
+    out->condition = xstrdup_or_null(ev->condition);
     out->held = ev->held;
     out->held_since = ev->held_since;
 }
@@ -232,6 +234,8 @@ struct json_object *event_to_json(const struct event *ev)
     json_object_object_add(obj, "held", json_object_new_int64(ev->held));
     json_object_object_add(obj, "held_since", json_object_new_int64(ev->held_since));
     put_held_since_time(obj, ev);
+    put_string(obj, "condition", ev->condition);
+    json_object_object_add(obj, "is_relay", json_object_new_boolean(!strcmp(ev->kind, "relay")));
     return obj;
 }
 
@@ -288,6 +292,7 @@ static void read_routing(struct event *out, const struct json_object *obj)
     get_string(&out->group, obj, "group");
     get_string(&out->rule, obj, "rule");
     get_string(&out->severity, obj, "severity");
+    get_string(&out->condition, obj, "condition");
     out->held = held > LONG_MAX ? LONG_MAX : (long)held;
     out->held_since = get_count(obj, "held_since");
 }

@@ -44,6 +44,10 @@ struct event {
     long held;            /* events of this device+kind that the rule's throttle held back
                              since the last notification; 0: none */
     long long held_since; /* unixtime of the first of those; 0 when held is 0 */
+    /* For an event of kind "relay" (wsrelay about its own health, see
+     * selfcheck.h): the condition it reports, e.g. "login-refused",
+     * "login-refused-cleared", "state-corrupt"; NULL for any other event. */
+    char *condition;
 };
 
 struct event_list {
@@ -106,7 +110,9 @@ char *event_id(const struct event *ev);
  * held is 0 (or held_since is not a usable time), else held_since in the
  * device's local time (utc_offset, as local_time): "HH:MM" when it falls
  * on the local date of the event itself, else "MM-DD HH:MM". This is the
- * form kept in the state's outbox and sent in webhook documents. */
+ * form kept in the state's outbox and sent in webhook documents.
+ * `condition` is null except for relay events, and `is_relay` is true
+ * exactly for them (kind "relay"). */
 struct json_object *event_to_json(const struct event *ev);
 
 /* The reverse of event_to_json; `out` is filled and owned by the caller
@@ -119,7 +125,8 @@ struct json_object *event_to_json(const struct event *ev);
  * missing `group`, `rule` or `severity`, or one that is not a string, is
  * NULL; a missing `held` or `held_since`, or one that is not an integer
  * (or is negative), is 0. The is_* members and held_since_time are not
- * read: they follow from `state` and held_since. */
+ * read: they follow from `state` and held_since. A missing `condition`, or
+ * one that is not a string, is NULL. */
 int event_from_json(struct event *out, const struct json_object *obj, struct err *e);
 
 #endif

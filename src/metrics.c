@@ -64,6 +64,28 @@ void metrics_count_message(struct state *s, const char *receiver, const char *ou
     count_series(s, &b);
 }
 
+void metrics_count_lost(struct state *s, const char *receiver, const char *outcome, size_t n)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "wsrelay_notifications_total{");
+    put_label(&b, "receiver", receiver, true);
+    put_label(&b, "outcome", outcome, false);
+    buf_puts(&b, "}");
+    state_count(s, buf_str(&b), (long long)n);
+    buf_free(&b);
+}
+
+void metrics_count_heartbeat(struct state *s, bool ok)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "wsrelay_heartbeats_total{");
+    put_label(&b, "result", ok ? "ok" : "failed", true);
+    buf_puts(&b, "}");
+    count_series(s, &b);
+}
+
 /* One sample with one label: `metric{label="value"} n`. */
 static void sample(struct buf *out, const char *metric, const char *label, const char *value,
                    long long n)
@@ -120,8 +142,13 @@ void metrics_render(struct buf *out, const struct config *c, const struct state 
                    state_counter(s, event_outcomes[i].counter));
 
     family(out, "wsrelay_notifications_total", "counter",
-           "Messages to receivers, by receiver and outcome (sent, failed, given_up).");
+           "Messages to receivers, by receiver and outcome (sent, failed, given_up); events "
+           "given up from the outbox (expired, dropped).");
     stored(out, s, "wsrelay_notifications_total", names, n);
+
+    family(out, "wsrelay_heartbeats_total", "counter",
+           "Heartbeat GETs after good runs, by result (ok, failed).");
+    stored(out, s, "wsrelay_heartbeats_total", names, n);
 
     family(out, "wsrelay_outbox_events", "gauge", "Events waiting for delivery, by receiver.");
     size_t n_queued = 0;

@@ -35,6 +35,14 @@ void metrics_count_call(struct state *s, const char *login, enum platform_op op,
 /* Counts one message to `receiver`: "sent", "failed" or "given_up". */
 void metrics_count_message(struct state *s, const char *receiver, const char *outcome);
 
+/* Counts `n` events of `receiver`'s outbox that were given up: "expired"
+ * (older than outbox.max_age) or "dropped" (beyond outbox.max_items).
+ * They are counted under wsrelay_notifications_total too, per event. */
+void metrics_count_lost(struct state *s, const char *receiver, const char *outcome, size_t n);
+
+/* Counts one heartbeat GET that succeeded or not. */
+void metrics_count_heartbeat(struct state *s, bool ok);
+
 /* Appends the exposition text for the state `s` of config `c` at `now`,
  * after a run that ended well (`run_ok`) or not. */
 void metrics_render(struct buf *out, const struct config *c, const struct state *s,

@@ -28,7 +28,11 @@
 #include "platform.h"
 #include "rules.h"
 #include "scheduler.h"
+#include "selfcheck.h"
 #include "state.h"
+#include "notify/http.h"
+#include "util/buf.h"
+#include "util/duration.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -557,6 +561,8 @@ out:
     free(clients);
 }
 
+static bool login_paused(struct tick *t, const char *login);
+
 static void poll_all(struct tick *t)
 {
     const struct config *c = t->cfg;
@@ -565,7 +571,7 @@ static void poll_all(struct tick *t)
         for (size_t k = 0; k < i; k++)
             if (strcmp(c->accounts[k].login_id, c->accounts[i].login_id) == 0)
                 first = false;
-        if (first && !stopping(t))
+        if (first && !stopping(t) && !login_paused(t, c->accounts[i].login_id))
             poll_login(t, c->accounts[i].login_id);
     }
 }
@@ -673,6 +679,300 @@ static void deliver_receiver(struct tick *t, const struct notify_env *env,
     state_outbox_free(items, n);
 }
 
+/* --- self-monitoring (selfcheck.h) ------------------------------------- */
+
+/* The accounts of the config that use `login`, as "tokyo, osaka"; caller
+ * frees. */
+static char *login_accounts(const struct config *c, const char *login)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    for (size_t i = 0; i < c->n_accounts; i++)
+        if (strcmp(c->accounts[i].login_id, login) == 0)
+            buf_printf(&b, "%s%s", b.len ? ", " : "", c->accounts[i].name);
+    return buf_steal(&b);
+}
+
+/* The SHA-256 of the credentials of every account of `login`: a change to
+ * any of them ends a pause. Caller frees. */
+static char *login_creds(const struct config *c, const char *login)
+{
+    size_t n = 0;
+    const char **parts = xcalloc(3 * c->n_accounts + 1, sizeof *parts);
+    for (size_t i = 0; i < c->n_accounts; i++) {
+        const struct account_conf *a = &c->accounts[i];
+        if (strcmp(a->login_id, login) != 0)
+            continue;
+        parts[n++] = a->api_key;
+        parts[n++] = a->login_id;
+        parts[n++] = a->login_pass;
+    }
+    char *hex = selfcheck_creds(parts, n);
+    free(parts);
+    return hex;
+}
+
+static char *condition_key(enum selfcheck_what what, const char *subject)
+{
+    return xasprintf("%s/%s", selfcheck_name(what), subject);
+}
+
+/* A login whose credentials the platform refused is not called again
+ * until its credentials in the config change or an hour has passed, so
+ * that wsrelay does not get the user's login locked. The run counts as
+ * failed (no heartbeat): the login's devices are not covered. */
+static bool login_paused(struct tick *t, const char *login)
+{
+    struct state_condition cond;
+    char *key = condition_key(SELFCHECK_LOGIN_REFUSED, login);
+    char *creds = login_creds(t->cfg, login);
+    bool known = state_condition(t->st, key, &cond);
+    bool paused = known && selfcheck_paused(&cond, creds, t->opt->now);
+    if (paused) {
+        log_warn("login %s: the platform refused its credentials (401); no call until the "
+                 "configuration changes or %lld s have passed",
+                 login, cond.retry_at - t->opt->now);
+        t->failures++;
+    } else if (known && cond.opened) {
+        log_info("login %s: trying the refused credentials again", login);
+    }
+    state_condition_clear(&cond);
+    free(creds);
+    free(key);
+    return paused;
+}
+
+/* Queues a relay event (kind "relay", device "wsrelay") for the receivers
+ * of `self:` (every receiver without it) except `not_to`, straight into
+ * the outbox: the rules never see it, so no rule can swallow it. Its
+ * unixtime is unique among relay events (state_relay_time), and so is its
+ * id "wsrelay/UNIXTIME/relay". A dry run only logs it. */
+static void relay_send(struct tick *t, const char *account, const char *condition,
+                       const char *text, const char *not_to)
+{
+    const struct config *c = t->cfg;
+    size_t sent = 0;
+    log_warn("relay event (%s): %s", condition, text);
+    if (t->opt->dry_run)
+        return;
+    struct event ev = {
+        .account = xstrdup(account ? account : ""),
+        .serial = xstrdup("wsrelay"),
+        .model = xstrdup(""),
+        .name = xstrdup("wsrelay"),
+        .base_serial = xstrdup("wsrelay"),
+        .base_model = xstrdup(""),
+        .base_name = xstrdup("wsrelay"),
+        .unixtime = state_relay_time(t->st, t->opt->now),
+        .kind = xstrdup("relay"),
+        .text = xstrdup(text),
+        .state = xstrdup("other"),
+        .condition = xstrdup(condition),
+    };
+    size_t n = c->self.n_receivers ? c->self.n_receivers : c->n_receivers;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = c->self.n_receivers ? c->self.receivers[i] : c->receivers[i].name;
+        if (not_to && strcmp(name, not_to) == 0)
+            continue;
+        state_enqueue(t->st, name, &ev, t->opt->now);
+        sent++;
+    }
+    if (!sent)
+        log_error("relay event (%s) has no receiver to go to: add another receiver to "
+                  "self.receivers",
+                  condition);
+    event_clear(&ev);
+}
+
+/* Carries out selfcheck's verdict on one condition. Returns true when an
+ * event was queued. */
+static bool self_step(struct tick *t, const struct selfcheck_input *in, const char *subject,
+                      const char *account, const char *accounts, const char *detail,
+                      const char *not_to)
+{
+    struct state_condition prev, next;
+    bool keep = false;
+    char *key = condition_key(in->what, subject);
+    bool had = state_condition(t->st, key, &prev);
+    enum selfcheck_action act =
+        selfcheck_step(&next, &keep, had ? &prev : NULL, in, t->opt->now, t->cfg->self.after);
+    if (keep)
+        state_set_condition(t->st, key, &next);
+    else if (had)
+        state_drop_condition(t->st, key);
+    if (act != SELFCHECK_NONE) {
+        const struct state_condition *c = act == SELFCHECK_OPEN ? &next : &prev;
+        char *text = selfcheck_text(in->what, act, subject, accounts, c, detail, t->opt->now);
+        char *cond = act == SELFCHECK_OPEN ? xstrdup(selfcheck_name(in->what))
+                                            : xasprintf("%s-cleared", selfcheck_name(in->what));
+        relay_send(t, account, cond, text, not_to);
+        free(cond);
+        free(text);
+    }
+    state_condition_clear(&prev);
+    state_condition_clear(&next);
+    free(key);
+    return act != SELFCHECK_NONE;
+}
+
+/* The login IDs' conditions, from the health this run recorded. */
+static void self_logins(struct tick *t)
+{
+    const struct config *c = t->cfg;
+    for (size_t i = 0; i < c->n_accounts; i++) {
+        const char *login = c->accounts[i].login_id;
+        bool first = true;
+        for (size_t k = 0; k < i; k++)
+            first &= strcmp(c->accounts[k].login_id, login) != 0;
+        struct state_health h;
+        if (!first || !state_login_health(t->st, login, &h))
+            continue;
+        char *accounts = login_accounts(c, login);
+        char *creds = login_creds(c, login);
+        bool failing = h.failures > 0;
+        bool tried = h.error_at >= t->opt->now || h.last_ok >= t->opt->now;
+        struct selfcheck_input refused = {.what = SELFCHECK_LOGIN_REFUSED,
+                                          .bad = failing && h.status == 401,
+                                          .good = !failing && h.last_ok > 0,
+                                          .tried = tried,
+                                          .creds = creds};
+        struct selfcheck_input down = {.what = SELFCHECK_PLATFORM_FAILING,
+                                       .bad = failing && h.status != 401,
+                                       .good = !failing && h.last_ok > 0};
+        self_step(t, &refused, login, c->accounts[i].name, accounts, h.error, NULL);
+        self_step(t, &down, login, c->accounts[i].name, accounts, h.error, NULL);
+        free(creds);
+        free(accounts);
+        state_health_clear(&h);
+    }
+}
+
+/* The receivers' conditions, after delivery. One condition per receiver
+ * covers both "its deliveries fail" and "its outbox holds events longer
+ * than self.after": a receiver that fails keeps its events, so the two
+ * are one thing to the people on call, and one event says it. The event
+ * goes to the other self receivers: a receiver that fails cannot tell
+ * about itself. Returns true when an event was queued. */
+static bool self_receivers(struct tick *t)
+{
+    const struct config *c = t->cfg;
+    bool queued = false;
+    for (size_t i = 0; i < c->n_receivers; i++) {
+        const char *name = c->receivers[i].name;
+        struct state_health h;
+        struct outbox_summary sum;
+        state_receiver_health(t->st, name, &h);
+        state_outbox_summary(t->st, name, &sum);
+        bool bad = h.failures > 0 || sum.count > 0;
+        struct selfcheck_input in = {.what = SELFCHECK_RECEIVER_FAILING,
+                                     .bad = bad,
+                                     .good = !bad,
+                                     .since = sum.count ? sum.oldest : 0};
+        queued |= self_step(t, &in, name, NULL, "", h.error, name);
+        state_health_clear(&h);
+    }
+    return queued;
+}
+
+/* Conditions whose login or receiver left the config are forgotten. */
+static void self_forget(struct tick *t)
+{
+    size_t n = 0;
+    char **keys = state_condition_keys(t->st, &n);
+    for (size_t i = 0; i < n; i++) {
+        const char *subject = strchr(keys[i], '/');
+        bool known = false;
+        if (subject) {
+            subject++;
+            known = config_receiver(t->cfg, subject) != NULL;
+            for (size_t k = 0; k < t->cfg->n_accounts && !known; k++)
+                known = strcmp(t->cfg->accounts[k].login_id, subject) == 0;
+        }
+        if (!known)
+            state_drop_condition(t->st, keys[i]);
+        free(keys[i]);
+    }
+    free(keys);
+}
+
+/* outbox.max_age and outbox.max_items: what waits too long, or beyond the
+ * cap, is given up, never silently: an error, a metric, a relay event. */
+static void outbox_limits(struct tick *t)
+{
+    const struct config *c = t->cfg;
+    size_t n = 0;
+    char **names = state_outbox_receivers(t->st, &n);
+    char age[24];
+    duration_format(age, sizeof age, c->outbox.max_age);
+    for (size_t i = 0; i < n; i++) {
+        size_t expired = state_outbox_expire(t->st, names[i], t->opt->now - c->outbox.max_age);
+        if (expired) {
+            metrics_count_lost(t->st, names[i], "expired", expired);
+            char *text = xasprintf("wsrelay gave up %zu event%s for receiver '%s': they could "
+                                   "not be delivered for %s (outbox.max_age). Look them up on "
+                                   "WebStorage.",
+                                   expired, expired == 1 ? "" : "s", names[i], age);
+            log_error("%s", text);
+            relay_send(t, NULL, "outbox-expired", text, NULL);
+            free(text);
+        }
+        size_t dropped = state_outbox_trim(t->st, names[i], (size_t)c->outbox.max_items);
+        if (dropped) {
+            metrics_count_lost(t->st, names[i], "dropped", dropped);
+            char *text = xasprintf("wsrelay dropped the %zu oldest event%s waiting for receiver "
+                                   "'%s': its outbox holds at most %ld (outbox.max_items). Look "
+                                   "them up on WebStorage.",
+                                   dropped, dropped == 1 ? "" : "s", names[i],
+                                   c->outbox.max_items);
+            log_error("%s", text);
+            relay_send(t, NULL, "outbox-full", text, NULL);
+            free(text);
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* The state file was corrupt and state_open moved it aside. */
+static void state_corrupt_event(struct tick *t)
+{
+    const char *why = NULL;
+    const char *aside = state_set_aside(t->st, &why);
+    if (!aside)
+        return;
+    char span[24];
+    duration_format(span, sizeof span, t->cfg->catch_up);
+    char *text = xasprintf("wsrelay's state file was unusable (%s) and was moved aside to %s. "
+                           "wsrelay started over: alerts older than catch_up (%s) were recorded "
+                           "as seen without being sent, and alerts of the last %s may be sent "
+                           "again.",
+                           why, aside, span, span);
+    relay_send(t, NULL, "state-corrupt", text, NULL);
+    free(text);
+}
+
+/* After a run without failure: GET self.heartbeat. Its failure is logged
+ * and counted, never a failure of the run. */
+static void heartbeat(struct tick *t)
+{
+    struct err e;
+    long status = 0;
+    char *shown = http_redact_url(t->cfg->self.heartbeat);
+    bool ok = http_get(&status, t->cfg->self.heartbeat, &e) == 0 && status >= 200 &&
+              status < 300;
+    char *why = NULL;
+    if (!ok)
+        why = status ? xasprintf("GET %s: HTTP %ld", shown, status) : xstrdup(e.msg);
+    if (ok)
+        log_debug("heartbeat: GET %s: HTTP %ld", shown, status);
+    else
+        log_warn("heartbeat: %s (the run itself went well)", why);
+    metrics_count_heartbeat(t->st, ok);
+    state_heartbeat_result(t->st, ok, status, why, t->opt->now);
+    free(why);
+    free(shown);
+}
+
 int run_once(const struct config *c, const struct run_options *o)
 {
     struct tick t = {.cfg = c, .opt = o};
@@ -690,8 +990,14 @@ int run_once(const struct config *c, const struct run_options *o)
     t.throttles = (struct throttle_store){.get = throttle_get, .set = throttle_set, .ctx = t.st};
     state_clamp_clock(t.st, o->now, platform_op_limit(PLATFORM_ALERT).span);
     state_prune_throttles(t.st, o->now - THROTTLE_KEEP);
+    state_corrupt_event(&t);
     warn_orphans(&t);
     poll_all(&t);
+    if (!o->dry_run) {
+        self_forget(&t);
+        self_logins(&t);
+        outbox_limits(&t);
+    }
     /* Nothing is delivered that could not be recorded as delivered. */
     if (!o->dry_run && persist(&t, "after polling") < 0)
         goto out;
@@ -699,9 +1005,18 @@ int run_once(const struct config *c, const struct run_options *o)
     for (size_t i = 0; i < c->n_receivers && !stopping(&t); i++)
         deliver_receiver(&t, &env, &c->receivers[i]);
     if (!o->dry_run) {
+        /* A receiver's condition is known after delivery; its event goes
+         * out in this run to the receivers that work. */
+        if (self_receivers(&t) && persist(&t, "after a relay event") == 0)
+            for (size_t i = 0; i < c->n_receivers && !stopping(&t); i++)
+                deliver_receiver(&t, &env, &c->receivers[i]);
         if (!t.failures)
             state_set_counter(t.st, METRICS_LAST_SUCCESS, o->now);
         persist(&t, "after delivery");
+        if (!t.failures && c->self.heartbeat) {
+            heartbeat(&t);
+            persist(&t, "after the heartbeat");
+        }
         if (c->metrics_file && metrics_write(c->metrics_file, c, t.st, o->now, !t.failures, &e) < 0)
             log_warn("metrics: %s", e.msg);
     }

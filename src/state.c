@@ -57,7 +57,10 @@
  *    "throttles":[{"rule":"freezer-critical","serial":"5214000A","kind":"ch1",
  *                  "last_sent":N,"held":12,"held_since":N},...],
  *    "counters":{"dropped":N,"throttled":N,"unrouted":N},
- *    "receivers":{"ops-hook":{"last_ok":N,"failures":N,"error_at":N,"error":S},...}}
+ *    "receivers":{"ops-hook":{"last_ok":N,"failures":N,"error_at":N,"error":S},...},
+ *    "self":{"conditions":{"login-refused/tbzz9999":{"since":N,"opened":N,"retry_at":N,
+ *                                                    "creds":HEX},...},
+ *            "last_relay":N,"heartbeat":{...health...}}}
  *
  * Every section may be missing (it is then empty). Members this version
  * does not know are kept as they are; members it knows must have the shape
@@ -66,7 +69,8 @@
  * device list; loading moves them into the history; files written before
  * device groups, throttles or counters existed lack "group" (read as "")
  * and those sections; files written before the health of logins and
- * receivers lack "health" and "receivers" (nothing recorded yet). A
+ * receivers lack "health" and "receivers" (nothing recorded yet), and
+ * files written before self-monitoring lack "self". A
  * login's health sits beside its ledger because a dry run, which saves
  * only the `logins` section, makes real calls; a receiver's does not,
  * since a dry run delivers nothing. The outbox stays sorted by id (ids only grow), which
@@ -109,6 +113,8 @@ struct state {
     int lock_fd;
     bool read_only; /* from state_peek: never saved */
     struct json_object *root;
+    char *aside;     /* state_open moved a corrupt file here; NULL when not */
+    char *aside_why; /* what was wrong with it */
 };
 
 /* The name of `op` in the ledger; NULL for a value outside the enum. */
@@ -586,6 +592,39 @@ static int check_receivers(struct json_object *receivers, struct err *e)
     return 0;
 }
 
+/* The self-monitoring section: open conditions, the last relay event's
+ * time, the heartbeat's health. */
+static int check_self(struct json_object *self, struct err *e)
+{
+    static const char *const ints[] = {"since", "opened", "retry_at"};
+    char where[256];
+    if (check_type(self, json_type_object, "self", e) < 0 ||
+        check_opt(self, "conditions", json_type_object, "self", e) < 0 ||
+        check_opt(self, "last_relay", json_type_int, "self", e) < 0)
+        return -1;
+    struct json_object *hb = NULL;
+    if (json_object_object_get_ex(self, "heartbeat", &hb) &&
+        check_health(hb, "self.heartbeat", e) < 0)
+        return -1;
+    struct json_object *conds = member(self, "conditions", json_type_object);
+    if (!conds)
+        return 0;
+    struct json_object_iterator it = json_object_iter_begin(conds);
+    struct json_object_iterator end = json_object_iter_end(conds);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        struct json_object *c = json_object_iter_peek_value(&it);
+        snprintf(where, sizeof where, "self.conditions.%s", json_object_iter_peek_name(&it));
+        if (check_type(c, json_type_object, where, e) < 0 ||
+            check_req(c, "since", json_type_int, where, e) < 0 ||
+            check_opt(c, "creds", json_type_string, where, e) < 0)
+            return -1;
+        for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+            if (check_opt(c, ints[k], json_type_int, where, e) < 0)
+                return -1;
+    }
+    return 0;
+}
+
 /* Checks a parsed document and adds the sections it lacks. */
 static int check_root(struct json_object *root, struct err *e)
 {
@@ -601,6 +640,7 @@ static int check_root(struct json_object *root, struct err *e)
         {"throttles", check_throttles, json_object_new_array},
         {"counters", check_counters, json_object_new_object},
         {"receivers", check_receivers, json_object_new_object},
+        {"self", check_self, json_object_new_object},
     };
     struct json_object *v = NULL;
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
@@ -638,12 +678,16 @@ static struct json_object *new_root(void)
     put(root, "throttles", need(json_object_new_array()));
     put(root, "counters", need(json_object_new_object()));
     put(root, "receivers", need(json_object_new_object()));
+    put(root, "self", need(json_object_new_object()));
     return root;
 }
 
-/* Reads and checks `path` into *out; a missing file is an empty state. */
-static int load(struct json_object **out, const char *path, struct err *e)
+/* Reads and checks `path` into *out; a missing file is an empty state.
+ * *corrupt (may be NULL) tells a file that was read but is not a state
+ * this version understands from one that could not be read at all. */
+static int load(struct json_object **out, const char *path, bool *corrupt, struct err *e)
 {
+    bool read = false;
     int rc = -1;
     struct buf text;
     struct json_tokener *tok = NULL;
@@ -659,6 +703,7 @@ static int load(struct json_object **out, const char *path, struct err *e)
     }
     if (file_read(&text, path, e) < 0)
         goto out;
+    read = true;
     if (text.len == 0) {
         err_set(e, "%s: corrupt state file: empty", path);
         goto out;
@@ -706,6 +751,8 @@ static int load(struct json_object **out, const char *path, struct err *e)
     }
     rc = 0;
 out:
+    if (corrupt)
+        *corrupt = rc < 0 && read;
     if (rc < 0) {
         json_object_put(root);
         root = NULL;
@@ -798,6 +845,58 @@ out:
 
 /* --- open, save, close ------------------------------------------------- */
 
+/* Moves the corrupt file at s->path aside, to PATH.corrupt-YYYYmmddTHHMMSSZ
+ * (with "-N" added when that name is taken), mode 0600, so that a person
+ * can look at it while the relay starts over. link() + unlink() rather
+ * than rename(): rename would replace an earlier file of the same name. */
+static int set_aside(struct state *s, const char *why, struct err *e)
+{
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    char *aside = NULL;
+    for (int n = 1; n < 100; n++) {
+        free(aside);
+        aside = n == 1 ? xasprintf("%s.corrupt-%s", s->path, stamp)
+                       : xasprintf("%s.corrupt-%s-%d", s->path, stamp, n);
+        if (link(s->path, aside) == 0)
+            break;
+        if (errno != EEXIST) {
+            err_set(e, "%s: cannot move the corrupt state file aside to %s: %s (%s)", s->path,
+                    aside, strerror(errno), why);
+            free(aside);
+            return -1;
+        }
+    }
+    if (chmod(aside, 0600) < 0 || unlink(s->path) < 0) {
+        err_set(e, "%s: cannot move the corrupt state file aside to %s: %s (%s)", s->path, aside,
+                strerror(errno), why);
+        free(aside);
+        return -1;
+    }
+    char *dir = file_dirname(s->path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+    free(dir);
+    s->aside = aside;
+    s->aside_why = xstrdup(why);
+    log_error("%s; moved aside to %s: starting over with an empty state (catch_up applies)",
+              why, aside);
+    return 0;
+}
+
+const char *state_set_aside(const struct state *s, const char **why)
+{
+    if (why)
+        *why = s->aside_why;
+    return s->aside;
+}
+
 int state_open(struct state **out, const char *path, int lock_wait, struct err *e)
 {
     int rc = -1;
@@ -811,8 +910,12 @@ int state_open(struct state **out, const char *path, int lock_wait, struct err *
     s->path = xstrdup(path);
     if (lock(&s->lock_fd, path, lock_wait, e) < 0)
         goto out;
-    if (load(&s->root, path, e) < 0)
-        goto out;
+    bool corrupt = false;
+    if (load(&s->root, path, &corrupt, e) < 0) {
+        if (!corrupt || set_aside(s, e->msg, e) < 0)
+            goto out;
+        s->root = new_root();
+    }
     *out = s;
     s = NULL;
     rc = 0;
@@ -836,7 +939,7 @@ int state_peek(struct state **out, const char *path, struct err *e)
         goto out;
     }
     s->path = xstrdup(path);
-    if (load(&s->root, path, e) < 0)
+    if (load(&s->root, path, NULL, e) < 0)
         goto out;
     *out = s;
     s = NULL;
@@ -895,7 +998,7 @@ int state_save_budget(struct state *s, struct err *e)
     struct json_object *copy = NULL;
     if (s->read_only)
         return refuse_read_only(s, e);
-    if (load(&disk, s->path, e) < 0)
+    if (load(&disk, s->path, NULL, e) < 0)
         goto out;
     if (json_object_deep_copy(section(s, "logins"), &copy, NULL) < 0 || !copy)
         xalloc_die();
@@ -924,6 +1027,8 @@ void state_close(struct state *s)
     }
     json_object_put(s->root);
     free(s->path);
+    free(s->aside);
+    free(s->aside_why);
     free(s);
 }
 
@@ -1401,6 +1506,18 @@ void state_clamp_clock(struct state *s, long long now, long max_block)
         clamp_member(json_object_iter_peek_value(&it), "last_ok", now);
         clamp_member(json_object_iter_peek_value(&it), "error_at", now);
     }
+    struct json_object *self = section(s, "self");
+    clamp_member(self, "last_relay", now);
+    struct json_object *conds = member(self, "conditions", json_type_object);
+    if (conds) {
+        it = json_object_iter_begin(conds);
+        end = json_object_iter_end(conds);
+        for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+            clamp_member(json_object_iter_peek_value(&it), "since", now);
+            clamp_member(json_object_iter_peek_value(&it), "opened", now);
+            clamp_member(json_object_iter_peek_value(&it), "retry_at", now + 3600);
+        }
+    }
 }
 
 /* --- outbox ------------------------------------------------------------ */
@@ -1844,4 +1961,119 @@ char **state_counter_names(const struct state *s, size_t *n)
     if (*n)
         qsort(names, *n, sizeof *names, by_string);
     return names;
+}
+
+/* --- self-monitoring ------------------------------------------------------ */
+
+static struct json_object *conditions(const struct state *s)
+{
+    return child_object(section(s, "self"), "conditions");
+}
+
+bool state_condition(const struct state *s, const char *key, struct state_condition *out)
+{
+    memset(out, 0, sizeof *out);
+    struct json_object *c = member(member(section(s, "self"), "conditions", json_type_object), key,
+                                   json_type_object);
+    if (!c)
+        return false;
+    out->since = int_member(c, "since", 0);
+    out->opened = int_member(c, "opened", 0);
+    out->retry_at = int_member(c, "retry_at", 0);
+    out->creds = xstrdup_or_null(str_member(c, "creds"));
+    return true;
+}
+
+void state_set_condition(struct state *s, const char *key, const struct state_condition *c)
+{
+    struct json_object *o = need(json_object_new_object());
+    put_int(o, "since", c->since);
+    put_int(o, "opened", c->opened);
+    if (c->retry_at)
+        put_int(o, "retry_at", c->retry_at);
+    if (c->creds)
+        put(o, "creds", need(json_object_new_string(c->creds)));
+    put(conditions(s), key, o);
+}
+
+void state_drop_condition(struct state *s, const char *key)
+{
+    json_object_object_del(conditions(s), key);
+}
+
+char **state_condition_keys(const struct state *s, size_t *n)
+{
+    struct json_object *conds = member(section(s, "self"), "conditions", json_type_object);
+    *n = 0;
+    if (!conds || json_object_object_length(conds) == 0)
+        return NULL;
+    char **keys = xcalloc((size_t)json_object_object_length(conds), sizeof *keys);
+    struct json_object_iterator it = json_object_iter_begin(conds);
+    struct json_object_iterator end = json_object_iter_end(conds);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+        keys[(*n)++] = xstrdup(json_object_iter_peek_name(&it));
+    qsort(keys, *n, sizeof *keys, by_string);
+    return keys;
+}
+
+void state_condition_clear(struct state_condition *c)
+{
+    if (!c)
+        return;
+    free(c->creds);
+    memset(c, 0, sizeof *c);
+}
+
+long long state_relay_time(struct state *s, long long now)
+{
+    struct json_object *self = section(s, "self");
+    long long last = int_member(self, "last_relay", 0);
+    long long t = now > last ? now : last + 1;
+    put_int(self, "last_relay", t);
+    return t;
+}
+
+void state_heartbeat_result(struct state *s, bool ok, long status, const char *error,
+                            long long now)
+{
+    health_record(child_object(section(s, "self"), "heartbeat"), ok, status, error, now);
+}
+
+bool state_heartbeat(const struct state *s, struct state_health *out)
+{
+    return health_get(member(section(s, "self"), "heartbeat", json_type_object), out);
+}
+
+size_t state_outbox_expire(struct state *s, const char *receiver, long long before)
+{
+    struct json_object *outbox = section(s, "outbox");
+    size_t dropped = 0;
+    for (size_t i = json_object_array_length(outbox); i-- > 0;) {
+        struct json_object *item = json_object_array_get_idx(outbox, i);
+        if (strcmp(str_member(item, "receiver"), receiver) == 0 &&
+            int_member(item, "queued_at", 0) < before) {
+            json_object_array_del_idx(outbox, i, 1);
+            dropped++;
+        }
+    }
+    return dropped;
+}
+
+size_t state_outbox_trim(struct state *s, const char *receiver, size_t max)
+{
+    size_t count = state_outbox_count(s, receiver);
+    if (count <= max)
+        return 0;
+    size_t drop = count - max, dropped = 0;
+    struct json_object *outbox = section(s, "outbox"); /* by id: oldest first */
+    for (size_t i = 0; i < json_object_array_length(outbox) && dropped < drop;) {
+        struct json_object *item = json_object_array_get_idx(outbox, i);
+        if (strcmp(str_member(item, "receiver"), receiver) == 0) {
+            json_object_array_del_idx(outbox, i, 1);
+            dropped++;
+        } else {
+            i++;
+        }
+    }
+    return dropped;
 }

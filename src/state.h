@@ -19,7 +19,9 @@
  *     status`;
  *   - the health of each login ID (beside its ledger) and each receiver:
  *     the last success, the failures since, and the last failure with its
- *     time and message, for `wsrelay status`.
+ *     time and message, for `wsrelay status`;
+ *   - self-monitoring (selfcheck.h): each open condition of wsrelay's own
+ *     health, the time of the last relay event, the heartbeat's health.
  * No secret is ever written to it.
  *
  * state_open takes an exclusive lock (a `PATH.lock` file beside it) that it
@@ -41,9 +43,13 @@ struct state;
 
 /* Locks and loads `path`; a missing file is an empty state. Waits up to
  * `lock_wait` seconds for another run's lock, then fails naming the pid
- * that holds it. Fails on an unreadable or corrupt file, and when the
- * directory is not writable (checked now, before anything is sent). On
- * success *out belongs to the caller (state_close). */
+ * that holds it. A file that was read but is corrupt (not JSON, fails the
+ * checks, or has a newer "version") is moved aside (state_set_aside says
+ * where), logged as an error, and the state starts empty; it is not saved
+ * until state_save. Fails on a file that cannot be read (permissions),
+ * one that cannot be moved aside, and when the directory is not writable
+ * (checked now, before anything is sent). On success *out belongs to the
+ * caller (state_close). */
 int state_open(struct state **out, const char *path, int lock_wait, struct err *e);
 
 /* Loads `path` for reading only, without taking the lock or waiting for
@@ -71,6 +77,13 @@ int state_save(struct state *s, struct err *e);
  * fails (the previous file is then intact), and for a state of
  * state_peek. */
 int state_save_budget(struct state *s, struct err *e);
+
+/* After a state_open that found the file corrupt (not JSON, failing the
+ * checks, or written by a newer wsrelay): the path the file was moved to
+ * (PATH.corrupt-YYYYmmddTHHMMSSZ, UTC, mode 0600), and in *why (may be
+ * NULL) what was wrong with it; NULL when the file was fine. Both belong
+ * to the state. */
+const char *state_set_aside(const struct state *s, const char **why);
 
 /* Releases the lock (if held) and frees; NULL is fine. Does not save. */
 void state_close(struct state *s);
@@ -203,7 +216,10 @@ bool state_ratelimit(const struct state *s, const char *login, enum platform_op 
  *     1 h (the longest backoff) becomes now + 1 h;
  *   - throttles: last_sent and held_since above `now` become `now`;
  *   - health of logins and receivers: last_ok and error_at above `now`
- *     become `now`.
+ *     become `now`;
+ *   - self-monitoring: the last relay time and a condition's since and
+ *     opened above `now` become `now`; retry_at above now + 1 h becomes
+ *     now + 1 h.
  * Times at or below those bounds are left as they are. */
 void state_clamp_clock(struct state *s, long long now, long max_block);
 
@@ -318,6 +334,55 @@ bool state_receiver_health(const struct state *s, const char *receiver, struct s
 
 /* Frees what *h holds and zeroes it; NULL is fine. */
 void state_health_clear(struct state_health *h);
+
+/* --- self-monitoring (selfcheck.h) ------------------------------------ */
+
+/* One condition of wsrelay's own health, keyed "WHAT/SUBJECT"
+ * ("login-refused/tbzz9999", "receiver-failing/hook"). */
+struct state_condition {
+    long long since;    /* when the symptom was first seen */
+    long long opened;   /* when its relay event was made; 0: not (yet) reported */
+    long long retry_at; /* login-refused: no call of the login before then; else 0 */
+    char *creds;        /* login-refused: hex SHA-256 of the login's credentials when
+                           refused (never the credentials); else NULL */
+};
+
+/* The condition `key` in *out (its creds belong to the caller:
+ * state_condition_clear); false, and *out zeroed, when there is none. */
+bool state_condition(const struct state *s, const char *key, struct state_condition *out);
+
+/* Creates or replaces condition `key` with a copy of *c. */
+void state_set_condition(struct state *s, const char *key, const struct state_condition *c);
+
+/* Forgets condition `key` (nothing happens when there is none). */
+void state_drop_condition(struct state *s, const char *key);
+
+/* The keys of all conditions, sorted; the caller frees each and the array
+ * (NULL with *n = 0 when there are none). */
+char **state_condition_keys(const struct state *s, size_t *n);
+
+void state_condition_clear(struct state_condition *c);
+
+/* The unixtime of a new relay event: `now`, or one second after the
+ * previous relay event's when that was at or after `now`, so that each
+ * relay event's id (wsrelay/UNIXTIME/relay) is unique. Records it. */
+long long state_relay_time(struct state *s, long long now);
+
+/* Records the outcome of a heartbeat GET (`status` 0: no HTTP answer);
+ * state_heartbeat reads it back like state_login_health. */
+void state_heartbeat_result(struct state *s, bool ok, long status, const char *error,
+                            long long now);
+bool state_heartbeat(const struct state *s, struct state_health *out);
+
+/* --- outbox limits ---------------------------------------------------- */
+
+/* Removes the items of `receiver` queued before `before`; returns how
+ * many. */
+size_t state_outbox_expire(struct state *s, const char *receiver, long long before);
+
+/* Removes the oldest items of `receiver` until at most `max` remain;
+ * returns how many were removed. */
+size_t state_outbox_trim(struct state *s, const char *receiver, size_t max);
 
 /* --- counters --------------------------------------------------------- */
 

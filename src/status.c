@@ -65,6 +65,13 @@ struct notes {
     size_t n;
 };
 
+/* An open self-monitoring condition (selfcheck.h). */
+struct condition_row {
+    char *what;    /* "login-refused", ...; printable */
+    char *subject; /* the login ID or receiver; printable */
+    struct state_condition c;
+};
+
 struct report {
     long long now;
     const char *state_path;
@@ -75,6 +82,11 @@ struct report {
     struct receiver_row *receivers;
     size_t n_receivers;
     long long dropped, throttled, unrouted;
+    struct condition_row *conds; /* open ones only */
+    size_t n_conds;
+    bool has_heartbeat;          /* self.heartbeat is configured */
+    struct state_health heartbeat;
+    long long expired, lost;     /* outbox events given up: too old, beyond the cap */
     struct notes problems, warnings;
 };
 
@@ -394,6 +406,59 @@ static void gather_receivers(struct report *r, const struct config *c, const str
     free(names);
 }
 
+/* The sum of the counters of wsrelay_notifications_total with `outcome`. */
+static long long outbox_lost(const struct state *s, const char *outcome)
+{
+    size_t n = 0;
+    long long sum = 0;
+    char **names = state_counter_names(s, &n);
+    char *tail = xasprintf("outcome=\"%s\"}", outcome);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(names[i]), tl = strlen(tail);
+        if (!strncmp(names[i], "wsrelay_notifications_total{", 28) && len > tl &&
+            !strcmp(names[i] + len - tl, tail))
+            sum += state_counter(s, names[i]);
+        free(names[i]);
+    }
+    free(names);
+    free(tail);
+    return sum;
+}
+
+static void gather_self(struct report *r, const struct config *c, const struct state *s)
+{
+    size_t n = 0;
+    char **keys = state_condition_keys(s, &n);
+    r->conds = xcalloc(n ? n : 1, sizeof *r->conds);
+    for (size_t i = 0; i < n; i++) {
+        struct state_condition cond;
+        const char *slash = strchr(keys[i], '/');
+        if (slash && state_condition(s, keys[i], &cond) && cond.opened) {
+            struct condition_row *row = &r->conds[r->n_conds++];
+            char *what = xasprintf("%.*s", (int)(slash - keys[i]), keys[i]);
+            row->what = printable(what);
+            row->subject = printable(slash + 1);
+            row->c = cond;
+            free(what);
+        } else if (slash) {
+            state_condition_clear(&cond);
+        }
+        free(keys[i]);
+    }
+    free(keys);
+    r->has_heartbeat = c->self.heartbeat != NULL;
+    struct state_health hb;
+    if (state_heartbeat(s, &hb)) {
+        r->heartbeat = hb;
+        if (hb.error) {
+            r->heartbeat.error = printable(hb.error);
+            free(hb.error);
+        }
+    }
+    r->expired = outbox_lost(s, "expired");
+    r->lost = outbox_lost(s, "dropped");
+}
+
 /* --- judging ---------------------------------------------------------- */
 
 static void judge_login(struct report *r, const struct login_row *l)
@@ -480,6 +545,21 @@ static void judge(struct report *r)
     if (r->unrouted > 0)
         note(&r->warnings, "%lld event%s matched no rule (unrouted)", r->unrouted,
              plural(r->unrouted));
+    for (size_t i = 0; i < r->n_conds; i++) {
+        const struct condition_row *row = &r->conds[i];
+        if (strcmp(row->what, "login-refused") == 0)
+            note(&r->problems, "login %s: credentials refused %s; polling paused until the "
+                               "configuration changes or %s",
+                 row->subject, ago(row->c.opened, r->now).s,
+                 when(row->c.retry_at, r->now, true).s);
+    }
+    if (r->has_heartbeat && r->heartbeat.failures > 0)
+        note(&r->warnings, "heartbeat: the last GET failed %s (%s)",
+             ago(r->heartbeat.error_at, r->now).s, r->heartbeat.error ? r->heartbeat.error : "");
+    if (r->expired + r->lost > 0)
+        note(&r->warnings, "%lld event%s given up from the outbox (%lld too old, %lld beyond "
+                           "max_items)",
+             r->expired + r->lost, plural(r->expired + r->lost), r->expired, r->lost);
 }
 
 /* --- words -------------------------------------------------------------- */
@@ -613,6 +693,32 @@ static void write_words(struct buf *b, const struct report *r)
                "\nrouting: %lld dropped by a rule, %lld held back by a throttle, "
                "%lld matched no rule (unrouted)\n",
                r->dropped, r->throttled, r->unrouted);
+    buf_puts(b, "\nself-monitoring\n");
+    if (r->n_conds == 0)
+        buf_puts(b, "  no open condition\n");
+    for (size_t i = 0; i < r->n_conds; i++) {
+        const struct condition_row *row = &r->conds[i];
+        if (strcmp(row->what, "login-refused") == 0)
+            buf_printf(b, "  login %s: credentials refused at %s; polling paused until the "
+                          "configuration changes or %s\n",
+                       row->subject, when(row->c.opened, r->now, false).s,
+                       when(row->c.retry_at, r->now, true).s);
+        else
+            buf_printf(b, "  %s %s: since %s, reported %s\n", row->what, row->subject,
+                       when(row->c.since, r->now, false).s, when(row->c.opened, r->now, false).s);
+    }
+    if (!r->has_heartbeat)
+        buf_puts(b, "  heartbeat: not configured\n");
+    else if (r->heartbeat.failures > 0)
+        buf_printf(b, "  heartbeat: last GET failed %s: %s\n",
+                   when(r->heartbeat.error_at, r->now, false).s,
+                   r->heartbeat.error ? r->heartbeat.error : "");
+    else if (r->heartbeat.last_ok)
+        buf_printf(b, "  heartbeat: last GET ok %s\n", when(r->heartbeat.last_ok, r->now, false).s);
+    else
+        buf_puts(b, "  heartbeat: not sent yet\n");
+    buf_printf(b, "  outbox: %lld event%s given up as too old (max_age), %lld beyond max_items\n",
+               r->expired, plural(r->expired), r->lost);
 }
 
 /* --- JSON --------------------------------------------------------------- */
@@ -764,6 +870,31 @@ static void write_json(struct buf *b, const struct report *r)
         put_int(counters, "unrouted", r->unrouted);
     }
     put(o, "counters", counters);
+    struct json_object *self = NULL;
+    if (!r->state_error) {
+        self = need(json_object_new_object());
+        struct json_object *conds = need(json_object_new_array());
+        for (size_t i = 0; i < r->n_conds; i++) {
+            const struct condition_row *row = &r->conds[i];
+            struct json_object *c = need(json_object_new_object());
+            put_str(c, "condition", row->what);
+            put_str(c, "subject", row->subject);
+            put_time(c, "since", row->c.since);
+            put_time(c, "opened", row->c.opened);
+            put_time(c, "retry_at", row->c.retry_at);
+            append(conds, c);
+        }
+        put(self, "conditions", conds);
+        struct json_object *hb = NULL;
+        if (r->has_heartbeat) {
+            hb = need(json_object_new_object());
+            put_health(hb, &r->heartbeat, true);
+        }
+        put(self, "heartbeat", hb);
+        put_int(self, "expired", r->expired);
+        put_int(self, "dropped", r->lost);
+    }
+    put(o, "self", self);
     const char *text = json_object_to_json_string_ext(
         o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
     if (!text)
@@ -797,6 +928,13 @@ static void report_free(struct report *r)
         state_health_clear(&r->receivers[i].health);
     }
     free(r->receivers);
+    for (size_t i = 0; i < r->n_conds; i++) {
+        free(r->conds[i].what);
+        free(r->conds[i].subject);
+        state_condition_clear(&r->conds[i].c);
+    }
+    free(r->conds);
+    state_health_clear(&r->heartbeat);
     for (size_t i = 0; i < r->problems.n; i++)
         free(r->problems.items[i]);
     free(r->problems.items);
@@ -817,6 +955,7 @@ enum status_verdict status_report(FILE *out, const struct config *c, const struc
     } else {
         gather_logins(&r, c, s);
         gather_receivers(&r, c, s);
+        gather_self(&r, c, s);
         r.dropped = state_counter(s, "dropped");
         r.throttled = state_counter(s, "throttled");
         r.unrouted = state_counter(s, "unrouted");

@@ -173,3 +173,48 @@ out:
     free(redacted);
     return rc;
 }
+
+static size_t on_discard(char *data, size_t size, size_t nmemb, void *userdata)
+{
+    (void)data;
+    (void)userdata;
+    return size * nmemb;
+}
+
+int http_get(long *status, const char *url, struct err *e)
+{
+    int rc = -1;
+    char *redacted = http_redact_url(url);
+    CURL *curl = curl_easy_init();
+    *status = 0;
+    if (!curl) {
+        err_set(e, "cannot start an HTTP client");
+        goto out;
+    }
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "https,http");
+#else
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTPS | CURLPROTO_HTTP));
+#endif
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
+    curl_easy_setopt(curl, CURLOPT_USERAGENT, "wsrelay/" WSRELAY_VERSION);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_discard);
+    CURLcode res = curl_easy_perform(curl);
+    if (res != CURLE_OK) {
+        err_set(e, "GET %s: %s", redacted, curl_easy_strerror(res));
+        goto out;
+    }
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);
+    rc = 0;
+out:
+    if (curl)
+        curl_easy_cleanup(curl);
+    free(redacted);
+    return rc;
+}

@@ -21,6 +21,12 @@ struct http_post_reply {
 int http_post(struct http_post_reply *out, const char *url, const struct header_conf *headers,
               size_t n_headers, const char *content_type, const char *body, struct err *e);
 
+/* GETs `url` (a heartbeat): TLS verified, no redirects, 10 s to connect
+ * and 10 s in all, the reply body read and dropped. Returns 0 when a reply
+ * came, with its status in *status, -1 on a transport failure (*status 0)
+ * with the reason in `e`. Messages show the URL redacted. */
+int http_get(long *status, const char *url, struct err *e);
+
 /* The start of a reply body as one printable line (at most `size` - 1
  * bytes, non-printable bytes as '?'), for error messages and the state.
  * Servers echo requests: the URL, its path and query, and every header value

@@ -314,20 +314,29 @@ Test(status_cli, a_refused_login_is_a_problem_and_a_refused_device_a_warning)
     cr_expect_eq(o.status, 1, "%s", o.text);
     expect_first_line(o.text, "PROBLEM: login tbzz9999: last call failed just now (account lab, "
                               "device 5214000A, alert logs: HTTP 401");
-    cr_expect(strstr(o.text, "(check api_key, login_id and login_pass))\n"), "%s", o.text);
+    cr_expect(strstr(o.text, "(check api_key, login_id and login_pass)); login tbzz9999: "
+                             "credentials refused just now; polling paused until the "
+                             "configuration changes or 12:06 (in 60 min)\n"),
+              "%s", o.text);
+    expect_line(o.text, "  login tbzz9999: credentials refused at 11:06 (just now); polling "
+                        "paused until the configuration changes or 12:06 (in 60 min)");
+    out_free(&o);
+    o = status_at(T0 + 10, true);
+    cr_expect(strstr(o.text, "\"condition\": \"login-refused\""), "%s", o.text);
     out_free(&o);
 
-    /* The next call succeeds; the one after is refused for its device. */
-    cr_assert_eq(relay_run_at(&R, T0 + 360, NULL), 0);
+    /* The login is left alone for an hour (self-monitoring); then the
+     * next call succeeds; the one after is refused for its device. */
+    cr_assert_eq(relay_run_at(&R, T0 + 3600, NULL), 0);
     sim_fault(&R.sim, "alert", 400, 1, NULL);
-    cr_assert_eq(relay_run_at(&R, T0 + 720, NULL), 1);
-    o = status_at(T0 + 730, false);
+    cr_assert_eq(relay_run_at(&R, T0 + 3960, NULL), 1);
+    o = status_at(T0 + 3970, false);
     cr_expect_eq(o.status, 0, "%s", o.text);
-    expect_first_line(o.text, "OK\nWARNING: device 52F00002 (account lab): refused by the "
-                              "platform until 2026-11-19 11:18 (in 23 h)\n");
-    expect_line(o.text, "      refused by the platform until 2026-11-19 11:18 (in 23 h); last "
-                        "poll 11:18 (just now), failed; last ok never; 0 keys seen");
-    expect_line(o.text, "  last error: 11:06 (12 min ago): account lab, device 5214000A, alert "
+    expect_first_line(o.text, "OK\nWARNING: device 5214000A (account lab): refused by the "
+                              "platform until 2026-11-19 12:12 (in 23 h)\n");
+    expect_line(o.text, "      refused by the platform until 2026-11-19 12:12 (in 23 h); last "
+                        "poll 12:12 (just now), failed; last ok 12:06 (6 min ago); 3 keys seen");
+    expect_line(o.text, "  last error: 11:06 (66 min ago): account lab, device 5214000A, alert "
                         "logs: HTTP 401 (code 401: simulated fault) (check api_key, login_id and "
                         "login_pass)");
     out_free(&o);

@@ -294,7 +294,7 @@ Test(config, misspelt_top_level_key)
                          "    file: {path: \"-\"}\n",
                  "6:1: unknown key 'recievers' (expected one of: state_file, catch_up, "
                  "templates, metrics_file, accounts, receivers, rules, default_receivers, "
-                 "timezone)");
+                 "timezone, self, outbox)");
 }
 
 Test(config, misspelt_nested_keys)
@@ -1558,4 +1558,56 @@ Test(config, device_priority)
                  "  - name: console\n"
                  "    file: {path: \"-\"}\n",
                  "6:44: accounts[0].devices[0].priority: expected a whole number from 1 to 10");
+}
+
+/* ---- self: and outbox: ---- */
+
+Test(config, self_and_outbox_default_when_absent)
+{
+    expect_ok(ACCOUNT RECEIVER);
+    cr_expect_eq(cfg->self.after, 900);
+    cr_expect_eq(cfg->self.n_receivers, 0);
+    cr_expect_null(cfg->self.heartbeat);
+    cr_expect_eq(cfg->outbox.max_age, 7 * 86400);
+    cr_expect_eq(cfg->outbox.max_items, 10000);
+}
+
+Test(config, self_and_outbox_keys)
+{
+    expect_ok(ACCOUNT RECEIVER "self:\n"
+                               "  receivers: [console]\n"
+                               "  after: 5m\n"
+                               "  heartbeat: https://hc-ping.com/0b5e-secret\n"
+                               "outbox: {max_age: 2d, max_items: 50}\n");
+    cr_expect_eq(cfg->self.after, 300);
+    cr_assert_eq(cfg->self.n_receivers, 1);
+    cr_expect_str_eq(cfg->self.receivers[0], "console");
+    cr_expect_str_eq(cfg->self.heartbeat, "https://hc-ping.com/0b5e-secret");
+    cr_expect_eq(cfg->outbox.max_age, 2 * 86400);
+    cr_expect_eq(cfg->outbox.max_items, 50);
+    /* A mapping given without after: still gets the default. */
+    expect_ok(ACCOUNT RECEIVER "self: {receivers: console}\n");
+    cr_expect_eq(cfg->self.after, 900);
+}
+
+Test(config, self_mistakes_name_file_line_and_column)
+{
+    expect_error(ACCOUNT RECEIVER "self:\n"
+                                  "  receivers: [console, pager]\n",
+                 "10:24: self.receivers[1]: unknown receiver 'pager' (the receivers are: "
+                 "console)");
+    expect_error(ACCOUNT RECEIVER "self:\n"
+                                  "  heartbeat: hc-ping.com/abc\n",
+                 "10:14: self.heartbeat: expected an absolute URL such as "
+                 "https://host[:port][/path]");
+    expect_error(ACCOUNT RECEIVER "self:\n"
+                                  "  heartbeat: http://hc-ping.example/secret-token\n",
+                 "10:14: self.heartbeat: http:// is only allowed to this machine (localhost, "
+                 "127.0.0.0/8 or [::1]); use https://");
+    cr_expect_null(strstr(err.msg, "secret-token"));
+    expect_ok(ACCOUNT RECEIVER "self: {heartbeat: \"http://127.0.0.1:8000/ping\"}\n");
+    expect_error(ACCOUNT RECEIVER "self: {after: soon}\n",
+                 "9:15: self.after: expected a duration such as 90s, 30m, 1h");
+    expect_error(ACCOUNT RECEIVER "outbox: {max_items: 5}\n",
+                 "9:21: outbox.max_items: expected a whole number from 10 to 1000000");
 }

@@ -85,14 +85,43 @@ static struct state *reopen(struct state *s)
     return open_ok();
 }
 
-/* Opens a state that must fail; returns the message. */
+/* A state that does not load: state_peek fails (its message in *e) and
+ * leaves the file alone; state_open moves the file aside whole, mode 0600,
+ * with the same message, and starts empty. The aside file is removed. */
 static void open_fails(struct err *e)
 {
     struct state *s = (struct state *)1;
+    struct stat st;
+    char *before = slurp(path);
     memset(e, 0, sizeof *e);
-    cr_assert_eq(state_open(&s, path, 0, e), -1, "state_open of a bad state succeeded");
+    cr_assert_eq(state_peek(&s, path, e), -1, "state_peek of a bad state succeeded");
     cr_assert_null(s);
     cr_assert_neq(e->msg[0], '\0');
+    char *after = slurp(path);
+    cr_assert_str_eq(after, before, "state_peek changed the file");
+    free(after);
+    struct err e2 = {{0}};
+    cr_assert_eq(state_open(&s, path, 0, &e2), 0, "state_open: %s", e2.msg);
+    const char *why = NULL;
+    const char *aside = state_set_aside(s, &why);
+    cr_assert_not_null(aside, "a bad state was not moved aside");
+    cr_expect_str_eq(why, e->msg);
+    char *prefix = xasprintf("%s.corrupt-", path);
+    cr_expect_eq(strncmp(aside, prefix, strlen(prefix)), 0, "%s", aside);
+    /* YYYYmmddTHHMMSSZ */
+    const char *stamp = aside + strlen(prefix);
+    cr_expect(strlen(stamp) >= 16 && stamp[8] == 'T' && stamp[15] == 'Z', "%s", aside);
+    free(prefix);
+    cr_expect_neq(stat(path, &st), 0, "the bad file is still there");
+    cr_assert_eq(stat(aside, &st), 0);
+    cr_expect_eq(st.st_mode & 0777, 0600);
+    after = slurp(aside);
+    cr_expect_str_eq(after, before, "the file moved aside");
+    free(after);
+    cr_expect_eq(state_outbox_count(s, NULL), 0);
+    unlink(aside);
+    state_close(s);
+    free(before);
 }
 
 static double now_s(void)
@@ -429,7 +458,7 @@ Test(state, lock_held_by_another_process)
     close(ready[0]);
 }
 
-Test(state, corrupt_json_is_an_error_and_the_file_is_left_alone)
+Test(state, corrupt_json_is_moved_aside)
 {
     static const char *const texts[] = {
         "{\"version\":1,\"seen\":{", "{\"version\":1} trailing", "{\"version\":1,}", "", "not json",
@@ -441,9 +470,6 @@ Test(state, corrupt_json_is_an_error_and_the_file_is_left_alone)
         char *want = xasprintf("%s: corrupt state file: ", path);
         cr_expect_eq(strncmp(e.msg, want, strlen(want)), 0, "text %zu: %s", i, e.msg);
         free(want);
-        char *after = slurp(path);
-        expect_str_eq(after, texts[i], "file after a failed open");
-        free(after);
     }
     /* Text after a NUL byte is not ignored. */
     static const char nul[] = "{\"version\":1}\0{\"version\":1}";
@@ -2042,4 +2068,114 @@ Test(state, peek_of_a_corrupt_file_fails)
     spew(path, "{\"version\":9}");
     cr_expect_eq(state_peek(&s, path, &e), -1);
     cr_expect_not_null(strstr(e.msg, "newer wsrelay"), "%s", e.msg);
+}
+
+/* ---- self-monitoring ---- */
+
+Test(state, conditions_survive_a_save_and_hold_no_secret)
+{
+    struct state *s = open_ok();
+    struct state_condition c = {.since = 100, .opened = 120, .retry_at = 3720,
+                                .creds = xstrdup("ab12")};
+    state_set_condition(s, "login-refused/tbzz9999", &c);
+    state_condition_clear(&c);
+    state_set_condition(s, "receiver-failing/hook", &(struct state_condition){.since = 50});
+    cr_expect_eq(state_relay_time(s, 200), 200);
+    cr_expect_eq(state_relay_time(s, 200), 201, "ids of one run stay unique");
+    cr_expect_eq(state_relay_time(s, 150), 202, "and across a clock that went back");
+    state_heartbeat_result(s, false, 500, "GET https://hc/…: HTTP 500", 300);
+    s = reopen(s);
+    cr_assert(state_condition(s, "login-refused/tbzz9999", &c));
+    cr_expect_eq(c.since, 100);
+    cr_expect_eq(c.opened, 120);
+    cr_expect_eq(c.retry_at, 3720);
+    cr_expect_str_eq(c.creds, "ab12");
+    state_condition_clear(&c);
+    size_t n = 0;
+    char **keys = state_condition_keys(s, &n);
+    cr_assert_eq(n, 2);
+    cr_expect_str_eq(keys[0], "login-refused/tbzz9999");
+    cr_expect_str_eq(keys[1], "receiver-failing/hook");
+    for (size_t i = 0; i < n; i++)
+        free(keys[i]);
+    free(keys);
+    state_drop_condition(s, "receiver-failing/hook");
+    cr_expect_not(state_condition(s, "receiver-failing/hook", &c));
+    struct state_health h;
+    cr_assert(state_heartbeat(s, &h));
+    cr_expect_eq(h.failures, 1);
+    cr_expect_eq(h.status, 500);
+    state_health_clear(&h);
+    state_close(s);
+}
+
+Test(state, a_bad_self_section_is_corrupt)
+{
+    static const char *const docs[] = {
+        "{\"version\":1,\"self\":[]}",
+        "{\"version\":1,\"self\":{\"conditions\":[]}}",
+        "{\"version\":1,\"self\":{\"conditions\":{\"x/y\":{}}}}",
+        "{\"version\":1,\"self\":{\"conditions\":{\"x/y\":{\"since\":1,\"creds\":2}}}}",
+        "{\"version\":1,\"self\":{\"conditions\":{\"x/y\":{\"since\":1,\"retry_at\":\"1\"}}}}",
+        "{\"version\":1,\"self\":{\"last_relay\":\"1\"}}",
+        "{\"version\":1,\"self\":{\"heartbeat\":{\"failures\":-1}}}",
+    };
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        struct err e;
+        spew(path, docs[i]);
+        open_fails(&e);
+        char *want = xasprintf("%s: corrupt state file: ", path);
+        cr_expect_eq(strncmp(e.msg, want, strlen(want)), 0, "doc %zu (%s): %s", i, docs[i], e.msg);
+        free(want);
+    }
+}
+
+Test(state, outbox_expire_and_trim_drop_the_oldest_of_one_receiver)
+{
+    struct state *s = open_ok();
+    for (int i = 0; i < 5; i++) {
+        struct event ev = sample_event("5214000A", 1000 + i, "ch1");
+        state_enqueue(s, "hook", &ev, 1000 + i);
+        state_enqueue(s, "log", &ev, 1000 + i);
+        event_clear(&ev);
+    }
+    cr_expect_eq(state_outbox_expire(s, "hook", 1002), 2);
+    cr_expect_eq(state_outbox_count(s, "hook"), 3);
+    cr_expect_eq(state_outbox_count(s, "log"), 5);
+    cr_expect_eq(state_outbox_trim(s, "log", 2), 3);
+    cr_expect_eq(state_outbox_trim(s, "log", 2), 0);
+    size_t n = 0;
+    struct outbox_item *items = state_outbox_due(s, "log", 5000, &n);
+    cr_assert_eq(n, 2);
+    cr_expect_eq(items[0].event.unixtime, 1003, "the newest are kept");
+    cr_expect_eq(items[1].event.unixtime, 1004);
+    state_outbox_free(items, n);
+    state_close(s);
+}
+
+Test(state, state_peek_never_moves_a_corrupt_file)
+{
+    struct state *s = NULL;
+    struct err e;
+    spew(path, "not json");
+    cr_assert_eq(state_peek(&s, path, &e), -1);
+    char *text = slurp(path);
+    cr_expect_str_eq(text, "not json");
+    free(text);
+}
+
+Test(state, an_unreadable_file_is_an_error_not_moved_aside)
+{
+    if (geteuid() == 0)
+        cr_skip_test("root reads any file");
+    struct state *s = NULL;
+    struct err e = {{0}};
+    spew(path, "{\"version\":1}");
+    cr_assert_eq(chmod(path, 0), 0);
+    cr_expect_eq(state_open(&s, path, 0, &e), -1);
+    cr_expect_null(s);
+    chmod(path, 0600);
+    char *text = slurp(path);
+    cr_expect_str_eq(text, "{\"version\":1}");
+    free(text);
 }

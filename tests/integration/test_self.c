@@ -1,0 +1,347 @@
+/* Self-monitoring end to end: the real binary, the simulator and a webhook
+ * sink on a virtual clock. Each condition of wsrelay's own health makes
+ * one relay event when it starts and one when it clears, never one per
+ * run; the outbox's limits; a corrupt state file; the heartbeat. */
+#include "proc.h"
+#include "relay.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define T0 1795000000LL
+
+static struct relay R;
+
+/* One standalone device with an alert 50 min before T0 (sent by the first
+ * run: within catch_up) and one a day before (never sent). */
+static const char scenario[] =
+    "{\"now\": 1795000000, \"accounts\": [{"
+    "  \"api_key\": \"@API_KEY@\", \"login_id\": \"@LOGIN@\","
+    "  \"login_pass\": \"@PASSWORD@\","
+    "  \"devices\": ["
+    "   {\"serial\": \"5214000A\", \"model\": \"TR-72A2\", \"name\": \"Freezer A\","
+    "    \"alerts\": ["
+    "      {\"unixtime\": 1794913600, \"ch1\": \"CH1 Upper Limit Exceeded (yesterday)\"},"
+    "      {\"unixtime\": 1794997000, \"ch1\": \"CH1 Upper Limit Exceeded -70.2\"}]}"
+    "  ]}]}";
+
+static void setup(void)
+{
+    relay_start(&R, scenario);
+}
+
+static void teardown(void)
+{
+    relay_stop(&R);
+}
+
+TestSuite(self, .init = setup, .fini = teardown, .timeout = 240);
+
+/* The relay events the webhook got, as "CONDITION\n" lines in order; the
+ * number of all events in *all. Caller frees. */
+static char *hook_relays(size_t *all)
+{
+    char *out = xstrdup("");
+    size_t n = hooksink_count(R.hook);
+    *all = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct hook_request *rq = hooksink_request(R.hook, i);
+        if (strcmp(rq->method, "POST") != 0) {
+            hook_request_free(rq);
+            continue;
+        }
+        struct json_object *doc = json_tokener_parse(rq->body), *events, *v;
+        cr_assert_not_null(doc, "%s", rq->body);
+        cr_assert(json_object_object_get_ex(doc, "events", &events));
+        for (size_t k = 0; k < json_object_array_length(events); k++) {
+            struct json_object *ev = json_object_array_get_idx(events, k);
+            (*all)++;
+            cr_assert(json_object_object_get_ex(ev, "kind", &v));
+            if (strcmp(json_object_get_string(v), "relay") != 0)
+                continue;
+            cr_assert(json_object_object_get_ex(ev, "condition", &v));
+            char *more = xasprintf("%s%s\n", out, json_object_get_string(v));
+            free(out);
+            out = more;
+        }
+        json_object_put(doc);
+        hook_request_free(rq);
+    }
+    return out;
+}
+
+Test(self, a_wrong_password_gives_one_relay_event_and_pauses_the_login)
+{
+    char *pass = xasprintf("%s/pass.txt", R.dir);
+    write_file(pass, "wrong-pass\n");
+    size_t refused_calls = 0;
+    for (int i = 0; i < 30; i++) {
+        char *err = NULL;
+        cr_assert_eq(relay_run_at(&R, T0 + 60 * i, &err), 1);
+        cr_assert_null(strstr(err, "wrong-pass"));
+        refused_calls += occurrences(err, "HTTP 401") > 0;
+        if (i > 0)
+            cr_assert(strstr(err, "no call until the configuration changes"), "run %d: %s", i,
+                      err);
+        free(err);
+    }
+    cr_expect_eq(refused_calls, 1, "the login was called again while paused");
+    size_t all;
+    char *relays = hook_relays(&all);
+    cr_assert_str_eq(relays, "login-refused\n");
+    cr_assert_eq(all, 1);
+    free(relays);
+    struct hook_request *rq = hooksink_request(R.hook, 0);
+    cr_expect(strstr(rq->body, "cannot log in to WebStorage as " RELAY_LOGIN " (401)"), "%s",
+              rq->body);
+    cr_expect_null(strstr(rq->body, "wrong-pass"));
+    hook_request_free(rq);
+    char *log = read_file_str(R.out_path);
+    cr_assert(log && occurrences(log, "cannot log in to WebStorage") == 1, "%s", log);
+    free(log);
+
+    /* An hour after the refusal: one call; refused again, still no event. */
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0 + 3600, &err), 1);
+    cr_expect_eq(occurrences(err, "HTTP 401"), 1, "%s", err);
+    free(err);
+    cr_assert_eq(relay_run_at(&R, T0 + 3660, &err), 1);
+    cr_expect_eq(occurrences(err, "HTTP 401"), 0, "%s", err);
+    free(err);
+    relays = hook_relays(&all);
+    cr_assert_str_eq(relays, "login-refused\n");
+    free(relays);
+
+    /* The password fixed: polling resumes at once, and says so. */
+    write_file(pass, RELAY_PASSWORD "\n");
+    free(pass);
+    cr_assert_eq(relay_run_at(&R, T0 + 3720, &err), 0, "%s", err);
+    free(err);
+    relays = hook_relays(&all);
+    cr_assert_str_eq(relays, "login-refused\nlogin-refused-cleared\n");
+    free(relays);
+    rq = hooksink_request(R.hook, hooksink_count(R.hook) - 1);
+    cr_expect(strstr(rq->body, "can log in to WebStorage as " RELAY_LOGIN " again"), "%s",
+              rq->body);
+    hook_request_free(rq);
+}
+
+Test(self, a_failing_platform_is_reported_once_after_self_after_and_its_recovery)
+{
+    /* Discovery fails from the start, 500 after 500. */
+    sim_fault(&R.sim, "current", 500, 1000, NULL);
+    sim_fault(&R.sim, "alert", 500, 1000, NULL);
+    for (int i = 0; i <= 30; i++)
+        cr_assert_eq(relay_run_at(&R, T0 + 60 * i, NULL), 1);
+    size_t all;
+    char *relays = hook_relays(&all);
+    cr_assert_str_eq(relays, "platform-failing\n");
+    free(relays);
+    struct hook_request *rq = hooksink_request(R.hook, 0);
+    cr_expect(strstr(rq->body, "failing to poll WebStorage as " RELAY_LOGIN " for 15 min"), "%s",
+              rq->body);
+    hook_request_free(rq);
+    sim_fault(&R.sim, "current", 500, 0, NULL);
+    sim_fault(&R.sim, "alert", 500, 0, NULL);
+    cr_assert_eq(relay_run_at(&R, T0 + 31 * 60, NULL), 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 32 * 60, NULL), 0);
+    relays = hook_relays(&all);
+    cr_assert_str_eq(relays, "platform-failing\nplatform-failing-cleared\n");
+    free(relays);
+}
+
+Test(self, a_failing_receiver_is_reported_to_the_other_one)
+{
+    hooksink_set_status(R.hook, 503);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 1);
+    for (int i = 1; i <= 25; i++) /* tried again as the back-off allows */
+        relay_run_at(&R, T0 + 60 * i, NULL);
+    char *log = read_file_str(R.out_path);
+    cr_assert(log && occurrences(log, "unable to deliver to receiver 'hook'") == 1, "%s", log);
+    cr_expect(strstr(log, "for 15 min"), "%s", log);
+    free(log);
+    hooksink_set_status(R.hook, 200);
+    cr_assert_eq(relay_run_at(&R, T0 + 90 * 60, NULL), 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 91 * 60, NULL), 0);
+    log = read_file_str(R.out_path);
+    cr_expect_eq(occurrences(log, "unable to deliver to receiver 'hook'"), 1, "%s", log);
+    cr_expect_eq(occurrences(log, "delivers to receiver 'hook' again"), 1, "%s", log);
+    free(log);
+    /* The hook never heard of its own trouble, but got the alert. */
+    size_t all;
+    char *relays = hook_relays(&all);
+    cr_expect_str_eq(relays, "");
+    free(relays);
+    struct hook_request *rq = hooksink_request(R.hook, hooksink_count(R.hook) - 1);
+    cr_expect(strstr(rq->body, "\"id\":\"5214000A/1794997000/ch1\""), "%s", rq->body);
+    hook_request_free(rq);
+}
+
+Test(self, self_receivers_get_relay_events_and_nothing_else_does)
+{
+    relay_config_extra(&R, NULL, NULL, "self:\n  receivers: log\n");
+    char *pass = xasprintf("%s/pass.txt", R.dir);
+    write_file(pass, "wrong-pass\n");
+    free(pass);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 1);
+    cr_expect_eq(hooksink_count(R.hook), 0);
+    char *log = read_file_str(R.out_path);
+    cr_assert(log && strstr(log, "cannot log in"), "%s", log);
+    free(log);
+}
+
+Test(self, events_older_than_max_age_are_given_up_loudly)
+{
+    relay_config_extra(&R, NULL, NULL,
+                       "outbox: {max_age: 10m}\nself: {after: 1h, receivers: [log]}\n"
+                       "metrics_file: @DIR@/wsrelay.prom\n");
+    hooksink_set_status(R.hook, 503);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 1);
+    char *err = NULL;
+    for (int i = 1; i <= 11; i++) {
+        free(err);
+        err = NULL;
+        relay_run_at(&R, T0 + 60 * i, &err);
+    }
+    cr_assert(strstr(err, "error: wsrelay gave up 1 event for receiver 'hook'"), "%s", err);
+    free(err);
+    char *log = read_file_str(R.out_path);
+    cr_assert(log && occurrences(log, "gave up 1 event for receiver 'hook'") == 1, "%s", log);
+    free(log);
+    char *prom = xasprintf("%s/wsrelay.prom", R.dir);
+    char *text = read_file_str(prom);
+    cr_assert(text && strstr(text, "wsrelay_notifications_total{receiver=\"hook\","
+                                   "outcome=\"expired\"} 1\n"), "%s", text);
+    cr_expect(strstr(text, "wsrelay_outbox_events{receiver=\"hook\"} 0\n"), "%s", text);
+    free(text);
+    free(prom);
+}
+
+/* The names in the state's directory that start with state.json.corrupt-. */
+static size_t corrupt_files(char **name)
+{
+    size_t n = 0;
+    DIR *d = opendir(R.dir);
+    cr_assert_not_null(d);
+    for (struct dirent *de; (de = readdir(d));) {
+        if (strncmp(de->d_name, "state.json.corrupt-", 19) != 0)
+            continue;
+        n++;
+        if (name)
+            *name = xstrdup(de->d_name);
+    }
+    closedir(d);
+    return n;
+}
+
+Test(self, a_corrupt_state_is_moved_aside_said_and_started_over)
+{
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    size_t all;
+    char *keys = relay_hook_keys(&R, &all);
+    cr_assert_str_eq(keys, "5214000A/1794997000/ch1\n");
+    free(keys);
+    write_file(R.state_path, "{\"version\":1,\"seen\":{");
+    sim_add_alert(&R.sim, "5214000A",
+                  "{\"unixtime\": 1795005000, \"ch1\": \"CH1 Upper Limit Exceeded (new)\"}");
+    /* An hour and a half later the alert sent first is older than catch_up. */
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0 + 5400, &err), 0, "%s", err);
+    cr_expect(strstr(err, "corrupt state file"), "%s", err);
+    free(err);
+    char *name = NULL;
+    cr_assert_eq(corrupt_files(&name), 1);
+    /* state.json.corrupt-YYYYmmddTHHMMSSZ */
+    cr_expect_eq(strlen(name), 19 + 16, "%s", name);
+    cr_expect(name[19 + 8] == 'T' && name[19 + 15] == 'Z', "%s", name);
+    char *path = xasprintf("%s/%s", R.dir, name);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_expect_eq(st.st_mode & 0777, 0600);
+    char *text = read_file_str(path);
+    cr_expect_str_eq(text, "{\"version\":1,\"seen\":{");
+    free(text);
+    free(path);
+    char *relays = hook_relays(&all);
+    cr_assert_str_eq(relays, "state-corrupt\n");
+    free(relays);
+    keys = relay_hook_keys(&R, &all);
+    cr_expect(strstr(keys, "5214000A/1795005000/ch1\n"), "the new alert: %s", keys);
+    cr_expect_eq(occurrences(keys, "5214000A/1794997000/ch1"), 1, "no flood: %s", keys);
+    free(keys);
+    struct hook_request *rq = hooksink_request(R.hook, hooksink_count(R.hook) - 1);
+    cr_expect(strstr(rq->body, name), "the event names the file: %s", rq->body);
+    hook_request_free(rq);
+    free(name);
+    /* The next run is an ordinary one. */
+    cr_assert_eq(relay_run_at(&R, T0 + 5460, NULL), 0);
+    cr_expect_eq(corrupt_files(NULL), 1);
+}
+
+/* The GET requests the sink got, as "PATH\n" lines. */
+static char *gets(void)
+{
+    char *out = xstrdup("");
+    for (size_t i = 0; i < hooksink_count(R.hook); i++) {
+        struct hook_request *rq = hooksink_request(R.hook, i);
+        if (strcmp(rq->method, "GET") == 0) {
+            char *more = xasprintf("%s%s\n", out, rq->path);
+            free(out);
+            out = more;
+        }
+        hook_request_free(rq);
+    }
+    return out;
+}
+
+Test(self, the_heartbeat_follows_good_runs_only)
+{
+    const char *hook = hooksink_url(R.hook); /* http://127.0.0.1:PORT/hook */
+    char *extra = xasprintf("self:\n  heartbeat_file: beat.url\n");
+    char *url = xasprintf("%.*s/beat/t0ken\n", (int)(strlen(hook) - strlen("/hook")), hook);
+    char *file = xasprintf("%s/beat.url", R.dir);
+    write_file(file, url);
+    chmod(file, 0600);
+    relay_config_extra(&R, NULL, NULL, extra);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 0, "%s", err);
+    cr_expect_null(strstr(err, "t0ken"), "%s", err);
+    free(err);
+    char *got = gets();
+    cr_assert_str_eq(got, "/beat/t0ken\n");
+    free(got);
+    /* A failed run: no heartbeat. */
+    sim_fault(&R.sim, "alert", 503, 1, NULL);
+    cr_assert_eq(relay_run_at(&R, T0 + 600, NULL), 1);
+    got = gets();
+    cr_assert_str_eq(got, "/beat/t0ken\n");
+    free(got);
+    /* A dry run: none either. */
+    char when[32];
+    snprintf(when, sizeof when, "%lld", T0 + 1200);
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"run",
+                    (char *)"--dry-run", (char *)"--now", when, NULL};
+    cr_assert_eq(run_cmd(NULL, NULL, 60, argv, NULL), 0);
+    got = gets();
+    cr_assert_str_eq(got, "/beat/t0ken\n");
+    free(got);
+    /* A heartbeat that fails is a warning, not a failed run. */
+    hooksink_set_status(R.hook, 500);
+    cr_assert_eq(relay_run_at(&R, T0 + 1800, &err), 0, "%s", err);
+    cr_expect(strstr(err, "heartbeat: GET http://127.0.0.1:"), "%s", err);
+    cr_expect(strstr(err, "/…: HTTP 500"), "%s", err);
+    cr_expect_null(strstr(err, "t0ken"), "%s", err);
+    free(err);
+    got = gets();
+    cr_assert_str_eq(got, "/beat/t0ken\n/beat/t0ken\n");
+    free(got);
+    free(file);
+    free(url);
+    free(extra);
+}

@@ -1,0 +1,130 @@
+/* selfcheck: conditions walked through time, as run.c feeds them. */
+#include "selfcheck.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define T0 1795000000LL
+#define AFTER 900
+
+/* One run: applies the verdict to *cond (as run.c does with the state) and
+ * returns the action. */
+static enum selfcheck_action step(struct state_condition *cond, bool *have,
+                                  const struct selfcheck_input *in, long long now)
+{
+    struct state_condition next;
+    bool keep;
+    enum selfcheck_action a = selfcheck_step(&next, &keep, *have ? cond : NULL, in, now, AFTER);
+    state_condition_clear(cond);
+    *have = keep;
+    if (keep)
+        *cond = next;
+    else
+        state_condition_clear(&next);
+    return a;
+}
+
+Test(selfcheck, a_refused_login_opens_at_once_once_and_pauses_for_an_hour)
+{
+    struct state_condition c = {0};
+    bool have = false;
+    char *creds = selfcheck_creds((const char *const[]){"key", "login", "pass"}, 3);
+    struct selfcheck_input in = {.what = SELFCHECK_LOGIN_REFUSED, .bad = true, .tried = true,
+                                 .creds = creds};
+    cr_assert_eq(step(&c, &have, &in, T0), SELFCHECK_OPEN);
+    cr_assert(have);
+    cr_assert_eq(c.opened, T0);
+    cr_assert_eq(c.retry_at, T0 + 3600);
+    cr_assert_str_eq(c.creds, creds);
+    /* Thirty runs a minute apart: paused, no call, nothing more to say. */
+    in.tried = false;
+    for (int i = 1; i <= 30; i++) {
+        cr_assert(selfcheck_paused(&c, creds, T0 + 60 * i));
+        cr_assert_eq(step(&c, &have, &in, T0 + 60 * i), SELFCHECK_NONE);
+        cr_assert(have);
+        cr_assert_eq(c.retry_at, T0 + 3600);
+    }
+    /* After the hour one try; refused again: still open, another hour. */
+    cr_assert_not(selfcheck_paused(&c, creds, T0 + 3600));
+    in.tried = true;
+    cr_assert_eq(step(&c, &have, &in, T0 + 3600), SELFCHECK_NONE);
+    cr_assert_eq(c.retry_at, T0 + 7200);
+    cr_assert_eq(c.opened, T0);
+    /* Other credentials end the pause at once. */
+    char *fixed = selfcheck_creds((const char *const[]){"key", "login", "pass2"}, 3);
+    cr_assert_str_neq(fixed, creds);
+    cr_assert_not(selfcheck_paused(&c, fixed, T0 + 3660));
+    struct selfcheck_input ok = {.what = SELFCHECK_LOGIN_REFUSED, .good = true, .tried = true,
+                                 .creds = fixed};
+    cr_assert_eq(step(&c, &have, &ok, T0 + 3660), SELFCHECK_CLOSE);
+    cr_assert_not(have);
+    cr_assert_not(selfcheck_paused(NULL, fixed, T0 + 3660));
+    free(fixed);
+    free(creds);
+}
+
+Test(selfcheck, a_failing_platform_waits_for_after_then_opens_once_and_clears_once)
+{
+    struct state_condition c = {0};
+    bool have = false;
+    struct selfcheck_input bad = {.what = SELFCHECK_PLATFORM_FAILING, .bad = true};
+    struct selfcheck_input neither = {.what = SELFCHECK_PLATFORM_FAILING};
+    struct selfcheck_input good = {.what = SELFCHECK_PLATFORM_FAILING, .good = true};
+    int opened = 0;
+    for (long long t = T0; t < T0 + AFTER; t += 60) {
+        cr_assert_eq(step(&c, &have, &bad, t), SELFCHECK_NONE, "at +%lld", t - T0);
+        cr_assert(have);
+        cr_assert_eq(c.since, T0);
+        cr_assert_eq(c.opened, 0);
+    }
+    for (long long t = T0 + AFTER; t < T0 + 3 * AFTER; t += 60)
+        opened += step(&c, &have, &bad, t) == SELFCHECK_OPEN;
+    cr_assert_eq(opened, 1);
+    cr_assert_eq(step(&c, &have, &neither, T0 + 3 * AFTER), SELFCHECK_NONE);
+    cr_assert(have, "a run without a call keeps it open");
+    cr_assert_eq(step(&c, &have, &good, T0 + 3 * AFTER + 60), SELFCHECK_CLOSE);
+    cr_assert_not(have);
+    cr_assert_eq(step(&c, &have, &good, T0 + 3 * AFTER + 120), SELFCHECK_NONE);
+}
+
+Test(selfcheck, a_blip_shorter_than_after_says_nothing)
+{
+    struct state_condition c = {0};
+    bool have = false;
+    struct selfcheck_input bad = {.what = SELFCHECK_RECEIVER_FAILING, .bad = true};
+    struct selfcheck_input good = {.what = SELFCHECK_RECEIVER_FAILING, .good = true};
+    cr_assert_eq(step(&c, &have, &bad, T0), SELFCHECK_NONE);
+    cr_assert_eq(step(&c, &have, &bad, T0 + AFTER - 60), SELFCHECK_NONE);
+    cr_assert_eq(step(&c, &have, &good, T0 + AFTER - 1), SELFCHECK_NONE);
+    cr_assert_not(have);
+    /* The outbox's oldest item dates the symptom: old enough opens at once. */
+    struct selfcheck_input old = {.what = SELFCHECK_RECEIVER_FAILING, .bad = true,
+                                  .since = T0 - AFTER};
+    cr_assert_eq(step(&c, &have, &old, T0), SELFCHECK_OPEN);
+    cr_assert_eq(c.since, T0 - AFTER);
+    state_condition_clear(&c);
+}
+
+Test(selfcheck, texts_name_the_subject_and_what_to_do)
+{
+    struct state_condition c = {.since = T0, .opened = T0, .retry_at = T0 + 3600};
+    char *t = selfcheck_text(SELFCHECK_LOGIN_REFUSED, SELFCHECK_OPEN, "tbzz9999", "tokyo, osaka",
+                             &c, NULL, T0);
+    cr_assert_str_eq(t, "wsrelay cannot log in to WebStorage as tbzz9999 (401): polling of "
+                        "accounts tokyo, osaka is paused until the configuration changes or for "
+                        "an hour (next try 12:06 UTC). Check api_key, login_id and login_pass.");
+    free(t);
+    t = selfcheck_text(SELFCHECK_RECEIVER_FAILING, SELFCHECK_OPEN, "hook", "", &c, "HTTP 503",
+                       T0 + 1200);
+    cr_assert_str_eq(t, "wsrelay has been unable to deliver to receiver 'hook' for 20 min (since "
+                        "11:06 UTC): its events wait in the outbox and are retried. Last error: "
+                        "HTTP 503");
+    free(t);
+    t = selfcheck_text(SELFCHECK_PLATFORM_FAILING, SELFCHECK_CLOSE, "tbzz9999", "lab", &c, NULL,
+                       T0 + 1800);
+    cr_assert_str_eq(t, "wsrelay polls WebStorage as tbzz9999 again (accounts lab); it had been "
+                        "failing since 11:06 UTC, for 30 min.");
+    free(t);
+}
