@@ -30,6 +30,7 @@ struct hooksink {
     char *url;
     pthread_mutex_t lock; /* guards everything below */
     int status;
+    int delay_ms;
     struct hook_request *reqs;
     size_t n, cap;
     struct scripted *script; /* replies to use first, in order */
@@ -39,7 +40,7 @@ struct hooksink {
 /* Records the request and chooses its reply (*out: body owned by the
  * caller, NULL for the default text). */
 static void record(struct hooksink *h, struct MHD_Connection *conn, const char *method,
-                   const char *url, struct upload *up, struct scripted *out)
+                   const char *url, struct upload *up, struct scripted *out, int *out_delay_ms)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -65,6 +66,7 @@ static void record(struct hooksink *h, struct MHD_Connection *conn, const char *
     } else {
         *out = (struct scripted){.status = h->status};
     }
+    *out_delay_ms = h->delay_ms;
     pthread_mutex_unlock(&h->lock);
 }
 
@@ -79,7 +81,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (!up)
         return MHD_YES;
     struct scripted reply;
-    record(h, conn, method, url, up, &reply);
+    int delay_ms = 0;
+    record(h, conn, method, url, up, &reply, &delay_ms);
+    if (delay_ms > 0) {
+        struct timespec ts = {delay_ms / 1000, (delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     if (up->too_big)
         reply.status = MHD_HTTP_CONTENT_TOO_LARGE;
     const char *text = reply.body ? reply.body : reply.status == 200 ? "ok" : "error";
@@ -147,6 +154,13 @@ void hooksink_push_reply(struct hooksink *h, int status, const char *body, int r
     }
     h->script[h->script_n++] =
         (struct scripted){.status = status, .body = xstrdup_or_null(body), .retry_after = retry_after};
+    pthread_mutex_unlock(&h->lock);
+}
+
+void hooksink_set_delay_ms(struct hooksink *h, int ms)
+{
+    pthread_mutex_lock(&h->lock);
+    h->delay_ms = ms > 0 ? ms : 0;
     pthread_mutex_unlock(&h->lock);
 }
 

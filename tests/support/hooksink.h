@@ -29,6 +29,12 @@ const char *hooksink_url(const struct hooksink *h);
  * answers the body "ok", any other status the body "error". */
 void hooksink_set_status(struct hooksink *h, int status);
 
+/* Makes the sink wait `ms` milliseconds (0: none, the default) after
+ * recording each following request and before answering it: a slow far
+ * end, so that a test can catch a sender in the middle of a delivery. The
+ * sink answers one request at a time, so a wait also holds up the next. */
+void hooksink_set_delay_ms(struct hooksink *h, int ms);
+
 /* Queues one scripted reply for the next request that finds the queue
  * non-empty: `status`, `body` (copied; NULL: "ok"/"error" as above) and,
  * when `retry_after` > 0, a `Retry-After: SECONDS` header. Scripted replies
