@@ -63,7 +63,9 @@ static long long tick_now(const struct tick *t)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return t->opt->now + (long long)(ts.tv_sec - t->started.tv_sec);
+    long long ns = (long long)(ts.tv_sec - t->started.tv_sec) * 1000000000LL +
+                   (ts.tv_nsec - t->started.tv_nsec);
+    return t->opt->now + ns / 1000000000LL; /* whole seconds elapsed, not seconds crossed */
 }
 
 static struct sched_budget budget_of(const struct tick *t, const char *login, enum platform_op op,
@@ -368,23 +370,25 @@ static void route_event(struct tick *t, const struct pooled *pd, const struct ev
     event_clear(&ev);
 }
 
-/* A poll returned a full page none of which had been seen: the device
- * logged so much since its last successful poll that older entries may
- * have left its 20-entry log unseen. Nobody must believe they saw
- * everything, so this is an event of its own, kind "gap", routed by the
- * rules like any other. Its key is the device, the oldest entry of the
- * page and "gap": the same page found again (a save that failed) gives the
- * same event. */
-static void send_gap(struct tick *t, const struct pooled *pd, const struct event_list *list)
+/* A poll returned a full page none of which had been seen, and its oldest
+ * entry is newer than `from`, the time since which wsrelay answers for
+ * the device's alerts (its last successful poll, or on a first poll the
+ * catch_up horizon): entries between `from` and that oldest one may have
+ * left the 20-entry log unseen. Nobody must believe they saw everything,
+ * so this is an event of its own, kind "gap", routed by the rules like any
+ * other. Its key is the device, the oldest entry of the page and "gap":
+ * the same page found again (a save that failed) gives the same event. */
+static void send_gap(struct tick *t, const struct pooled *pd, const struct event_list *list,
+                     long long from)
 {
     const struct state_device *dev = &pd->dev;
     struct event gap;
-    char from[32], to[32];
+    char since[32], until[32];
     event_copy(&gap, &list->items[0]); /* the device's names and offset */
-    gap.unixtime = dev->last_ok;
-    event_local_time(&gap, from, sizeof from);
+    gap.unixtime = from;
+    event_local_time(&gap, since, sizeof since);
     gap.unixtime = list->oldest;
-    event_local_time(&gap, to, sizeof to);
+    event_local_time(&gap, until, sizeof until);
     set_field(&gap.kind, "gap");
     set_field(&gap.state, "other");
     set_field(&gap.value, NULL);
@@ -393,15 +397,16 @@ static void send_gap(struct tick *t, const struct pooled *pd, const struct event
     set_field(&gap.channel_unit, NULL);
     gap.recovers = 0;
     free(gap.text);
-    gap.text = xasprintf("Alerts may be missing: %zu new entries since the last look at %s; "
-                         "entries between then and %s may have left the device's log unseen "
-                         "(the platform keeps only the newest %d). Check the device's history "
-                         "on WebStorage, and poll it more often (see the budget in wsrelay's "
-                         "README).",
-                         list->entries, from, to, FULL_PAGE);
-    log_warn("account %s, device %s: %zu new entries since the last poll at %s; older ones may "
-             "have been lost: a gap event is sent",
-             pd->a->name, dev->serial, list->entries, from);
+    gap.text = xasprintf("Alerts may be missing between %s and %s: the device's log held %d "
+                         "entries, all new %s, and the platform keeps only the newest %d. Check "
+                         "the device's history on WebStorage, and poll it more often (see the "
+                         "budget in wsrelay's README).",
+                         since, until, FULL_PAGE,
+                         dev->last_ok ? "since the last look" : "on the first look", FULL_PAGE);
+    log_warn("account %s, device %s: %d new entries %s; older ones since %s may have been "
+             "lost: a gap event is sent",
+             pd->a->name, dev->serial, FULL_PAGE,
+             dev->last_ok ? "since the last poll" : "on the first poll", since);
     state_count(t->st, METRICS_EVENTS_GAP, 1);
     route_event(t, pd, &gap);
     event_clear(&gap);
@@ -445,9 +450,14 @@ static int take_events(struct tick *t, const struct pooled *pd, const struct jso
     }
     if (list.entries >= FULL_PAGE) {
         /* A full page that overlaps nothing seen before: entries may have
-         * left the log between the two polls. */
-        if (known == 0 && dev->last_ok != 0 && list.n > 0)
-            send_gap(t, pd, &list);
+         * left the log between the two polls, or, on a first poll, since
+         * the catch_up horizon (whatever is older was never to be sent). */
+        long long horizon = (dev->first_known ? dev->first_known : t->opt->now) -
+                            t->cfg->catch_up;
+        if (known == 0 && list.n > 0 && dev->last_ok != 0)
+            send_gap(t, pd, &list, dev->last_ok);
+        else if (known == 0 && list.n > 0 && list.oldest > horizon)
+            send_gap(t, pd, &list, horizon);
         /* Entries older than the oldest of a full page have left the
          * device's log for good, so their keys can go. */
         state_prune_seen(t->st, dev->serial, list.oldest);

@@ -344,3 +344,47 @@ Test(resilience, a_device_of_priority_three_is_polled_three_times_as_often, .fin
     cr_assert(a >= 9 && a <= 11 && c >= 9 && c <= 11, "%d %d %d", a, b, c);
     cr_assert_leq(max_alert_calls_per_hour(), 12);
 }
+
+/* On a device's first poll, a full page newer than the catch_up horizon
+ * means entries since the horizon may have been lost: a gap event says so
+ * (entries older than the horizon were never to be sent). */
+Test(resilience, a_full_first_page_within_catch_up_gives_a_gap, .fini = teardown, .timeout = 120)
+{
+    start(1, 0, false);
+    for (int i = 0; i < 25; i++) {
+        char alert[128];
+        snprintf(alert, sizeof alert, "{\"unixtime\": %lld, \"ch1\": \"CH1 burst %d\"}",
+                 T0 - 1500 + 60 * i, i);
+        sim_add_alert(&R.sim, "5214A000", alert);
+    }
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 0);
+    cr_assert(strstr(err, "20 new entries on the first poll"), "%s", err);
+    free(err);
+    size_t n;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(n, 20 + 1, "%s", keys);
+    char gap_key[64];
+    snprintf(gap_key, sizeof gap_key, "5214A000/%lld/gap\n", T0 - 1500 + 60 * 5);
+    cr_assert(strstr(keys, gap_key), "%s", keys);
+    free(keys);
+}
+
+/* A full first page that reaches back past the horizon lost nothing that
+ * was to be sent: no gap. */
+Test(resilience, a_full_first_page_older_than_catch_up_gives_no_gap, .fini = teardown,
+     .timeout = 120)
+{
+    start(1, 0, false);
+    for (int i = 0; i < 25; i++) {
+        char alert[128];
+        snprintf(alert, sizeof alert, "{\"unixtime\": %lld, \"ch1\": \"CH1 old %d\"}",
+                 T0 - 7200 + 200 * i, i);
+        sim_add_alert(&R.sim, "5214A000", alert);
+    }
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    size_t n;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_assert_null(strstr(keys, "/gap"), "%s", keys);
+    free(keys);
+}
