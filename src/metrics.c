@@ -53,17 +53,6 @@ void metrics_count_call(struct state *s, const char *login, enum platform_op op,
     count_series(s, &b);
 }
 
-void metrics_count_message(struct state *s, const char *receiver, const char *outcome)
-{
-    struct buf b;
-    buf_init(&b, 0);
-    buf_puts(&b, "wsrelay_notifications_total{");
-    put_label(&b, "receiver", receiver, true);
-    put_label(&b, "outcome", outcome, false);
-    buf_puts(&b, "}");
-    count_series(s, &b);
-}
-
 void metrics_count_lost(struct state *s, const char *receiver, const char *outcome, size_t n)
 {
     struct buf b;
@@ -74,6 +63,11 @@ void metrics_count_lost(struct state *s, const char *receiver, const char *outco
     buf_puts(&b, "}");
     state_count(s, buf_str(&b), (long long)n);
     buf_free(&b);
+}
+
+void metrics_count_message(struct state *s, const char *receiver, const char *outcome)
+{
+    metrics_count_lost(s, receiver, outcome, 1); /* the same series, one message */
 }
 
 void metrics_count_heartbeat(struct state *s, bool ok)

@@ -82,6 +82,7 @@
 #include "util/buf.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/jsonv.h"
 #include "util/xalloc.h"
 
 #include <errno.h>
@@ -125,32 +126,6 @@ static const char *op_name(enum platform_op op)
 
 /* --- json-c helpers ---------------------------------------------------- */
 
-/* json-c reports allocation failure by returning NULL or -1; like xmalloc,
- * the program ends then. */
-static struct json_object *need(struct json_object *o)
-{
-    if (!o)
-        xalloc_die();
-    return o;
-}
-
-static void put(struct json_object *obj, const char *key, struct json_object *val)
-{
-    if (json_object_object_add(obj, key, val) < 0)
-        xalloc_die();
-}
-
-static void put_int(struct json_object *obj, const char *key, long long v)
-{
-    put(obj, key, need(json_object_new_int64((int64_t)v)));
-}
-
-static void append(struct json_object *arr, struct json_object *val)
-{
-    if (json_object_array_add(arr, val) < 0)
-        xalloc_die();
-}
-
 /* The member `key` of `obj` when it has type `type`; else NULL. */
 static struct json_object *member(const struct json_object *obj, const char *key,
                                   enum json_type type)
@@ -179,8 +154,8 @@ static struct json_object *child_object(struct json_object *obj, const char *key
 {
     struct json_object *v = member(obj, key, json_type_object);
     if (!v) {
-        v = need(json_object_new_object());
-        put(obj, key, v);
+        v = jsonv_need(json_object_new_object());
+        jsonv_put(obj, key, v);
     }
     return v;
 }
@@ -189,8 +164,8 @@ static struct json_object *child_array(struct json_object *obj, const char *key)
 {
     struct json_object *v = member(obj, key, json_type_array);
     if (!v) {
-        v = need(json_object_new_array());
-        put(obj, key, v);
+        v = jsonv_need(json_object_new_array());
+        jsonv_put(obj, key, v);
     }
     return v;
 }
@@ -294,11 +269,11 @@ static const char *const history_times[] = {"first_known", "last_poll", "last_ok
 static struct json_object *history_object(long long first_known, long long last_poll,
                                           long long last_ok, long long refused_until)
 {
-    struct json_object *h = need(json_object_new_object());
-    put_int(h, "first_known", first_known);
-    put_int(h, "last_poll", last_poll);
-    put_int(h, "last_ok", last_ok);
-    put_int(h, "refused_until", refused_until);
+    struct json_object *h = jsonv_need(json_object_new_object());
+    jsonv_put_int(h, "first_known", first_known);
+    jsonv_put_int(h, "last_poll", last_poll);
+    jsonv_put_int(h, "last_ok", last_ok);
+    jsonv_put_int(h, "refused_until", refused_until);
     return h;
 }
 
@@ -326,12 +301,12 @@ static void migrate_devices(struct json_object *acc)
             long long first = poll;
             if (ok && (!first || ok < first))
                 first = ok;
-            put(hist, serial, history_object(first, poll, ok, 0));
+            jsonv_put(hist, serial, history_object(first, poll, ok, 0));
         } else {
             if (!json_object_object_get_ex(h, "last_poll", NULL))
-                put_int(h, "last_poll", poll);
+                jsonv_put_int(h, "last_poll", poll);
             if (!json_object_object_get_ex(h, "last_ok", NULL))
-                put_int(h, "last_ok", ok);
+                jsonv_put_int(h, "last_ok", ok);
         }
         json_object_object_del(d, "last_poll");
         json_object_object_del(d, "last_ok");
@@ -645,7 +620,7 @@ static int check_root(struct json_object *root, struct err *e)
     struct json_object *v = NULL;
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
         if (!json_object_object_get_ex(root, sections[i].key, &v)) {
-            put(root, sections[i].key, need(sections[i].make()));
+            jsonv_put(root, sections[i].key, jsonv_need(sections[i].make()));
             continue;
         }
         if (sections[i].check(v, e) < 0)
@@ -662,23 +637,23 @@ static int check_root(struct json_object *root, struct err *e)
         next = max + 1;
     if (next < 1)
         next = 1;
-    put_int(root, "next_id", next);
+    jsonv_put_int(root, "next_id", next);
     return 0;
 }
 
 static struct json_object *new_root(void)
 {
-    struct json_object *root = need(json_object_new_object());
-    put_int(root, "version", STATE_VERSION);
-    put_int(root, "next_id", 1);
-    put(root, "seen", need(json_object_new_object()));
-    put(root, "accounts", need(json_object_new_object()));
-    put(root, "logins", need(json_object_new_object()));
-    put(root, "outbox", need(json_object_new_array()));
-    put(root, "throttles", need(json_object_new_array()));
-    put(root, "counters", need(json_object_new_object()));
-    put(root, "receivers", need(json_object_new_object()));
-    put(root, "self", need(json_object_new_object()));
+    struct json_object *root = jsonv_need(json_object_new_object());
+    jsonv_put_int(root, "version", STATE_VERSION);
+    jsonv_put_int(root, "next_id", 1);
+    jsonv_put(root, "seen", jsonv_need(json_object_new_object()));
+    jsonv_put(root, "accounts", jsonv_need(json_object_new_object()));
+    jsonv_put(root, "logins", jsonv_need(json_object_new_object()));
+    jsonv_put(root, "outbox", jsonv_need(json_object_new_array()));
+    jsonv_put(root, "throttles", jsonv_need(json_object_new_array()));
+    jsonv_put(root, "counters", jsonv_need(json_object_new_object()));
+    jsonv_put(root, "receivers", jsonv_need(json_object_new_object()));
+    jsonv_put(root, "self", jsonv_need(json_object_new_object()));
     return root;
 }
 
@@ -1002,7 +977,7 @@ int state_save_budget(struct state *s, struct err *e)
         goto out;
     if (json_object_deep_copy(section(s, "logins"), &copy, NULL) < 0 || !copy)
         xalloc_die();
-    put(disk, "logins", copy);
+    jsonv_put(disk, "logins", copy);
     if (write_root(s->path, disk, e) < 0)
         goto out;
     rc = 0;
@@ -1051,7 +1026,7 @@ void state_mark_seen(struct state *s, const char *serial, long long unixtime, co
 {
     char key[256];
     seen_key(key, sizeof key, unixtime, kind);
-    put(child_object(section(s, "seen"), serial), key, need(json_object_new_int(1)));
+    jsonv_put(child_object(section(s, "seen"), serial), key, jsonv_need(json_object_new_int(1)));
 }
 
 void state_prune_seen(struct state *s, const char *serial, long long before)
@@ -1098,29 +1073,29 @@ static struct json_object *account_object(struct state *s, const char *account)
     struct json_object *accounts = section(s, "accounts");
     struct json_object *acc = member(accounts, account, json_type_object);
     if (!acc) {
-        acc = need(json_object_new_object());
-        put_int(acc, "discovered_at", 0);
-        put(acc, "devices", need(json_object_new_array()));
-        put(acc, "history", need(json_object_new_object()));
-        put(accounts, account, acc);
+        acc = jsonv_need(json_object_new_object());
+        jsonv_put_int(acc, "discovered_at", 0);
+        jsonv_put(acc, "devices", jsonv_need(json_object_new_array()));
+        jsonv_put(acc, "history", jsonv_need(json_object_new_object()));
+        jsonv_put(accounts, account, acc);
     }
     return acc;
 }
 
 void state_set_discovered(struct state *s, const char *account, long long now)
 {
-    put_int(account_object(s, account), "discovered_at", now);
+    jsonv_put_int(account_object(s, account), "discovered_at", now);
 }
 
 static struct json_object *device_object(const char *serial, const char *base, const char *model,
                                          const char *name, const char *group)
 {
-    struct json_object *d = need(json_object_new_object());
-    put(d, "serial", need(json_object_new_string(serial)));
-    put(d, "base", need(json_object_new_string(base ? base : "")));
-    put(d, "model", need(json_object_new_string(model ? model : "")));
-    put(d, "name", need(json_object_new_string(name ? name : "")));
-    put(d, "group", need(json_object_new_string(group ? group : "")));
+    struct json_object *d = jsonv_need(json_object_new_object());
+    jsonv_put(d, "serial", jsonv_need(json_object_new_string(serial)));
+    jsonv_put(d, "base", jsonv_need(json_object_new_string(base ? base : "")));
+    jsonv_put(d, "model", jsonv_need(json_object_new_string(model ? model : "")));
+    jsonv_put(d, "name", jsonv_need(json_object_new_string(name ? name : "")));
+    jsonv_put(d, "group", jsonv_need(json_object_new_string(group ? group : "")));
     return d;
 }
 
@@ -1132,7 +1107,7 @@ static struct json_object *history_entry(struct json_object *acc, const char *se
     struct json_object *h = member(hist, serial, json_type_object);
     if (!h) {
         h = history_object(0, 0, 0, 0);
-        put(hist, serial, h);
+        jsonv_put(hist, serial, h);
     }
     return h;
 }
@@ -1205,19 +1180,20 @@ void state_set_devices(struct state *s, const char *account, const struct state_
 {
     struct json_object *acc = account_object(s, account);
     struct json_object *hist = child_object(acc, "history");
-    struct json_object *list = need(json_object_new_array());
+    struct json_object *list = jsonv_need(json_object_new_array());
     for (size_t i = 0; i < n; i++) {
         const struct state_device *d = &devs[i];
         if (!d->serial)
             continue;
-        append(list, device_object(d->serial, d->base, d->model, d->name, d->group));
+        jsonv_append(list, device_object(d->serial, d->base, d->model, d->name, d->group));
         struct json_object *h = member(hist, d->serial, json_type_object);
         if (!h)
-            put(hist, d->serial, history_object(now, d->last_poll, d->last_ok, d->refused_until));
+            jsonv_put(hist, d->serial,
+                      history_object(now, d->last_poll, d->last_ok, d->refused_until));
         else if (int_member(h, "first_known", 0) == 0)
-            put_int(h, "first_known", now);
+            jsonv_put_int(h, "first_known", now);
     }
-    put(acc, "devices", list);
+    jsonv_put(acc, "devices", list);
     prune_history(s, acc, now);
 }
 
@@ -1285,22 +1261,22 @@ void state_device_polled(struct state *s, const char *account, const char *seria
         if (have && strcmp(have, serial) == 0) {
             found = true;
             if (base)
-                put(d, "base", need(json_object_new_string(base)));
+                jsonv_put(d, "base", jsonv_need(json_object_new_string(base)));
         }
     }
     if (!found)
-        append(list, device_object(serial, base, "", "", ""));
+        jsonv_append(list, device_object(serial, base, "", "", ""));
     struct json_object *h = history_entry(acc, serial);
     if (int_member(h, "first_known", 0) == 0)
-        put_int(h, "first_known", now);
-    put_int(h, "last_poll", now);
+        jsonv_put_int(h, "first_known", now);
+    jsonv_put_int(h, "last_poll", now);
     if (ok)
-        put_int(h, "last_ok", now);
+        jsonv_put_int(h, "last_ok", now);
 }
 
 void state_device_refused(struct state *s, const char *account, const char *serial, long long until)
 {
-    put_int(history_entry(account_object(s, account), serial), "refused_until", until);
+    jsonv_put_int(history_entry(account_object(s, account), serial), "refused_until", until);
 }
 
 /* --- budget ledger ----------------------------------------------------- */
@@ -1325,15 +1301,15 @@ void state_record_call(struct state *s, const char *login, enum platform_op op, 
     if (!led)
         return;
     struct json_object *old = member(led, "calls", json_type_array);
-    struct json_object *calls = need(json_object_new_array());
+    struct json_object *calls = jsonv_need(json_object_new_array());
     size_t n = old ? json_object_array_length(old) : 0;
     for (size_t i = 0; i < n; i++) {
         long long t = (long long)json_object_get_int64(json_object_array_get_idx(old, i));
         if (t >= now - LEDGER_KEEP)
-            append(calls, need(json_object_new_int64((int64_t)t)));
+            jsonv_append(calls, jsonv_need(json_object_new_int64((int64_t)t)));
     }
-    append(calls, need(json_object_new_int64((int64_t)now)));
-    put(led, "calls", calls);
+    jsonv_append(calls, jsonv_need(json_object_new_int64((int64_t)now)));
+    jsonv_put(led, "calls", calls);
 }
 
 size_t state_calls_since(const struct state *s, const char *login, enum platform_op op,
@@ -1382,7 +1358,7 @@ void state_block(struct state *s, const char *login, enum platform_op op, long l
 {
     struct json_object *led = ledger(s, login, op, true);
     if (led)
-        put_int(led, "blocked_until", until);
+        jsonv_put_int(led, "blocked_until", until);
 }
 
 long long state_blocked_until(const struct state *s, const char *login, enum platform_op op)
@@ -1396,12 +1372,12 @@ void state_set_ratelimit(struct state *s, const char *login, enum platform_op op
     struct json_object *led = ledger(s, login, op, true);
     if (!led || !rl->present)
         return;
-    struct json_object *o = need(json_object_new_object());
-    put_int(o, "limit", rl->limit);
-    put_int(o, "remaining", rl->remaining);
-    put_int(o, "reset", rl->reset);
-    put_int(o, "at", now);
-    put(led, "ratelimit", o);
+    struct json_object *o = jsonv_need(json_object_new_object());
+    jsonv_put_int(o, "limit", rl->limit);
+    jsonv_put_int(o, "remaining", rl->remaining);
+    jsonv_put_int(o, "reset", rl->reset);
+    jsonv_put_int(o, "at", now);
+    jsonv_put(led, "ratelimit", o);
 }
 
 bool state_ratelimit(const struct state *s, const char *login, enum platform_op op,
@@ -1429,7 +1405,7 @@ static void clamp_member(struct json_object *obj, const char *key, long long max
 {
     struct json_object *v = member(obj, key, json_type_int);
     if (v && (long long)json_object_get_int64(v) > max)
-        put_int(obj, key, max);
+        jsonv_put_int(obj, key, max);
 }
 
 static void clamp_ledgers(struct state *s, long long now, long long max_block)
@@ -1525,16 +1501,16 @@ void state_clamp_clock(struct state *s, long long now, long max_block)
 void state_enqueue(struct state *s, const char *receiver, const struct event *ev, long long now)
 {
     long long id = int_member(s->root, "next_id", 1);
-    struct json_object *item = need(json_object_new_object());
-    put_int(item, "id", id);
-    put(item, "receiver", need(json_object_new_string(receiver)));
-    put(item, "event", need(event_to_json(ev)));
-    put_int(item, "attempts", 0);
-    put_int(item, "queued_at", now);
-    put_int(item, "next_try", now);
-    put(item, "last_error", NULL);
-    append(section(s, "outbox"), item);
-    put_int(s->root, "next_id", id + 1);
+    struct json_object *item = jsonv_need(json_object_new_object());
+    jsonv_put_int(item, "id", id);
+    jsonv_put(item, "receiver", jsonv_need(json_object_new_string(receiver)));
+    jsonv_put(item, "event", jsonv_need(event_to_json(ev)));
+    jsonv_put_int(item, "attempts", 0);
+    jsonv_put_int(item, "queued_at", now);
+    jsonv_put_int(item, "next_try", now);
+    jsonv_put(item, "last_error", NULL);
+    jsonv_append(section(s, "outbox"), item);
+    jsonv_put_int(s->root, "next_id", id + 1);
 }
 
 static int cmp_due(const void *a, const void *b)
@@ -1693,7 +1669,7 @@ void state_outbox_not_before(struct state *s, unsigned long long id, long long u
         return;
     struct json_object *item = json_object_array_get_idx(outbox, (size_t)i);
     if (int_member(item, "next_try", 0) < until)
-        put_int(item, "next_try", until);
+        jsonv_put_int(item, "next_try", until);
 }
 
 void state_outbox_failed(struct state *s, unsigned long long id, const char *error, long long now)
@@ -1712,9 +1688,9 @@ void state_outbox_failed(struct state *s, unsigned long long id, const char *err
         if (delay > BACKOFF_MAX)
             delay = BACKOFF_MAX;
     }
-    put_int(item, "attempts", attempts);
-    put(item, "last_error", error ? need(json_object_new_string(error)) : NULL);
-    put_int(item, "next_try", now + delay);
+    jsonv_put_int(item, "attempts", attempts);
+    jsonv_put(item, "last_error", error ? jsonv_need(json_object_new_string(error)) : NULL);
+    jsonv_put_int(item, "next_try", now + delay);
 }
 
 /* --- throttles ---------------------------------------------------------- */
@@ -1764,16 +1740,16 @@ void state_set_throttle(struct state *s, const char *rule, const char *serial, c
     if (i >= 0) {
         entry = json_object_array_get_idx(throttles, (size_t)i);
     } else {
-        entry = need(json_object_new_object());
-        put(entry, "rule", need(json_object_new_string(rule)));
-        put(entry, "serial", need(json_object_new_string(serial)));
-        put(entry, "kind", need(json_object_new_string(kind)));
+        entry = jsonv_need(json_object_new_object());
+        jsonv_put(entry, "rule", jsonv_need(json_object_new_string(rule)));
+        jsonv_put(entry, "serial", jsonv_need(json_object_new_string(serial)));
+        jsonv_put(entry, "kind", jsonv_need(json_object_new_string(kind)));
     }
-    put_int(entry, "last_sent", t->last_sent);
-    put_int(entry, "held", t->held > 0 ? t->held : 0);
-    put_int(entry, "held_since", t->held_since);
+    jsonv_put_int(entry, "last_sent", t->last_sent);
+    jsonv_put_int(entry, "held", t->held > 0 ? t->held : 0);
+    jsonv_put_int(entry, "held_since", t->held_since);
     if (i < 0) {
-        append(throttles, entry);
+        jsonv_append(throttles, entry);
         json_object_array_sort(throttles, cmp_throttle);
     }
 }
@@ -1781,7 +1757,7 @@ void state_set_throttle(struct state *s, const char *rule, const char *serial, c
 size_t state_prune_throttles(struct state *s, long long before)
 {
     struct json_object *throttles = section(s, "throttles");
-    struct json_object *kept = need(json_object_new_array());
+    struct json_object *kept = jsonv_need(json_object_new_array());
     size_t n = json_object_array_length(throttles);
     size_t dropped = 0;
     for (size_t i = 0; i < n; i++) {
@@ -1789,9 +1765,9 @@ size_t state_prune_throttles(struct state *s, long long before)
         if (int_member(t, "last_sent", 0) < before && int_member(t, "held_since", 0) < before)
             dropped++;
         else
-            append(kept, json_object_get(t));
+            jsonv_append(kept, json_object_get(t));
     }
-    put(s->root, "throttles", kept); /* still sorted: the order is kept */
+    jsonv_put(s->root, "throttles", kept); /* still sorted: the order is kept */
     return dropped;
 }
 
@@ -1852,7 +1828,7 @@ static struct json_object *fit_text(const char *text, size_t max)
         p += len;
         n -= len;
     }
-    struct json_object *v = need(json_object_new_string_len(buf_str(&b), (int)b.len));
+    struct json_object *v = jsonv_need(json_object_new_string_len(buf_str(&b), (int)b.len));
     buf_free(&b);
     return v;
 }
@@ -1862,15 +1838,15 @@ static void health_record(struct json_object *h, bool ok, long status, const cha
                           long long now)
 {
     if (ok) {
-        put_int(h, "last_ok", now);
-        put_int(h, "failures", 0);
+        jsonv_put_int(h, "last_ok", now);
+        jsonv_put_int(h, "failures", 0);
         return;
     }
     long long failures = int_member(h, "failures", 0);
-    put_int(h, "failures", failures < LONG_MAX ? failures + 1 : failures);
-    put_int(h, "error_at", now);
-    put_int(h, "status", status > 0 ? status : 0);
-    put(h, "error", fit_text(error ? error : "", HEALTH_ERROR_MAX));
+    jsonv_put_int(h, "failures", failures < LONG_MAX ? failures + 1 : failures);
+    jsonv_put_int(h, "error_at", now);
+    jsonv_put_int(h, "status", status > 0 ? status : 0);
+    jsonv_put(h, "error", fit_text(error ? error : "", HEALTH_ERROR_MAX));
 }
 
 static bool health_get(const struct json_object *h, struct state_health *out)
@@ -1929,7 +1905,7 @@ void state_count(struct state *s, const char *name, long long n)
         v = LLONG_MIN;
     else
         v += n;
-    put_int(section(s, "counters"), name, v);
+    jsonv_put_int(section(s, "counters"), name, v);
 }
 
 long long state_counter(const struct state *s, const char *name)
@@ -1939,7 +1915,7 @@ long long state_counter(const struct state *s, const char *name)
 
 void state_set_counter(struct state *s, const char *name, long long value)
 {
-    put_int(section(s, "counters"), name, value);
+    jsonv_put_int(section(s, "counters"), name, value);
 }
 
 static int by_string(const void *a, const void *b)
@@ -1986,14 +1962,14 @@ bool state_condition(const struct state *s, const char *key, struct state_condit
 
 void state_set_condition(struct state *s, const char *key, const struct state_condition *c)
 {
-    struct json_object *o = need(json_object_new_object());
-    put_int(o, "since", c->since);
-    put_int(o, "opened", c->opened);
+    struct json_object *o = jsonv_need(json_object_new_object());
+    jsonv_put_int(o, "since", c->since);
+    jsonv_put_int(o, "opened", c->opened);
     if (c->retry_at)
-        put_int(o, "retry_at", c->retry_at);
+        jsonv_put_int(o, "retry_at", c->retry_at);
     if (c->creds)
-        put(o, "creds", need(json_object_new_string(c->creds)));
-    put(conditions(s), key, o);
+        jsonv_put(o, "creds", jsonv_need(json_object_new_string(c->creds)));
+    jsonv_put(conditions(s), key, o);
 }
 
 void state_drop_condition(struct state *s, const char *key)
@@ -2029,7 +2005,7 @@ long long state_relay_time(struct state *s, long long now)
     struct json_object *self = section(s, "self");
     long long last = int_member(self, "last_relay", 0);
     long long t = now > last ? now : last + 1;
-    put_int(self, "last_relay", t);
+    jsonv_put_int(self, "last_relay", t);
     return t;
 }
 

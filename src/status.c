@@ -14,6 +14,7 @@
 #include "notify/notify.h"
 #include "scheduler.h"
 #include "util/buf.h"
+#include "util/jsonv.h"
 #include "util/xalloc.h"
 
 #include <json-c/json.h>
@@ -723,46 +724,22 @@ static void write_words(struct buf *b, const struct report *r)
 
 /* --- JSON --------------------------------------------------------------- */
 
-static struct json_object *need(struct json_object *o)
-{
-    if (!o)
-        xalloc_die();
-    return o;
-}
-
-static void put(struct json_object *obj, const char *key, struct json_object *val)
-{
-    if (json_object_object_add(obj, key, val) < 0)
-        xalloc_die();
-}
-
-static void put_int(struct json_object *obj, const char *key, long long v)
-{
-    put(obj, key, need(json_object_new_int64((int64_t)v)));
-}
-
 /* A time, or null for 0 (never). */
 static void put_time(struct json_object *obj, const char *key, long long t)
 {
-    put(obj, key, t ? need(json_object_new_int64((int64_t)t)) : NULL);
+    jsonv_put(obj, key, t ? jsonv_need(json_object_new_int64((int64_t)t)) : NULL);
 }
 
 static void put_str(struct json_object *obj, const char *key, const char *s)
 {
-    put(obj, key, s ? need(json_object_new_string(s)) : NULL);
-}
-
-static void append(struct json_object *arr, struct json_object *val)
-{
-    if (json_object_array_add(arr, val) < 0)
-        xalloc_die();
+    jsonv_put(obj, key, s ? jsonv_need(json_object_new_string(s)) : NULL);
 }
 
 static struct json_object *notes_json(const struct notes *n)
 {
-    struct json_object *arr = need(json_object_new_array());
+    struct json_object *arr = jsonv_need(json_object_new_array());
     for (size_t i = 0; i < n->n; i++)
-        append(arr, need(json_object_new_string(n->items[i])));
+        jsonv_append(arr, jsonv_need(json_object_new_string(n->items[i])));
     return arr;
 }
 
@@ -770,23 +747,24 @@ static struct json_object *notes_json(const struct notes *n)
 static void put_health(struct json_object *obj, const struct state_health *h, bool with_status)
 {
     put_time(obj, "last_ok", h->last_ok);
-    put_int(obj, "failures", h->failures);
+    jsonv_put_int(obj, "failures", h->failures);
     struct json_object *err = NULL;
     if (h->error_at) {
-        err = need(json_object_new_object());
-        put_int(err, "at", h->error_at);
+        err = jsonv_need(json_object_new_object());
+        jsonv_put_int(err, "at", h->error_at);
         if (with_status)
-            put(err, "status", h->status ? need(json_object_new_int64(h->status)) : NULL);
+            jsonv_put(err, "status",
+                      h->status ? jsonv_need(json_object_new_int64(h->status)) : NULL);
         put_str(err, "message", h->error ? h->error : "");
     }
-    put(obj, "last_error", err);
+    jsonv_put(obj, "last_error", err);
 }
 
 static struct json_object *device_json(const struct device_row *row)
 {
     static const char *const kinds[] = {
         [DEVICE_POLLED] = "polled", [DEVICE_REFUSED] = "refused", [DEVICE_EXCLUDED] = "excluded"};
-    struct json_object *o = need(json_object_new_object());
+    struct json_object *o = jsonv_need(json_object_new_object());
     put_str(o, "account", row->account);
     put_str(o, "serial", row->d.serial);
     put_str(o, "name", row->d.name);
@@ -797,104 +775,105 @@ static struct json_object *device_json(const struct device_row *row)
     put_time(o, "last_ok", row->d.last_ok);
     put_time(o, "next_poll", row->next_poll);
     put_time(o, "refused_until", row->kind == DEVICE_REFUSED ? row->d.refused_until : 0);
-    put_int(o, "seen_keys", (long long)row->seen);
+    jsonv_put_int(o, "seen_keys", (long long)row->seen);
     return o;
 }
 
 static struct json_object *login_json(const struct login_row *l, long long now)
 {
-    struct json_object *o = need(json_object_new_object());
+    struct json_object *o = jsonv_need(json_object_new_object());
     put_str(o, "login_id", l->login);
-    struct json_object *accounts = need(json_object_new_array());
+    struct json_object *accounts = jsonv_need(json_object_new_array());
     for (size_t i = 0; i < l->n_accounts; i++)
-        append(accounts, need(json_object_new_string(l->accounts[i])));
-    put(o, "accounts", accounts);
+        jsonv_append(accounts, jsonv_need(json_object_new_string(l->accounts[i])));
+    jsonv_put(o, "accounts", accounts);
     static const enum platform_op ops[] = {PLATFORM_ALERT, PLATFORM_CURRENT};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         enum platform_op op = ops[i];
         const struct op_row *r = &l->op[op];
-        struct json_object *b = need(json_object_new_object());
-        put_int(b, "used", (long long)r->b.used);
-        put_int(b, "limit", r->b.limit);
-        put_int(b, "span", r->b.span);
-        put_int(b, "next_call", r->next_call);
+        struct json_object *b = jsonv_need(json_object_new_object());
+        jsonv_put_int(b, "used", (long long)r->b.used);
+        jsonv_put_int(b, "limit", r->b.limit);
+        jsonv_put_int(b, "span", r->b.span);
+        jsonv_put_int(b, "next_call", r->next_call);
         put_time(b, "blocked_until", r->b.blocked_until > now ? r->b.blocked_until : 0);
-        put(o, platform_op_name(op), b);
+        jsonv_put(o, platform_op_name(op), b);
     }
     put_time(o, "last_call", l->last_call);
     put_health(o, &l->health, true);
-    put(o, "look_interval", l->look_every ? need(json_object_new_int64(l->look_every)) : NULL);
-    struct json_object *devs = need(json_object_new_array());
+    jsonv_put(o, "look_interval",
+              l->look_every ? jsonv_need(json_object_new_int64(l->look_every)) : NULL);
+    struct json_object *devs = jsonv_need(json_object_new_array());
     for (size_t i = 0; i < l->n_devs; i++)
-        append(devs, device_json(&l->devs[i]));
-    put(o, "devices", devs);
+        jsonv_append(devs, device_json(&l->devs[i]));
+    jsonv_put(o, "devices", devs);
     return o;
 }
 
 static struct json_object *receiver_json(const struct receiver_row *row)
 {
-    struct json_object *o = need(json_object_new_object());
+    struct json_object *o = jsonv_need(json_object_new_object());
     put_str(o, "name", row->name);
     put_str(o, "type", row->type);
-    put(o, "configured", need(json_object_new_boolean(row->type != NULL)));
-    struct json_object *box = need(json_object_new_object());
-    put_int(box, "count", (long long)row->box.count);
+    jsonv_put(o, "configured", jsonv_need(json_object_new_boolean(row->type != NULL)));
+    struct json_object *box = jsonv_need(json_object_new_object());
+    jsonv_put_int(box, "count", (long long)row->box.count);
     put_time(box, "oldest_queued", row->box.oldest);
     put_time(box, "next_try", row->box.next_try);
-    put(o, "outbox", box);
+    jsonv_put(o, "outbox", box);
     put_health(o, &row->health, false);
     return o;
 }
 
 static void write_json(struct buf *b, const struct report *r)
 {
-    struct json_object *o = need(json_object_new_object());
+    struct json_object *o = jsonv_need(json_object_new_object());
     put_str(o, "verdict", r->problems.n ? "PROBLEM" : "OK");
-    put(o, "problems", notes_json(&r->problems));
-    put(o, "warnings", notes_json(&r->warnings));
-    put_int(o, "now", r->now);
+    jsonv_put(o, "problems", notes_json(&r->problems));
+    jsonv_put(o, "warnings", notes_json(&r->warnings));
+    jsonv_put_int(o, "now", r->now);
     put_str(o, "state_file", r->state_path);
-    struct json_object *logins = need(json_object_new_array());
+    struct json_object *logins = jsonv_need(json_object_new_array());
     for (size_t i = 0; i < r->n_logins; i++)
-        append(logins, login_json(&r->logins[i], r->now));
-    put(o, "logins", logins);
-    struct json_object *receivers = need(json_object_new_array());
+        jsonv_append(logins, login_json(&r->logins[i], r->now));
+    jsonv_put(o, "logins", logins);
+    struct json_object *receivers = jsonv_need(json_object_new_array());
     for (size_t i = 0; i < r->n_receivers; i++)
-        append(receivers, receiver_json(&r->receivers[i]));
-    put(o, "receivers", receivers);
+        jsonv_append(receivers, receiver_json(&r->receivers[i]));
+    jsonv_put(o, "receivers", receivers);
     struct json_object *counters = NULL;
     if (!r->state_error) {
-        counters = need(json_object_new_object());
-        put_int(counters, "dropped", r->dropped);
-        put_int(counters, "throttled", r->throttled);
-        put_int(counters, "unrouted", r->unrouted);
+        counters = jsonv_need(json_object_new_object());
+        jsonv_put_int(counters, "dropped", r->dropped);
+        jsonv_put_int(counters, "throttled", r->throttled);
+        jsonv_put_int(counters, "unrouted", r->unrouted);
     }
-    put(o, "counters", counters);
+    jsonv_put(o, "counters", counters);
     struct json_object *self = NULL;
     if (!r->state_error) {
-        self = need(json_object_new_object());
-        struct json_object *conds = need(json_object_new_array());
+        self = jsonv_need(json_object_new_object());
+        struct json_object *conds = jsonv_need(json_object_new_array());
         for (size_t i = 0; i < r->n_conds; i++) {
             const struct condition_row *row = &r->conds[i];
-            struct json_object *c = need(json_object_new_object());
+            struct json_object *c = jsonv_need(json_object_new_object());
             put_str(c, "condition", row->what);
             put_str(c, "subject", row->subject);
             put_time(c, "since", row->c.since);
             put_time(c, "opened", row->c.opened);
             put_time(c, "retry_at", row->c.retry_at);
-            append(conds, c);
+            jsonv_append(conds, c);
         }
-        put(self, "conditions", conds);
+        jsonv_put(self, "conditions", conds);
         struct json_object *hb = NULL;
         if (r->has_heartbeat) {
-            hb = need(json_object_new_object());
+            hb = jsonv_need(json_object_new_object());
             put_health(hb, &r->heartbeat, true);
         }
-        put(self, "heartbeat", hb);
-        put_int(self, "expired", r->expired);
-        put_int(self, "dropped", r->lost);
+        jsonv_put(self, "heartbeat", hb);
+        jsonv_put_int(self, "expired", r->expired);
+        jsonv_put_int(self, "dropped", r->lost);
     }
-    put(o, "self", self);
+    jsonv_put(o, "self", self);
     const char *text = json_object_to_json_string_ext(
         o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
     if (!text)

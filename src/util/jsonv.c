@@ -4,6 +4,7 @@
 #include "util/xalloc.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,4 +68,28 @@ bool jsonv_int(struct json_object *v, long long *out)
         return true;
     }
     return false;
+}
+
+struct json_object *jsonv_need(struct json_object *o)
+{
+    if (!o)
+        xalloc_die();
+    return o;
+}
+
+void jsonv_put(struct json_object *obj, const char *key, struct json_object *val)
+{
+    if (json_object_object_add(obj, key, val) < 0)
+        xalloc_die();
+}
+
+void jsonv_put_int(struct json_object *obj, const char *key, long long v)
+{
+    jsonv_put(obj, key, jsonv_need(json_object_new_int64((int64_t)v)));
+}
+
+void jsonv_append(struct json_object *arr, struct json_object *val)
+{
+    if (json_object_array_add(arr, val) < 0)
+        xalloc_die();
 }

@@ -3,11 +3,11 @@
  * throttles and where unmatched events go. Each test writes a config and
  * its rule files into a fresh temporary directory. */
 #include "config.h"
+#include "proc.h"
 #include "rules.h"
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,23 +18,6 @@ static char tmp[] = "/tmp/wsrelay-rules-XXXXXX";
 static struct config *cfg;
 static struct rules *rules;
 static struct err err;
-
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *ent;
-        while ((ent = readdir(d))) {
-            if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, ".."))
-                continue;
-            char *sub = xasprintf("%s/%s", path, ent->d_name);
-            remove_tree(sub);
-            free(sub);
-        }
-        closedir(d);
-    }
-    remove(path);
-}
 
 static void setup(void)
 {
@@ -47,7 +30,7 @@ static void teardown(void)
     rules = NULL;
     config_free(cfg);
     cfg = NULL;
-    remove_tree(tmp);
+    test_rmtree(tmp);
 }
 
 TestSuite(rules, .init = setup, .fini = teardown);
