@@ -36,6 +36,9 @@ struct platform {
 /* What one transfer collects through the libcurl callbacks. */
 struct call {
     struct platform_reply *reply;
+    enum platform_op op;
+    struct json_object *request;
+    char *url;
     struct buf body;
     bool too_large;
     bool seen_limit, seen_reset, seen_remaining;
@@ -418,50 +421,64 @@ out:
     return message;
 }
 
-int platform_call(struct platform *p, enum platform_op op, const char *serial, const char *base,
-                  struct platform_reply *out)
+/* Sets up p's handle for one call into `c` (zeroed by the caller), whose
+ * reply is `out`. Returns false, with out->message set, when the call
+ * cannot be made; call_end must follow either way. */
+static bool call_begin(struct platform *p, struct call *c, enum platform_op op,
+                       const char *serial, const char *base, struct platform_reply *out)
 {
-    int rc = -1;
-    struct call c = {.reply = out};
-    struct json_object *req = NULL;
-    char *url = NULL;
-    const char *text;
-    const char *name = p->account->name ? p->account->name : "";
     CURLcode cc = CURLE_OK;
-    buf_init(&c.body, RESPONSE_LIMIT);
+    c->reply = out;
+    c->op = op;
+    buf_init(&c->body, RESPONSE_LIMIT);
     platform_reply_free(out);
     if ((unsigned)op >= PLATFORM_N_OPS) {
         out->message = xstrdup("unknown operation");
-        goto out;
+        return false;
     }
     if (op == PLATFORM_ALERT && (!serial || !*serial || !base || !*base)) {
         out->message = xstrdup("alert: a serial and a base serial are needed");
-        goto out;
+        return false;
     }
-    req = request_body(p->account, op, serial, base);
-    text = json_object_to_json_string_ext(req,
-                                          JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    url = xasprintf("%s%s", p->base_url, op_paths[op]);
+    c->request = request_body(p->account, op, serial, base);
+    const char *text = json_object_to_json_string_ext(
+        c->request, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    c->url = xasprintf("%s%s", p->base_url, op_paths[op]);
     p->errbuf[0] = '\0';
-    cc = curl_easy_setopt(p->curl, CURLOPT_URL, url);
+    cc = curl_easy_setopt(p->curl, CURLOPT_URL, c->url);
     if (cc == CURLE_OK)
         cc = curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, text);
     if (cc == CURLE_OK)
         cc = curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(text));
     if (cc == CURLE_OK)
-        cc = curl_easy_setopt(p->curl, CURLOPT_WRITEDATA, &c);
+        cc = curl_easy_setopt(p->curl, CURLOPT_WRITEDATA, c);
     if (cc == CURLE_OK)
-        cc = curl_easy_setopt(p->curl, CURLOPT_HEADERDATA, &c);
+        cc = curl_easy_setopt(p->curl, CURLOPT_HEADERDATA, c);
     if (cc == CURLE_OK)
         cc = curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT, p->connect_s);
     if (cc == CURLE_OK)
         cc = curl_easy_setopt(p->curl, CURLOPT_TIMEOUT, p->total_s);
-    if (cc == CURLE_OK)
-        cc = curl_easy_perform(p->curl);
-    out->rl.present = c.seen_limit && c.seen_reset && c.seen_remaining;
+    if (cc != CURLE_OK) {
+        out->message = xasprintf("libcurl refused an option: %s", curl_easy_strerror(cc));
+        return false;
+    }
+    return true;
+}
+
+/* Turns the transfer's outcome `cc` (ignored when `begun` is false) into
+ * c->reply, logs it and releases what call_begin took. Returns 0 on a 200
+ * with a JSON object body, -1 otherwise. */
+static int call_end(struct platform *p, struct call *c, bool begun, CURLcode cc)
+{
+    int rc = -1;
+    struct platform_reply *out = c->reply;
+    const char *name = p->account->name ? p->account->name : "";
+    if (!begun)
+        goto out;
+    out->rl.present = c->seen_limit && c->seen_reset && c->seen_remaining;
     if (!out->rl.present)
         memset(&out->rl, 0, sizeof out->rl);
-    if (c.too_large) {
+    if (c->too_large) {
         curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &out->http_status);
         out->message = xasprintf("HTTP %ld: response too large (over %zu MiB)", out->http_status,
                                  RESPONSE_LIMIT / (1024 * 1024));
@@ -475,10 +492,10 @@ int platform_call(struct platform *p, enum platform_op op, const char *serial, c
     }
     curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &out->http_status);
     if (out->http_status != 200) {
-        out->message = error_message(&out->api_code, out->http_status, &c.body, p->account);
+        out->message = error_message(&out->api_code, out->http_status, &c->body, p->account);
         goto out;
     }
-    out->body = parse_json(c.body.data, c.body.len);
+    out->body = parse_json(c->body.data, c->body.len);
     if (!out->body || !json_object_is_type(out->body, json_type_object)) {
         json_object_put(out->body);
         out->body = NULL;
@@ -489,14 +506,128 @@ int platform_call(struct platform *p, enum platform_op op, const char *serial, c
 out:
     if (out->rl.present)
         log_debug("platform: account '%s': %s: HTTP %ld, %ld of %ld calls left", name,
-                  platform_op_name(op), out->http_status, out->rl.remaining, out->rl.limit);
+                  platform_op_name(c->op), out->http_status, out->rl.remaining, out->rl.limit);
     else
         log_debug("platform: account '%s': %s: HTTP %ld, no rate-limit headers", name,
-                  platform_op_name(op), out->http_status);
-    json_object_put(req);
-    free(url);
-    buf_free(&c.body);
+                  platform_op_name(c->op), out->http_status);
+    json_object_put(c->request);
+    free(c->url);
+    buf_free(&c->body);
     return rc;
+}
+
+int platform_call(struct platform *p, enum platform_op op, const char *serial, const char *base,
+                  struct platform_reply *out)
+{
+    struct call c = {0};
+    bool begun = call_begin(p, &c, op, serial, base, out);
+    CURLcode cc = begun ? curl_easy_perform(p->curl) : CURLE_OK;
+    return call_end(p, &c, begun, cc);
+}
+
+/* ---- Calls in parallel ---- */
+
+struct platform_multi {
+    CURLM *multi;
+};
+
+int platform_multi_new(struct platform_multi **out, struct err *e)
+{
+    *out = NULL;
+    CURLM *m = curl_multi_init();
+    if (!m) {
+        err_set(e, "cannot start libcurl's multi interface");
+        return -1;
+    }
+    *out = xcalloc(1, sizeof **out);
+    (*out)->multi = m;
+    return 0;
+}
+
+void platform_multi_free(struct platform_multi *m)
+{
+    if (!m)
+        return;
+    curl_multi_cleanup(m->multi);
+    free(m);
+}
+
+/* One request of platform_multi_call on its way. */
+struct transfer {
+    struct call call;
+    bool begun;  /* call_begin succeeded */
+    bool added;  /* its handle is in the multi handle */
+    bool done;   /* libcurl reported its end, with `result` */
+    CURLcode result;
+};
+
+/* Runs the transfers added to `m` until all have ended, recording each
+ * one's end in its struct transfer (the handle's CURLOPT_PRIVATE). Returns
+ * NULL, or libcurl's description of why the multi interface itself failed
+ * (the transfers not done then have failed). */
+static const char *multi_run(struct platform_multi *m)
+{
+    int running = 0;
+    CURLMcode mc = CURLM_OK;
+    do {
+        mc = curl_multi_perform(m->multi, &running);
+        if (mc == CURLM_OK && running)
+            mc = curl_multi_poll(m->multi, NULL, 0, 1000, NULL);
+        CURLMsg *msg;
+        int left = 0;
+        while ((msg = curl_multi_info_read(m->multi, &left))) {
+            struct transfer *t = NULL;
+            if (msg->msg != CURLMSG_DONE ||
+                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&t) != CURLE_OK ||
+                !t)
+                continue;
+            t->done = true;
+            t->result = msg->data.result;
+        }
+    } while (mc == CURLM_OK && running);
+    return mc == CURLM_OK ? NULL : curl_multi_strerror(mc);
+}
+
+void platform_multi_call(struct platform_multi *m, struct platform_request *reqs, size_t n)
+{
+    struct transfer *ts = xcalloc(n ? n : 1, sizeof *ts);
+    for (size_t i = 0; i < n; i++) {
+        struct platform_request *rq = &reqs[i];
+        struct transfer *t = &ts[i];
+        bool busy = false;
+        for (size_t j = 0; j < i; j++)
+            busy |= reqs[j].p == rq->p;
+        if (busy) {
+            /* Setting up its handle again would take it from the first. */
+            platform_reply_free(&rq->reply);
+            t->call = (struct call){.reply = &rq->reply, .op = rq->op};
+            rq->reply.message = xstrdup("the client is busy with another call");
+            continue;
+        }
+        t->begun = call_begin(rq->p, &t->call, rq->op, rq->serial, rq->base, &rq->reply);
+        if (!t->begun)
+            continue;
+        CURLMcode mc = curl_easy_setopt(rq->p->curl, CURLOPT_PRIVATE, (char *)t) == CURLE_OK
+                           ? curl_multi_add_handle(m->multi, rq->p->curl)
+                           : CURLM_INTERNAL_ERROR;
+        t->added = mc == CURLM_OK;
+        if (!t->added)
+            snprintf(rq->p->errbuf, sizeof rq->p->errbuf, "%s", curl_multi_strerror(mc));
+    }
+    const char *failed = multi_run(m);
+    for (size_t i = 0; i < n; i++) {
+        struct platform *p = reqs[i].p;
+        struct transfer *t = &ts[i];
+        if (t->added) {
+            curl_multi_remove_handle(m->multi, p->curl);
+            if (!t->done)
+                snprintf(p->errbuf, sizeof p->errbuf, "%s",
+                         failed ? failed : "the transfer did not end");
+        }
+        curl_easy_setopt(p->curl, CURLOPT_PRIVATE, (char *)NULL);
+        reqs[i].rc = call_end(p, &t->call, t->begun, t->done ? t->result : CURLE_FAILED_INIT);
+    }
+    free(ts);
 }
 
 /* ---- Devices of a Get Current Readings body ---- */

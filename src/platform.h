@@ -2,9 +2,11 @@
  *
  * Every request is a POST with `X-HTTP-Method-Override: GET` and a JSON body
  * carrying the credentials. TLS verification is always on; plain http is
- * accepted only for a loopback host (the simulator). One connection is
- * reused for all calls of a `struct platform`. The rate-limit headers are
- * read from every response, errors included. An error is keyed on the HTTP
+ * accepted only for a loopback host (the simulator). Calls to several
+ * login IDs run in parallel through platform_multi_call; a connection is
+ * kept open for the next call of the same client (by the client for
+ * platform_call, by the struct platform_multi for platform_multi_call).
+ * The rate-limit headers are read from every response, errors included. An error is keyed on the HTTP
  * status and the body's numeric code, never on the (localised) message. */
 #ifndef WSRELAY_PLATFORM_H
 #define WSRELAY_PLATFORM_H
@@ -72,6 +74,36 @@ int platform_call(struct platform *p, enum platform_op op, const char *serial, c
                   struct platform_reply *out);
 
 void platform_reply_free(struct platform_reply *r);
+
+/* Calls in parallel: the calls of one platform_multi_call run at once over
+ * libcurl's multi interface, so calls to several login IDs take about as
+ * long as the slowest of them. A platform_multi also keeps the
+ * connections of its calls open for the next platform_multi_call. */
+struct platform_multi;
+
+int platform_multi_new(struct platform_multi **out, struct err *e);
+
+/* Closes the connections; the clients used with it stay usable. */
+void platform_multi_free(struct platform_multi *m);
+
+/* One call of platform_multi_call: the same arguments as platform_call,
+ * and what it returns (`reply`, zeroed by the caller before the first
+ * use and released with platform_reply_free; `rc`). */
+struct platform_request {
+    struct platform *p;
+    enum platform_op op;
+    const char *serial;
+    const char *base;
+    struct platform_reply reply;
+    int rc;
+};
+
+/* Makes the n calls at once and returns when all have ended, each with
+ * the reply and rc that platform_call would have given it. A client may
+ * appear only once (one call per connection at a time); a second request
+ * on the same client fails with a message, as does every call when the
+ * multi interface itself fails. Each call keeps its client's timeouts. */
+void platform_multi_call(struct platform_multi *m, struct platform_request *reqs, size_t n);
 
 /* A device as Get Current Readings lists it. */
 struct device_info {

@@ -100,13 +100,6 @@ static int persist(struct tick *t, const char *why)
     return -1;
 }
 
-/* Records a call of `op` and saves the ledger before the call is sent. */
-static int record_call(struct tick *t, const char *login, enum platform_op op)
-{
-    state_record_call(t->st, login, op, tick_now(t));
-    return persist(t, "before a platform call");
-}
-
 /* What a reply tells about the budget: the rate-limit headers, a 429. */
 static void note_reply(struct tick *t, const char *login, enum platform_op op,
                        const struct platform_reply *r)
@@ -178,45 +171,51 @@ static const char *hint_for(long status)
     return status == 401 ? " (check api_key, login_id and login_pass)" : "";
 }
 
-/* Returns false when the login's credentials were refused. */
-static bool discover(struct tick *t, const struct account_conf *a, struct platform *p)
+/* True when account `a` is to list its devices now: discovery is due and
+ * the current-readings budget allows the call. */
+static bool discovery_now(const struct tick *t, const struct account_conf *a)
 {
+    if (!discovery_due(t, a))
+        return false;
     struct sched_budget b = budget_of(t, a->login_id, PLATFORM_CURRENT, t->opt->now);
-    struct platform_reply r = {0};
+    if (b.used >= (size_t)b.limit || t->opt->now < b.blocked_until) {
+        log_info("account %s: discovery waits for the current-readings budget", a->name);
+        return false;
+    }
+    return true;
+}
+
+/* Takes the reply of account a's discovery call. Returns false when the
+ * login's credentials were refused. */
+static bool take_discovery(struct tick *t, const struct account_conf *a,
+                           const struct platform_request *rq)
+{
+    const struct platform_reply *r = &rq->reply;
     struct device_info *infos = NULL;
     size_t n = 0;
     struct err e;
-    if (b.used >= (size_t)b.limit || t->opt->now < b.blocked_until) {
-        log_info("account %s: discovery waits for the current-readings budget", a->name);
-        return true;
-    }
-    if (record_call(t, a->login_id, PLATFORM_CURRENT) < 0)
-        return true;
     char *what = xasprintf("account %s, discovering devices", a->name);
-    int called = platform_call(p, PLATFORM_CURRENT, NULL, NULL, &r);
-    metrics_count_call(t->st, a->login_id, PLATFORM_CURRENT, called == 0, r.http_status);
-    if (called < 0) {
-        log_error("account %s: discovering devices: %s%s", a->name, r.message,
-                  hint_for(r.http_status));
+    metrics_count_call(t->st, a->login_id, PLATFORM_CURRENT, rq->rc == 0, r->http_status);
+    if (rq->rc < 0) {
+        log_error("account %s: discovering devices: %s%s", a->name, r->message,
+                  hint_for(r->http_status));
         t->failures++;
-        char *why = xasprintf("%s%s", r.message, hint_for(r.http_status));
-        note_result(t, a->login_id, r.http_status, what, why);
+        char *why = xasprintf("%s%s", r->message, hint_for(r->http_status));
+        note_result(t, a->login_id, r->http_status, what, why);
         free(why);
-    } else if (platform_parse_devices(&infos, &n, r.body, &e) < 0) {
+    } else if (platform_parse_devices(&infos, &n, r->body, &e) < 0) {
         log_error("account %s: discovering devices: %s", a->name, e.msg);
         t->failures++;
-        note_result(t, a->login_id, r.http_status, what, e.msg);
+        note_result(t, a->login_id, r->http_status, what, e.msg);
     } else {
         take_devices(t, a, infos, n);
         state_set_discovered(t->st, a->name, t->opt->now);
-        note_result(t, a->login_id, r.http_status, what, NULL);
+        note_result(t, a->login_id, r->http_status, what, NULL);
     }
     free(what);
-    note_reply(t, a->login_id, PLATFORM_CURRENT, &r);
-    bool usable = r.http_status != 401;
+    note_reply(t, a->login_id, PLATFORM_CURRENT, r);
     device_info_free(infos, n);
-    platform_reply_free(&r);
-    return usable;
+    return r->http_status != 401;
 }
 
 /* --- the pool of devices of one login ID -------------------------------- */
@@ -471,28 +470,24 @@ out:
     return rc;
 }
 
-/* Polls one device; sets *stop when no further call of this login can
- * succeed now (bad credentials, budget exhausted). */
-static void poll_device(struct tick *t, const struct pooled *pd, bool *stop)
+/* Takes the reply of an alert-log call of one device. Returns false when
+ * no further call of this login can succeed now (bad credentials, budget
+ * exhausted). */
+static bool take_poll(struct tick *t, const struct pooled *pd, const struct platform_request *rq)
 {
     const struct account_conf *a = pd->a;
     const struct state_device *dev = &pd->dev;
-    struct platform_reply r = {0};
-    bool ok = false;
-    if (record_call(t, a->login_id, PLATFORM_ALERT) < 0) {
-        *stop = true;
-        return;
-    }
+    const struct platform_reply *r = &rq->reply;
+    bool ok = false, more = true;
     char *what = xasprintf("account %s, device %s, alert logs", a->name, dev->serial);
-    int called = platform_call(pd->p, PLATFORM_ALERT, dev->serial, dev->base, &r);
-    metrics_count_call(t->st, a->login_id, PLATFORM_ALERT, called == 0, r.http_status);
-    if (called == 0) {
-        ok = take_events(t, pd, r.body) == 0;
+    metrics_count_call(t->st, a->login_id, PLATFORM_ALERT, rq->rc == 0, r->http_status);
+    if (rq->rc == 0) {
+        ok = take_events(t, pd, r->body) == 0;
         if (!ok)
             t->failures++;
-        note_result(t, a->login_id, r.http_status, what,
+        note_result(t, a->login_id, r->http_status, what,
                     ok ? NULL : "the reply could not be used (the log says why)");
-    } else if (r.http_status == 400) {
+    } else if (r->http_status == 400) {
         /* The platform refuses some devices (models the alert operation
          * does not serve, a wrong base serial): stop spending budget on
          * them and ask again tomorrow. `wsrelay status` shows that with
@@ -500,90 +495,189 @@ static void poll_device(struct tick *t, const struct pooled *pd, bool *stop)
         state_device_refused(t->st, a->name, dev->serial, t->opt->now + REFUSED_RECHECK);
         log_error("account %s, device %s: alert logs refused: %s; not asked again for a day "
                   "(add the serial to exclude: if this is expected)",
-                  a->name, dev->serial, r.message);
+                  a->name, dev->serial, r->message);
         t->failures++;
     } else {
-        log_error("account %s, device %s: alert logs: %s%s", a->name, dev->serial, r.message,
-                  hint_for(r.http_status));
+        log_error("account %s, device %s: alert logs: %s%s", a->name, dev->serial, r->message,
+                  hint_for(r->http_status));
         t->failures++;
-        char *why = xasprintf("%s%s", r.message, hint_for(r.http_status));
-        note_result(t, a->login_id, r.http_status, what, why);
+        char *why = xasprintf("%s%s", r->message, hint_for(r->http_status));
+        note_result(t, a->login_id, r->http_status, what, why);
         free(why);
-        if (r.http_status == 401 || r.http_status == 429)
-            *stop = true;
+        more = r->http_status != 401 && r->http_status != 429;
     }
     /* Polled, successfully or not: the device goes to the back of the line. */
     state_device_polled(t->st, a->name, dev->serial, dev->base, t->opt->now, ok);
-    note_reply(t, a->login_id, PLATFORM_ALERT, &r);
-    platform_reply_free(&r);
+    note_reply(t, a->login_id, PLATFORM_ALERT, r);
     free(what);
+    return more;
 }
 
-/* --- one login ID ------------------------------------------------------- */
+/* --- the login IDs, in rounds ------------------------------------------- */
 
-static void poll_login(struct tick *t, const char *login)
+/* A login ID's part of the run. Its calls are made one after another:
+ * first the discoveries that are due, account by account, then the alert
+ * calls the scheduler plans for its pool. Login IDs are independent, so
+ * the run advances them in rounds: each round, every login ID with a call
+ * left makes one, and those calls run in parallel. */
+struct login_run {
+    const char *login;
+    struct platform **clients; /* by account index; NULL for other logins */
+    size_t account;            /* the next account whose discovery is considered */
+    bool planned;              /* the pool is complete and planned */
+    bool over;                 /* no further call in this run */
+    struct pool pool;
+    size_t *order;             /* the pool's indices, in the scheduler's order */
+    size_t n_planned, next;
+    /* the call of the current round */
+    const struct account_conf *discovering; /* a discovery of this account, */
+    const struct pooled *polling;           /* or an alert call of this device */
+};
+
+static void login_start(struct tick *t, struct login_run *lr, const char *login)
 {
     const struct config *c = t->cfg;
-    struct platform **clients = xcalloc(c->n_accounts, sizeof *clients);
-    struct pool pl = {0};
-    struct sched_device *sd = NULL;
-    size_t *order = NULL;
     struct err e;
-    bool refused = false;
-    for (size_t i = 0; i < c->n_accounts && !refused; i++) {
+    *lr = (struct login_run){.login = login};
+    lr->clients = xcalloc(c->n_accounts, sizeof *lr->clients);
+    for (size_t i = 0; i < c->n_accounts; i++) {
         const struct account_conf *a = &c->accounts[i];
-        if (strcmp(a->login_id, login) != 0)
-            continue;
-        if (platform_new(&clients[i], a, &e) < 0) {
+        if (strcmp(a->login_id, login) == 0 && platform_new(&lr->clients[i], a, &e) < 0) {
             log_error("account %s: %s", a->name, e.msg);
             t->failures++;
-            continue;
         }
-        if (discovery_due(t, a) && !discover(t, a, clients[i]))
-            refused = true; /* every call of this login would fail alike */
-        pool_add_account(t, &pl, a, clients[i]);
     }
-    if (refused)
-        goto out;
-    if (pl.n == 0) {
-        log_info("login %s: no devices to poll yet", login);
-        goto out;
+}
+
+static void login_end(struct tick *t, struct login_run *lr)
+{
+    free(lr->order);
+    pool_free(&lr->pool);
+    for (size_t i = 0; i < t->cfg->n_accounts; i++)
+        platform_free(lr->clients[i]);
+    free(lr->clients);
+}
+
+/* Plans the alert calls of the complete pool. */
+static void login_plan(struct tick *t, struct login_run *lr)
+{
+    struct pool *pl = &lr->pool;
+    lr->planned = true;
+    if (pl->n == 0) {
+        log_info("login %s: no devices to poll yet", lr->login);
+        return;
     }
-    sd = xcalloc(pl.n, sizeof *sd);
-    order = xcalloc(pl.n, sizeof *order);
-    for (size_t i = 0; i < pl.n; i++) {
-        sd[i].last_poll = pl.items[i].dev.last_poll;
-        sd[i].priority = (unsigned)account_device_priority(pl.items[i].a, pl.items[i].dev.serial);
+    struct sched_device *sd = xcalloc(pl->n, sizeof *sd);
+    lr->order = xcalloc(pl->n, sizeof *lr->order);
+    for (size_t i = 0; i < pl->n; i++) {
+        sd[i].last_poll = pl->items[i].dev.last_poll;
+        sd[i].priority = (unsigned)account_device_priority(pl->items[i].a, pl->items[i].dev.serial);
     }
-    struct sched_budget b = budget_of(t, login, PLATFORM_ALERT, t->opt->now);
-    size_t planned = scheduler_plan(order, pl.n, sd, pl.n, &b, t->opt->now);
-    if (planned == 0)
-        log_debug("login %s: no alert call allowed now", login);
-    bool stop = false;
-    for (size_t i = 0; i < planned && !stop && !stopping(t); i++)
-        poll_device(t, &pl.items[order[i]], &stop);
-out:
-    free(order);
+    struct sched_budget b = budget_of(t, lr->login, PLATFORM_ALERT, t->opt->now);
+    lr->n_planned = scheduler_plan(lr->order, pl->n, sd, pl->n, &b, t->opt->now);
+    if (lr->n_planned == 0)
+        log_debug("login %s: no alert call allowed now", lr->login);
     free(sd);
-    pool_free(&pl);
-    for (size_t i = 0; i < c->n_accounts; i++)
-        platform_free(clients[i]);
-    free(clients);
+}
+
+/* Fills `rq` with the login's next call; false when it has none left. */
+static bool login_next(struct tick *t, struct login_run *lr, struct platform_request *rq)
+{
+    const struct config *c = t->cfg;
+    lr->discovering = NULL;
+    lr->polling = NULL;
+    while (!lr->over && !lr->planned) {
+        if (lr->account == c->n_accounts) {
+            login_plan(t, lr);
+            break;
+        }
+        size_t i = lr->account++;
+        const struct account_conf *a = &c->accounts[i];
+        if (!lr->clients[i])
+            continue;
+        if (discovery_now(t, a)) {
+            lr->discovering = a;
+            *rq = (struct platform_request){.p = lr->clients[i], .op = PLATFORM_CURRENT};
+            return true;
+        }
+        pool_add_account(t, &lr->pool, a, lr->clients[i]);
+    }
+    if (lr->over || lr->next >= lr->n_planned) {
+        lr->over = true;
+        return false;
+    }
+    lr->polling = &lr->pool.items[lr->order[lr->next++]];
+    *rq = (struct platform_request){.p = lr->polling->p,
+                                    .op = PLATFORM_ALERT,
+                                    .serial = lr->polling->dev.serial,
+                                    .base = lr->polling->dev.base};
+    return true;
+}
+
+/* Takes the reply to the call login_next asked for. */
+static void login_take(struct tick *t, struct login_run *lr, const struct platform_request *rq)
+{
+    if (lr->discovering) {
+        const struct account_conf *a = lr->discovering;
+        if (take_discovery(t, a, rq))
+            pool_add_account(t, &lr->pool, a, rq->p);
+        else
+            lr->over = true; /* every call of this login would fail alike */
+    } else if (lr->polling && !take_poll(t, lr->polling, rq)) {
+        lr->over = true;
+    }
 }
 
 static bool login_paused(struct tick *t, const char *login);
 
+/* Polls every login ID that is not paused, in rounds of parallel calls.
+ * Each round's calls are recorded in the budget ledger and saved before
+ * any of them is sent; that save also keeps what the round before found. */
 static void poll_all(struct tick *t)
 {
     const struct config *c = t->cfg;
+    struct login_run *runs = xcalloc(c->n_accounts ? c->n_accounts : 1, sizeof *runs);
+    struct platform_request *reqs = xcalloc(c->n_accounts ? c->n_accounts : 1, sizeof *reqs);
+    struct login_run **whose = xcalloc(c->n_accounts ? c->n_accounts : 1, sizeof *whose);
+    struct platform_multi *multi = NULL;
+    size_t n = 0;
+    struct err e;
     for (size_t i = 0; i < c->n_accounts; i++) {
         bool first = true;
         for (size_t k = 0; k < i; k++)
-            if (strcmp(c->accounts[k].login_id, c->accounts[i].login_id) == 0)
-                first = false;
-        if (first && !stopping(t) && !login_paused(t, c->accounts[i].login_id))
-            poll_login(t, c->accounts[i].login_id);
+            first &= strcmp(c->accounts[k].login_id, c->accounts[i].login_id) != 0;
+        if (first && !login_paused(t, c->accounts[i].login_id))
+            login_start(t, &runs[n++], c->accounts[i].login_id);
     }
+    if (platform_multi_new(&multi, &e) < 0) {
+        log_error("%s", e.msg);
+        t->failures++;
+        goto out;
+    }
+    while (!stopping(t)) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (login_next(t, &runs[i], &reqs[k]))
+                whose[k++] = &runs[i];
+        if (k == 0)
+            break;
+        for (size_t j = 0; j < k; j++)
+            state_record_call(t->st, whose[j]->login, reqs[j].op, tick_now(t));
+        if (persist(t, "before platform calls") < 0)
+            break;
+        platform_multi_call(multi, reqs, k);
+        for (size_t j = 0; j < k; j++) {
+            login_take(t, whose[j], &reqs[j]);
+            platform_reply_free(&reqs[j].reply);
+        }
+    }
+out:
+    platform_multi_free(multi);
+    for (size_t i = 0; i < n; i++)
+        login_end(t, &runs[i]);
+    free(whose);
+    free(reqs);
+    free(runs);
 }
 
 /* --- delivery ---------------------------------------------------------- */

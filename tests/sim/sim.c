@@ -1,8 +1,10 @@
 /* wsrelay-sim: a stand-in for the T&D WebStorage platform that serves the
  * scenario in a JSON file over HTTP on 127.0.0.1, with a virtual clock and
- * control endpoints for tests. One libmicrohttpd polling thread answers
- * every request, so the world needs no locks; the main thread only waits
- * for SIGTERM or SIGINT. */
+ * control endpoints for tests. libmicrohttpd gives each connection a
+ * thread; one lock makes the world's answers one at a time, in the order
+ * the requests arrived, while a platform reply's latency (--latency) is
+ * waited out with the lock released, as a distant server's would be. The
+ * main thread only waits for SIGTERM or SIGINT. */
 #include "control.h"
 #include "scenario.h"
 #include "world.h"
@@ -15,19 +17,32 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #define BODY_MAX (1024u * 1024)
 #define EXIT_USAGE 2
+#define LATENCY_MAX_MS 60000u
+
+/* What the connection threads share. */
+struct server {
+    struct world *w;
+    pthread_mutex_t lock; /* held around every use of w and in_flight */
+    unsigned latency_ms;
+    unsigned in_flight; /* platform requests between arrival and reply */
+};
 
 struct options {
     const char *scenario;
     const char *port;
     const char *port_file;
+    const char *latency;
     int help;
 };
 
@@ -43,6 +58,8 @@ static const struct option_row {
      offsetof(struct options, port)},
     {"--port-file", "PATH", "write the port number to PATH once listening",
      offsetof(struct options, port_file)},
+    {"--latency", "MS", "hold each platform reply MS milliseconds (default 0)",
+     offsetof(struct options, latency)},
     {"--help", NULL, "show this help", offsetof(struct options, help)},
 };
 
@@ -50,7 +67,7 @@ static const struct option_row {
 
 static void usage(FILE *f)
 {
-    fputs("usage: wsrelay-sim --scenario FILE [--port N] [--port-file PATH]\n", f);
+    fputs("usage: wsrelay-sim --scenario FILE [--port N] [--port-file PATH] [--latency MS]\n", f);
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const struct option_row *o = &option_table[i];
         fprintf(f, "  %-12s %-5s %s\n", o->name, o->arg ? o->arg : "", o->help);
@@ -93,14 +110,22 @@ static int parse_args(struct options *opt, int argc, char **argv)
     return 0;
 }
 
-static int parse_port(unsigned short *out, const char *text)
+/* A whole number from 0 to max, in decimal; -1 otherwise. */
+static int parse_uint(unsigned *out, const char *text, unsigned max)
 {
     char *end;
     long n = strtol(text, &end, 10);
-    if (!*text || *end || n < 0 || n > 65535)
+    if (!*text || *end || n < 0 || n > (long)max)
         return -1;
-    *out = (unsigned short)n;
+    *out = (unsigned)n;
     return 0;
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0)
+        ;
 }
 
 
@@ -132,7 +157,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   void **con_cls)
 {
     (void)version;
-    struct world *w = cls;
+    struct server *srv = cls;
     struct upload *up = upload_feed(con_cls, upload_data, upload_data_size, BODY_MAX);
     if (!up)
         return MHD_YES;
@@ -147,13 +172,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         .body_len = up->body.len,
     };
     struct reply r = {0};
+    bool platform = !up->too_big && strncmp(url, "/_sim/", 6) != 0;
+    pthread_mutex_lock(&srv->lock);
     if (up->too_big)
         reply_error(&r, 413, "the body is larger than %u bytes", BODY_MAX);
-    else if (strncmp(url, "/_sim/", 6) == 0)
-        control_answer(w, &rq, &r);
+    else if (!platform)
+        control_answer(srv->w, &rq, &r);
     else
-        world_answer(w, &rq, &r);
-    fprintf(stderr, "wsrelay-sim: [t=%lld] %s %s -> %d\n", world_now(w), method, url, r.status);
+        world_answer(srv->w, &rq, &r);
+    fprintf(stderr, "wsrelay-sim: [t=%lld] %s %s -> %d\n", world_now(srv->w), method, url,
+            r.status);
+    if (platform)
+        world_note_in_flight(srv->w, ++srv->in_flight);
+    pthread_mutex_unlock(&srv->lock);
+    if (platform) {
+        sleep_ms(srv->latency_ms);
+        pthread_mutex_lock(&srv->lock);
+        srv->in_flight--;
+        pthread_mutex_unlock(&srv->lock);
+    }
     enum MHD_Result ok = send_reply(conn, &r);
     reply_clear(&r);
     return ok;
@@ -176,9 +213,9 @@ int main(int argc, char **argv)
     int rc = 1;
     struct options opt = {0};
     struct scenario *sc = NULL;
-    struct world *w = NULL;
+    struct server srv = {.lock = PTHREAD_MUTEX_INITIALIZER};
     struct MHD_Daemon *d = NULL;
-    unsigned short port = 0;
+    unsigned port = 0;
     struct err e;
     sigset_t stop;
 
@@ -192,9 +229,15 @@ int main(int argc, char **argv)
         rc = 0;
         goto out;
     }
-    if (!opt.scenario || (opt.port && parse_port(&port, opt.port) < 0)) {
-        fprintf(stderr, "wsrelay-sim: %s\n",
-                !opt.scenario ? "--scenario FILE is required" : "--port must be 0 to 65535");
+    const char *bad = NULL;
+    if (!opt.scenario)
+        bad = "--scenario FILE is required";
+    else if (opt.port && parse_uint(&port, opt.port, 65535) < 0)
+        bad = "--port must be 0 to 65535";
+    else if (opt.latency && parse_uint(&srv.latency_ms, opt.latency, LATENCY_MAX_MS) < 0)
+        bad = "--latency must be 0 to 60000 (milliseconds)";
+    if (bad) {
+        fprintf(stderr, "wsrelay-sim: %s\n", bad);
         usage(stderr);
         rc = EXIT_USAGE;
         goto out;
@@ -204,7 +247,7 @@ int main(int argc, char **argv)
         rc = EXIT_USAGE;
         goto out;
     }
-    w = world_new(sc);
+    srv.w = world_new(sc);
     sc = NULL;
 
     /* Block the stop signals before the server thread exists, so that it
@@ -218,10 +261,11 @@ int main(int argc, char **argv)
     struct sockaddr_in addr;
     memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
+    addr.sin_port = htons((unsigned short)port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG,
-                         port, NULL, NULL, on_request, w, MHD_OPTION_SOCK_ADDR,
+    d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                             MHD_USE_AUTO | MHD_USE_ERROR_LOG,
+                         (unsigned short)port, NULL, NULL, on_request, &srv, MHD_OPTION_SOCK_ADDR,
                          (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, upload_completed,
                          NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
     if (!d) {
@@ -246,7 +290,7 @@ int main(int argc, char **argv)
 out:
     if (d)
         MHD_stop_daemon(d);
-    world_free(w);
+    world_free(srv.w);
     scenario_free(sc);
     return rc;
 }

@@ -45,6 +45,7 @@ struct world {
     struct call *calls;
     size_t n_calls, cap_calls;
     size_t rejected_429;
+    unsigned max_in_flight;
 };
 
 struct world *world_new(struct scenario *sc)
@@ -303,6 +304,12 @@ void world_answer(struct world *w, const struct request *rq, struct reply *out)
     reply_error(out, 404, "no such operation: %s", rq->path);
 }
 
+void world_note_in_flight(struct world *w, unsigned n)
+{
+    if (n > w->max_in_flight)
+        w->max_in_flight = n;
+}
+
 struct json_object *world_stats(const struct world *w)
 {
     const struct scenario *sc = w->sc;
@@ -340,5 +347,6 @@ struct json_object *world_stats(const struct world *w)
     json_object_object_add(root, "totals", totals);
     json_object_object_add(root, "rejected_429", json_object_new_int64((int64_t)w->rejected_429));
     json_object_object_add(root, "max_alert_calls_per_hour", max_alert);
+    json_object_object_add(root, "max_in_flight", json_object_new_int64(w->max_in_flight));
     return root;
 }

@@ -3,8 +3,8 @@
  * authenticated call. world_answer plays the platform's two operations;
  * the control endpoints (control.h) reach in through the other functions.
  *
- * A world is used from one thread only (the server's single polling
- * thread), so nothing here locks. */
+ * Nothing here locks: the server (sim.c) holds one lock around every use
+ * of a world. */
 #ifndef WSRELAY_SIM_WORLD_H
 #define WSRELAY_SIM_WORLD_H
 
@@ -41,6 +41,10 @@ int world_add_alert(struct world *w, const char *serial, const struct json_objec
  * Fails for an unknown operation. */
 int world_set_fault(struct world *w, const char *op, int status, int count, const char *body,
                     struct err *e);
+
+/* Records that `n` platform requests are in progress at once (sim.c
+ * counts them, latency included); the stats report the largest n. */
+void world_note_in_flight(struct world *w, unsigned n);
 
 /* The call log and counters described in tests/sim/README.md (GET
  * /_sim/stats). New reference. */

@@ -66,6 +66,11 @@ void relay_config(struct relay *r, const char *accounts_yaml, const char *receiv
 
 void relay_start(struct relay *r, const char *scenario)
 {
+    relay_start_slow(r, scenario, 0);
+}
+
+void relay_start_slow(struct relay *r, const char *scenario, unsigned latency_ms)
+{
     memset(r, 0, sizeof *r);
     r->dir = test_tmpdir();
     r->config_path = xasprintf("%s/wsrelay.yaml", r->dir);
@@ -79,7 +84,7 @@ void relay_start(struct relay *r, const char *scenario)
     write_file(scen_path, scen);
     write_file(pass_path, RELAY_PASSWORD "\n");
     chmod(pass_path, 0600);
-    sim_start(&r->sim, scen_path, r->dir);
+    sim_start_slow(&r->sim, scen_path, r->dir, latency_ms);
     r->hook = hooksink_start();
     setenv("TEST_API_KEY", RELAY_API_KEY, 1);
     relay_config(r, NULL, NULL);

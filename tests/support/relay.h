@@ -29,6 +29,10 @@ struct relay {
  * receivers "hook" (webhook, Authorization: Bearer t0ken) and "log" (file).
  * The password comes from pass.txt, the API key from $TEST_API_KEY. */
 void relay_start(struct relay *r, const char *scenario);
+
+/* relay_start with a simulator that holds every platform reply
+ * `latency_ms`, as a distant platform would (see sim_start_slow). */
+void relay_start_slow(struct relay *r, const char *scenario, unsigned latency_ms);
 void relay_stop(struct relay *r);
 
 /* Rewrites the config with other `accounts:` and/or `receivers:` items

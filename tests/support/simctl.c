@@ -24,13 +24,21 @@ static void fail_with_stderr(struct sim *s, const char *what)
 
 void sim_start(struct sim *s, const char *scenario_path, const char *dir)
 {
+    sim_start_slow(s, scenario_path, dir, 0);
+}
+
+void sim_start_slow(struct sim *s, const char *scenario_path, const char *dir, unsigned latency_ms)
+{
     memset(s, 0, sizeof *s);
+    char latency[16];
+    snprintf(latency, sizeof latency, "%u", latency_ms);
     s->dir = xstrdup(dir);
     static unsigned started; /* tells apart several simulators in one dir */
     char *port_file = xasprintf("%s/sim-%ld-%u.port", dir, (long)getpid(), started++);
     unlink(port_file);
     char *argv[] = {(char *)WSRELAY_SIM_BIN, (char *)"--scenario", (char *)scenario_path,
-                    (char *)"--port", (char *)"0", (char *)"--port-file", port_file, NULL};
+                    (char *)"--port", (char *)"0", (char *)"--port-file", port_file,
+                    (char *)"--latency", latency, NULL};
     proc_start(&s->proc, argv, NULL, dir);
     for (int waited = 0; !s->port; waited += 10) {
         s->port = test_read_port(port_file);

@@ -21,6 +21,9 @@ struct sim {
  * *s is overwritten; release it with sim_stop. */
 void sim_start(struct sim *s, const char *scenario_path, const char *dir);
 
+/* sim_start with --latency: every platform reply is held `latency_ms`. */
+void sim_start_slow(struct sim *s, const char *scenario_path, const char *dir, unsigned latency_ms);
+
 /* Stops the simulator (SIGTERM, then SIGKILL after 5 s) and frees *s; fails
  * the test when it did not exit with status 0 (a crash, or a leak report
  * in a sanitizer build). Accepts a zeroed or already stopped sim. */

@@ -54,6 +54,7 @@ static struct {
     unsigned short port;
     pthread_mutex_t lock;
     int connections;
+    int in_flight, max_in_flight; /* requests inside on_request at once */
     size_t n_requests;
     struct recorded req[MAX_REQUESTS];
     struct canned reply;
@@ -108,9 +109,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->body = xstrdup(buf_str(&up->body));
     }
     srv.n_requests++;
+    if (++srv.in_flight > srv.max_in_flight)
+        srv.max_in_flight = srv.in_flight;
     pthread_mutex_unlock(&srv.lock);
     for (unsigned waited = 0; waited < c->delay_ms && !atomic_load(&srv.stopping); waited += 10)
         usleep(10 * 1000);
+    pthread_mutex_lock(&srv.lock);
+    srv.in_flight--;
+    pthread_mutex_unlock(&srv.lock);
     size_t len = c->body ? (c->body_len ? c->body_len : strlen(c->body)) : 0;
     resp = MHD_create_response_from_buffer(len, (void *)(c->body ? c->body : ""),
                                            MHD_RESPMEM_PERSISTENT);
@@ -128,8 +134,9 @@ static void server_start(void)
     sa.sin_family = AF_INET;
     sa.sin_port = 0;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    srv.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-                             on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+    srv.d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                                 MHD_USE_ERROR_LOG,
+                             0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                              MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
                              MHD_OPTION_NOTIFY_COMPLETED, upload_completed, NULL, MHD_OPTION_END);
     cr_assert_not_null(srv.d, "cannot start the test HTTP server");
@@ -145,6 +152,9 @@ static void server_stop(void)
     if (srv.d)
         MHD_stop_daemon(srv.d);
     srv.d = NULL;
+    srv.connections = srv.in_flight = srv.max_in_flight = 0;
+    srv.n_requests = 0;
+    atomic_store(&srv.stopping, false);
     for (size_t i = 0; i < MAX_REQUESTS; i++) {
         struct recorded *r = &srv.req[i];
         free(r->method);
@@ -580,6 +590,129 @@ Test(platform, one_connection_for_many_calls)
     }
     cr_assert_eq(srv.n_requests, 3);
     cr_assert_eq(srv.connections, 1);
+}
+
+/* Clients of their own, as the run has one per account. */
+#define N_PARALLEL 4
+static struct platform *more[N_PARALLEL];
+static struct platform_multi *multi;
+
+static void multi_setup(void)
+{
+    struct err e = {{0}};
+    setup();
+    for (size_t i = 0; i < N_PARALLEL; i++)
+        cr_assert_eq(platform_new(&more[i], &account, &e), 0, "%s", e.msg);
+    cr_assert_eq(platform_multi_new(&multi, &e), 0, "%s", e.msg);
+}
+
+static void multi_teardown(void)
+{
+    platform_multi_free(multi);
+    multi = NULL;
+    for (size_t i = 0; i < N_PARALLEL; i++) {
+        platform_free(more[i]);
+        more[i] = NULL;
+    }
+    teardown();
+}
+
+static const char *const parallel_serials[N_PARALLEL] = {"52C10001", "52C10002", "52C10003",
+                                                         "52C10004"};
+
+static void alert_requests(struct platform_request *reqs)
+{
+    for (size_t i = 0; i < N_PARALLEL; i++)
+        reqs[i] = (struct platform_request){.p = more[i],
+                                            .op = PLATFORM_ALERT,
+                                            .serial = parallel_serials[i],
+                                            .base = parallel_serials[i]};
+}
+
+static void free_requests(struct platform_request *reqs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        platform_reply_free(&reqs[i].reply);
+}
+
+Test(platform, multi_calls_at_once, .init = multi_setup, .fini = multi_teardown)
+{
+    struct platform_request reqs[N_PARALLEL];
+    answer(200, "{\"alert-logs\":[]}");
+    answer_header("X-RateLimit-Limit", "12");
+    answer_header("X-RateLimit-Reset", "3600");
+    answer_header("X-RateLimit-Remaining", "11");
+    /* Long enough that the calls are all in the server at once even on a
+     * busy machine, had they been made one after another they never are. */
+    srv.reply.delay_ms = 1500;
+    alert_requests(reqs);
+    platform_multi_call(multi, reqs, N_PARALLEL);
+    for (size_t i = 0; i < N_PARALLEL; i++) {
+        cr_assert_eq(reqs[i].rc, 0, "call %zu: %s", i, reqs[i].reply.message);
+        cr_assert_eq(reqs[i].reply.http_status, 200);
+        cr_assert_not_null(reqs[i].reply.body);
+        cr_assert(reqs[i].reply.rl.present);
+        cr_assert_eq(reqs[i].reply.rl.remaining, 11);
+    }
+    cr_assert_eq(srv.n_requests, N_PARALLEL);
+    cr_assert_eq(srv.max_in_flight, N_PARALLEL, "at most %d calls were made at once",
+                 srv.max_in_flight);
+    /* Each serial was asked once. */
+    for (size_t k = 0; k < N_PARALLEL; k++) {
+        int asked = 0;
+        for (size_t i = 0; i < srv.n_requests; i++) {
+            struct json_object *req = request_json(i);
+            struct json_object *v = NULL;
+            json_object_object_get_ex(req, "remote-serial", &v);
+            asked += v && strcmp(json_object_get_string(v), parallel_serials[k]) == 0;
+            json_object_put(req);
+        }
+        cr_assert_eq(asked, 1, "%s asked %d times", parallel_serials[k], asked);
+    }
+    free_requests(reqs, N_PARALLEL);
+}
+
+Test(platform, multi_keeps_connections, .init = multi_setup, .fini = multi_teardown)
+{
+    struct platform_request reqs[N_PARALLEL];
+    answer(200, "{\"alert-logs\":[]}");
+    for (int round = 0; round < 2; round++) {
+        alert_requests(reqs);
+        platform_multi_call(multi, reqs, 2);
+        cr_assert_eq(reqs[0].rc, 0, "%s", reqs[0].reply.message);
+        cr_assert_eq(reqs[1].rc, 0, "%s", reqs[1].reply.message);
+        free_requests(reqs, 2);
+    }
+    cr_assert_eq(srv.n_requests, 4);
+    cr_assert_eq(srv.connections, 2);
+}
+
+Test(platform, multi_failures_stay_apart, .init = multi_setup, .fini = multi_teardown)
+{
+    struct platform_request reqs[N_PARALLEL];
+    answer(503, "{\"error\":{\"code\":503,\"message\":\"busy\"}}");
+    alert_requests(reqs);
+    reqs[1].serial = NULL;      /* cannot be sent */
+    reqs[2].p = reqs[0].p;      /* one client twice */
+    platform_multi_call(multi, reqs, 3);
+    cr_assert_eq(reqs[0].rc, -1);
+    cr_assert_eq(reqs[0].reply.http_status, 503);
+    cr_assert_eq(reqs[0].reply.api_code, 503);
+    cr_assert_eq(reqs[1].rc, -1);
+    cr_assert_eq(reqs[1].reply.http_status, 0);
+    cr_assert_str_eq(reqs[1].reply.message, "alert: a serial and a base serial are needed");
+    cr_assert_eq(reqs[2].rc, -1);
+    cr_assert_eq(reqs[2].reply.http_status, 0);
+    cr_assert_not_null(reqs[2].reply.message);
+    assert_no_secret(reqs[2].reply.message);
+    cr_assert_eq(srv.n_requests, 1);
+    free_requests(reqs, 3);
+    /* The client used twice is usable again. */
+    alert_requests(reqs);
+    answer(200, "{\"alert-logs\":[]}");
+    platform_multi_call(multi, reqs, 1);
+    cr_assert_eq(reqs[0].rc, 0, "%s", reqs[0].reply.message);
+    free_requests(reqs, 1);
 }
 
 Test(platform, reply_reset_between_calls)
