@@ -46,9 +46,9 @@ static int cmd_render(const struct globals *g, int argc, char **argv);
 static int cmd_explain(const struct globals *g, int argc, char **argv);
 
 static const struct command commands[] = {
-    {"run", "[--now UNIXTIME] [--dry-run] [--loop [--interval DURATION]]",
-     "poll the platform within its budget and deliver new alerts (--loop: every minute, "
-     "until SIGTERM)",
+    {"run", "[--now UNIXTIME] [--dry-run] [--look SERIAL]... [--loop [--interval DURATION]]",
+     "poll the platform within its budget and deliver new alerts (--look: that device now, on "
+     "the call kept in reserve if need be; --loop: every minute, until SIGTERM)",
      cmd_run},
     {"check", "",
      "validate the configuration, rules and templates, reporting problems with FILE:LINE:COL",
@@ -169,9 +169,12 @@ static int cmd_run(const struct globals *g, int argc, char **argv)
         {"dry-run", no_argument, NULL, 'd'},
         {"loop", no_argument, NULL, 'l'},
         {"interval", required_argument, NULL, 'i'},
+        {"look", required_argument, NULL, 'k'},
         {NULL, 0, NULL, 0},
     };
     struct run_options ro = {.now = (long long)time(NULL), .lock_wait = 10};
+    const char **looks = xcalloc((size_t)argc + 1, sizeof *looks);
+    size_t n_looks = 0;
     struct config *c = NULL;
     bool loop = false, now_given = false, interval_given = false;
     long interval = 60;
@@ -200,8 +203,15 @@ static int cmd_run(const struct globals *g, int argc, char **argv)
             }
             interval_given = true;
             break;
+        case 'k':
+            if (!*optarg) {
+                fprintf(stderr, "wsrelay: run: --look expects a device's serial\n");
+                goto out;
+            }
+            looks[n_looks++] = optarg;
+            break;
         default:
-            fprintf(stderr, "usage: wsrelay run [--now UNIXTIME] [--dry-run] "
+            fprintf(stderr, "usage: wsrelay run [--now UNIXTIME] [--dry-run] [--look SERIAL]... "
                             "[--loop [--interval DURATION]]\n");
             goto out;
         }
@@ -218,6 +228,12 @@ static int cmd_run(const struct globals *g, int argc, char **argv)
         fprintf(stderr, "wsrelay: run: --interval needs --loop\n");
         goto out;
     }
+    if (loop && n_looks) {
+        fprintf(stderr, "wsrelay: run: --look is for one run; it cannot be used with --loop\n");
+        goto out;
+    }
+    ro.looks = looks;
+    ro.n_looks = n_looks;
     if (load_config(&c, g) < 0)
         goto out;
     if (loop) {
@@ -227,6 +243,7 @@ static int cmd_run(const struct globals *g, int argc, char **argv)
     }
     rc = run_once(c, &ro);
 out:
+    free(looks);
     config_free(c);
     return rc;
 }

@@ -22,6 +22,7 @@
  * ledger is saved, and only that) and prints the messages instead of
  * sending them. */
 #include "run.h"
+#include "budget.h"
 #include "event.h"
 #include "metrics.h"
 #include "notify/notify.h"
@@ -54,6 +55,7 @@ struct tick {
     struct rules *rules;
     struct throttle_store throttles; /* the state's */
     struct timespec started; /* CLOCK_MONOTONIC at the start of the run */
+    bool *looked;            /* per opt->looks: found in a pool */
     int failures;
 };
 
@@ -66,19 +68,6 @@ static long long tick_now(const struct tick *t)
     long long ns = (long long)(ts.tv_sec - t->started.tv_sec) * 1000000000LL +
                    (ts.tv_nsec - t->started.tv_nsec);
     return t->opt->now + ns / 1000000000LL; /* whole seconds elapsed, not seconds crossed */
-}
-
-static struct sched_budget budget_of(const struct tick *t, const char *login, enum platform_op op,
-                                     long long now)
-{
-    struct sched_budget b = {
-        .limit = platform_op_limit(op).limit,
-        .span = platform_op_limit(op).span,
-        .used = state_calls_since(t->st, login, op, now - platform_op_limit(op).span),
-        .last_call = state_last_call(t->st, login, op),
-        .blocked_until = state_blocked_until(t->st, login, op),
-    };
-    return b;
 }
 
 /* True once a signal asked the run to stop early. */
@@ -109,9 +98,8 @@ static void note_reply(struct tick *t, const char *login, enum platform_op op,
         state_set_ratelimit(t->st, login, op, &r->rl, now);
     if (r->http_status != 429 && !(r->rl.present && r->rl.remaining <= 0))
         return;
-    struct sched_budget b = budget_of(t, login, op, now);
-    long long oldest = state_oldest_call_since(t->st, login, op, now - platform_op_limit(op).span);
-    long long until = scheduler_block_until(&b, oldest, r->rl.present ? r->rl.reset : 0, now);
+    struct sched_budget b = budget_read(t->st, login, op, now);
+    long long until = scheduler_block_until(&b, r->rl.present ? r->rl.reset : 0, now);
     state_block(t->st, login, op, until);
     log_info("login %s: the platform allows no %s call for %lld s", login,
              platform_op_name(op), until - now);
@@ -177,7 +165,7 @@ static bool discovery_now(const struct tick *t, const struct account_conf *a)
 {
     if (!discovery_due(t, a))
         return false;
-    struct sched_budget b = budget_of(t, a->login_id, PLATFORM_CURRENT, t->opt->now);
+    struct sched_budget b = budget_read(t->st, a->login_id, PLATFORM_CURRENT, t->opt->now);
     if (b.used >= (size_t)b.limit || t->opt->now < b.blocked_until) {
         log_info("account %s: discovery waits for the current-readings budget", a->name);
         return false;
@@ -558,7 +546,46 @@ static void login_end(struct tick *t, struct login_run *lr)
     free(lr->clients);
 }
 
-/* Plans the alert calls of the complete pool. */
+/* Index of `serial` in opt->looks, or n_looks. */
+static size_t look_index(const struct tick *t, const char *serial)
+{
+    size_t i = 0;
+    while (i < t->opt->n_looks && strcmp(t->opt->looks[i], serial) != 0)
+        i++;
+    return i;
+}
+
+/* Puts the devices of `run --look` first in lr->order, as far as the
+ * budget allows an urgent look (a free routine slot or the reserve), and
+ * charges each to `b`. Returns how many. */
+static size_t plan_looks(struct tick *t, struct login_run *lr, struct sched_budget *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < lr->pool.n; i++) {
+        const struct pooled *pd = &lr->pool.items[i];
+        size_t k = look_index(t, pd->dev.serial);
+        if (k == t->opt->n_looks)
+            continue;
+        t->looked[k] = true;
+        if (!scheduler_urgent(b, t->opt->now)) {
+            log_error("account %s, device %s: no urgent look possible now: %s", pd->a->name,
+                      pd->dev.serial,
+                      b->used >= (size_t)b->limit
+                          ? "this hour's alert calls are spent, the reserve included"
+                          : "the platform asked for a pause");
+            t->failures++;
+            continue;
+        }
+        log_info("account %s, device %s: an urgent look", pd->a->name, pd->dev.serial);
+        lr->order[n++] = i;
+        b->used++;
+        b->last_call = t->opt->now; /* routine polling waits a spacing after it */
+    }
+    return n;
+}
+
+/* Plans the alert calls of the complete pool: urgent looks first, then
+ * what the routine allows. */
 static void login_plan(struct tick *t, struct login_run *lr)
 {
     struct pool *pl = &lr->pool;
@@ -573,8 +600,12 @@ static void login_plan(struct tick *t, struct login_run *lr)
         sd[i].last_poll = pl->items[i].dev.last_poll;
         sd[i].priority = (unsigned)account_device_priority(pl->items[i].a, pl->items[i].dev.serial);
     }
-    struct sched_budget b = budget_of(t, lr->login, PLATFORM_ALERT, t->opt->now);
-    lr->n_planned = scheduler_plan(lr->order, pl->n, sd, pl->n, &b, t->opt->now);
+    struct sched_budget b = budget_read(t->st, lr->login, PLATFORM_ALERT, t->opt->now);
+    size_t looks = plan_looks(t, lr, &b);
+    /* After a look the routine has no slot left in this run (its spacing
+     * starts again), so the two lists cannot name one device twice. */
+    lr->n_planned = looks + scheduler_plan(lr->order + looks, pl->n - looks, sd, pl->n, &b,
+                                           t->opt->now);
     if (lr->n_planned == 0)
         log_debug("login %s: no alert call allowed now", lr->login);
     free(sd);
@@ -1082,14 +1113,11 @@ int run_once(const struct config *c, const struct run_options *o)
     struct tick t = {.cfg = c, .opt = o};
     struct err e;
     clock_gettime(CLOCK_MONOTONIC, &t.started);
-    if (rules_new(&t.rules, c, &e) < 0) {
+    t.looked = xcalloc(o->n_looks ? o->n_looks : 1, sizeof *t.looked);
+    if (rules_new(&t.rules, c, &e) < 0 || state_open(&t.st, c->state_file, o->lock_wait, &e) < 0) {
         log_error("%s", e.msg);
-        return RUN_FAILED;
-    }
-    if (state_open(&t.st, c->state_file, o->lock_wait, &e) < 0) {
-        log_error("%s", e.msg);
-        rules_free(t.rules);
-        return RUN_FAILED;
+        t.failures++;
+        goto out;
     }
     t.throttles = (struct throttle_store){.get = throttle_get, .set = throttle_set, .ctx = t.st};
     state_clamp_clock(t.st, o->now, platform_op_limit(PLATFORM_ALERT).span);
@@ -1097,6 +1125,14 @@ int run_once(const struct config *c, const struct run_options *o)
     state_corrupt_event(&t);
     warn_orphans(&t);
     poll_all(&t);
+    for (size_t i = 0; i < o->n_looks && !stopping(&t); i++) {
+        if (!t.looked[i]) {
+            log_error("--look %s: no device with that serial is polled (not listed, excluded, "
+                      "refused by the platform, or its login ID paused)",
+                      o->looks[i]);
+            t.failures++;
+        }
+    }
     if (!o->dry_run) {
         self_forget(&t);
         self_logins(&t);
@@ -1127,5 +1163,6 @@ int run_once(const struct config *c, const struct run_options *o)
 out:
     state_close(t.st);
     rules_free(t.rules);
+    free(t.looked);
     return t.failures ? RUN_FAILED : RUN_OK;
 }

@@ -13,6 +13,12 @@ struct run_options {
     long long now;  /* the clock of this run (Unix time) */
     bool dry_run;   /* print instead of sending; keep seen keys and outbox unsaved */
     int lock_wait;  /* seconds to wait for an overlapping run's lock */
+    /* Serials to look at in this run (`run --look`), before the routine
+     * polls: each on a routine slot when one is free, else on the call
+     * kept in reserve (budget.h). A look that cannot be made, or names no
+     * device being polled, fails the run. */
+    const char *const *looks;
+    size_t n_looks;
     /* NULL, or a flag a signal handler sets (SIGTERM in loop mode): once it
      * is set, the tick starts no further platform call or delivery, saves
      * what it has and returns. What it did not get to is done next time. */

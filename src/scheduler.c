@@ -3,57 +3,98 @@
  * Why spread the calls: the alert operation allows 12 calls per hour per
  * login ID and each device keeps only its 20 newest entries. Twelve calls in
  * the first minute would leave the next 59 minutes blind; one call every
- * five minutes bounds how late any alert is seen. A run that comes late
- * (cron skipped a minute, the machine slept) gets credit for the slots it
+ * few minutes bounds how late any alert is seen. The routine calls leave
+ * a reserve (one alert call an hour) so that an urgent look is possible at
+ * any moment without breaking the limit. Calls are earned on a fixed grid
+ * of the clock, one per spacing, so runs every minute, every 10 minutes or
+ * at odd times all come to the same rate. A run that comes late (cron
+ * skipped a minute, the machine slept) gets credit for the slots it
  * missed, but never more than the sliding window still allows, so the
  * platform's limit is never passed however runs are timed. */
 #include "scheduler.h"
 
+/* The calls of a window that routine polling may make. */
+static int routine_limit(const struct sched_budget *b)
+{
+    int routine = b->limit - (b->reserve > 0 ? b->reserve : 0);
+    return routine > 0 ? routine : 0;
+}
+
+long scheduler_spacing(const struct sched_budget *b)
+{
+    int routine = routine_limit(b);
+    long spacing = routine > 0 ? b->span / routine : b->span;
+    return spacing > 0 ? spacing : 1;
+}
+
+bool scheduler_urgent(const struct sched_budget *b, long long now)
+{
+    return b->limit > 0 && b->span > 0 && now >= b->blocked_until &&
+           b->used < (size_t)b->limit;
+}
+
+/* The grid of slots: slot k is [k * spacing, (k + 1) * spacing) of the
+ * Unix clock. */
+static long long slot_of(long long t, long spacing)
+{
+    return t >= 0 ? t / spacing : -((-t + spacing - 1) / spacing);
+}
+
+/* The routine calls earned by `now`, before the window's count. One is
+ * earned each time the clock crosses a boundary of the grid, so a part of
+ * a spacing that a run does not use is not lost: runs every 10 minutes
+ * with a spacing of 327 s earn 1 or 2 calls, 1.83 on average, not 1. Two
+ * calls are never less than 0.9 spacing apart: a call is stamped when it
+ * is sent, a few seconds into its run, and a stamp just past a boundary
+ * must not let the next run call again at once; the tenth of the spacing
+ * forgives those seconds. A first call earns one slot; a last call stamped
+ * in the future (the clock went back) is waited for. */
+static long long earned(const struct sched_budget *b, long long now)
+{
+    long spacing = scheduler_spacing(b);
+    if (b->last_call == 0)
+        return 1;
+    if (now - b->last_call < spacing - spacing / 10)
+        return 0;
+    long long slots = slot_of(now, spacing) - slot_of(b->last_call, spacing);
+    return slots > 0 ? slots : 0;
+}
+
 size_t scheduler_allowance(const struct sched_budget *b, long long now)
 {
-    if (b->limit <= 0 || b->span <= 0 || now < b->blocked_until)
+    size_t routine = (size_t)routine_limit(b);
+    if (routine == 0 || b->span <= 0 || now < b->blocked_until)
         return 0;
-    if (b->used >= (size_t)b->limit)
+    if (b->used >= routine)
         return 0;
-    size_t left = (size_t)b->limit - b->used;
-    long spacing = b->span / b->limit;
-    if (spacing < 1)
-        spacing = 1;
-    /* A first call earns one slot; a last call stamped in the future (the
-     * clock went back) counts as made now. The slack forgives a call
-     * stamped a few seconds into its run: without it, every such call
-     * would cost the next run's slot, a minute at a time. The window's
-     * count above is what keeps the platform's limit, and it has none. */
-    long slack = spacing / 10;
-    long long since = b->last_call ? now - b->last_call + slack : spacing;
-    if (since < slack)
-        since = slack;
-    long long slots = since / spacing;
-    if (b->last_call == 0 && slots > 1)
-        slots = 1;
+    size_t left = routine - b->used;
+    long long slots = earned(b, now);
     return slots < (long long)left ? (size_t)slots : left;
 }
 
 /* Mirrors scheduler_allowance condition by condition, so that the time it
  * returns is the first at which the allowance becomes positive. */
-long long scheduler_next_call(const struct sched_budget *b, long long oldest, long long now)
+long long scheduler_next_call(const struct sched_budget *b, long long now)
 {
     long long at = now;
-    if (b->limit <= 0 || b->span <= 0)
+    if (routine_limit(b) <= 0 || b->span <= 0)
         return at;
-    long spacing = b->span / b->limit;
-    if (spacing < 1)
-        spacing = 1;
+    long spacing = scheduler_spacing(b);
     if (b->blocked_until > at)
         at = b->blocked_until;
-    /* A last call in the future counts as made now: allowed a spacing
-     * after it, like any other. */
-    long slack = spacing / 10; /* as in scheduler_allowance */
-    if (b->last_call && b->last_call + spacing - slack > at)
-        at = b->last_call + spacing - slack;
-    if (b->used >= (size_t)b->limit) {
+    if (b->last_call) {
+        /* The next boundary of the grid, and the least gap after the
+         * last call; a last call in the future is waited for the same. */
+        long long boundary = (slot_of(b->last_call, spacing) + 1) * spacing;
+        long long gap = b->last_call + spacing - spacing / 10;
+        if (boundary > at)
+            at = boundary;
+        if (gap > at)
+            at = gap;
+    }
+    if (b->used >= (size_t)routine_limit(b)) {
         /* A call counts while it is at most a span old. */
-        long long freed = oldest > 0 ? oldest + b->span + 1 : now + b->span;
+        long long freed = b->oldest > 0 ? b->oldest + b->span + 1 : now + b->span;
         if (freed > at)
             at = freed;
     }
@@ -88,7 +129,7 @@ size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *de
         want = max_out;
     if (want > n)
         want = n;
-    long long spacing = b->limit > 0 && b->span / b->limit > 0 ? b->span / b->limit : 1;
+    long long spacing = scheduler_spacing(b);
     long long total = 0;
     for (size_t i = 0; i < n; i++)
         total += devs[i].priority ? devs[i].priority : 1;
@@ -118,12 +159,12 @@ size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *de
  * wait ends when the oldest of them leaves the window. Otherwise another
  * client shares the login ID and its calls are unknown: wait the reset,
  * but never more than one span, whatever a header says. */
-long long scheduler_block_until(const struct sched_budget *b, long long oldest, long reset,
-                                long long now)
+long long scheduler_block_until(const struct sched_budget *b, long reset, long long now)
 {
     long wait = reset > 0 && reset < b->span ? reset : b->span;
     long long until = now + wait;
-    if (b->limit > 0 && b->used >= (size_t)b->limit && oldest > 0 && oldest + b->span < until)
-        until = oldest + b->span;
+    if (b->limit > 0 && b->used >= (size_t)b->limit && b->oldest > 0 &&
+        b->oldest + b->span < until)
+        until = b->oldest + b->span;
     return until > now ? until : now;
 }

@@ -3,14 +3,15 @@
  * The platform allows 12 alert calls per hour per login ID, shared by all
  * its devices, and keeps only the last 20 entries of each device. Spending
  * the budget in a burst would leave the rest of the hour blind, so calls
- * are spread evenly: one per span/limit seconds (5 minutes for the alert
- * operation), with credit for time that passed without a run, never more
+ * are spread evenly: one per spacing (span / the calls routine polling may
+ * make, which is the limit less a reserve kept for urgent looks), with credit for time that passed without a run, never more
  * than the sliding window allows. Devices are taken least recently polled
  * first, never-polled devices before all others. Pure: `now` is an
  * argument. */
 #ifndef WSRELAY_SCHEDULER_H
 #define WSRELAY_SCHEDULER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct sched_device {
@@ -20,19 +21,31 @@ struct sched_device {
 
 struct sched_budget {
     int limit;               /* calls allowed per span (12) */
+    int reserve;             /* of those, kept for urgent looks (0 to limit - 1) */
     long span;               /* seconds (3600) */
     size_t used;             /* calls recorded in [now - span, now] */
+    long long oldest;        /* the oldest of those; 0: none or unknown */
     long long last_call;     /* 0: none */
     long long blocked_until; /* no call before this time */
 };
 
-/* How many calls the budget allows now: one per spacing (span / limit)
- * since the last call, never more than the window has left. A slot may
- * come a tenth of the spacing early (30 s of the alert operation's 5
- * minutes): a call is stamped when it is sent, a few seconds into its run,
- * and the run a spacing later must still find its slot. A last call
- * stamped after `now` (the clock went back) counts as made now. */
+/* The seconds between two routine calls: span / (limit - reserve), at
+ * least 1. */
+long scheduler_spacing(const struct sched_budget *b);
+
+/* How many routine calls the budget allows now: one for each boundary of
+ * a fixed grid of the clock (every spacing) crossed since the last call,
+ * so that runs at any interval come to the same rate; never more than the
+ * window has left once the reserve is set aside. Two calls are at least
+ * 0.9 spacing apart (a call is stamped a few seconds into its run). A
+ * first call gets one slot; a last call stamped after `now` (the clock
+ * went back) is waited for. */
 size_t scheduler_allowance(const struct sched_budget *b, long long now);
+
+/* Whether an urgent look may be made now: the window may still take a
+ * call, the reserve included, and no block holds. The spacing does not
+ * count: an urgent look is for the moment someone needs it. */
+bool scheduler_urgent(const struct sched_budget *b, long long now);
 
 /* Writes into `out` the indices of the devices to poll now, most urgent
  * first, at most `max_out` and at most the allowance; returns how many.
@@ -45,20 +58,21 @@ size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *de
                       const struct sched_budget *b, long long now);
 
 /* The earliest time at or after `now` at which scheduler_allowance will
- * allow a call, if no call is made before: not before blocked_until, one
- * spacing (span/limit) after the last call, and, while `used` is at the
- * limit, one second after the window's oldest call `oldest` has left it
- * (0: unknown; then a span after `now`). Returns `now` when a call is
- * allowed now (and for a budget without a limit or span). For `wsrelay
- * status`: with N devices waiting, the k-th in scheduler_plan's order is
- * polled about k spacings after that time. */
-long long scheduler_next_call(const struct sched_budget *b, long long oldest, long long now);
+ * allow a call, if no call is made before: not before blocked_until, the
+ * next boundary of the grid and 0.9 spacing after the last call, and,
+ * while `used` leaves nothing beyond the reserve, one second after the
+ * window's oldest call has left it (when that is unknown, a span after
+ * `now`; when the reserve was spent too, a second call must leave, so the
+ * time is then an early guess). Returns `now` when a call is allowed now
+ * (and for a budget without a limit or span). For `wsrelay status`: with
+ * N devices waiting, the k-th in scheduler_plan's order is polled about k
+ * spacings after that time. */
+long long scheduler_next_call(const struct sched_budget *b, long long now);
 
 /* Until when the operation must wait after a reply said no call is left
  * (X-RateLimit-Remaining: 0, or a 429). `b` counts the call just made;
- * `oldest` is the oldest call of the ledger's window (0: none); `reset` is
- * the reply's X-RateLimit-Reset (0: absent). Never later than one span. */
-long long scheduler_block_until(const struct sched_budget *b, long long oldest, long reset,
-                                long long now);
+ * `reset` is the reply's X-RateLimit-Reset (0: absent). Never later than
+ * one span. */
+long long scheduler_block_until(const struct sched_budget *b, long reset, long long now);
 
 #endif

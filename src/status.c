@@ -11,6 +11,7 @@
  * does not wake anyone, short enough that an outage does not stay unseen
  * for an hour. */
 #include "status.h"
+#include "budget.h"
 #include "notify/notify.h"
 #include "scheduler.h"
 #include "util/buf.h"
@@ -231,12 +232,6 @@ static void read_health(struct state_health *out, const struct state *s, const c
     }
 }
 
-static long spacing_of(enum platform_op op)
-{
-    long spacing = platform_op_limit(op).span / platform_op_limit(op).limit;
-    return spacing > 0 ? spacing : 1;
-}
-
 struct urgency {
     long long last_poll;
     size_t index;
@@ -265,7 +260,7 @@ static void estimate_polls(struct login_row *l, long long now)
             order[n++] = (struct urgency){l->devs[i].d.last_poll, i};
     qsort(order, n, sizeof *order, cmp_urgency);
     const struct op_row *op = &l->op[PLATFORM_ALERT];
-    long spacing = spacing_of(PLATFORM_ALERT);
+    long spacing = budget_spacing(PLATFORM_ALERT);
     size_t now_allowed = scheduler_allowance(&op->b, now);
     for (size_t k = 0; k < n; k++) {
         long long at;
@@ -326,7 +321,7 @@ static void gather_devices(struct login_row *l, const struct config *c, const st
         }
         state_devices_free(devs, n);
     }
-    l->look_every = (long)l->n_polled * spacing_of(PLATFORM_ALERT);
+    l->look_every = (long)l->n_polled * budget_spacing(PLATFORM_ALERT);
     estimate_polls(l, now);
 }
 
@@ -340,16 +335,8 @@ static void gather_login(struct login_row *l, const struct config *c, const stru
         }
     for (int op = 0; op < PLATFORM_N_OPS; op++) {
         struct op_row *r = &l->op[op];
-        long long since = now - platform_op_limit(op).span;
-        r->b = (struct sched_budget){
-            .limit = platform_op_limit(op).limit,
-            .span = platform_op_limit(op).span,
-            .used = state_calls_since(s, l->login, op, since),
-            .last_call = state_last_call(s, l->login, op),
-            .blocked_until = state_blocked_until(s, l->login, op),
-        };
-        r->next_call =
-            scheduler_next_call(&r->b, state_oldest_call_since(s, l->login, op, since), now);
+        r->b = budget_read(s, l->login, op, now);
+        r->next_call = scheduler_next_call(&r->b, now);
         if (r->b.last_call > l->last_call)
             l->last_call = r->b.last_call;
     }
@@ -626,8 +613,9 @@ static void write_login(struct buf *b, const struct login_row *l, long long now)
     for (size_t i = 0; i < l->n_accounts; i++)
         buf_printf(b, "%s%s", i ? ", " : "", l->accounts[i]);
     buf_puts(b, ")\n");
-    buf_printf(b, "  alert calls: %zu of %d in the last hour; next allowed %s\n", alert->b.used,
-               alert->b.limit, when(alert->next_call, now, true).s);
+    buf_printf(b, "  alert calls: %zu of %d in the last hour (%d kept for an urgent look); next "
+                  "allowed %s\n",
+               alert->b.used, alert->b.limit, alert->b.reserve, when(alert->next_call, now, true).s);
     buf_printf(b, "  current-readings calls: %zu of %d in the last 2 min\n", cur->b.used,
                cur->b.limit);
     for (int op = 0; op < PLATFORM_N_OPS; op++)
@@ -794,6 +782,7 @@ static struct json_object *login_json(const struct login_row *l, long long now)
         struct json_object *b = jsonv_need(json_object_new_object());
         jsonv_put_int(b, "used", (long long)r->b.used);
         jsonv_put_int(b, "limit", r->b.limit);
+        jsonv_put_int(b, "reserve", r->b.reserve);
         jsonv_put_int(b, "span", r->b.span);
         jsonv_put_int(b, "next_call", r->next_call);
         put_time(b, "blocked_until", r->b.blocked_until > now ? r->b.blocked_until : 0);

@@ -68,7 +68,8 @@ Test(cli, help_lists_every_command)
 {
     struct result r = wsrelay("--help", NULL, NULL, NULL);
     cr_assert_eq(r.status, 0);
-    cr_assert(strstr(r.out, "\n  run [--now UNIXTIME] [--dry-run] [--loop [--interval DURATION]]\n"),
+    cr_assert(strstr(r.out, "\n  run [--now UNIXTIME] [--dry-run] [--look SERIAL]... "
+                     "[--loop [--interval DURATION]]\n"),
               "%s", r.out);
     cr_assert(strstr(r.out, "\n  check\n"));
     cr_assert(strstr(r.out, "\n  keys [--rules]\n"));

@@ -135,7 +135,7 @@ Test(loop, picks_up_a_config_edit_and_survives_a_broken_one, .fini = teardown, .
     free(keys);
 }
 
-Test(loop, refuses_now_and_a_lonely_interval)
+Test(loop, refuses_now_a_lonely_interval_and_a_look)
 {
     char *argv1[] = {(char *)WSRELAY_BIN, (char *)"-c", (char *)"/nonexistent", (char *)"run",
                      (char *)"--loop", (char *)"--now", (char *)"100", NULL};
@@ -152,5 +152,10 @@ Test(loop, refuses_now_and_a_lonely_interval)
                      (char *)"--loop", (char *)"--interval", (char *)"0s", NULL};
     cr_assert_eq(run_cmd(NULL, &err, 10, argv3, NULL), 2);
     cr_assert(strstr(err, "--interval expects a duration"), "%s", err);
+    free(err);
+    char *argv4[] = {(char *)WSRELAY_BIN, (char *)"-c", (char *)"/nonexistent", (char *)"run",
+                     (char *)"--loop", (char *)"--look", (char *)"5214000A", NULL};
+    cr_assert_eq(run_cmd(NULL, &err, 10, argv4, NULL), 2);
+    cr_assert(strstr(err, "--look is for one run"), "%s", err);
     free(err);
 }

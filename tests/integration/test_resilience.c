@@ -118,7 +118,8 @@ Test(resilience, a_refused_device_is_asked_once_a_day_and_frees_the_budget, .fin
     for (int i = 1; i <= 12; i++)
         cr_assert_eq(relay_run_at(&R, T0 + i * 300, NULL), 0, "run %d", i);
     cr_assert_eq(alert_calls_to("5214A000"), 1, "not asked again within the day");
-    cr_assert_geq(alert_calls_to("5214A001"), 11, "the budget goes to the working device");
+    /* 13 runs in an hour: 11 calls, the twelfth kept for an urgent look. */
+    cr_assert_geq(alert_calls_to("5214A001"), 10, "the budget goes to the working device");
     cr_assert_eq(relay_run_at(&R, T0 + 86400 + 300, NULL), 1, "asked again the next day");
     cr_assert_eq(alert_calls_to("5214A000"), 2);
 }
@@ -139,10 +140,12 @@ Test(resilience, a_clock_that_was_ahead_does_not_stop_polling, .fini = teardown,
 Test(resilience, alarms_after_installation_are_sent_however_late_the_first_poll,
      .fini = teardown, .timeout = 180)
 {
-    /* 16 devices, one call per 5 minutes: the last device is first polled
-     * 75 minutes after installation, when its alarm is over an hour old. */
+    /* 16 devices, runs every 5 minutes, 11 routine calls an hour: calls at
+     * 0, 5, ..., 50 min, then from 65 min on. The last device is first
+     * polled 85 minutes after installation, when its alarm is over an hour
+     * old, and the first one (polled before its alarm) again at 90. */
     start(16, T0 + 120, false);
-    for (int i = 0; i <= 17; i++)
+    for (int i = 0; i <= 18; i++)
         cr_assert_eq(relay_run_at(&R, T0 + i * 300, NULL), 0);
     size_t n;
     char *keys = relay_hook_keys(&R, &n);
@@ -335,13 +338,15 @@ Test(resilience, a_device_of_priority_three_is_polled_three_times_as_often, .fin
                  "      - {serial: 5214A001, priority: 3}\n"
                  "      - serial: 5214A002\n",
                  NULL);
+    /* A slot each run, as long as the hour holds fewer than 11 calls (the
+     * twelfth is kept for an urgent look): 46 calls in 50 runs. */
     for (int i = 0; i < 50; i++)
-        cr_assert_eq(relay_run_at(&R, T0 + i * 310LL, NULL), 0); /* a slot each run */
+        cr_assert_eq(relay_run_at(&R, T0 + i * 310LL, NULL), 0);
     int a = alert_calls_to("5214A000"), b = alert_calls_to("5214A001"),
         c = alert_calls_to("5214A002");
-    cr_assert_eq(a + b + c, 50, "one call every five minutes: %d %d %d", a, b, c);
-    cr_assert(b >= 28 && b <= 32, "%d %d %d", a, b, c);
-    cr_assert(a >= 9 && a <= 11 && c >= 9 && c <= 11, "%d %d %d", a, b, c);
+    cr_assert(a + b + c >= 45 && a + b + c <= 47, "11 calls an hour: %d %d %d", a, b, c);
+    cr_assert(b >= 25 && b <= 30, "%d %d %d", a, b, c);
+    cr_assert(a >= 8 && a <= 10 && c >= 8 && c <= 10, "%d %d %d", a, b, c);
     cr_assert_leq(max_alert_calls_per_hour(), 12);
 }
 

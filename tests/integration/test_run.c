@@ -169,12 +169,12 @@ Test(run, a_day_of_minutely_runs_keeps_within_the_budget, .timeout = 900)
     cr_assert_eq(json_object_get_int(v), 0);
     cr_assert(json_object_object_get_ex(stats, "max_alert_calls_per_hour", &v));
     cr_assert(json_object_object_get_ex(v, "tbzz9999", &login));
-    cr_assert_leq(json_object_get_int(login), 12);
-    cr_assert_geq(json_object_get_int(login), 12, "the budget is used, not wasted");
+    cr_assert_leq(json_object_get_int(login), 11, "the twelfth call is kept for an urgent look");
+    cr_assert_geq(json_object_get_int(login), 11, "the rest of the budget is used, not wasted");
     cr_assert(json_object_object_get_ex(stats, "totals", &v));
     cr_assert(json_object_object_get_ex(v, "tbzz9999", &login));
     cr_assert(json_object_object_get_ex(login, "alert", &v));
-    cr_assert_geq(json_object_get_int(v), 280, "about 288 alert calls a day");
+    cr_assert_geq(json_object_get_int(v), 260, "about 264 alert calls a day");
     cr_assert(json_object_object_get_ex(login, "current", &v));
     cr_assert_leq(json_object_get_int(v), 24 * 6 + 1, "discovery at most every 10 minutes");
     json_object_put(stats);
@@ -182,6 +182,71 @@ Test(run, a_day_of_minutely_runs_keeps_within_the_budget, .timeout = 900)
     char *keys = relay_hook_keys(&R, &n);
     cr_assert_eq(n, 4, "%s", keys);
     free(keys);
+}
+
+/* The alert calls of one hour, as the simulator counted them. */
+static int max_alert_calls_per_hour(void)
+{
+    struct json_object *stats = sim_stats(&R.sim), *v, *login;
+    cr_assert(json_object_object_get_ex(stats, "max_alert_calls_per_hour", &v));
+    cr_assert(json_object_object_get_ex(v, "tbzz9999", &login));
+    int n = json_object_get_int(login);
+    cr_assert(json_object_object_get_ex(stats, "rejected_429", &v));
+    cr_assert_eq(json_object_get_int(v), 0, "no call was refused");
+    json_object_put(stats);
+    return n;
+}
+
+Test(run, an_urgent_look_takes_the_call_kept_in_reserve)
+{
+    /* Runs every minute spend the 11 routine calls of the first hour. */
+    long long now = T0;
+    while (max_alert_calls_per_hour() < 11 && now < T0 + 3600) {
+        cr_assert_eq(run_at(now, NULL), 0);
+        now += 60;
+    }
+    cr_assert_eq(max_alert_calls_per_hour(), 11);
+    for (int i = 0; i < 3; i++, now += 60)
+        cr_assert_eq(run_at(now, NULL), 0);
+    cr_assert_eq(max_alert_calls_per_hour(), 11, "routine polling leaves the reserve alone");
+    cr_assert_lt(now, T0 + 3600, "still within the hour of the first call");
+    /* A new alarm on the warehouse, and someone wants to know now. */
+    char alert[128];
+    snprintf(alert, sizeof alert, "{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit 9.0\"}",
+             now - 10);
+    sim_add_alert(&R.sim, "52F00002", alert);
+    size_t before = 0;
+    free(relay_hook_keys(&R, &before));
+    char *err = NULL;
+    cr_assert_eq(relay_run_with(&R, now, "52F00002", &err), 0, "%s", err);
+    cr_assert(strstr(err, "device 52F00002: an urgent look"), "%s", err);
+    free(err);
+    size_t n = 0;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(n, before + 1, "%s", keys);
+    char key[64];
+    snprintf(key, sizeof key, "52F00002/%lld/ch1\n", now - 10);
+    cr_assert(strstr(keys, key), "%s", keys);
+    free(keys);
+    cr_assert_eq(max_alert_calls_per_hour(), 12, "the reserve was spent, and no more");
+    /* The hour holds 12 calls now: a second look has to wait, and says so. */
+    cr_assert_eq(relay_run_with(&R, now + 10, "52F00002", &err), 1);
+    cr_assert(strstr(err, "no urgent look possible now: this hour's alert calls are spent"),
+              "%s", err);
+    free(err);
+    cr_assert_eq(max_alert_calls_per_hour(), 12);
+}
+
+Test(run, an_urgent_look_at_an_unknown_serial_fails_the_run)
+{
+    char *err = NULL;
+    cr_assert_eq(relay_run_with(&R, T0, "52999999", &err), 1);
+    cr_assert(strstr(err, "--look 52999999: no device with that serial is polled"), "%s", err);
+    free(err);
+    /* The routine went on all the same. */
+    size_t n = 0;
+    free(relay_hook_keys(&R, &n));
+    cr_assert_gt(n, 0);
 }
 
 Test(run, the_state_file_is_private_and_holds_no_secret)

@@ -196,19 +196,22 @@ Test(status_cli, after_a_few_runs_every_device_and_the_budget_are_shown)
     cr_expect_eq(o.status, 0, "%s%s", o.text, o.err);
     expect_first_line(o.text, "OK\n");
     expect_line(o.text, "login tbzz9999 (account lab)");
-    expect_line(o.text, "  alert calls: 3 of 12 in the last hour; next allowed 11:23 (in 4 min)");
+    /* The last call at T0 + 720, the next a spacing (3600 / 11 s) less
+     * the slack (32 s) after it: 265 s from now. */
+    expect_line(o.text, "  alert calls: 3 of 12 in the last hour (1 kept for an urgent look); "
+                        "next allowed 11:23 (in 5 min)");
     expect_line(o.text, "  current-readings calls: 1 of 10 in the last 2 min");
     expect_line(o.text, "  last success: 11:18 (just now)");
     expect_line(o.text, "  last error: none");
-    expect_line(o.text, "  3 devices, each looked at about every 15 min (next polls are estimates)");
+    expect_line(o.text, "  3 devices, each looked at about every 17 min (next polls are estimates)");
     expect_line(o.text, "    5214000A  Freezer A (TR-72A2, group Lab)");
-    expect_line(o.text, "      last poll 11:06 (12 min ago), ok; next about 11:23 (in 4 min); "
+    expect_line(o.text, "      last poll 11:06 (12 min ago), ok; next about 11:23 (in 5 min); "
                         "3 keys seen");
     expect_line(o.text, "    52F00001  冷蔵室 1 (RTR501B)");
-    expect_line(o.text, "      last poll 11:12 (6 min ago), ok; next about 11:28 (in 9 min); "
+    expect_line(o.text, "      last poll 11:12 (6 min ago), ok; next about 11:29 (in 10 min); "
                         "2 keys seen");
     expect_line(o.text, "    52F00002  Warehouse (RTR502B)");
-    expect_line(o.text, "      last poll 11:18 (just now), ok; next about 11:33 (in 14 min); "
+    expect_line(o.text, "      last poll 11:18 (just now), ok; next about 11:34 (in 16 min); "
                         "1 key seen");
     expect_line(o.text, "  hook (webhook)");
     expect_line(o.text, "  log (file)");
@@ -226,21 +229,23 @@ Test(status_cli, after_a_few_runs_every_device_and_the_budget_are_shown)
                  "the ledger counts what the platform counted");
     cr_expect_eq(int_at(j, "logins.0.alert.used"), 3);
     cr_expect_eq(int_at(j, "logins.0.alert.limit"), 12);
-    expect_near(j, "logins.0.alert.next_call", T0 + 990); /* 30 s slack */
+    /* 11 routine calls an hour: a spacing of 327 s, less 32 s of slack. */
+    expect_near(j, "logins.0.alert.next_call", T0 + 720 + 327 - 32);
+    cr_expect_eq(int_at(j, "logins.0.alert.reserve"), 1);
     cr_expect_eq(int_at(j, "logins.0.current.limit"), 10);
     cr_expect_eq(int_at(j, "logins.0.current.used"), 1, "the discovery 30 s ago");
     cr_expect_eq(sim_total("current"), 2, "a discovery every 10 minutes");
     expect_near(j, "logins.0.last_ok", T0 + 720);
     cr_expect_eq(int_at(j, "logins.0.failures"), 0);
     cr_expect(null_at(j, "logins.0.last_error"));
-    cr_expect_eq(int_at(j, "logins.0.look_interval"), 900);
+    cr_expect_eq(int_at(j, "logins.0.look_interval"), 3 * 327);
     cr_assert_eq(json_object_array_length(at(j, "logins.0.devices")), 3);
     static const struct {
         const char *serial;
         long long last_poll, next_poll, seen;
-    } want[] = {{"5214000A", T0, T0 + 990, 3},
-                {"52F00001", T0 + 360, T0 + 1290, 2},
-                {"52F00002", T0 + 720, T0 + 1590, 1}};
+    } want[] = {{"5214000A", T0, T0 + 1015, 3},
+                {"52F00001", T0 + 360, T0 + 1015 + 327, 2},
+                {"52F00002", T0 + 720, T0 + 1015 + 2 * 327, 1}};
     for (size_t i = 0; i < 3; i++) {
         char path[64];
         snprintf(path, sizeof path, "logins.0.devices.%zu", i);

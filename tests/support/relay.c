@@ -107,11 +107,18 @@ void relay_stop(struct relay *r)
 
 int relay_run_at(struct relay *r, long long now, char **err)
 {
+    return relay_run_with(r, now, NULL, err);
+}
+
+int relay_run_with(struct relay *r, long long now, const char *look, char **err)
+{
     char when[32];
     snprintf(when, sizeof when, "%lld", now);
     sim_set_clock(&r->sim, now);
     char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", r->config_path, (char *)"run",
-                    (char *)"--now", when, NULL};
+                    (char *)"--now", when, (char *)"--look", (char *)look, NULL};
+    if (!look)
+        argv[6] = NULL;
     char *out = NULL, *errs = NULL;
     int status = run_cmd(&out, &errs, 60, argv, NULL);
     free(out);

@@ -51,6 +51,9 @@ void relay_config_extra(struct relay *r, const char *accounts_yaml, const char *
  * returns its exit status and, when asked, its stderr (caller frees). */
 int relay_run_at(struct relay *r, long long now, char **err);
 
+/* relay_run_at with `--look SERIAL` (NULL: none). */
+int relay_run_with(struct relay *r, long long now, const char *look, char **err);
+
 /* Every event of every webhook request so far as "SERIAL/UNIXTIME/KIND\n"
  * lines in arrival order, checking each document's shape on the way;
  * caller frees. */

@@ -15,15 +15,50 @@ Test(scheduler, first_call_gets_one_slot)
     cr_assert_eq(scheduler_allowance(&b, 1000000), 1);
 }
 
-Test(scheduler, calls_are_spaced_five_minutes_apart)
+/* A boundary of the 300 s grid of the 12-an-hour budget. */
+#define GRID 1000200LL
+
+Test(scheduler, calls_are_earned_on_a_grid_of_the_clock)
 {
-    struct sched_budget b = alert_budget(1, 1000000);
-    cr_assert_eq(scheduler_allowance(&b, 1000000 + 60), 0);
-    /* A slot may come 30 s early: the call was stamped into its run. */
-    cr_assert_eq(scheduler_allowance(&b, 1000000 + 269), 0);
-    cr_assert_eq(scheduler_allowance(&b, 1000000 + 270), 1);
-    cr_assert_eq(scheduler_allowance(&b, 1000000 + 569), 1);
-    cr_assert_eq(scheduler_allowance(&b, 1000000 + 570), 2);
+    /* The last call stamped 10 s after a boundary: the next slot comes
+     * with the next boundary, two with the one after. */
+    struct sched_budget b = alert_budget(1, GRID + 10);
+    cr_assert_eq(scheduler_allowance(&b, GRID + 60), 0);
+    cr_assert_eq(scheduler_allowance(&b, GRID + 299), 0);
+    cr_assert_eq(scheduler_allowance(&b, GRID + 300), 1);
+    cr_assert_eq(scheduler_allowance(&b, GRID + 599), 1);
+    cr_assert_eq(scheduler_allowance(&b, GRID + 600), 2);
+}
+
+Test(scheduler, two_calls_are_never_much_closer_than_a_spacing)
+{
+    /* A call stamped just before a boundary (its run started earlier):
+     * the boundary alone does not let the next run call at once. */
+    struct sched_budget b = alert_budget(1, GRID - 5);
+    cr_assert_eq(scheduler_allowance(&b, GRID + 55), 0);
+    cr_assert_eq(scheduler_allowance(&b, GRID + 264), 0);
+    cr_assert_eq(scheduler_allowance(&b, GRID + 265), 1, "0.9 spacing after it");
+}
+
+/* Runs every 10 minutes with a spacing that does not divide 10 minutes:
+ * the grid keeps the part of a spacing that one run cannot use, so the
+ * rate is the budget's, not one call a run. */
+Test(scheduler, runs_at_any_interval_come_to_the_same_rate)
+{
+    static const long steps[] = {60, 420, 600, 900};
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+        long long last = 0, start = 1795000000, made = 0;
+        for (long long now = start; now < start + 86400; now += steps[k]) {
+            struct sched_budget b = alert_budget(0, last);
+            b.reserve = 1;
+            size_t allow = scheduler_allowance(&b, now);
+            made += (long long)allow;
+            if (allow)
+                last = now;
+        }
+        /* 86400 / 327 = 264 slots; the window is not modelled here. */
+        cr_assert(made >= 262 && made <= 265, "runs every %ld s made %lld calls", steps[k], made);
+    }
 }
 
 Test(scheduler, late_run_gets_credit_but_not_past_the_window)
@@ -61,16 +96,18 @@ Test(scheduler, exhaustion_explained_by_the_ledger_ends_with_its_oldest_call)
     /* Twelve calls of ours, the oldest at 1000: free again at 4600, not
      * at now + the 3600 s that X-RateLimit-Reset announces. */
     struct sched_budget b = alert_budget(12, 4300);
-    cr_assert_eq(scheduler_block_until(&b, 1000, 3600, 4300), 4600);
+    b.oldest = 1000;
+    cr_assert_eq(scheduler_block_until(&b, 3600, 4300), 4600);
 }
 
 Test(scheduler, exhaustion_by_another_client_waits_the_reset_at_most_a_span)
 {
     struct sched_budget b = alert_budget(3, 4300);
-    cr_assert_eq(scheduler_block_until(&b, 1000, 600, 4300), 4900);
-    cr_assert_eq(scheduler_block_until(&b, 1000, 0, 4300), 4300 + 3600, "no header: a span");
-    cr_assert_eq(scheduler_block_until(&b, 1000, 99999999, 4300), 4300 + 3600, "capped");
-    cr_assert_eq(scheduler_block_until(&b, 1000, -5, 4300), 4300 + 3600);
+    b.oldest = 1000;
+    cr_assert_eq(scheduler_block_until(&b, 600, 4300), 4900);
+    cr_assert_eq(scheduler_block_until(&b, 0, 4300), 4300 + 3600, "no header: a span");
+    cr_assert_eq(scheduler_block_until(&b, 99999999, 4300), 4300 + 3600, "capped");
+    cr_assert_eq(scheduler_block_until(&b, -5, 4300), 4300 + 3600);
 }
 
 Test(scheduler, never_polled_first_then_oldest)
@@ -129,50 +166,127 @@ Test(scheduler, a_day_of_minutely_runs_never_exceeds_twelve_per_hour)
     cr_assert_geq(n_calls, 280, "a day should use nearly all of its 288 calls, used %zu", n_calls);
 }
 
+/* --- the reserve for urgent looks ---------------------------------------- */
+
+static struct sched_budget reserved_budget(size_t used, long long last_call)
+{
+    struct sched_budget b = alert_budget(used, last_call);
+    b.reserve = 1;
+    return b;
+}
+
+Test(scheduler, a_reserve_widens_the_spacing)
+{
+    struct sched_budget b = reserved_budget(1, 1000000);
+    cr_assert_eq(scheduler_spacing(&b), 327, "3600 s over 11 routine calls");
+    cr_assert_eq(scheduler_allowance(&b, 1000000 + 294), 0);
+    cr_assert_eq(scheduler_allowance(&b, 1000000 + 295), 1, "a tenth of the spacing early");
+    cr_assert_eq(scheduler_next_call(&b, 1000000), 1000000 + 295);
+    b.reserve = 0;
+    cr_assert_eq(scheduler_spacing(&b), 300);
+}
+
+Test(scheduler, routine_polling_leaves_the_reserve)
+{
+    struct sched_budget b = reserved_budget(10, 1000000);
+    cr_assert_eq(scheduler_allowance(&b, 1000000 + 3000), 1, "the eleventh call");
+    b.used = 11;
+    cr_assert_eq(scheduler_allowance(&b, 1000000 + 3000), 0, "the twelfth is kept");
+    cr_assert(scheduler_urgent(&b, 1000000 + 3000), "for an urgent look");
+    /* With the routine slots spent, the next routine call waits for the
+     * window's oldest call to leave it. */
+    b.oldest = 1000000 - 500;
+    cr_assert_eq(scheduler_next_call(&b, 1000000 + 3000), 1000000 - 500 + 3601);
+}
+
+Test(scheduler, an_urgent_look_needs_only_room_in_the_window)
+{
+    struct sched_budget b = reserved_budget(3, 1000000);
+    cr_assert(scheduler_urgent(&b, 1000000 + 1), "the spacing does not count");
+    b.used = 12;
+    cr_assert_not(scheduler_urgent(&b, 1000000 + 1), "the reserve is spent too");
+    b.used = 0;
+    b.blocked_until = 1000000 + 60;
+    cr_assert_not(scheduler_urgent(&b, 1000000 + 59), "a block holds looks too");
+    cr_assert(scheduler_urgent(&b, 1000000 + 60));
+}
+
+/* A day of runs every minute with a reserve: no hour holds more than the
+ * 11 routine calls, so an urgent look is possible at every moment. */
+Test(scheduler, a_day_of_minutely_runs_keeps_the_reserve_free)
+{
+    long long calls[400];
+    size_t n_calls = 0;
+    long long start = 1795000000;
+    for (long long now = start; now < start + 86400; now += 60) {
+        struct sched_budget b = reserved_budget(0, 0);
+        for (size_t i = 0; i < n_calls; i++) {
+            if (calls[i] > now - 3600)
+                b.used++;
+            if (calls[i] > b.last_call)
+                b.last_call = calls[i];
+        }
+        cr_assert(scheduler_urgent(&b, now), "no room for a look at %lld", now - start);
+        size_t allow = scheduler_allowance(&b, now);
+        for (size_t k = 0; k < allow; k++) {
+            cr_assert_lt(n_calls, 400);
+            calls[n_calls++] = now;
+        }
+    }
+    cr_assert_geq(n_calls, 260, "a day should use nearly all of its 264 routine calls, used %zu",
+                  n_calls);
+}
+
 /* --- the next call allowed ------------------------------------------------ */
 
 Test(scheduler, next_call_is_now_when_a_call_is_allowed)
 {
     struct sched_budget b = alert_budget(0, 0);
-    cr_assert_eq(scheduler_next_call(&b, 0, 1000000), 1000000);
+    cr_assert_eq(scheduler_next_call(&b, 1000000), 1000000);
     b = alert_budget(3, 1000000 - 300);
-    cr_assert_eq(scheduler_next_call(&b, 1000000 - 900, 1000000), 1000000);
+    b.oldest = 1000000 - 900;
+    cr_assert_eq(scheduler_next_call(&b, 1000000), 1000000);
 }
 
 Test(scheduler, next_call_waits_one_spacing_after_the_last)
 {
     struct sched_budget b = alert_budget(1, 1000000);
-    cr_assert_eq(scheduler_next_call(&b, 1000000, 1000000 + 60), 1000000 + 270);
-    /* A last call stamped in the future: a spacing (less the slack) after it. */
-    cr_assert_eq(scheduler_next_call(&b, 1000000, 999000), 1000000 + 270);
+    /* The grid's next boundary is at 1000200; 0.9 spacing after the call
+     * is later. */
+    cr_assert_eq(scheduler_next_call(&b, 1000000 + 60), 1000000 + 270);
+    /* A last call stamped in the future is waited for the same way. */
+    cr_assert_eq(scheduler_next_call(&b, 999000), 1000000 + 270);
+    /* A call stamped early in its slot waits for the next boundary. */
+    b.last_call = GRID + 10;
+    cr_assert_eq(scheduler_next_call(&b, GRID + 60), GRID + 300);
 }
 
 Test(scheduler, next_call_waits_for_a_block)
 {
     struct sched_budget b = alert_budget(1, 1000000);
     b.blocked_until = 1000000 + 1800;
-    cr_assert_eq(scheduler_next_call(&b, 1000000, 1000000 + 60), 1000000 + 1800);
+    cr_assert_eq(scheduler_next_call(&b, 1000000 + 60), 1000000 + 1800);
 }
 
 Test(scheduler, next_call_of_a_full_window_waits_for_its_oldest_call_to_leave)
 {
     struct sched_budget b = alert_budget(12, 1003300);
-    cr_assert_eq(scheduler_next_call(&b, 1000000, 1003400), 1000000 + 3600 + 1);
-    cr_assert_eq(scheduler_next_call(&b, 0, 1003400), 1003400 + 3600, "oldest unknown: a span");
+    b.oldest = 1000000;
+    cr_assert_eq(scheduler_next_call(&b, 1003400), 1000000 + 3600 + 1);
+    b.oldest = 0;
+    cr_assert_eq(scheduler_next_call(&b, 1003400), 1003400 + 3600, "oldest unknown: a span");
 }
 
 /* The number of calls in `calls` that a budget at `now` counts, and the
  * budget itself, as run.c builds it from the ledger. */
-static struct sched_budget budget_from(const long long *calls, size_t n, long long now,
-                                       long long *oldest)
+static struct sched_budget budget_from(const long long *calls, size_t n, long long now)
 {
     struct sched_budget b = {.limit = 12, .span = 3600};
-    *oldest = 0;
     for (size_t i = 0; i < n; i++) {
         if (calls[i] >= now - 3600) {
             b.used++;
-            if (!*oldest || calls[i] < *oldest)
-                *oldest = calls[i];
+            if (!b.oldest || calls[i] < b.oldest)
+                b.oldest = calls[i];
         }
         if (calls[i] > b.last_call)
             b.last_call = calls[i];
@@ -193,22 +307,19 @@ Test(scheduler, next_call_is_the_first_second_the_allowance_is_positive)
     int full = 0;
     for (long long now = start; now < start + 2 * 86400; now += 60 * (step % 17 + 1)) {
         step = step * 1103515245u + 12345u;
-        long long oldest;
-        struct sched_budget b = budget_from(calls, n_calls, now, &oldest);
+        struct sched_budget b = budget_from(calls, n_calls, now);
         if (step % 5 == 0)
             b.blocked_until = now + (long long)(step % 2000);
-        long long next = scheduler_next_call(&b, oldest, now);
+        long long next = scheduler_next_call(&b, now);
         cr_assert_geq(next, now);
         full += b.used >= 12;
         for (long long t = now; t < next; t += 7) {
-            long long o;
-            struct sched_budget bt = budget_from(calls, n_calls, t, &o);
+            struct sched_budget bt = budget_from(calls, n_calls, t);
             bt.blocked_until = b.blocked_until;
             cr_assert_eq(scheduler_allowance(&bt, t), 0, "allowed at %lld, before %lld",
                          t - start, next - start);
         }
-        long long o;
-        struct sched_budget bn = budget_from(calls, n_calls, next, &o);
+        struct sched_budget bn = budget_from(calls, n_calls, next);
         bn.blocked_until = b.blocked_until;
         cr_assert_gt(scheduler_allowance(&bn, next), 0, "not allowed at %lld", next - start);
         size_t allow = scheduler_allowance(&b, now);

@@ -17,7 +17,20 @@
 /* 2026-11-18 12:00:00 UTC */
 #define NOW 1795003200LL
 #define MIN 60LL
-#define SLACK 30 /* a slot may come a tenth of the 5-minute spacing early */
+/* Routine polls spread 11 of the 12 hourly alert calls (one is kept for
+ * an urgent look): one every 3600 / 11 s, and a slot may come a tenth of
+ * that early. */
+#define SPACING 327LL
+#define SLACK 32LL
+
+/* When the budget allows the next routine call after one at `last`: the
+ * next boundary of the grid of SPACING seconds, and 0.9 spacing after it
+ * (see scheduler.h). */
+static long long next_slot(long long last)
+{
+    long long boundary = (last / SPACING + 1) * SPACING;
+    return boundary > last + SPACING - SLACK ? boundary : last + SPACING - SLACK;
+}
 
 #define API_KEY "SECRET-API-KEY-0123456789abcdef"
 #define PASSWORD "s3cret-pass-word"
@@ -316,28 +329,30 @@ Test(status, a_healthy_site_is_ok)
     cr_expect_eq(r.verdict, STATUS_OK, "%s", r.text);
     cr_expect_eq(strncmp(r.text, "OK\n\nwsrelay status", 18), 0, "%s", r.text);
     expect_line(r.text, "login tbzz9999 (accounts lab, annex)");
-    /* 4 alert calls within the hour; the last 2 min ago: the next in 3. */
-    expect_line(r.text, "  alert calls: 4 of 12 in the last hour; next allowed 12:02 (in 3 min)");
+    /* 4 alert calls within the hour; the last 2 min ago: the next at the
+     * grid's next boundary, 12:03:09. */
+    expect_line(r.text, "  alert calls: 4 of 12 in the last hour (1 kept for an urgent look); "
+                        "next allowed 12:03 (in 4 min)");
     expect_line(r.text, "  current-readings calls: 0 of 10 in the last 2 min");
     expect_line(r.text, "  last success: 11:58 (2 min ago)");
     expect_line(r.text, "  last error: none");
     /* The excluded device is listed but not counted in the look interval. */
-    expect_line(r.text, "  4 devices, each looked at about every 15 min (next polls are estimates)");
+    expect_line(r.text, "  4 devices, each looked at about every 17 min (next polls are estimates)");
     expect_line(r.text, "    5214000A  Freezer A (TR-72A2, account lab)");
     /* Least recently polled first: 52F00001 (12 min ago) next, then
      * 5214000A (7 min), then 5214000B (2 min). */
-    expect_line(r.text, "      last poll 11:53 (7 min ago), ok; next about 12:07 (in 8 min); "
+    expect_line(r.text, "      last poll 11:53 (7 min ago), ok; next about 12:08 (in 9 min); "
                         "2 keys seen");
     expect_line(r.text, "    52F00001  Cold room (RTR501B, account annex)");
-    expect_line(r.text, "      last poll 11:48 (12 min ago), ok; next about 12:02 (in 3 min); "
+    expect_line(r.text, "      last poll 11:48 (12 min ago), ok; next about 12:03 (in 4 min); "
                         "0 keys seen");
     expect_line(r.text, "    5214000B  冷蔵庫 2F (TR-75wb, account lab)");
-    expect_line(r.text, "      last poll 11:58 (2 min ago), ok; next about 12:12 (in 13 min); "
+    expect_line(r.text, "      last poll 11:58 (2 min ago), ok; next about 12:14 (in 15 min); "
                         "0 keys seen");
     expect_line(r.text, "    3F360001  Office (TR-72A, account lab)");
     expect_line(r.text, "      excluded by the account's include/exclude: not polled");
     expect_line(r.text, "login muse0001 (account museum)");
-    expect_line(r.text, "  1 device, each looked at about every 5 min (next polls are estimates)");
+    expect_line(r.text, "  1 device, each looked at about every 6 min (next polls are estimates)");
     expect_line(r.text, "    5A000001  Gallery (TR-72nw)");
     expect_line(r.text, "  hook (webhook)");
     expect_line(r.text, "    outbox: empty");
@@ -371,8 +386,10 @@ Test(status, json_of_a_healthy_site_field_by_field)
     expect_string(o, "logins.0.accounts.1", "annex");
     expect_int(o, "logins.0.alert.used", 4);
     expect_int(o, "logins.0.alert.limit", 12);
+    expect_int(o, "logins.0.alert.reserve", 1);
+    expect_int(o, "logins.0.current.reserve", 0);
     expect_int(o, "logins.0.alert.span", 3600);
-    expect_int(o, "logins.0.alert.next_call", NOW + 3 * MIN - SLACK);
+    expect_int(o, "logins.0.alert.next_call", next_slot(NOW - 2 * MIN));
     expect_null(o, "logins.0.alert.blocked_until");
     expect_int(o, "logins.0.current.used", 0);
     expect_int(o, "logins.0.current.limit", 10);
@@ -382,7 +399,7 @@ Test(status, json_of_a_healthy_site_field_by_field)
     expect_int(o, "logins.0.last_ok", NOW - 2 * MIN);
     expect_int(o, "logins.0.failures", 0);
     expect_null(o, "logins.0.last_error");
-    expect_int(o, "logins.0.look_interval", 3 * 5 * MIN);
+    expect_int(o, "logins.0.look_interval", 3 * SPACING);
     cr_assert_eq(json_object_array_length(at(o, "logins.0.devices")), 4);
     expect_string(o, "logins.0.devices.0.account", "lab");
     expect_string(o, "logins.0.devices.0.serial", "5214000A");
@@ -392,22 +409,22 @@ Test(status, json_of_a_healthy_site_field_by_field)
     expect_string(o, "logins.0.devices.0.state", "polled");
     expect_int(o, "logins.0.devices.0.last_poll", NOW - 7 * MIN);
     expect_int(o, "logins.0.devices.0.last_ok", NOW - 7 * MIN);
-    expect_int(o, "logins.0.devices.0.next_poll", NOW + 3 * MIN - SLACK + 5 * MIN);
+    expect_int(o, "logins.0.devices.0.next_poll", next_slot(NOW - 2 * MIN) + SPACING);
     expect_null(o, "logins.0.devices.0.refused_until");
     expect_int(o, "logins.0.devices.0.seen_keys", 2);
     expect_string(o, "logins.0.devices.1.name", "冷蔵庫 2F");
-    expect_int(o, "logins.0.devices.1.next_poll", NOW + 3 * MIN - SLACK + 10 * MIN);
+    expect_int(o, "logins.0.devices.1.next_poll", next_slot(NOW - 2 * MIN) + 2 * SPACING);
     expect_string(o, "logins.0.devices.2.serial", "3F360001");
     expect_string(o, "logins.0.devices.2.state", "excluded");
     expect_null(o, "logins.0.devices.2.last_poll");
     expect_null(o, "logins.0.devices.2.next_poll");
     expect_string(o, "logins.0.devices.3.account", "annex");
-    expect_int(o, "logins.0.devices.3.next_poll", NOW + 3 * MIN - SLACK);
+    expect_int(o, "logins.0.devices.3.next_poll", next_slot(NOW - 2 * MIN));
 
     expect_string(o, "logins.1.login_id", "muse0001");
     expect_int(o, "logins.1.alert.used", 1);
-    expect_int(o, "logins.1.alert.next_call", NOW + 2 * MIN - SLACK);
-    expect_int(o, "logins.1.look_interval", 5 * MIN);
+    expect_int(o, "logins.1.alert.next_call", next_slot(NOW - 3 * MIN));
+    expect_int(o, "logins.1.look_interval", SPACING);
 
     expect_string(o, "receivers.0.name", "hook");
     expect_string(o, "receivers.0.type", "webhook");
@@ -555,13 +572,13 @@ Test(status, refused_devices_are_warnings_and_all_refused_a_problem)
                         "2026-11-19 11:00 (in 23 h)");
     expect_line(r.text, "      refused by the platform until 2026-11-19 11:00 (in 23 h); last "
                         "poll 11:58 (2 min ago), ok; 0 keys seen");
-    expect_line(r.text, "  4 devices, each looked at about every 10 min (next polls are estimates)");
+    expect_line(r.text, "  4 devices, each looked at about every 11 min (next polls are estimates)");
     free(r.text);
     struct json_object *o = report_json(NULL);
     expect_string(o, "logins.0.devices.1.state", "refused");
     expect_int(o, "logins.0.devices.1.refused_until", NOW + 23 * 3600);
     expect_null(o, "logins.0.devices.1.next_poll");
-    expect_int(o, "logins.0.look_interval", 10 * MIN);
+    expect_int(o, "logins.0.look_interval", 2 * SPACING);
     json_object_put(o);
 
     s = begin();
@@ -586,13 +603,13 @@ Test(status, never_polled_devices_come_first_in_the_estimates)
     struct json_object *o = report_json(NULL);
     expect_string(o, "logins.0.devices.4.serial", "52F00002");
     expect_null(o, "logins.0.devices.4.last_poll");
-    expect_int(o, "logins.0.devices.4.next_poll", NOW + 3 * MIN - SLACK);
-    expect_int(o, "logins.0.devices.3.next_poll", NOW + 8 * MIN - SLACK);
-    expect_int(o, "logins.0.look_interval", 4 * 5 * MIN);
+    expect_int(o, "logins.0.devices.4.next_poll", next_slot(NOW - 2 * MIN));
+    expect_int(o, "logins.0.devices.3.next_poll", next_slot(NOW - 2 * MIN) + SPACING);
+    expect_int(o, "logins.0.look_interval", 4 * SPACING);
     json_object_put(o);
     struct result r = report(false);
     expect_line(r.text, "    52F00002  New room (account annex)");
-    expect_line(r.text, "      never polled; next about 12:02 (in 3 min); 0 keys seen");
+    expect_line(r.text, "      never polled; next about 12:03 (in 4 min); 0 keys seen");
     free(r.text);
 }
 
@@ -601,7 +618,8 @@ Test(status, a_late_run_polls_several_devices_at_once)
     struct state *s = begin();
     healthy(s);
     commit(s);
-    /* 14 minutes after the last call: two slots earned, due at once. */
+    /* 14 minutes after the last call: two slots of 327 s earned, due at
+     * once; the third device a spacing later. */
     struct state *p = NULL;
     struct err e = {{0}};
     cr_assert_eq(state_peek(&p, state_path, &e), 0, "%s", e.msg);
@@ -615,7 +633,7 @@ Test(status, a_late_run_polls_several_devices_at_once)
     expect_int(o, "logins.0.alert.next_call", NOW + 12 * MIN);
     expect_int(o, "logins.0.devices.3.next_poll", NOW + 12 * MIN); /* 52F00001 */
     expect_int(o, "logins.0.devices.0.next_poll", NOW + 12 * MIN); /* 5214000A */
-    expect_int(o, "logins.0.devices.1.next_poll", NOW + 17 * MIN); /* 5214000B */
+    expect_int(o, "logins.0.devices.1.next_poll", NOW + 12 * MIN + SPACING); /* 5214000B */
     json_object_put(o);
     free(text);
     state_close(p);

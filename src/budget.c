@@ -1,0 +1,31 @@
+/* A login ID's budget, from the platform's limits and the state's ledger. */
+#include "budget.h"
+
+#define ALERT_RESERVE 1
+
+int budget_reserve(enum platform_op op)
+{
+    return op == PLATFORM_ALERT ? ALERT_RESERVE : 0;
+}
+
+long budget_spacing(enum platform_op op)
+{
+    struct platform_limit l = platform_op_limit(op);
+    struct sched_budget b = {.limit = l.limit, .reserve = budget_reserve(op), .span = l.span};
+    return scheduler_spacing(&b);
+}
+
+struct sched_budget budget_read(const struct state *s, const char *login, enum platform_op op,
+                                long long now)
+{
+    struct platform_limit l = platform_op_limit(op);
+    return (struct sched_budget){
+        .limit = l.limit,
+        .reserve = budget_reserve(op),
+        .span = l.span,
+        .used = state_calls_since(s, login, op, now - l.span),
+        .oldest = state_oldest_call_since(s, login, op, now - l.span),
+        .last_call = state_last_call(s, login, op),
+        .blocked_until = state_blocked_until(s, login, op),
+    };
+}

@@ -1,0 +1,29 @@
+/* A login ID's budget for one operation, as the scheduler (scheduler.h)
+ * sees it: the platform's limit (platform.h), the calls of the current
+ * window as the state's ledger holds them, the last call, a block a reply
+ * asked for, and the calls wsrelay keeps back from routine polling.
+ *
+ * The reserve: routine polling spreads 11 of the alert operation's 12
+ * hourly calls evenly and leaves the 12th for an urgent look (`wsrelay run
+ * --look SERIAL`), which may then be made at any moment however the
+ * routine calls fell. The current-readings operation keeps none. */
+#ifndef WSRELAY_BUDGET_H
+#define WSRELAY_BUDGET_H
+
+#include "platform.h"
+#include "scheduler.h"
+#include "state.h"
+
+/* Calls of each window of `op` kept for urgent looks. */
+int budget_reserve(enum platform_op op);
+
+/* Seconds between two routine calls of `op`: the span divided by the
+ * calls routine polling may make in it (5 min 27 s for the alert
+ * operation). */
+long budget_spacing(enum platform_op op);
+
+/* The budget of `login` for `op` at `now`. */
+struct sched_budget budget_read(const struct state *s, const char *login, enum platform_op op,
+                                long long now);
+
+#endif
