@@ -753,15 +753,19 @@ static bool login_paused(struct tick *t, const char *login)
 }
 
 /* Queues a relay event (kind "relay", device "wsrelay") for the receivers
- * of `self:` (every receiver without it) except `not_to`, straight into
- * the outbox: the rules never see it, so no rule can swallow it. Its
+ * of `self:` (every receiver without it) except `not_to` and those whose
+ * outbox is full, straight into the outbox: the rules never see it, so no
+ * rule can swallow it. A full outbox belongs to a receiver that cannot
+ * deliver now, and the event would push out an alert there, which the
+ * next run would drop and report, to the others, whose reports would
+ * come back in turn, run after run. Its
  * unixtime is unique among relay events (state_relay_time), and so is its
  * id "wsrelay/UNIXTIME/relay". A dry run only logs it. */
 static void relay_send(struct tick *t, const char *account, const char *condition,
                        const char *text, const char *not_to)
 {
     const struct config *c = t->cfg;
-    size_t sent = 0;
+    size_t sent = 0, full = 0;
     log_warn("relay event (%s): %s", condition, text);
     if (t->opt->dry_run)
         return;
@@ -784,10 +788,18 @@ static void relay_send(struct tick *t, const char *account, const char *conditio
         const char *name = c->self.n_receivers ? c->self.receivers[i] : c->receivers[i].name;
         if (not_to && strcmp(name, not_to) == 0)
             continue;
+        if (state_outbox_count(t->st, name) >= (size_t)c->outbox.max_items) {
+            full++;
+            continue;
+        }
         state_enqueue(t->st, name, &ev, t->opt->now);
         sent++;
     }
-    if (!sent)
+    if (!sent && full)
+        log_error("relay event (%s) has no receiver to go to: the outbox of every other "
+                  "receiver is full (outbox.max_items)",
+                  condition);
+    else if (!sent)
         log_error("relay event (%s) has no receiver to go to: add another receiver to "
                   "self.receivers",
                   condition);
@@ -906,7 +918,10 @@ static void self_forget(struct tick *t)
 }
 
 /* outbox.max_age and outbox.max_items: what waits too long, or beyond the
- * cap, is given up, never silently: an error, a metric, a relay event. */
+ * cap, is given up, never silently: an error, a metric, a relay event. The
+ * event goes to the other receivers, as a failing receiver's own condition
+ * does: in the receiver's own outbox it would wait like the events it is
+ * about. */
 static void outbox_limits(struct tick *t)
 {
     const struct config *c = t->cfg;
@@ -923,7 +938,7 @@ static void outbox_limits(struct tick *t)
                                    "WebStorage.",
                                    expired, expired == 1 ? "" : "s", names[i], age);
             log_error("%s", text);
-            relay_send(t, NULL, "outbox-expired", text, NULL);
+            relay_send(t, NULL, "outbox-expired", text, names[i]);
             free(text);
         }
         size_t dropped = state_outbox_trim(t->st, names[i], (size_t)c->outbox.max_items);
@@ -935,7 +950,7 @@ static void outbox_limits(struct tick *t)
                                    dropped, dropped == 1 ? "" : "s", names[i],
                                    c->outbox.max_items);
             log_error("%s", text);
-            relay_send(t, NULL, "outbox-full", text, NULL);
+            relay_send(t, NULL, "outbox-full", text, names[i]);
             free(text);
         }
         free(names[i]);

@@ -380,6 +380,89 @@ Test(self, a_full_outbox_drops_the_oldest_and_says_so_once_per_trim)
     hooksink_stop(ops);
 }
 
+/* Adds `n` alerts to the device, 10 s apart, the last 20 s before `now`. */
+static void add_alerts(long long now, int n)
+{
+    for (int j = 0; j < n; j++) {
+        char alert[128];
+        snprintf(alert, sizeof alert,
+                 "{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit Exceeded (%lld)\"}",
+                 now - 20 - 10LL * (n - 1 - j), now - 20 - 10LL * (n - 1 - j));
+        sim_add_alert(&R.sim, "5214000A", alert);
+    }
+}
+
+/* Without self:, relay events go to every receiver, but the one whose
+ * events were dropped is not told in its own outbox: that would fill it
+ * again, and every later run would drop one more alert to make room. */
+Test(self, a_full_outbox_is_not_refilled_by_its_own_relay_event)
+{
+    relay_config_extra(&R, NULL, NULL, "outbox: {max_items: 10}\n");
+    hooksink_set_status(R.hook, 500);
+    for (int r = 0; r < 8; r++) {
+        long long now = T0 + 310LL * r;
+        add_alerts(now, r == 1 || r == 2 ? 6 : 0); /* 13 events for the hook in all */
+        cr_assert_eq(relay_run_at(&R, now, NULL), 1);
+        long long waiting, dropped;
+        outbox_status(now, "hook", &waiting, &dropped);
+        cr_assert_eq(waiting, r == 0 ? 1 : r == 1 ? 7 : 10, "run %d", r);
+        cr_assert_eq(dropped, r < 2 ? 0 : 3, "run %d", r);
+    }
+    char *log = read_file_str(R.out_path);
+    cr_assert(log && occurrences(log, "dropped the 3 oldest events waiting for receiver "
+                                      "'hook'") == 1,
+              "%s", log);
+    cr_expect_eq(occurrences(log, "oldest event"), 1, "%s", log);
+    free(log);
+    size_t all;
+    char *relays = hook_relays(&all);
+    cr_expect_str_eq(relays, "");
+    free(relays);
+}
+
+/* Two receivers fail and both outboxes are full: the report about one does
+ * not go into the other's outbox, where it would push out an alert, which
+ * the next run would report to the first, and so on, one alert lost per
+ * run. The receiver that works is told about each once. */
+Test(self, reports_about_full_outboxes_do_not_fill_each_other)
+{
+    struct hooksink *other = hooksink_start();
+    hooksink_set_status(other, 500);
+    hooksink_set_status(R.hook, 500);
+    char *receivers = xasprintf("  - name: hook\n"
+                                "    webhook: {url: \"@HOOK_URL@\"}\n"
+                                "  - name: other\n"
+                                "    webhook: {url: \"%s\"}\n"
+                                "  - name: log\n"
+                                "    file: {path: \"@OUT@\"}\n",
+                                hooksink_url(other));
+    relay_config_extra(&R, NULL, receivers, "outbox: {max_items: 10}\n");
+    free(receivers);
+    for (int r = 0; r < 8; r++) {
+        long long now = T0 + 310LL * r;
+        add_alerts(now, r == 1 || r == 2 ? 6 : 0); /* 13 events for each in all */
+        char *err = NULL;
+        cr_assert_eq(relay_run_at(&R, now, &err), 1);
+        if (r == 2)
+            cr_expect_eq(occurrences(err, "the outbox of every other receiver is full"), 0,
+                         "the log takes them: %s", err);
+        free(err);
+        static const char *const names[] = {"hook", "other"};
+        for (size_t i = 0; i < 2; i++) {
+            long long waiting, dropped;
+            outbox_status(now, names[i], &waiting, &dropped);
+            cr_assert_eq(waiting, r == 0 ? 1 : r == 1 ? 7 : 10, "run %d, %s", r, names[i]);
+            cr_assert_eq(dropped, r < 2 ? 0 : 6, "run %d: both together", r);
+        }
+    }
+    char *log = read_file_str(R.out_path);
+    cr_expect_eq(occurrences(log, "oldest events waiting for receiver 'hook'"), 1, "%s", log);
+    cr_expect_eq(occurrences(log, "oldest events waiting for receiver 'other'"), 1, "%s", log);
+    cr_expect_eq(occurrences(log, "oldest event"), 2, "%s", log);
+    free(log);
+    hooksink_stop(other);
+}
+
 /* The names in the state's directory that start with state.json.corrupt-. */
 static size_t corrupt_files(char **name)
 {
