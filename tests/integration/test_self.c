@@ -463,6 +463,29 @@ Test(self, reports_about_full_outboxes_do_not_fill_each_other)
     hooksink_stop(other);
 }
 
+/* max_items bounds what waits for a receiver, not what a run brings: a
+ * receiver that works takes a burst bigger than the cap, whole. */
+Test(self, a_burst_bigger_than_max_items_reaches_a_working_receiver_whole)
+{
+    relay_config_extra(&R, NULL, NULL, "outbox: {max_items: 10}\n");
+    add_alerts(T0, 12);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 0, "%s", err);
+    cr_expect_null(strstr(err, "dropped"), "%s", err);
+    free(err);
+    size_t n;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_expect_eq(n, 13, "the alert of 50 minutes ago and the 12 new: %s", keys);
+    free(keys);
+    char *log = read_file_str(R.out_path);
+    cr_expect_eq(occurrences(log, "CH1 Upper Limit Exceeded"), 13, "%s", log);
+    free(log);
+    long long waiting, dropped;
+    outbox_status(T0, "hook", &waiting, &dropped);
+    cr_expect_eq(waiting, 0);
+    cr_expect_eq(dropped, 0);
+}
+
 /* The names in the state's directory that start with state.json.corrupt-. */
 static size_t corrupt_files(char **name)
 {
