@@ -43,6 +43,7 @@ enum kind {
     K_STRING,       /* char *: a string, ${VAR} expanded */
     K_PATH,         /* char *: a path; a relative one is taken from the config's directory */
     K_SECRET_FILE,  /* char *: the contents of the file the value names */
+    K_GLOB,         /* char *: one glob, passed to `check` like a string */
     K_DURATION,     /* long: seconds, written "90s", "30m", "1h" */
     K_BOOL,         /* bool: the plain words true or false */
     K_INT,          /* long: a decimal integer from `min` to `max` */
@@ -142,19 +143,40 @@ static const struct key device_keys[] = {
      .off = AT(device_conf, base),
      .check = check_serial,
      .help = "The serial of the base unit the device reports through (default: the serial)."},
+    /* No .def: a priority left out is 0, so that the account's priorities: can apply. */
     {.name = "priority",
      .kind = K_INT,
      .off = AT(device_conf, priority),
-     .def = "1",
      .min = 1,
      .max = 10,
-     .help = "Looked at about this many times as often as a device of priority 1."},
+     .help = "Looked at about this many times as often as a device of priority 1 (default: "
+             "from the account's priorities, else 1)."},
 };
 static const struct schema device_schema = {.what = "device",
                                             .keys = device_keys,
                                             .n_keys = N(device_keys),
                                             .size = sizeof(struct device_conf),
                                             .finish = finish_device};
+
+static const struct key priority_keys[] = {
+    {.name = "serial",
+     .kind = K_GLOB,
+     .flags = F_REQUIRED | F_UNIQUE,
+     .off = AT(priority_conf, serial),
+     .check = check_glob,
+     .help = "A glob on the device's serial, matched as in include and exclude, e.g. \"5214*\"."},
+    {.name = "priority",
+     .kind = K_INT,
+     .flags = F_REQUIRED,
+     .off = AT(priority_conf, priority),
+     .min = 1,
+     .max = 10,
+     .help = "Looked at about this many times as often as a device of priority 1."},
+};
+static const struct schema priority_schema = {.what = "priority",
+                                              .keys = priority_keys,
+                                              .n_keys = N(priority_keys),
+                                              .size = sizeof(struct priority_conf)};
 
 static const struct key account_keys[] = {
     {.name = "name",
@@ -216,6 +238,13 @@ static const struct key account_keys[] = {
      .off = AT(account_conf, exclude),
      .count_off = AT(account_conf, n_exclude),
      .help = "Serials matching one of these globs are never polled."},
+    {.name = "priorities",
+     .kind = K_LIST,
+     .off = AT(account_conf, priorities),
+     .count_off = AT(account_conf, n_priorities),
+     .sub = &priority_schema,
+     .help = "A list of {serial, priority}: a device takes the priority of the first item whose "
+             "glob matches its serial, unless devices lists it with a priority of its own."},
 };
 static const struct schema account_schema = {.what = "account",
                                              .keys = account_keys,
@@ -1231,7 +1260,7 @@ static int store_scalar(struct ctx *c, const struct key *k, yaml_mark_t at, char
         goto out;
     }
     if (!*text) {
-        fail(c, at, "expected a non-empty string");
+        fail(c, at, "expected a non-empty %s", k->kind == K_GLOB ? "glob" : "string");
         goto out;
     }
     if (k->kind == K_PATH) {
@@ -1494,6 +1523,10 @@ static int parse_value(struct ctx *c, const struct key *k, yaml_node_t *n, void 
         if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
             return fail(c, n->start_mark, "expected true or false, without quotes");
         return store_scalar(c, k, n->start_mark, xstrdup(scalar(n)), obj);
+    case K_GLOB:
+        if (string_of(c, n, "a glob", false, &text) < 0)
+            return -1;
+        return store_scalar(c, k, n->start_mark, text, obj);
     case K_STRING:
     case K_PATH:
     case K_SECRET_FILE:
@@ -1615,8 +1648,9 @@ static int parse_map(struct ctx *c, const struct schema *s, yaml_node_t *map, vo
     for (size_t i = 0; i < s->n_keys; i++) {
         const struct key *k = &s->keys[i];
         /* A list's default is its absence (devices: auto); finish hooks do the rest. */
-        bool scalar_kind = k->kind == K_STRING || k->kind == K_PATH || k->kind == K_DURATION ||
-                           k->kind == K_BOOL || k->kind == K_INT || k->kind == K_ENUM;
+        bool scalar_kind = k->kind == K_STRING || k->kind == K_PATH || k->kind == K_GLOB ||
+                           k->kind == K_DURATION || k->kind == K_BOOL || k->kind == K_INT ||
+                           k->kind == K_ENUM;
         if (!given[i] && k->kind == K_MAP && (k->flags & F_DEFAULTS)) {
             if (defaults_of(c, k->sub, map->start_mark, (char *)obj + k->off) < 0)
                 goto out;
@@ -1660,7 +1694,8 @@ static void free_obj(const struct schema *s, void *obj)
         switch (k->kind) {
         case K_STRING:
         case K_PATH:
-        case K_SECRET_FILE: {
+        case K_SECRET_FILE:
+        case K_GLOB: {
             char **p = (char **)(void *)field;
             free(*p);
             *p = NULL; /* api_key and api_key_file share one field */
@@ -1990,8 +2025,11 @@ void config_free(struct config *c)
 long account_device_priority(const struct account_conf *a, const char *serial)
 {
     for (size_t i = 0; i < a->n_devices; i++)
-        if (!strcmp(a->devices[i].serial, serial))
+        if (!strcmp(a->devices[i].serial, serial) && a->devices[i].priority)
             return a->devices[i].priority;
+    for (size_t i = 0; i < a->n_priorities; i++)
+        if (fnmatch(a->priorities[i].serial, serial, 0) == 0)
+            return a->priorities[i].priority;
     return 1;
 }
 
@@ -2024,6 +2062,8 @@ static const char *kind_text(enum kind kind)
         return "path";
     case K_SECRET_FILE:
         return "path of a secret file";
+    case K_GLOB:
+        return "glob";
     case K_DURATION:
         return "duration";
     case K_BOOL:

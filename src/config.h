@@ -30,7 +30,14 @@
 struct device_conf {
     char *serial; /* 8 characters */
     char *base;   /* the base unit's serial; equals `serial` when not given */
-    long priority; /* 1 to 10: looked at about this many times as often as priority 1 */
+    long priority; /* 1 to 10: looked at about this many times as often as priority 1;
+                      0 when not given (see account_device_priority) */
+};
+
+/* One item of an account's `priorities:` list. */
+struct priority_conf {
+    char *serial;  /* a glob on serials, matched like `include:` and `exclude:` (fnmatch) */
+    long priority; /* 1 to 10 */
 };
 
 struct account_conf {
@@ -46,6 +53,8 @@ struct account_conf {
     size_t n_include;
     char **exclude; /* serial globs */
     size_t n_exclude;
+    struct priority_conf *priorities; /* in the file's order: the first that matches applies */
+    size_t n_priorities;
 };
 
 struct header_conf {
@@ -190,7 +199,10 @@ int config_load(struct config **out, const char *path, struct err *e);
 
 void config_free(struct config *c);
 
-/* The `priority:` of a device the account lists by hand; 1 for any other. */
+/* How often the device `serial` of account `a` is looked at, 1 to 10: the
+ * device's own `priority:` when the account lists it by hand with one;
+ * otherwise the priority of the first item of the account's `priorities:`
+ * whose glob matches the serial; otherwise 1. */
 long account_device_priority(const struct account_conf *a, const char *serial);
 
 /* True when `serial` passes the account's include and exclude globs. */

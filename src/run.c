@@ -878,18 +878,22 @@ static bool login_paused(struct tick *t, const char *login)
 }
 
 /* Queues a relay event (kind "relay", device "wsrelay") for the receivers
- * of `self:` (every receiver without it) except `not_to`, straight into
- * the outbox: the rules never see it, so no rule can swallow it. Its
- * unixtime is unique among relay events (state_relay_time), and so is its
- * id "wsrelay/UNIXTIME/relay". A dry run only logs it. */
-static void relay_send(struct tick *t, const char *account, const char *condition,
+ * of `self:` (every receiver without it) except `not_to` and those whose
+ * outbox is full, straight into the outbox: the rules never see it, so no
+ * rule can swallow it. A full outbox belongs to a receiver that cannot
+ * deliver now, and the event would push out an alert there, which the
+ * next run would drop and report, to the others, whose reports would come
+ * back in turn, run after run. Its unixtime is unique among relay events
+ * (state_relay_time), and so is its id "wsrelay/UNIXTIME/relay". A dry run
+ * only logs it. Returns true when it was queued for any receiver. */
+static bool relay_send(struct tick *t, const char *account, const char *condition,
                        const char *text, const char *not_to)
 {
     const struct config *c = t->cfg;
-    size_t sent = 0;
+    size_t sent = 0, full = 0;
     log_warn("relay event (%s): %s", condition, text);
     if (t->opt->dry_run)
-        return;
+        return false;
     struct event ev = {
         .account = xstrdup(account ? account : ""),
         .serial = xstrdup("wsrelay"),
@@ -909,14 +913,23 @@ static void relay_send(struct tick *t, const char *account, const char *conditio
         const char *name = c->self.n_receivers ? c->self.receivers[i] : c->receivers[i].name;
         if (not_to && strcmp(name, not_to) == 0)
             continue;
+        if (state_outbox_count(t->st, name) >= (size_t)c->outbox.max_items) {
+            full++;
+            continue;
+        }
         state_enqueue(t->st, name, &ev, t->opt->now);
         sent++;
     }
-    if (!sent)
+    if (!sent && full)
+        log_error("relay event (%s) has no receiver to go to: the outbox of every other "
+                  "receiver is full (outbox.max_items)",
+                  condition);
+    else if (!sent)
         log_error("relay event (%s) has no receiver to go to: add another receiver to "
                   "self.receivers",
                   condition);
     event_clear(&ev);
+    return sent > 0;
 }
 
 /* Carries out selfcheck's verdict on one condition. Returns true when an
@@ -1030,10 +1043,16 @@ static void self_forget(struct tick *t)
     free(keys);
 }
 
-/* outbox.max_age and outbox.max_items: what waits too long, or beyond the
- * cap, is given up, never silently: an error, a metric, a relay event. */
-static void outbox_limits(struct tick *t)
+/* outbox.max_age and outbox.max_items, applied after delivery: they bound
+ * what a receiver could not take, so a burst bigger than the cap still
+ * reaches a receiver that works. What waits too long, or beyond the cap,
+ * is given up, never silently: an error, a metric, a relay event. The
+ * event goes to the other receivers, as a failing receiver's own condition
+ * does: in the receiver's own outbox it would wait like the events it is
+ * about. Returns true when an event was queued. */
+static bool outbox_limits(struct tick *t)
 {
+    bool queued = false;
     const struct config *c = t->cfg;
     size_t n = 0;
     char **names = state_outbox_receivers(t->st, &n);
@@ -1048,7 +1067,7 @@ static void outbox_limits(struct tick *t)
                                    "WebStorage.",
                                    expired, expired == 1 ? "" : "s", names[i], age);
             log_error("%s", text);
-            relay_send(t, NULL, "outbox-expired", text, NULL);
+            queued |= relay_send(t, NULL, "outbox-expired", text, names[i]);
             free(text);
         }
         size_t dropped = state_outbox_trim(t->st, names[i], (size_t)c->outbox.max_items);
@@ -1060,12 +1079,13 @@ static void outbox_limits(struct tick *t)
                                    dropped, dropped == 1 ? "" : "s", names[i],
                                    c->outbox.max_items);
             log_error("%s", text);
-            relay_send(t, NULL, "outbox-full", text, NULL);
+            queued |= relay_send(t, NULL, "outbox-full", text, names[i]);
             free(text);
         }
         free(names[i]);
     }
     free(names);
+    return queued;
 }
 
 /* The state file was corrupt and state_open moved it aside. */
@@ -1136,7 +1156,6 @@ int run_once(const struct config *c, const struct run_options *o)
     if (!o->dry_run) {
         self_forget(&t);
         self_logins(&t);
-        outbox_limits(&t);
     }
     /* Nothing is delivered that could not be recorded as delivered. */
     if (!o->dry_run && persist(&t, "after polling") < 0)
@@ -1145,9 +1164,13 @@ int run_once(const struct config *c, const struct run_options *o)
     for (size_t i = 0; i < c->n_receivers && !stopping(&t); i++)
         deliver_receiver(&t, &env, &c->receivers[i]);
     if (!o->dry_run) {
-        /* A receiver's condition is known after delivery; its event goes
-         * out in this run to the receivers that work. */
-        if (self_receivers(&t) && persist(&t, "after a relay event") == 0)
+        /* What a receiver could not take, and its condition, are known
+         * after delivery; their relay events go out in this run to the
+         * receivers that work. A tick stopped before it delivered
+         * everything leaves the outbox's limits to the next one. */
+        bool queued = !stopping(&t) && outbox_limits(&t);
+        queued |= self_receivers(&t);
+        if (queued && persist(&t, "after a relay event") == 0)
             for (size_t i = 0; i < c->n_receivers && !stopping(&t); i++)
                 deliver_receiver(&t, &env, &c->receivers[i]);
         if (!t.failures)

@@ -350,6 +350,31 @@ Test(resilience, a_device_of_priority_three_is_polled_three_times_as_often, .fin
     cr_assert_leq(max_alert_calls_per_hour(), 12);
 }
 
+/* Discovered devices take their priority from the account's priorities:
+ * over two simulated hours, the device whose serial matches the glob is
+ * looked at about three times as often as each of the two others. */
+Test(resilience, priorities_by_glob_apply_to_discovered_devices, .fini = teardown, .timeout = 120)
+{
+    start(3, 0, false);
+    relay_config(&R,
+                 "  - name: lab\n"
+                 "    base_url: @BASE_URL@\n"
+                 "    api_key: \"${TEST_API_KEY}\"\n"
+                 "    login_id: " RELAY_LOGIN "\n"
+                 "    login_pass_file: pass.txt\n"
+                 "    devices: auto\n"
+                 "    priorities: [{serial: \"*01\", priority: 3}]\n",
+                 NULL);
+    for (int i = 0; i < 24; i++)
+        cr_assert_eq(relay_run_at(&R, T0 + i * 310LL, NULL), 0); /* a slot each run */
+    int a = alert_calls_to("5214A000"), b = alert_calls_to("5214A001"),
+        c = alert_calls_to("5214A002");
+    cr_assert_eq(a + b + c, 24, "one call every five minutes: %d %d %d", a, b, c);
+    cr_assert(b >= 2 * a && b >= 2 * c, "%d %d %d", a, b, c);
+    cr_assert(a >= 3 && c >= 3, "the others are still looked at: %d %d %d", a, b, c);
+    cr_assert_leq(max_alert_calls_per_hour(), 12);
+}
+
 /* On a device's first poll, a full page newer than the catch_up horizon
  * means entries since the horizon may have been lost: a gap event says so
  * (entries older than the horizon were never to be sent). */

@@ -43,15 +43,16 @@ static void teardown(void)
 
 TestSuite(self, .init = setup, .fini = teardown, .timeout = 240);
 
-/* The relay events the webhook got, as "CONDITION\n" lines in order; the
- * number of all events in *all. Caller frees. */
-static char *hook_relays(size_t *all)
+/* The relay events the sink `h` got, as "CONDITION\n" lines in order; with
+ * `only`, the events of that condition alone, as "TEXT\n" lines. The number
+ * of all events, relay or not, in *all. Caller frees. */
+static char *relays_of(struct hooksink *h, const char *only, size_t *all)
 {
     char *out = xstrdup("");
-    size_t n = hooksink_count(R.hook);
+    size_t n = hooksink_count(h);
     *all = 0;
     for (size_t i = 0; i < n; i++) {
-        struct hook_request *rq = hooksink_request(R.hook, i);
+        struct hook_request *rq = hooksink_request(h, i);
         if (strcmp(rq->method, "POST") != 0) {
             hook_request_free(rq);
             continue;
@@ -66,7 +67,11 @@ static char *hook_relays(size_t *all)
             if (strcmp(json_object_get_string(v), "relay") != 0)
                 continue;
             cr_assert(json_object_object_get_ex(ev, "condition", &v));
-            char *more = xasprintf("%s%s\n", out, json_object_get_string(v));
+            const char *condition = json_object_get_string(v);
+            if (only && strcmp(condition, only) != 0)
+                continue;
+            cr_assert(json_object_object_get_ex(ev, "text", &v));
+            char *more = xasprintf("%s%s\n", out, only ? json_object_get_string(v) : condition);
             free(out);
             out = more;
         }
@@ -74,6 +79,12 @@ static char *hook_relays(size_t *all)
         hook_request_free(rq);
     }
     return out;
+}
+
+/* The relay events the webhook "hook" got (see relays_of). */
+static char *hook_relays(size_t *all)
+{
+    return relays_of(R.hook, NULL, all);
 }
 
 Test(self, a_wrong_password_gives_one_relay_event_and_pauses_the_login)
@@ -221,6 +232,258 @@ Test(self, events_older_than_max_age_are_given_up_loudly)
     cr_expect(strstr(text, "wsrelay_outbox_events{receiver=\"hook\"} 0\n"), "%s", text);
     free(text);
     free(prom);
+}
+
+/* `wsrelay status --json` at `now`: how many events wait for `receiver`
+ * (its outbox.count) and how many the outbox cap dropped so far
+ * (self.dropped). */
+static void outbox_status(long long now, const char *receiver, long long *count, long long *dropped)
+{
+    char when[32];
+    snprintf(when, sizeof when, "%lld", now);
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"status",
+                    (char *)"--json", (char *)"--now", when, NULL};
+    char *out = NULL;
+    int status = run_cmd(&out, NULL, 60, argv, NULL);
+    cr_assert(status == 0 || status == 1, "status exited %d: %s", status, out);
+    struct json_object *doc = json_tokener_parse(out), *receivers, *self, *v;
+    cr_assert_not_null(doc, "%s", out);
+    cr_assert(json_object_object_get_ex(doc, "receivers", &receivers));
+    *count = -1;
+    for (size_t i = 0; i < json_object_array_length(receivers); i++) {
+        struct json_object *r = json_object_array_get_idx(receivers, i), *box;
+        cr_assert(json_object_object_get_ex(r, "name", &v));
+        if (strcmp(json_object_get_string(v), receiver) != 0)
+            continue;
+        cr_assert(json_object_object_get_ex(r, "outbox", &box));
+        cr_assert(json_object_object_get_ex(box, "count", &v));
+        *count = json_object_get_int64(v);
+    }
+    cr_assert_neq(*count, -1, "no receiver %s in %s", receiver, out);
+    cr_assert(json_object_object_get_ex(doc, "self", &self));
+    cr_assert(json_object_object_get_ex(self, "dropped", &v));
+    *dropped = json_object_get_int64(v);
+    json_object_put(doc);
+    free(out);
+}
+
+/* A receiver that keeps failing holds at most outbox.max_items events.
+ * Each run that has to drop the oldest says how many, once, to the self
+ * receivers, logs it and counts it; a run that drops nothing says nothing.
+ * Once the receiver works again it gets the events that were kept, the
+ * newest, each once. */
+Test(self, a_full_outbox_drops_the_oldest_and_says_so_once_per_trim)
+{
+    struct hooksink *ops = hooksink_start();
+    char *receivers = xasprintf("  - name: hook\n"
+                                "    webhook: {url: \"@HOOK_URL@\", headers: {Authorization: "
+                                "\"Bearer t0ken\"}}\n"
+                                "  - name: ops\n"
+                                "    webhook: {url: \"%s\"}\n",
+                                hooksink_url(ops));
+    relay_config_extra(&R, NULL, receivers,
+                       "outbox: {max_items: 10}\nself: {receivers: [ops]}\n"
+                       "metrics_file: @DIR@/wsrelay.prom\n");
+    free(receivers);
+    hooksink_set_status(R.hook, 500);
+    /* Run 0 sends the alert of 50 minutes ago; runs 1 to 4 and 6 find new
+     * ones: 18 events for the hook in all, of which it can keep 10. */
+    static const struct {
+        int new_alerts;
+        long long waiting, dropped;
+        const char *said; /* "" when the run drops nothing */
+    } runs[] = {
+        {0, 1, 0, ""},
+        {4, 5, 0, ""},
+        {4, 9, 0, ""},
+        {4, 10, 3, "3 oldest events"},
+        {4, 10, 7, "4 oldest events"},
+        {0, 10, 7, ""},
+        {1, 10, 8, "1 oldest event"},
+        {0, 10, 8, ""},
+    };
+    char *told = xstrdup("");
+    long long now = T0;
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        now = T0 + 310LL * (long long)r; /* an alert call each run */
+        for (int j = 0; j < runs[r].new_alerts; j++) {
+            char alert[128];
+            snprintf(alert, sizeof alert,
+                     "{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit Exceeded %zu.%d\"}",
+                     now - 200 + 10 * j, r, j);
+            sim_add_alert(&R.sim, "5214000A", alert);
+        }
+        char *err = NULL;
+        cr_assert_eq(relay_run_at(&R, now, &err), 1, "run %zu: %s", r, err);
+        if (*runs[r].said) {
+            char *text = xasprintf("wsrelay dropped the %s waiting for receiver 'hook': its "
+                                   "outbox holds at most 10 (outbox.max_items). Look them up on "
+                                   "WebStorage.",
+                                   runs[r].said);
+            cr_expect_eq(occurrences(err, text), 2, "run %zu: an error and a relay event: %s", r,
+                         err);
+            char *more = xasprintf("%s%s\n", told, text);
+            free(told);
+            told = more;
+            free(text);
+        } else {
+            cr_expect_null(strstr(err, "wsrelay dropped"), "run %zu: %s", r, err);
+        }
+        free(err);
+        long long waiting, dropped;
+        outbox_status(now, "hook", &waiting, &dropped);
+        cr_assert_eq(waiting, runs[r].waiting, "run %zu", r);
+        cr_assert_eq(dropped, runs[r].dropped, "run %zu", r);
+        size_t all;
+        char *full = relays_of(ops, "outbox-full", &all);
+        cr_assert_str_eq(full, told, "run %zu", r);
+        free(full);
+        char *hook = hook_relays(&all);
+        cr_assert_str_eq(hook, "", "the hook's own outbox holds no relay event");
+        free(hook);
+    }
+    free(told);
+    char *prom = xasprintf("%s/wsrelay.prom", R.dir);
+    char *text = read_file_str(prom);
+    cr_assert(text && strstr(text, "wsrelay_notifications_total{receiver=\"hook\","
+                                   "outcome=\"dropped\"} 8\n"),
+              "%s", text);
+    cr_expect(strstr(text, "wsrelay_outbox_events{receiver=\"hook\"} 10\n"), "%s", text);
+    free(text);
+    free(prom);
+
+    /* The hook recovers: past the longest back-off it gets the ten kept,
+     * the newest, in the order they came, and nothing twice. */
+    hooksink_set_status(R.hook, 200);
+    hooksink_clear(R.hook);
+    now += 3700;
+    cr_assert_eq(relay_run_at(&R, now, NULL), 0);
+    cr_assert_eq(relay_run_at(&R, now + 60, NULL), 0);
+    char *want = xstrdup("");
+    for (size_t r = 2; r < sizeof runs / sizeof runs[0]; r++)
+        for (int j = r == 2 ? 3 : 0; j < runs[r].new_alerts; j++) {
+            char *more =
+                xasprintf("%s5214000A/%lld/ch1\n", want, T0 + 310LL * (long long)r - 200 + 10 * j);
+            free(want);
+            want = more;
+        }
+    size_t n;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_expect_eq(n, 10, "%s", keys);
+    cr_expect_str_eq(keys, want);
+    free(keys);
+    free(want);
+    long long waiting, dropped;
+    outbox_status(now + 60, "hook", &waiting, &dropped);
+    cr_expect_eq(waiting, 0);
+    cr_expect_eq(dropped, 8);
+    hooksink_stop(ops);
+}
+
+/* Adds `n` alerts to the device, 10 s apart, the last 20 s before `now`. */
+static void add_alerts(long long now, int n)
+{
+    for (int j = 0; j < n; j++) {
+        char alert[128];
+        snprintf(alert, sizeof alert,
+                 "{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit Exceeded (%lld)\"}",
+                 now - 20 - 10LL * (n - 1 - j), now - 20 - 10LL * (n - 1 - j));
+        sim_add_alert(&R.sim, "5214000A", alert);
+    }
+}
+
+/* Without self:, relay events go to every receiver, but the one whose
+ * events were dropped is not told in its own outbox: that would fill it
+ * again, and every later run would drop one more alert to make room. */
+Test(self, a_full_outbox_is_not_refilled_by_its_own_relay_event)
+{
+    relay_config_extra(&R, NULL, NULL, "outbox: {max_items: 10}\n");
+    hooksink_set_status(R.hook, 500);
+    for (int r = 0; r < 8; r++) {
+        long long now = T0 + 310LL * r;
+        add_alerts(now, r == 1 || r == 2 ? 6 : 0); /* 13 events for the hook in all */
+        cr_assert_eq(relay_run_at(&R, now, NULL), 1);
+        long long waiting, dropped;
+        outbox_status(now, "hook", &waiting, &dropped);
+        cr_assert_eq(waiting, r == 0 ? 1 : r == 1 ? 7 : 10, "run %d", r);
+        cr_assert_eq(dropped, r < 2 ? 0 : 3, "run %d", r);
+    }
+    char *log = read_file_str(R.out_path);
+    cr_assert(log && occurrences(log, "dropped the 3 oldest events waiting for receiver "
+                                      "'hook'") == 1,
+              "%s", log);
+    cr_expect_eq(occurrences(log, "oldest event"), 1, "%s", log);
+    free(log);
+    size_t all;
+    char *relays = hook_relays(&all);
+    cr_expect_str_eq(relays, "");
+    free(relays);
+}
+
+/* Two receivers fail and both outboxes are full: the report about one does
+ * not go into the other's outbox, where it would push out an alert, which
+ * the next run would report to the first, and so on, one alert lost per
+ * run. The receiver that works is told about each once. */
+Test(self, reports_about_full_outboxes_do_not_fill_each_other)
+{
+    struct hooksink *other = hooksink_start();
+    hooksink_set_status(other, 500);
+    hooksink_set_status(R.hook, 500);
+    char *receivers = xasprintf("  - name: hook\n"
+                                "    webhook: {url: \"@HOOK_URL@\"}\n"
+                                "  - name: other\n"
+                                "    webhook: {url: \"%s\"}\n"
+                                "  - name: log\n"
+                                "    file: {path: \"@OUT@\"}\n",
+                                hooksink_url(other));
+    relay_config_extra(&R, NULL, receivers, "outbox: {max_items: 10}\n");
+    free(receivers);
+    for (int r = 0; r < 8; r++) {
+        long long now = T0 + 310LL * r;
+        add_alerts(now, r == 1 || r == 2 ? 6 : 0); /* 13 events for each in all */
+        char *err = NULL;
+        cr_assert_eq(relay_run_at(&R, now, &err), 1);
+        if (r == 2)
+            cr_expect_eq(occurrences(err, "the outbox of every other receiver is full"), 0,
+                         "the log takes them: %s", err);
+        free(err);
+        static const char *const names[] = {"hook", "other"};
+        for (size_t i = 0; i < 2; i++) {
+            long long waiting, dropped;
+            outbox_status(now, names[i], &waiting, &dropped);
+            cr_assert_eq(waiting, r == 0 ? 1 : r == 1 ? 7 : 10, "run %d, %s", r, names[i]);
+            cr_assert_eq(dropped, r < 2 ? 0 : 6, "run %d: both together", r);
+        }
+    }
+    char *log = read_file_str(R.out_path);
+    cr_expect_eq(occurrences(log, "oldest events waiting for receiver 'hook'"), 1, "%s", log);
+    cr_expect_eq(occurrences(log, "oldest events waiting for receiver 'other'"), 1, "%s", log);
+    cr_expect_eq(occurrences(log, "oldest event"), 2, "%s", log);
+    free(log);
+    hooksink_stop(other);
+}
+
+/* max_items bounds what waits for a receiver, not what a run brings: a
+ * receiver that works takes a burst bigger than the cap, whole. */
+Test(self, a_burst_bigger_than_max_items_reaches_a_working_receiver_whole)
+{
+    relay_config_extra(&R, NULL, NULL, "outbox: {max_items: 10}\n");
+    add_alerts(T0, 12);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 0, "%s", err);
+    cr_expect_null(strstr(err, "dropped"), "%s", err);
+    free(err);
+    size_t n;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_expect_eq(n, 13, "the alert of 50 minutes ago and the 12 new: %s", keys);
+    free(keys);
+    char *log = read_file_str(R.out_path);
+    cr_expect_eq(occurrences(log, "CH1 Upper Limit Exceeded"), 13, "%s", log);
+    free(log);
+    long long waiting, dropped;
+    outbox_status(T0, "hook", &waiting, &dropped);
+    cr_expect_eq(waiting, 0);
+    cr_expect_eq(dropped, 0);
 }
 
 /* The names in the state's directory that start with state.json.corrupt-. */

@@ -306,7 +306,7 @@ Test(config, misspelt_nested_keys)
                  "    login_pass: p\n" RECEIVER,
                  "4:5: accounts[0]: unknown key 'logn_id' (expected one of: name, base_url, "
                  "api_key, api_key_file, login_id, login_pass, login_pass_file, devices, "
-                 "include, exclude)");
+                 "include, exclude, priorities)");
     expect_error(ACCOUNT "receivers:\n"
                          "  - name: hook\n"
                          "    webhook: {ulr: \"https://x.example\"}\n",
@@ -1148,8 +1148,12 @@ Test(config, reference_names_every_key)
         "accounts[].devices (auto or list; default auto)\n",
         "accounts[].devices[].serial (string; required; unique)\n",
         "accounts[].devices[].base (string)\n",
+        "accounts[].devices[].priority (whole number from 1 to 10)\n",
         "accounts[].include (glob or list of globs)\n",
         "accounts[].exclude (glob or list of globs)\n",
+        "accounts[].priorities (list)\n",
+        "accounts[].priorities[].serial (glob; required; unique)\n",
+        "accounts[].priorities[].priority (whole number from 1 to 10; required)\n",
         "receivers (list; required)\n",
         "receivers[].name (string; required; unique)\n",
         "receivers[].webhook (mapping; give exactly one of webhook, file, email, slack or "
@@ -1205,6 +1209,8 @@ Test(config, packaged_example_loads)
     cr_assert_str_eq(cfg->accounts[0].api_key, "tokyo-api-key");
     cr_assert_str_eq(cfg->accounts[0].login_pass, "tokyo-pass");
     cr_assert(cfg->accounts[0].devices_auto);
+    cr_assert_eq(cfg->accounts[0].n_priorities, 1);
+    cr_assert_eq(account_device_priority(&cfg->accounts[0], "5214000A"), 3);
     cr_assert_str_eq(cfg->accounts[1].base_url, "https://api.webstorage.jp");
     cr_assert_str_eq(cfg->accounts[1].api_key, "osaka-api-key");
     cr_assert_eq(cfg->accounts[1].n_devices, 2);
@@ -1544,8 +1550,9 @@ Test(config, device_priority)
               "receivers:\n"
               "  - name: console\n"
               "    file: {path: \"-\"}\n");
-    cr_assert_eq(cfg->accounts[0].devices[0].priority, 1);
+    cr_assert_eq(cfg->accounts[0].devices[0].priority, 0); /* not given */
     cr_assert_eq(cfg->accounts[0].devices[1].priority, 3);
+    cr_assert_eq(account_device_priority(&cfg->accounts[0], "5214ABCD"), 1);
     cr_assert_eq(account_device_priority(&cfg->accounts[0], "5214ABCE"), 3);
     cr_assert_eq(account_device_priority(&cfg->accounts[0], "5214FFFF"), 1);
     expect_error("accounts:\n"
@@ -1558,6 +1565,102 @@ Test(config, device_priority)
                  "  - name: console\n"
                  "    file: {path: \"-\"}\n",
                  "6:44: accounts[0].devices[0].priority: expected a whole number from 1 to 10");
+}
+
+/* A device's own priority: comes first, then the first item of
+ * priorities: whose glob matches its serial (as include: and exclude:
+ * match, letters in their case), then 1; for listed and discovered devices
+ * alike. */
+Test(config, priorities_by_serial_glob)
+{
+    expect_ok(ACCOUNT "    devices:\n"
+                      "      - {serial: 5214ABCD, priority: 5}\n"
+                      "      - serial: 5214ABCE\n"
+                      "    priorities:\n"
+                      "      - {serial: \"5214*\", priority: 3}\n"
+                      "      - serial: \"52*\"\n"
+                      "        priority: 2\n"
+                      "      - {serial: \"5214ABC?\", priority: 9}\n"
+                      "  - name: osaka\n"
+                      "    api_key: k\n"
+                      "    login_id: tbzz8888\n"
+                      "    login_pass: p\n"
+                      "    priorities: [{serial: \"X*\", priority: 10}]\n" RECEIVER);
+    const struct account_conf *tokyo = &cfg->accounts[0], *osaka = &cfg->accounts[1];
+    cr_assert_eq(tokyo->n_priorities, 3);
+    cr_assert_str_eq(tokyo->priorities[0].serial, "5214*");
+    cr_assert_eq(tokyo->priorities[0].priority, 3);
+    cr_assert_str_eq(tokyo->priorities[1].serial, "52*");
+    cr_assert_eq(tokyo->priorities[1].priority, 2);
+    cr_assert_str_eq(tokyo->priorities[2].serial, "5214ABC?");
+    cr_assert_eq(tokyo->priorities[2].priority, 9);
+    cr_assert_eq(account_device_priority(tokyo, "5214ABCD"), 5); /* its own */
+    cr_assert_eq(account_device_priority(tokyo, "5214ABCE"), 3); /* listed without one */
+    cr_assert_eq(account_device_priority(tokyo, "5214ABCF"), 3); /* the first match, not 9 */
+    cr_assert_eq(account_device_priority(tokyo, "52F00001"), 2);
+    cr_assert_eq(account_device_priority(tokyo, "3F360001"), 1);
+    cr_assert(osaka->devices_auto);
+    cr_assert_eq(osaka->n_priorities, 1);
+    cr_assert_eq(account_device_priority(osaka, "X0000001"), 10);
+    cr_assert_eq(account_device_priority(osaka, "x0000001"), 1);
+    cr_assert_eq(account_device_priority(osaka, "5214ABCD"), 1);
+    expect_ok(ACCOUNT RECEIVER);
+    cr_assert_eq(cfg->accounts[0].n_priorities, 0);
+    cr_assert_null(cfg->accounts[0].priorities);
+    cr_assert_eq(account_device_priority(&cfg->accounts[0], "5214ABCD"), 1);
+}
+
+Test(config, priorities_mistakes_name_file_line_and_column)
+{
+    static const struct {
+        const char *yaml, *tail;
+    } bad[] = {
+        {"    priorities: [{serial: \"52[14*\", priority: 3}]\n",
+         "6:27: accounts[0].priorities[0].serial: column 3: '[' is not closed"},
+        {"    priorities: [{serial: \"52*\\\\\", priority: 3}]\n",
+         "6:27: accounts[0].priorities[0].serial: column 4: '\\' at the end escapes nothing"},
+        {"    priorities: [{serial: \"\", priority: 3}]\n",
+         "6:27: accounts[0].priorities[0].serial: expected a non-empty glob"},
+        {"    priorities: [{serial: [\"52*\"], priority: 3}]\n",
+         "6:27: accounts[0].priorities[0].serial: expected a glob, got a list"},
+        {"    priorities: [{serial: \"52*\", priority: 11}]\n",
+         "6:44: accounts[0].priorities[0].priority: expected a whole number from 1 to 10"},
+        {"    priorities: [{serial: \"52*\", priority: 0}]\n",
+         "6:44: accounts[0].priorities[0].priority: expected a whole number from 1 to 10"},
+        {"    priorities: [{serial: \"52*\", priority: high}]\n",
+         "6:44: accounts[0].priorities[0].priority: expected a whole number from 1 to 10"},
+        {"    priorities: [{serial: \"52*\", priority: 2, base: 5214ABCD}]\n",
+         "6:47: accounts[0].priorities[0]: unknown key 'base' (expected one of: serial, "
+         "priority)"},
+        {"    priorities: [{serial: \"52*\"}]\n",
+         "6:18: accounts[0].priorities[0]: missing required key 'priority'"},
+        {"    priorities: [{priority: 2}]\n",
+         "6:18: accounts[0].priorities[0]: missing required key 'serial'"},
+        {"    priorities: [\"52*\"]\n",
+         "6:18: accounts[0].priorities[0]: expected a mapping, got a string"},
+        {"    priorities: {serial: \"52*\", priority: 2}\n",
+         "6:17: accounts[0].priorities: expected a list, got a mapping"},
+        {"    priorities: []\n",
+         "6:17: accounts[0].priorities: the list is empty; give at least one priority"},
+        {"    priorities:\n"
+         "      - serial: \"5214*\"\n"
+         "        priority: 3\n"
+         "      - serial: \"52*\"\n"
+         "        prio: 2\n",
+         "10:9: accounts[0].priorities[1]: unknown key 'prio' (expected one of: serial, "
+         "priority)"},
+        {"    priorities:\n"
+         "      - {serial: \"52*\", priority: 3}\n"
+         "      - {serial: \"5214*\", priority: 2}\n"
+         "      - {serial: \"52*\", priority: 4}\n",
+         "9:18: accounts[0].priorities[2].serial: duplicate priority serial '52*' (first at "
+         "line 7)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT "%s" RECEIVER, bad[i].yaml);
+        expect_error(yaml, bad[i].tail);
+        free(yaml);
+    }
 }
 
 /* ---- self: and outbox: ---- */
