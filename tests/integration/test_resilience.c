@@ -365,11 +365,12 @@ Test(resilience, priorities_by_glob_apply_to_discovered_devices, .fini = teardow
                  "    devices: auto\n"
                  "    priorities: [{serial: \"*01\", priority: 3}]\n",
                  NULL);
+    /* 24 runs 310 s apart: about one call a run, 11 an hour at most. */
     for (int i = 0; i < 24; i++)
-        cr_assert_eq(relay_run_at(&R, T0 + i * 310LL, NULL), 0); /* a slot each run */
+        cr_assert_eq(relay_run_at(&R, T0 + i * 310LL, NULL), 0);
     int a = alert_calls_to("5214A000"), b = alert_calls_to("5214A001"),
         c = alert_calls_to("5214A002");
-    cr_assert_eq(a + b + c, 24, "one call every five minutes: %d %d %d", a, b, c);
+    cr_assert(a + b + c >= 20 && a + b + c <= 24, "one call every 327 s: %d %d %d", a, b, c);
     cr_assert(b >= 2 * a && b >= 2 * c, "%d %d %d", a, b, c);
     cr_assert(a >= 3 && c >= 3, "the others are still looked at: %d %d %d", a, b, c);
     cr_assert_leq(max_alert_calls_per_hour(), 12);
