@@ -16,7 +16,10 @@
  *
  * The alert budget belongs to a login ID, not to an account of the config:
  * accounts that share a login ID pool their devices and the scheduler plans
- * for the pool, least recently polled first.
+ * for the pool, least recently polled first. Login IDs are independent, so
+ * the run advances them in rounds of one call each, and a round's calls
+ * run in parallel (platform_multi_call); a round is recorded and saved
+ * before any of its calls is sent, and its replies are taken one by one.
  *
  * A dry run makes the same calls (the platform counts them, so the budget
  * ledger is saved, and only that) and prints the messages instead of
