@@ -321,33 +321,44 @@ Test(resilience, the_metrics_file_counts_calls_events_and_messages, .fini = tear
     free(path);
 }
 
+/* Three devices on the account "lab" whose `devices:` and what follows are
+ * `devices_yaml`; runs 310 s apart, about one call each, 11 an hour at
+ * most. Fills calls[] with each device's alert calls. */
+static void poll_three(const char *devices_yaml, int runs, int calls[3])
+{
+    start(3, 0, false);
+    char *accounts = xasprintf("  - name: lab\n"
+                               "    base_url: @BASE_URL@\n"
+                               "    api_key: \"${TEST_API_KEY}\"\n"
+                               "    login_id: " RELAY_LOGIN "\n"
+                               "    login_pass_file: pass.txt\n"
+                               "%s",
+                               devices_yaml);
+    relay_config(&R, accounts, NULL);
+    free(accounts);
+    for (int i = 0; i < runs; i++)
+        cr_assert_eq(relay_run_at(&R, T0 + i * 310LL, NULL), 0);
+    calls[0] = alert_calls_to("5214A000");
+    calls[1] = alert_calls_to("5214A001");
+    calls[2] = alert_calls_to("5214A002");
+    cr_assert_leq(max_alert_calls_per_hour(), 11, "routine polling kept the reserve");
+}
+
 /* A device listed with priority 3 is looked at three times as often as
- * each of the two others, within the same budget. */
+ * each of the two others, within the same budget: 46 calls in 50 runs. */
 Test(resilience, a_device_of_priority_three_is_polled_three_times_as_often, .fini = teardown,
      .timeout = 120)
 {
-    start(3, 0, false);
-    relay_config(&R,
-                 "  - name: lab\n"
-                 "    base_url: @BASE_URL@\n"
-                 "    api_key: \"${TEST_API_KEY}\"\n"
-                 "    login_id: " RELAY_LOGIN "\n"
-                 "    login_pass_file: pass.txt\n"
-                 "    devices:\n"
-                 "      - serial: 5214A000\n"
-                 "      - {serial: 5214A001, priority: 3}\n"
-                 "      - serial: 5214A002\n",
-                 NULL);
-    /* A slot each run, as long as the hour holds fewer than 11 calls (the
-     * twelfth is kept for an urgent look): 46 calls in 50 runs. */
-    for (int i = 0; i < 50; i++)
-        cr_assert_eq(relay_run_at(&R, T0 + i * 310LL, NULL), 0);
-    int a = alert_calls_to("5214A000"), b = alert_calls_to("5214A001"),
-        c = alert_calls_to("5214A002");
-    cr_assert(a + b + c >= 45 && a + b + c <= 47, "11 calls an hour: %d %d %d", a, b, c);
-    cr_assert(b >= 25 && b <= 30, "%d %d %d", a, b, c);
-    cr_assert(a >= 8 && a <= 10 && c >= 8 && c <= 10, "%d %d %d", a, b, c);
-    cr_assert_leq(max_alert_calls_per_hour(), 12);
+    int n[3];
+    poll_three("    devices:\n"
+               "      - serial: 5214A000\n"
+               "      - {serial: 5214A001, priority: 3}\n"
+               "      - serial: 5214A002\n",
+               50, n);
+    cr_assert(n[0] + n[1] + n[2] >= 45 && n[0] + n[1] + n[2] <= 47, "%d %d %d", n[0], n[1],
+              n[2]);
+    cr_assert(n[1] >= 25 && n[1] <= 30, "%d %d %d", n[0], n[1], n[2]);
+    cr_assert(n[0] >= 8 && n[0] <= 10 && n[2] >= 8 && n[2] <= 10, "%d %d %d", n[0], n[1], n[2]);
 }
 
 /* Discovered devices take their priority from the account's priorities:
@@ -355,25 +366,15 @@ Test(resilience, a_device_of_priority_three_is_polled_three_times_as_often, .fin
  * looked at about three times as often as each of the two others. */
 Test(resilience, priorities_by_glob_apply_to_discovered_devices, .fini = teardown, .timeout = 120)
 {
-    start(3, 0, false);
-    relay_config(&R,
-                 "  - name: lab\n"
-                 "    base_url: @BASE_URL@\n"
-                 "    api_key: \"${TEST_API_KEY}\"\n"
-                 "    login_id: " RELAY_LOGIN "\n"
-                 "    login_pass_file: pass.txt\n"
-                 "    devices: auto\n"
-                 "    priorities: [{serial: \"*01\", priority: 3}]\n",
-                 NULL);
-    /* 24 runs 310 s apart: about one call a run, 11 an hour at most. */
-    for (int i = 0; i < 24; i++)
-        cr_assert_eq(relay_run_at(&R, T0 + i * 310LL, NULL), 0);
-    int a = alert_calls_to("5214A000"), b = alert_calls_to("5214A001"),
-        c = alert_calls_to("5214A002");
-    cr_assert(a + b + c >= 20 && a + b + c <= 24, "one call every 327 s: %d %d %d", a, b, c);
-    cr_assert(b >= 2 * a && b >= 2 * c, "%d %d %d", a, b, c);
-    cr_assert(a >= 3 && c >= 3, "the others are still looked at: %d %d %d", a, b, c);
-    cr_assert_leq(max_alert_calls_per_hour(), 12);
+    int n[3];
+    poll_three("    devices: auto\n"
+               "    priorities: [{serial: \"*01\", priority: 3}]\n",
+               24, n);
+    cr_assert(n[0] + n[1] + n[2] >= 20 && n[0] + n[1] + n[2] <= 24, "%d %d %d", n[0], n[1],
+              n[2]);
+    cr_assert(n[1] >= 2 * n[0] && n[1] >= 2 * n[2], "%d %d %d", n[0], n[1], n[2]);
+    cr_assert(n[0] >= 3 && n[2] >= 3, "the others are still looked at: %d %d %d", n[0], n[1],
+              n[2]);
 }
 
 /* On a device's first poll, a full page newer than the catch_up horizon
