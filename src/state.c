@@ -100,7 +100,7 @@
 
 #define STATE_VERSION 1
 #define STATE_MAX_BYTES ((size_t)64 * 1024 * 1024)
-#define LEDGER_KEEP 86400           /* seconds of call times kept */
+#define LEDGER_KEEP 7200            /* seconds of call times kept: two of the longest span */
 #define BACKOFF_FIRST 60            /* first retry delay of the outbox */
 #define BACKOFF_MAX 3600            /* longest retry delay */
 #define HISTORY_KEEP (30LL * 86400) /* an unlisted, untouched device's history */

@@ -166,7 +166,7 @@ void state_device_refused(struct state *s, const char *account, const char *seri
 
 /* Records one call at `now`. Call it before the request is sent: a call
  * counts from the moment it is sent, whatever becomes of it. Times older
- * than a day are dropped. */
+ * than two hours (twice the longest span) are dropped. */
 void state_record_call(struct state *s, const char *login, enum platform_op op, long long now);
 
 /* Calls recorded at `since` or later: pass now - span. A call stamped

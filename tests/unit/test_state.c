@@ -908,7 +908,7 @@ Test(state, old_file_with_times_in_the_device_list_loads)
 
 /* --- budget ledger ----------------------------------------------------- */
 
-Test(state, ledger_counts_since_and_drops_after_a_day)
+Test(state, ledger_counts_since_and_drops_after_two_hours)
 {
     const long long t = 1800000000;
     struct state *s = open_ok();
@@ -923,15 +923,16 @@ Test(state, ledger_counts_since_and_drops_after_a_day)
     cr_expect_eq(state_calls_since(s, "M", PLATFORM_ALERT, 0), 0, "logins are separate");
     cr_expect_eq(state_last_call(s, "L", PLATFORM_ALERT), t);
 
-    /* A day later the first two fall out; one exactly a day old stays. */
-    state_record_call(s, "L", PLATFORM_ALERT, t - 3600 + 86400);
+    /* Two hours later the first two fall out; one exactly two hours old
+     * stays. */
+    state_record_call(s, "L", PLATFORM_ALERT, t - 3600 + 7200);
     cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, 0), 4);
-    state_record_call(s, "L", PLATFORM_ALERT, t - 10 + 86400 + 1);
+    state_record_call(s, "L", PLATFORM_ALERT, t - 10 + 7200 + 1);
     cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, 0), 3);
 
     s = reopen(s);
     cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, 0), 3);
-    cr_expect_eq(state_last_call(s, "L", PLATFORM_ALERT), t + 86400 - 9);
+    cr_expect_eq(state_last_call(s, "L", PLATFORM_ALERT), t + 7200 - 9);
     state_close(s);
 }
 
