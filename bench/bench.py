@@ -1,0 +1,510 @@
+#!/usr/bin/env python3
+"""Measures wsrelay against the bundled platform simulator on 127.0.0.1.
+
+Three benchmarks, each reported as the median of several runs: parallel
+login IDs (one run's wall time with 1, 10 and 50 login IDs, the simulator
+holding each reply a while), one run's cost with a large state (1048
+devices on 201 login IDs, a run every simulated minute), and the delivery
+of 1000 queued events to a file receiver. Prints Markdown tables and
+whether the targets of docs/PERFORMANCE.md were met. Started by
+bench/run.sh, which builds wsrelay first; Python's standard library only.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+T0 = 1795000000  # the scenarios' clock at the first run
+API_KEY = "BENCH-API-KEY-000000000000000000000000000000"
+BENCHMARKS = ("parallel", "size", "outbox")
+
+# Alert texts in the platform's wording (see "What an alert says" in the README).
+ALARM = "CH1 Upper Limit Exceeded 9.1°C (limit 8.0°C)"
+RECOVERY = "CH1 Measurement Recovery 7.4°C"
+ALARM_CH2 = "CH2 Upper Limit Exceeded 81.0%RH (limit 80.0%RH)"
+BATTERY = "Low Battery Warning"
+
+# Calls to the simulator's control endpoints never go through a proxy.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class BenchError(Exception):
+    pass
+
+
+class Sim:
+    """One wsrelay-sim process serving `scenario` on 127.0.0.1."""
+
+    def __init__(self, bindir, work, scenario, latency_ms=0):
+        os.makedirs(work, exist_ok=True)
+        scen_path = os.path.join(work, "scenario.json")
+        port_path = os.path.join(work, "sim.port")
+        with open(scen_path, "w", encoding="utf-8") as f:
+            json.dump(scenario, f, ensure_ascii=False)
+        self.log = open(os.path.join(work, "sim.log"), "wb")
+        self.proc = subprocess.Popen(
+            [os.path.join(bindir, "wsrelay-sim"), "--scenario", scen_path, "--port", "0",
+             "--port-file", port_path, "--latency", str(latency_ms)],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(port_path):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise BenchError("the simulator did not start; see " + self.log.name)
+            time.sleep(0.02)
+        with open(port_path, encoding="ascii") as f:
+            self.url = "http://127.0.0.1:%d" % int(f.read())
+
+    def _call(self, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        with _OPENER.open(urllib.request.Request(self.url + path, data=data), timeout=30) as r:
+            return json.load(r)
+
+    def set_clock(self, now):
+        self._call("/_sim/clock", {"now": now})
+
+    def stats(self):
+        return self._call("/_sim/stats")
+
+    def calls(self):
+        """The number of platform calls so far: (current, alert)."""
+        totals = self.stats()["totals"].values()
+        return sum(t["current"] for t in totals), sum(t["alert"] for t in totals)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class Sample:
+    """One wsrelay process: wall time, CPU time and peak memory."""
+
+    def __init__(self, wall, cpu, rss_kib):
+        self.wall = wall          # seconds, from start to exit
+        self.cpu = cpu            # seconds, user + system
+        self.rss_kib = rss_kib    # the largest resident set, KiB
+
+
+def run_wsrelay(bindir, config, args, log_path, expect=(0,)):
+    """Runs `wsrelay -c config ARGS`, its output appended to log_path, and
+    measures it with wsrelay-rusage (bench/rusage.c says why not from here)."""
+    cmd = [os.path.join(bindir, "wsrelay"), "-c", config] + args
+    usage = log_path + ".rusage"
+    with open(log_path, "ab") as log:
+        subprocess.run([os.path.join(bindir, "wsrelay-rusage"), usage] + cmd, stdout=log,
+                       stderr=log, check=True)
+    with open(usage, encoding="ascii") as f:
+        wall, cpu, rss_kib, status = f.read().split()
+    if int(status) not in expect:
+        raise BenchError("%s ended with exit status %s; see %s" %
+                         (" ".join(cmd), status, log_path))
+    return Sample(float(wall), float(cpu), int(rss_kib))
+
+
+def device(serial, alerts):
+    return {"serial": serial, "model": "TR-72A2", "name": "Bench " + serial,
+            "group": {"num": 1, "name": "Bench"},
+            "channels": [{"name": "Temperature", "unit": "°C", "value": "4.0"}],
+            "alerts": alerts}
+
+
+def login_id(i):
+    return "bench%03d" % i
+
+
+def scenario(logins):
+    """A scenario of login IDs: `logins` is a list of device lists."""
+    return {"now": T0, "accounts": [
+        {"api_key": API_KEY, "login_id": login_id(i), "login_pass": "pass-%d" % i,
+         "devices": devs} for i, devs in enumerate(logins)]}
+
+
+def write_config(path, work, sim, n_logins, receiver_path, rules):
+    accounts = "".join(
+        "  - name: site%03d\n"
+        "    base_url: %s\n"
+        "    api_key: %s\n"
+        "    login_id: %s\n"
+        "    login_pass: pass-%d\n"
+        "    devices: auto\n" % (i, sim.url, API_KEY, login_id(i), i)
+        for i in range(n_logins))
+    rules_path = os.path.join(work, "rules.yaml")
+    with open(rules_path, "w", encoding="utf-8") as f:
+        f.write(rules)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("state_file: %s\n"
+                "catch_up: 1h\n"
+                "rules: %s\n"
+                "accounts:\n%s"
+                "receivers:\n"
+                "  - name: sink\n"
+                "    file: {path: %s}\n" %
+                (os.path.join(work, "state.json"), rules_path, accounts, receiver_path))
+
+
+CATCH_ALL = "- name: everything\n  receivers: [sink]\n"
+
+
+def count_events(path):
+    """Events in a file receiver's output (one line per event names its kind)."""
+    if not os.path.exists(path):
+        return 0
+    with open(path, encoding="utf-8") as f:
+        return sum(1 for line in f if re.search(r"\) - (ch\d|battery-level|gap)\b", line))
+
+
+def ms(seconds):
+    return "%.0f ms" % (seconds * 1000)
+
+
+def mib(kib):
+    return "%.1f MiB" % (kib / 1024)
+
+
+def spread(values, fmt):
+    return "%s (%s to %s)" % (fmt(statistics.median(values)), fmt(min(values)), fmt(max(values)))
+
+
+# --- parallel login IDs ---------------------------------------------------------------------
+
+def bench_parallel(bindir, work, repeat, sizes=(1, 10, 50), latencies=(0, 200)):
+    """One `wsrelay run` with a fresh state: each login ID lists its devices
+    (Get Current Readings) and then polls one (Get Alert Logs)."""
+    print("## Parallel login IDs\n")
+    print("One `wsrelay run --now T` with a new state: each login ID makes a discovery "
+          "call, then one alert call. Median of %d runs (lowest to highest).\n" % repeat)
+    print("| latency | login IDs | platform calls | wall time | CPU (user+sys) | max in flight |")
+    print("|---:|---:|---:|---|---|---:|")
+    results = {}
+    for latency in latencies:
+        for n in sizes:
+            samples, in_flight = [], []
+            for r in range(repeat):
+                d = os.path.join(work, "parallel-%d-%d-%d" % (latency, n, r))
+                logins = [[device("%04d%04d" % (i, k),
+                                  [{"unixtime": T0 - 100 - k, "ch1": ALARM}])
+                           for k in range(2)] for i in range(n)]
+                with Sim(bindir, d, scenario(logins), latency) as sim:
+                    config = os.path.join(d, "wsrelay.yaml")
+                    sink = os.path.join(d, "sink.txt")
+                    write_config(config, d, sim, n, sink, CATCH_ALL)
+                    samples.append(run_wsrelay(bindir, config, ["run", "--now", str(T0)],
+                                               os.path.join(d, "wsrelay.log")))
+                    current, alert = sim.calls()
+                    in_flight.append(sim.stats()["max_in_flight"])
+                if (current, alert) != (n, n) or count_events(sink) != n:
+                    raise BenchError("%s: expected %d discovery and %d alert calls and %d "
+                                     "events, got %d, %d and %d" %
+                                     (d, n, n, n, current, alert, count_events(sink)))
+            results[(latency, n)] = (statistics.median(s.wall for s in samples),
+                                     statistics.median(in_flight))
+            print("| %d ms | %d | %d | %s | %s | %g |" %
+                  (latency, n, 2 * n, spread([s.wall for s in samples], ms),
+                   ms(statistics.median(s.cpu for s in samples)),
+                   statistics.median(in_flight)))
+    print()
+    return results
+
+
+# --- one run's cost at size ----------------------------------------------------------------
+
+BIG_DEVICES = 48     # on the first login ID
+SMALL_LOGINS = 200   # further login IDs ...
+SMALL_DEVICES = 5    # ... of this many devices each
+
+WARM_STEP = 5        # simulated minutes between the runs that fill the state
+
+SIZE_RULES = """\
+- name: alarms
+  match: {event: alarm}
+  receivers: [sink]
+  severity: critical
+  throttle: 30m
+- name: everything-else
+  receivers: [sink]
+"""
+
+
+def full_log(serial):
+    """A device's full log: 20 entries, one every 5 minutes up to T0,
+    alarms and recoveries in turn, a battery warning in every fourth."""
+    alerts = []
+    for j in range(20):
+        a = {"unixtime": T0 - 300 * j, "ch1": ALARM if j % 2 == 0 else RECOVERY}
+        if j % 4 == 0:
+            a["battery-level"] = BATTERY
+        alerts.append(a)
+    return device(serial, alerts)
+
+
+def state_summary(path):
+    """The state file's size and what it holds (see src/state.c for its form)."""
+    with open(path, encoding="utf-8") as f:
+        st = json.load(f)
+    seen = sum(len(keys) for keys in st.get("seen", {}).values())
+    ledger = sum(len(login.get(op, {}).get("calls", []))
+                 for login in st.get("logins", {}).values() for op in ("alert", "current"))
+    return {"bytes": os.path.getsize(path), "seen": seen,
+            "throttles": len(st.get("throttles", [])), "outbox": len(st.get("outbox", [])),
+            "ledger": ledger}
+
+
+def unpolled(bindir, config, now):
+    """The number of devices that `wsrelay status` says were never polled."""
+    status = subprocess.run([os.path.join(bindir, "wsrelay"), "-c", config, "status",
+                             "--json", "--now", str(now)], capture_output=True, check=False)
+    report = json.loads(status.stdout)
+    return sum(1 for lg in report["logins"] for dev in lg["devices"] if not dev["last_poll"])
+
+
+def bench_size(bindir, work, minutes, warm_hours):
+    """Runs every WARM_STEP simulated minutes for `warm_hours` fill the
+    state (every device polled, seen keys, throttles, the budget ledger of
+    those hours); then a run every simulated minute is measured, grouped by
+    the platform calls it made."""
+    logins = [[full_log("%04d%04d" % (0, k)) for k in range(BIG_DEVICES)]]
+    logins += [[full_log("%04d%04d" % (i, k)) for k in range(SMALL_DEVICES)]
+               for i in range(1, SMALL_LOGINS + 1)]
+    n_logins = len(logins)
+    n_devices = BIG_DEVICES + SMALL_LOGINS * SMALL_DEVICES
+    d = os.path.join(work, "size")
+    print("## One run's cost at size\n")
+    with Sim(bindir, d, scenario(logins)) as sim:
+        config = os.path.join(d, "wsrelay.yaml")
+        sink = os.path.join(d, "sink.txt")
+        log = os.path.join(d, "wsrelay.log")
+        state = os.path.join(d, "state.json")
+        write_config(config, d, sim, n_logins, sink, SIZE_RULES)
+        warm = []
+        now = T0 - WARM_STEP * 60
+        # The runs of `warm_hours`, then more until every device was polled.
+        while len(warm) < warm_hours * 60 // WARM_STEP or unpolled(bindir, config, now):
+            if len(warm) > (warm_hours + 2) * 60 // WARM_STEP:
+                raise BenchError("devices still not polled after %d runs" % len(warm))
+            now += WARM_STEP * 60
+            sim.set_clock(now)
+            warm.append(run_wsrelay(bindir, config, ["run", "--now", str(now)], log))
+        kinds = {}  # (discovery calls, alert calls) -> samples
+        every = []
+        for _ in range(minutes):
+            now += 60
+            sim.set_clock(now)
+            before = sim.calls()
+            s = run_wsrelay(bindir, config, ["run", "--now", str(now)], log)
+            calls = tuple(a - b for a, b in zip(sim.calls(), before))
+            kinds.setdefault(calls, []).append(s)
+            every.append(s)
+        summary = state_summary(state)
+        stats = sim.stats()
+    if stats["rejected_429"]:
+        raise BenchError("the simulator refused %d calls (429)" % stats["rejected_429"])
+    print("%d login IDs: one with %d devices, %d with %d each (%d devices), each device with "
+          "a full log of 20 entries; a rule with a throttle. %d runs, one every %d simulated "
+          "minutes (%g hours), filled the state and polled every device; then a run every "
+          "simulated minute for %d minutes was measured, grouped by the platform calls it "
+          "made. No latency.\n" %
+          (n_logins, BIG_DEVICES, SMALL_LOGINS, SMALL_DEVICES, n_devices, len(warm),
+           WARM_STEP, len(warm) * WARM_STEP / 60, minutes))
+    print("| discovery calls | alert calls | runs | wall time | CPU (user+sys) | max RSS |")
+    print("|---:|---:|---:|---|---|---|")
+    for (current, alert), samples in sorted(kinds.items()):
+        print("| %d | %d | %d | %s | %s | %s |" %
+              (current, alert, len(samples), spread([s.wall for s in samples], ms),
+               spread([s.cpu for s in samples], ms),
+               mib(statistics.median(s.rss_kib for s in samples))))
+    total_cpu = sum(s.cpu for s in every)
+    current = sum(c * len(v) for (c, _), v in kinds.items()) / n_logins
+    alert = sum(a * len(v) for (_, a), v in kinds.items()) / n_logins
+    print()
+    print("- Every minute for %d minutes (%g discovery and %g alert calls per login ID): %s "
+          "CPU in all, %s per run on average; the largest RSS %s." %
+          (minutes, current, alert, ms(total_cpu), ms(total_cpu / len(every)),
+           mib(max(s.rss_kib for s in every))))
+    print("- The state file: %d bytes (%d seen keys, %d throttle entries, %d calls in the "
+          "budget ledger, %d outbox items)." %
+          (summary["bytes"], summary["seen"], summary["throttles"], summary["ledger"],
+           summary["outbox"]))
+    print("- The %d runs that filled it: wall time %s, CPU %s (median).\n" %
+          (len(warm), ms(statistics.median(s.wall for s in warm)),
+           ms(statistics.median(s.cpu for s in warm))))
+    return {"cpu_per_run": total_cpu / len(every), "cpu_max": max(s.cpu for s in every),
+            "rss_kib": max(s.rss_kib for s in every), "state_bytes": summary["bytes"]}
+
+
+# --- delivery of a full outbox -------------------------------------------------------------
+
+OUTBOX_LOGINS = 50
+OUTBOX_ENTRIES = 10  # per device, each with ch1 and ch2: 1000 events in all
+
+
+def bench_outbox(bindir, work, repeat):
+    """A first run queues 1000 events while the receiver's directory is
+    missing; each measured run starts from that state and delivers them all
+    (no platform call is due a minute later)."""
+    d = os.path.join(work, "outbox")
+    logins = [[device("%04d%04d" % (i, 0),
+                      [{"unixtime": T0 - 60 * j, "ch1": ALARM, "ch2": ALARM_CH2}
+                       for j in range(OUTBOX_ENTRIES)])] for i in range(OUTBOX_LOGINS)]
+    events = OUTBOX_LOGINS * OUTBOX_ENTRIES * 2
+    print("## Delivery of a full outbox\n")
+    print("%d events queued for one `file` receiver (in messages of 100), delivered in one "
+          "run that makes no platform call. Median of %d runs (lowest to highest).\n" %
+          (events, repeat))
+    with Sim(bindir, d, scenario(logins)) as sim:
+        config = os.path.join(d, "wsrelay.yaml")
+        sink_dir = os.path.join(d, "out")
+        sink = os.path.join(sink_dir, "sink.txt")
+        log = os.path.join(d, "wsrelay.log")
+        state = os.path.join(d, "state.json")
+        write_config(config, d, sim, OUTBOX_LOGINS, sink, CATCH_ALL)
+        run_wsrelay(bindir, config, ["run", "--now", str(T0)], log, expect=(1,))
+        queued = state_summary(state)
+        if queued["outbox"] != events:
+            raise BenchError("%d events queued, not %d" % (queued["outbox"], events))
+        shutil.copyfile(state, state + ".queued")
+        os.makedirs(sink_dir)
+        sim.set_clock(T0 + 60)
+        before = sim.calls()
+        samples = []
+        for _ in range(repeat):
+            shutil.copyfile(state + ".queued", state)
+            if os.path.exists(sink):
+                os.remove(sink)
+            samples.append(run_wsrelay(bindir, config, ["run", "--now", str(T0 + 60)], log))
+            if count_events(sink) != events or state_summary(state)["outbox"]:
+                raise BenchError("the run did not deliver all %d events; see %s" % (events, log))
+        if sim.calls() != before:
+            raise BenchError("the delivery runs called the platform")
+    print("| events | state file before | wall time | CPU (user+sys) | max RSS | events/s (CPU) |")
+    print("|---:|---:|---|---|---|---:|")
+    cpu = statistics.median(s.cpu for s in samples)
+    print("| %d | %d bytes | %s | %s | %s | %.0f |\n" %
+          (events, queued["bytes"], spread([s.wall for s in samples], ms),
+           spread([s.cpu for s in samples], ms),
+           mib(statistics.median(s.rss_kib for s in samples)), events / cpu))
+    return cpu
+
+
+# --- targets -------------------------------------------------------------------------------
+
+def targets(parallel, size, outbox):
+    """The targets of docs/PERFORMANCE.md: (statement, measured, met)."""
+    rows = []
+    if parallel and (200, 1) in parallel and (200, 50) in parallel:
+        one, fifty = parallel[(200, 1)][0], parallel[(200, 50)][0]
+        rows.append(("200 ms latency: 50 login IDs take at most 1.5 times as long as one",
+                     "%.2f times (%s against %s)" % (fifty / one, ms(fifty), ms(one)),
+                     fifty <= 1.5 * one))
+        rows.append(("200 ms latency: the calls of all 50 login IDs are in flight at once",
+                     "%g at once" % parallel[(200, 50)][1], parallel[(200, 50)][1] == 50))
+    if size:
+        rows.append(("1048 devices, 201 login IDs: a run every minute costs at most 400 ms CPU "
+                     "on average", ms(size["cpu_per_run"]), size["cpu_per_run"] <= 0.4))
+        rows.append(("1048 devices, 201 login IDs: no run takes more than 1 s CPU",
+                     ms(size["cpu_max"]), size["cpu_max"] <= 1.0))
+        rows.append(("1048 devices, 201 login IDs: at most 128 MiB resident",
+                     mib(size["rss_kib"]), size["rss_kib"] <= 128 * 1024))
+        rows.append(("1048 devices, 201 login IDs: the state file under 4 MiB",
+                     "%d bytes" % size["state_bytes"], size["state_bytes"] < 4 << 20))
+    if outbox is not None:
+        rows.append(("1000 queued events reach a file receiver in at most 500 ms CPU",
+                     ms(outbox), outbox <= 0.5))
+    print("## Targets\n")
+    print("| target | measured | met |")
+    print("|---|---|---|")
+    for statement, measured, met in rows:
+        print("| %s | %s | %s |" % (statement, measured, "yes" if met else "**no**"))
+    missed = sum(1 for row in rows if not row[2])
+    print("\n%s\n" % ("Every target met." if not missed else
+                      "%d target%s missed: run again on a quiet machine before drawing "
+                      "conclusions." % (missed, "" if missed == 1 else "s")))
+
+
+# --- the machine -----------------------------------------------------------------------------
+
+def machine(bindir, root, work):
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    debian = "unknown"
+    if os.path.exists("/etc/debian_version"):
+        with open("/etc/debian_version", encoding="ascii") as f:
+            debian = f.read().strip()
+    version = subprocess.run([os.path.join(bindir, "wsrelay"), "--version"],
+                             capture_output=True, text=True, check=False).stdout.strip()
+    commit = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    print("# wsrelay benchmark\n")
+    print("- %s%s, build %s" % (version, " (commit %s)" % commit if commit else "", bindir))
+    fs = subprocess.run(["stat", "-f", "-c", "%T", work], capture_output=True, text=True,
+                        check=False).stdout.strip()
+    print("- %d CPUs (nproc), %s; Debian %s; kernel %s" %
+          (len(os.sched_getaffinity(0)), cpu, debian, os.uname().release))
+    print("- states and logs in %s (file system %s)" % (work, fs or "unknown"))
+    print("- load average at the start: %.2f %.2f %.2f" % os.getloadavg())
+    print()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", required=True, help="the build directory (wsrelay, wsrelay-sim)")
+    ap.add_argument("--work", required=True, help="an empty directory for scenarios and states")
+    ap.add_argument("--repeat", type=int, default=5, help="runs per measurement (default 5)")
+    ap.add_argument("--minutes", type=int, default=60,
+                    help="measured minutes of the size benchmark (default 60)")
+    ap.add_argument("--warm-hours", type=int, default=4,
+                    help="simulated hours of runs that fill the size benchmark's state "
+                         "(default 4, enough to poll every device; 24 for a full day of "
+                         "budget ledger)")
+    ap.add_argument("--only", choices=BENCHMARKS, action="append",
+                    help="run only this benchmark (may be repeated)")
+    opt = ap.parse_args()
+    bindir = os.path.abspath(opt.build)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    chosen = opt.only or BENCHMARKS
+    started = time.monotonic()
+    parallel = size = outbox = None
+    try:
+        machine(bindir, root, opt.work)
+        if "parallel" in chosen:
+            parallel = bench_parallel(bindir, opt.work, opt.repeat)
+        if "size" in chosen:
+            size = bench_size(bindir, opt.work, opt.minutes, opt.warm_hours)
+        if "outbox" in chosen:
+            outbox = bench_outbox(bindir, opt.work, opt.repeat)
+    except BenchError as e:
+        print("bench: %s" % e, file=sys.stderr)
+        return 1
+    targets(parallel, size, outbox)
+    print("Done in %.0f s; load average at the end: %.2f %.2f %.2f." %
+          ((time.monotonic() - started,) + os.getloadavg()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
