@@ -2033,6 +2033,14 @@ long account_device_priority(const struct account_conf *a, const char *serial)
     return 1;
 }
 
+bool config_login_first(const struct config *c, size_t i)
+{
+    for (size_t k = 0; k < i; k++)
+        if (strcmp(c->accounts[k].login_id, c->accounts[i].login_id) == 0)
+            return false;
+    return true;
+}
+
 bool account_wants_serial(const struct account_conf *a, const char *serial)
 {
     bool wanted = a->n_include == 0;

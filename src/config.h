@@ -205,6 +205,10 @@ void config_free(struct config *c);
  * whose glob matches the serial; otherwise 1. */
 long account_device_priority(const struct account_conf *a, const char *serial);
 
+/* True when accounts[i] is the first account of the config with its login
+ * ID: iterate over the accounts and keep these to visit each login ID once. */
+bool config_login_first(const struct config *c, size_t i);
+
 /* True when `serial` passes the account's include and exclude globs. */
 bool account_wants_serial(const struct account_conf *a, const char *serial);
 

@@ -1,5 +1,6 @@
 /* Prometheus text for the node_exporter textfile collector. */
 #include "metrics.h"
+#include "budget.h"
 #include "util/fileio.h"
 #include "util/xalloc.h"
 
@@ -160,17 +161,13 @@ void metrics_render(struct buf *out, const struct config *c, const struct state 
 
     family(out, "wsrelay_alert_calls_remaining", "gauge",
            "Alert-log calls the platform's hourly limit still allows each login ID now.");
-    struct platform_limit lim = platform_op_limit(PLATFORM_ALERT);
     for (size_t i = 0; i < c->n_accounts; i++) {
         const char *login = c->accounts[i].login_id;
-        bool first = true;
-        for (size_t k = 0; k < i; k++)
-            first &= strcmp(c->accounts[k].login_id, login) != 0;
-        if (!first)
+        if (!config_login_first(c, i))
             continue;
-        size_t used = state_calls_since(s, login, PLATFORM_ALERT, now - lim.span);
+        struct sched_budget b = budget_read(s, login, PLATFORM_ALERT, now);
         sample(out, "wsrelay_alert_calls_remaining", "login", login,
-               used >= (size_t)lim.limit ? 0 : lim.limit - (long long)used);
+               b.used >= (size_t)b.limit ? 0 : b.limit - (long long)b.used);
     }
 
     family(out, "wsrelay_last_run_timestamp_seconds", "gauge", "When the last run ended.");

@@ -677,10 +677,7 @@ static void poll_all(struct tick *t)
     size_t n = 0;
     struct err e;
     for (size_t i = 0; i < c->n_accounts; i++) {
-        bool first = true;
-        for (size_t k = 0; k < i; k++)
-            first &= strcmp(c->accounts[k].login_id, c->accounts[i].login_id) != 0;
-        if (first && !login_paused(t, c->accounts[i].login_id))
+        if (config_login_first(c, i) && !login_paused(t, c->accounts[i].login_id))
             login_start(t, &runs[n++], c->accounts[i].login_id);
     }
     if (platform_multi_new(&multi, &e) < 0) {
@@ -972,11 +969,8 @@ static void self_logins(struct tick *t)
     const struct config *c = t->cfg;
     for (size_t i = 0; i < c->n_accounts; i++) {
         const char *login = c->accounts[i].login_id;
-        bool first = true;
-        for (size_t k = 0; k < i; k++)
-            first &= strcmp(c->accounts[k].login_id, login) != 0;
         struct state_health h;
-        if (!first || !state_login_health(t->st, login, &h))
+        if (!config_login_first(c, i) || !state_login_health(t->st, login, &h))
             continue;
         char *accounts = login_accounts(c, login);
         char *creds = login_creds(c, login);

@@ -352,10 +352,7 @@ static void gather_logins(struct report *r, const struct config *c, const struct
 {
     r->logins = xcalloc(c->n_accounts ? c->n_accounts : 1, sizeof *r->logins);
     for (size_t i = 0; i < c->n_accounts; i++) {
-        bool seen = false;
-        for (size_t k = 0; k < r->n_logins && !seen; k++)
-            seen = strcmp(r->logins[k].login, c->accounts[i].login_id) == 0;
-        if (seen)
+        if (!config_login_first(c, i))
             continue;
         struct login_row *l = &r->logins[r->n_logins++];
         l->login = c->accounts[i].login_id;
