@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Measures wsrelay against the bundled platform simulator on 127.0.0.1.
 
-Three benchmarks, each reported as the median of several runs: parallel
+Four benchmarks, each reported as the median of several runs: parallel
 login IDs (one run's wall time with 1, 10 and 50 login IDs, the simulator
 holding each reply a while), one run's cost with a large state (1048
-devices on 201 login IDs, a run every simulated minute), and the delivery
-of 1000 queued events to a file receiver. Prints Markdown tables and
+devices on 201 login IDs, a run every simulated minute), the delivery
+of 1000 queued events to a file receiver, and `wsrelay check` on
+configurations of up to 1 MiB built to be expensive (deep nesting, long
+lists, many rules, an alias bomb). Prints Markdown tables and
 whether the targets of docs/PERFORMANCE.md were met. Started by
 bench/run.sh, which builds wsrelay first; Python's standard library only.
 """
@@ -23,7 +25,7 @@ import urllib.request
 
 T0 = 1795000000  # the scenarios' clock at the first run
 API_KEY = "BENCH-API-KEY-000000000000000000000000000000"
-BENCHMARKS = ("parallel", "size", "outbox")
+BENCHMARKS = ("parallel", "size", "outbox", "config")
 
 # Alert texts in the platform's wording (see "What an alert says" in the README).
 ALARM = "CH1 Upper Limit Exceeded 9.1°C (limit 8.0°C)"
@@ -404,9 +406,91 @@ def bench_outbox(bindir, work, repeat):
     return cpu
 
 
+# --- configurations built to be expensive ----------------------------------------------------
+
+CONFIG_ACCOUNT = ("  - name: a\n    base_url: http://127.0.0.1:9\n    api_key: k\n"
+                  "    login_id: l\n    login_pass: p\n")
+CONFIG_RECEIVER = "receivers:\n  - {name: c, file: {path: \"-\"}}\n"
+
+
+def config_cases():
+    """(what, file name, text, extra files {name: text}, expected exit status);
+    the files refused (2) are refused for what their name says (NESTED,
+    REPEATED)."""
+    cases = []
+    for n in (1000, 10000, 100000):
+        cases.append(("%d '[' nested" % n, "deep%d.yaml" % n, "[" * n, {}, 2))
+    cases.append(("400,000 block lists nested ('- - - ...')", "block.yaml", "- " * 400000 + "x\n",
+                  {}, 2))
+    cases.append(("37,000 devices in one account", "devices.yaml",
+                  CONFIG_RECEIVER + "accounts:\n" + CONFIG_ACCOUNT + "    devices:\n" +
+                  "".join("    - {serial: %08d}\n" % i for i in range(37000)), {}, 0))
+    cases.append(("18,000 receivers, each a default receiver", "receivers.yaml",
+                  "accounts:\n" + CONFIG_ACCOUNT + "receivers:\n" +
+                  "".join("  - {name: r%05d, file: {path: \"-\"}}\n" % i for i in range(18000)) +
+                  "default_receivers:\n" + "".join("  - r%05d\n" % i for i in range(18000)),
+                  {}, 0))
+    cases.append(("30,000 rules in one rule file", "rules.yaml",
+                  "rules: many.rules\naccounts:\n" + CONFIG_ACCOUNT + CONFIG_RECEIVER,
+                  {"many.rules": "".join("- {name: r%05d, receivers: c}\n" % i
+                                         for i in range(30000))}, 0))
+    cases.append(("37,000 webhook headers", "headers.yaml",
+                  "accounts:\n" + CONFIG_ACCOUNT + "receivers:\n  - name: h\n    webhook:\n"
+                  "      url: https://hooks.example.org/x\n      headers:\n" +
+                  "".join("        X-H%05d: v\n" % i for i in range(37000)), {}, 0))
+    cases.append(("200,000 aliases of one glob", "aliases.yaml",
+                  CONFIG_RECEIVER + "accounts:\n" + CONFIG_ACCOUNT + "    include: [&g \"5*\", " +
+                  ", ".join(["*g"] * 200000) + "]\n", {}, 0))
+    cases.append(("alias bomb: 20,000 aliases of an account of 20,000 devices", "bomb.yaml",
+                  CONFIG_RECEIVER + "accounts:\n" + CONFIG_ACCOUNT.replace("- ", "- &a\n    ", 1) +
+                  "    devices:\n" + "".join("    - {serial: %08d}\n" % i for i in range(20000)) +
+                  "  - *a\n" * 20000, {}, 2))
+    return cases
+
+
+NESTED = "nested more than 64 levels deep"
+REPEATED = "the aliases repeat more than"
+
+
+def bench_config(bindir, work, repeat):
+    """`wsrelay check` on each configuration of config_cases."""
+    d = os.path.join(work, "config")
+    os.makedirs(d)
+    print("## Reading hostile configurations\n")
+    print("`wsrelay check` on files of up to 1 MiB built to be expensive: each is read or "
+          "refused in time linear in its size. Median of %d runs (lowest to highest).\n" % repeat)
+    print("| configuration | size | exit | wall time | CPU (user+sys) | max RSS |")
+    print("|---|---:|---:|---|---|---|")
+    worst = 0.0
+    for what, name, text, extra, expect in config_cases():
+        for extra_name, extra_text in extra.items():
+            with open(os.path.join(d, extra_name), "w", encoding="ascii") as f:
+                f.write(extra_text)
+        config = os.path.join(d, name)
+        with open(config, "w", encoding="ascii") as f:
+            f.write(text)
+        os.chmod(config, 0o600)
+        log = os.path.join(d, name + ".log")
+        samples = [run_wsrelay(bindir, config, ["check"], log, expect=(expect,))
+                   for _ in range(repeat)]
+        if expect:
+            with open(log, encoding="utf-8", errors="replace") as f:
+                said = f.read()
+            if (REPEATED if "bomb" in name else NESTED) not in said:
+                raise BenchError("%s was refused for another reason; see %s" % (name, log))
+        cpu = statistics.median(s.cpu for s in samples)
+        worst = max(worst, cpu)
+        print("| %s | %d bytes | %d | %s | %s | %s |" %
+              (what, len(text) + sum(len(t) for t in extra.values()), expect,
+               spread([s.wall for s in samples], ms), spread([s.cpu for s in samples], ms),
+               mib(statistics.median(s.rss_kib for s in samples))))
+    print()
+    return worst
+
+
 # --- targets -------------------------------------------------------------------------------
 
-def targets(parallel, size, outbox):
+def targets(parallel, size, outbox, config=None):
     """The targets of docs/PERFORMANCE.md: (statement, measured, met)."""
     rows = []
     if parallel and (200, 1) in parallel and (200, 50) in parallel:
@@ -428,6 +512,9 @@ def targets(parallel, size, outbox):
     if outbox is not None:
         rows.append(("1000 queued events reach a file receiver in at most 500 ms CPU",
                      ms(outbox), outbox <= 0.5))
+    if config is not None:
+        rows.append(("any configuration of at most 1 MiB is checked or refused in at most 1 s CPU",
+                     "%s at worst" % ms(config), config <= 1.0))
     print("## Targets\n")
     print("| target | measured | met |")
     print("|---|---|---|")
@@ -488,7 +575,7 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     chosen = opt.only or BENCHMARKS
     started = time.monotonic()
-    parallel = size = outbox = None
+    parallel = size = outbox = config = None
     try:
         machine(bindir, root, opt.work)
         if "parallel" in chosen:
@@ -497,10 +584,12 @@ def main():
             size = bench_size(bindir, opt.work, opt.minutes, opt.warm_hours)
         if "outbox" in chosen:
             outbox = bench_outbox(bindir, opt.work, opt.repeat)
+        if "config" in chosen:
+            config = bench_config(bindir, opt.work, opt.repeat)
     except BenchError as e:
         print("bench: %s" % e, file=sys.stderr)
         return 1
-    targets(parallel, size, outbox)
+    targets(parallel, size, outbox, config)
     print("Done in %.0f s; load average at the end: %.2f %.2f %.2f." %
           ((time.monotonic() - started,) + os.getloadavg()))
     return 0

@@ -7,7 +7,7 @@
 # unless something failed.
 #   bench/run.sh                     everything, each measurement 5 times
 #   bench/run.sh --repeat 3          fewer repetitions
-#   bench/run.sh --only parallel     one benchmark: parallel, size or outbox
+#   bench/run.sh --only parallel     one benchmark: parallel, size, outbox or config
 #   bench/run.sh --warm-hours 24     the size benchmark after a simulated day
 set -euo pipefail
 wsrelay_root=$(cd "$(dirname "$0")/.." && pwd)

@@ -48,6 +48,7 @@ receivers:
     file: {path: $work/teams.json, template: $wsrelay_root/templates/teams.json}
 rules: $work/rules.yaml
 YAML
+chmod 0600 "$work/wsrelay.yaml" # it holds the demo's credentials
 
 # Two rules: alarms and sensor errors are marked critical; everything else
 # goes the same way without a label. See the README's "Rules".

@@ -2,10 +2,16 @@
 #include "budget.h"
 
 #define ALERT_RESERVE 1
+#define ALERT_HEADROOM 2
 
 int budget_reserve(enum platform_op op)
 {
     return op == PLATFORM_ALERT ? ALERT_RESERVE : 0;
+}
+
+int budget_headroom(void)
+{
+    return ALERT_HEADROOM;
 }
 
 long budget_spacing(enum platform_op op)

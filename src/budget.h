@@ -22,6 +22,11 @@ int budget_reserve(enum platform_op op);
  * operation). */
 long budget_spacing(enum platform_op op);
 
+/* Alert calls of each hour that the round robin leaves free, so that a
+ * device whose readings moved (a signal) can be looked at at once, when
+ * signals are on (scheduler.h, `headroom`). */
+int budget_headroom(void);
+
 /* The budget of `login` for `op` at `now`. */
 struct sched_budget budget_read(const struct state *s, const char *login, enum platform_op op,
                                 long long now);

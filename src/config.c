@@ -9,18 +9,21 @@
 #include "util/log.h"
 #include "util/url.h"
 #include "util/xalloc.h"
+#include "util/yamlfile.h"
 
 #include "alerttext.h"
 #include "event.h"
 #include "glob.h"
 #include "notify/mime.h"
 #include "regexp.h"
+#include "serial.h"
+#include "watch.h"
 #include "window.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,9 +37,19 @@
 #define CONFIG_MAX_BYTES (1024 * 1024)
 #define SECRET_MAX_BYTES (64 * 1024)
 #define CATCH_UP_DEFAULT "1h"
+#define RUN_TIME_DEFAULT "3m"
 #define SELF_AFTER_DEFAULT "15m"
 #define OUTBOX_MAX_AGE_DEFAULT "7d"
 #define OUTBOX_MAX_ITEMS_DEFAULT "10000"
+/* A receiver's `timeout:`. At least 5 s: a mail session with STARTTLS and a
+ * login is several round trips, and a far end that is merely slow should
+ * not fail. At most 2 min: a run stops only between deliveries, and the
+ * packaged units give a stopping loop 3 min (TimeoutStopSec) and a whole
+ * timer run 5 min (TimeoutStartSec), polling included; a delivery that
+ * outlived them would be killed and sent again by the next run. */
+#define RECEIVER_TIMEOUT_DEFAULT "60s"
+#define RECEIVER_TIMEOUT_MIN 5
+#define RECEIVER_TIMEOUT_MAX 120
 
 /* How a key's YAML value becomes a C value, and where that value lives. */
 enum kind {
@@ -44,9 +57,12 @@ enum kind {
     K_PATH,         /* char *: a path; a relative one is taken from the config's directory */
     K_SECRET_FILE,  /* char *: the contents of the file the value names */
     K_GLOB,         /* char *: one glob, passed to `check` like a string */
-    K_DURATION,     /* long: seconds, written "90s", "30m", "1h" */
+    K_DURATION,     /* long: seconds, written "90s", "30m", "1h"; from `min` to `max`
+                       when `max` is not 0 */
     K_BOOL,         /* bool: the plain words true or false */
     K_INT,          /* long: a decimal integer from `min` to `max` */
+    K_NUMBER,       /* double: a finite decimal number, "-75", "8.5", "1e3"; and the bool
+                       at `count_off` is set when the key is given */
     K_ENUM,         /* an enum (int-sized): the index of the value in `words` */
     K_GLOBS,        /* char ** and a size_t count: one string or a list of strings */
     K_STRINGS,      /* like K_GLOBS, each string passed to `check`; a list must not be empty */
@@ -74,9 +90,10 @@ struct key {
     unsigned flags;
     int group;        /* non-zero: exactly one key of this group must be given */
     size_t off;       /* where the value is stored */
-    size_t count_off; /* K_GLOBS, K_LIST, K_AUTO_OR_LIST, K_HEADERS: the element count */
+    size_t count_off; /* K_GLOBS, K_LIST, K_AUTO_OR_LIST, K_HEADERS: the element count;
+                         K_NUMBER: a bool, true when the key is given */
     const char *def;  /* default, as it would be written in the file */
-    long min, max;    /* K_INT: the bounds */
+    long min, max;    /* K_INT, and K_DURATION when max is not 0: the bounds */
     const char *const *words; /* K_ENUM: the values, NULL-terminated, in enum order */
     int (*check)(char *value, struct err *e); /* -1 with what is wrong in e; may normalise */
     const struct schema *sub;
@@ -114,6 +131,7 @@ static int check_window(char *v, struct err *e);
 static int check_timezone(char *v, struct err *e);
 static int check_label(char *v, struct err *e);
 static int check_rule(const void *obj, size_t *off, struct err *e);
+static int check_limit(const void *obj, size_t *off, struct err *e);
 static void finish_device(void *obj);
 static void finish_account(void *obj);
 static void finish_receiver(void *obj);
@@ -177,6 +195,39 @@ static const struct schema priority_schema = {.what = "priority",
                                               .keys = priority_keys,
                                               .n_keys = N(priority_keys),
                                               .size = sizeof(struct priority_conf)};
+
+static const struct key limit_keys[] = {
+    {.name = "serial",
+     .kind = K_GLOB,
+     .flags = F_REQUIRED,
+     .off = AT(limit_conf, serial),
+     .check = check_glob,
+     .help = "A glob on the device's serial, matched as in rules (letters in either case), "
+             "e.g. \"5214*\" or \"*\"."},
+    {.name = "channel",
+     .kind = K_INT,
+     .flags = F_REQUIRED,
+     .off = AT(limit_conf, channel),
+     .min = 1,
+     .max = WATCH_CHANNELS,
+     .help = "The channel the limits are of (ch1 is 1)."},
+    {.name = "upper",
+     .kind = K_NUMBER,
+     .off = AT(limit_conf, upper),
+     .count_off = AT(limit_conf, has_upper),
+     .help = "A reading above this is beyond the limit, in the channel's unit, e.g. -15 or 8.5."},
+    {.name = "lower",
+     .kind = K_NUMBER,
+     .off = AT(limit_conf, lower),
+     .count_off = AT(limit_conf, has_lower),
+     .help = "A reading below this is beyond the limit; give upper, lower or both (lower below "
+             "upper)."},
+};
+static const struct schema limit_schema = {.what = "limit",
+                                           .keys = limit_keys,
+                                           .n_keys = N(limit_keys),
+                                           .size = sizeof(struct limit_conf),
+                                           .check = check_limit};
 
 static const struct key account_keys[] = {
     {.name = "name",
@@ -245,6 +296,26 @@ static const struct key account_keys[] = {
      .sub = &priority_schema,
      .help = "A list of {serial, priority}: a device takes the priority of the first item whose "
              "glob matches its serial, unless devices lists it with a priority of its own."},
+    {.name = "limits",
+     .kind = K_LIST,
+     .off = AT(account_conf, limits),
+     .count_off = AT(account_conf, n_limits),
+     .sub = &limit_schema,
+     .help = "A list of {serial, channel, upper, lower}: the alarm limits of a channel; the first "
+             "item whose glob matches the serial and whose channel is the reading's applies, and "
+             "wins over a limit learnt from the platform's alert texts."},
+    {.name = "early_warning",
+     .kind = K_BOOL,
+     .off = AT(account_conf, early_warning),
+     .def = "true",
+     .help = "When a reading crosses a known limit, send a `reading` event at once, before the "
+             "platform's alert log shows the alarm."},
+    {.name = "signals",
+     .kind = K_BOOL,
+     .off = AT(account_conf, signals),
+     .def = "true",
+     .help = "Read current readings every run and poll the alert log of devices whose readings "
+             "moved first; false: plain round robin (each device every N x 5.5 minutes)."},
 };
 static const struct schema account_schema = {.what = "account",
                                              .keys = account_keys,
@@ -461,6 +532,14 @@ static const struct key receiver_keys[] = {
      .off = AT(receiver_conf, teams),
      .sub = &chat_schema,
      .help = "Post events to a Microsoft Teams incoming webhook."},
+    {.name = "timeout",
+     .kind = K_DURATION,
+     .off = AT(receiver_conf, timeout),
+     .def = RECEIVER_TIMEOUT_DEFAULT,
+     .min = RECEIVER_TIMEOUT_MIN,
+     .max = RECEIVER_TIMEOUT_MAX,
+     .help = "How long one delivery may take in all, whatever the far end does; past it the "
+             "delivery fails and its events wait for a later run."},
 };
 static const struct schema receiver_schema = {.what = "receiver",
                                               .keys = receiver_keys,
@@ -641,6 +720,14 @@ static const struct key top_keys[] = {
      .off = AT(config, catch_up),
      .def = CATCH_UP_DEFAULT,
      .help = "On a device's first poll, older entries are recorded as seen, not sent."},
+    {.name = "run_time",
+     .kind = K_DURATION,
+     .off = AT(config, run_time),
+     .def = RUN_TIME_DEFAULT,
+     .min = 30,
+     .max = 3600,
+     .help = "How long one run may go on starting work: no platform call starts after half of "
+             "it, no delivery after all of it; what is left waits for the next run."},
     {.name = "templates",
      .kind = K_PATH,
      .off = AT(config, templates_dir),
@@ -726,14 +813,10 @@ static int check_login_id(char *v, struct err *e)
     return 0;
 }
 
+/* The rule platform replies are held to as well (serial.h). */
 static int check_serial(char *v, struct err *e)
 {
-    size_t n = 0;
-    while (is_alnum(v[n]))
-        n++;
-    if (n != 8 || v[n])
-        return err_set(e, "expected a device serial: exactly 8 letters or digits");
-    return 0;
+    return serial_check(v, strlen(v), e);
 }
 
 /* The form only; whether plain http may go to its host is check_webhook's. */
@@ -779,15 +862,11 @@ static int check_address(char *v, struct err *e)
  * whoever reads it. */
 static int check_readable_file(char *v, struct err *e)
 {
-    struct stat st;
-    int fd = open(v, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int fd = file_open_regular(v, FILE_FOLLOW, NULL, e);
     if (fd < 0)
-        return err_set(e, "cannot read %s: %s", v, strerror(errno));
-    int rc = 0;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-        rc = err_set(e, "%s is not a regular file", v);
+        return -1;
     close(fd);
-    return rc;
+    return 0;
 }
 
 static int check_directory(char *v, struct err *e)
@@ -825,18 +904,18 @@ static int check_glob(char *v, struct err *e)
     return glob_check(v, e);
 }
 
-/* The kinds of alert-log entries, and "gap" and "relay", which wsrelay
- * makes itself (relay events never go through the rules, but a rule naming
- * the kind is not a mistake). */
+/* The kinds of alert-log entries, and "gap", "reading" (an early warning)
+ * and "relay", which wsrelay makes itself (relay events never go through
+ * the rules, but a rule naming the kind is not a mistake). */
 static int check_kind(char *v, struct err *e)
 {
     for (size_t i = 0; i < event_n_kinds; i++)
         if (!strcmp(v, event_kinds[i]))
             return 0;
-    if (!strcmp(v, "gap") || !strcmp(v, "relay"))
+    if (!strcmp(v, "gap") || !strcmp(v, "reading") || !strcmp(v, "relay"))
         return 0;
     return err_set(e, "unknown kind '%s' (expected ch1 to ch6, battery-level, "
-                      "communication-status, gap or relay)", v);
+                      "communication-status, gap, reading or relay)", v);
 }
 
 static int check_event_state(char *v, struct err *e)
@@ -908,6 +987,21 @@ static int check_rule(const void *obj, size_t *off, struct err *e)
 }
 
 /* ---- what depends on several keys ---- */
+
+/* A limit has a bound, and two bounds leave room between them. */
+static int check_limit(const void *obj, size_t *off, struct err *e)
+{
+    const struct limit_conf *l = obj;
+    if (!l->has_upper && !l->has_lower) {
+        *off = AT(limit_conf, upper);
+        return err_set(e, "give upper, lower or both");
+    }
+    if (l->has_upper && l->has_lower && !(l->lower < l->upper)) {
+        *off = AT(limit_conf, lower);
+        return err_set(e, "lower (%g) must be below upper (%g)", l->lower, l->upper);
+    }
+    return 0;
+}
 
 static void finish_device(void *obj)
 {
@@ -989,7 +1083,21 @@ struct ctx {
     char **warned; /* secret files already warned about */
     size_t n_warned;
     bool literal;  /* no ${VAR} expansion (rule files: '$' belongs to patterns) */
+    size_t n_inline;      /* secrets written out in the file, without a ${VAR} */
+    char inline_key[512]; /* the key path of the first */
 };
+
+/* `arr`, holding `n` elements of `size`, with room for one more. The
+ * capacity is the power of two at or above `n`, doubled when full: adding
+ * one element at a time with realloc would copy the whole array each time,
+ * the square of its length (minutes for a long list under the sanitizers).
+ * Every append to such an array goes through here. */
+static void *grow(void *arr, size_t n, size_t size)
+{
+    if (n & (n - 1))
+        return arr; /* not a power of two, nor 0: there is room */
+    return xreallocarray(arr, n ? 2 * n : 1, size);
+}
 
 static size_t key_push(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static size_t key_push(struct ctx *c, const char *fmt, ...)
@@ -1068,8 +1176,10 @@ static bool is_name_start(char ch)
 /* ${NAME} becomes the variable's value, $${ a literal ${. In a secret, a
  * message names no part of the value, not even a variable's name: an inline
  * password may well contain "${". */
-static int expand(struct ctx *c, yaml_mark_t at, const char *in, bool secret, char **out)
+static int expand(struct ctx *c, yaml_mark_t at, const char *in, bool secret, char **out,
+                  bool *from_env)
 {
+    *from_env = false;
     if (c->literal) {
         *out = xstrdup(in);
         return 0;
@@ -1114,6 +1224,7 @@ static int expand(struct ctx *c, yaml_mark_t at, const char *in, bool secret, ch
                 goto out;
             }
             buf_puts(&b, value);
+            *from_env = true;
             free(var);
             var = NULL;
             p = end + 1;
@@ -1130,15 +1241,63 @@ out:
     return rc;
 }
 
+static bool is_space(char ch)
+{
+    return ch == ' ' || (ch >= '\t' && ch <= '\r');
+}
+
+/* A secret is one line of printable text, wherever it comes from: the
+ * whitespace at its end (the newline an editor adds, a CRLF, a stray
+ * space) is dropped, and what is left may hold no control character, so
+ * that it can never split a header or a request line. Returns the length
+ * left, or -1 when a control character remains. */
+static long secret_trim(const char *v, size_t len)
+{
+    while (len && is_space(v[len - 1]))
+        len--;
+    for (size_t i = 0; i < len; i++)
+        if (is_ctl(v[i]))
+            return -1;
+    return (long)len;
+}
+
+/* Counts a secret written out in the configuration, for warn_if_exposed. */
+static void note_inline_secret(struct ctx *c)
+{
+    if (!c->n_inline++)
+        snprintf(c->inline_key, sizeof c->inline_key, "%s", c->key);
+}
+
 /* The expanded text of a scalar node that should be a string; `secret`: the
- * text is a secret (see expand). */
+ * text is a secret (see expand and secret_trim). A value that takes an
+ * environment variable may hold no control character either. */
 static int string_of(struct ctx *c, yaml_node_t *n, const char *expected, bool secret, char **out)
 {
+    bool from_env;
     if (n->type != YAML_SCALAR_NODE || is_null(n))
         return fail(c, n->start_mark, "expected %s, got %s", expected, kind_name(n));
     if (memchr(n->data.scalar.value, '\0', n->data.scalar.length))
         return fail(c, n->start_mark, "the value contains a NUL character");
-    return expand(c, n->start_mark, scalar(n), secret, out);
+    if (expand(c, n->start_mark, scalar(n), secret, out, &from_env) < 0)
+        return -1;
+    long len = (long)strlen(*out);
+    if (secret) {
+        len = secret_trim(*out, (size_t)len);
+        if (len >= 0)
+            (*out)[len] = '\0';
+        if (!from_env && !c->literal)
+            note_inline_secret(c);
+    } else if (from_env && secret_trim(*out, (size_t)len) < 0) {
+        len = -1;
+    }
+    if (len < 0) {
+        free(*out);
+        *out = NULL;
+        return fail(c, n->start_mark, "the value must not contain a line break or other control "
+                                      "character%s",
+                    from_env ? " (it comes from an environment variable)" : "");
+    }
+    return 0;
 }
 
 static char *resolve_path(struct ctx *c, const char *path)
@@ -1156,13 +1315,14 @@ static void warn_if_readable(struct ctx *c, const char *path)
     for (size_t i = 0; i < c->n_warned; i++)
         if (!strcmp(c->warned[i], path))
             return;
-    c->warned = xreallocarray(c->warned, c->n_warned + 1, sizeof *c->warned);
+    c->warned = grow(c->warned, c->n_warned, sizeof *c->warned);
     c->warned[c->n_warned++] = xstrdup(path);
     log_warn("secret file %s is readable by group or others; make it mode 0600 (chmod 600 %s)",
              path, path);
 }
 
-/* The contents of the secret file `name`, less one trailing newline. */
+/* The contents of the secret file `name`, less trailing whitespace (see
+ * secret_trim). */
 static int read_secret(struct ctx *c, yaml_mark_t at, const char *name, char **out)
 {
     int rc = -1;
@@ -1174,25 +1334,20 @@ static int read_secret(struct ctx *c, yaml_mark_t at, const char *name, char **o
         fail(c, at, "cannot read secret file: %s", fe.msg);
         goto out;
     }
-    size_t len = b.len;
-    if (len && b.data[len - 1] == '\n') {
-        len--;
-        if (len && b.data[len - 1] == '\r')
-            len--;
-    }
+    long len = secret_trim(b.data, b.len);
     if (!len) {
         fail(c, at, "secret file %s is empty", path);
         goto out;
     }
-    if (memchr(b.data, '\0', len) || memchr(b.data, '\r', len) || memchr(b.data, '\n', len)) {
+    if (len < 0) {
         fail(c, at,
-             "secret file %s contains a line break or NUL byte (only one trailing "
-             "newline is allowed)",
+             "secret file %s contains a line break, tab, NUL or other control character "
+             "before its end; a secret is one line (whitespace at its end is removed)",
              path);
         goto out;
     }
     warn_if_readable(c, path);
-    *out = xstrndup(b.data, len);
+    *out = xstrndup(b.data, (size_t)len);
     rc = 0;
 out:
     buf_free(&b);
@@ -1210,6 +1365,40 @@ static char *words_text(const char *const *words)
     return buf_steal(&b);
 }
 
+/* A number as YAML writes a decimal int or float: an optional sign, digits
+ * with at most one '.', an optional exponent ("-75", "-75.0", "8.5",
+ * "+.5", "1e3"); finite once read. Not hexadecimal, not .inf or .nan. */
+static bool number_parse(double *out, const char *text)
+{
+    const char *p = text;
+    size_t digits = 0;
+    if (*p == '+' || *p == '-')
+        p++;
+    for (; *p >= '0' && *p <= '9'; p++)
+        digits++;
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            digits++;
+    if (!digits)
+        return false;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        if (*p < '0' || *p > '9')
+            return false;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    if (*p)
+        return false;
+    double d = strtod(text, NULL); /* the C locale: wsrelay never calls setlocale */
+    if (!isfinite(d))
+        return false;
+    *out = d;
+    return true;
+}
+
 /* Stores the expanded text `text` (taken over) for a scalar row. */
 static int store_scalar(struct ctx *c, const struct key *k, yaml_mark_t at, char *text, void *obj)
 {
@@ -1217,10 +1406,19 @@ static int store_scalar(struct ctx *c, const struct key *k, yaml_mark_t at, char
     char *value = NULL;
     char *field = (char *)obj + k->off;
     if (k->kind == K_DURATION) {
-        if (duration_parse((long *)(void *)field, text) < 0) {
+        long seconds;
+        if (duration_parse(&seconds, text) < 0) {
             fail(c, at, "expected a duration such as 90s, 30m, 1h");
             goto out;
         }
+        if (k->max && (seconds < k->min || seconds > k->max)) {
+            char lo[24], hi[24];
+            duration_format(lo, sizeof lo, k->min);
+            duration_format(hi, sizeof hi, k->max);
+            fail(c, at, "expected a duration from %s to %s", lo, hi);
+            goto out;
+        }
+        *(long *)(void *)field = seconds;
         rc = 0;
         goto out;
     }
@@ -1242,6 +1440,17 @@ static int store_scalar(struct ctx *c, const struct key *k, yaml_mark_t at, char
             goto out;
         }
         *(long *)(void *)field = n;
+        rc = 0;
+        goto out;
+    }
+    if (k->kind == K_NUMBER) {
+        double d;
+        if (!number_parse(&d, text)) {
+            fail(c, at, "expected a number such as -75, -75.0 or 8.5");
+            goto out;
+        }
+        *(double *)(void *)field = d;
+        *(bool *)(void *)((char *)obj + k->count_off) = true;
         rc = 0;
         goto out;
     }
@@ -1271,10 +1480,6 @@ static int store_scalar(struct ctx *c, const struct key *k, yaml_mark_t at, char
     } else {
         value = text;
         text = NULL;
-    }
-    if ((k->flags & F_SECRET) && strpbrk(value, "\r\n")) {
-        fail(c, at, "the value must not contain a line break");
-        goto out;
     }
     struct err problem;
     if (k->check && k->check(value, &problem) < 0) {
@@ -1311,7 +1516,7 @@ static int add_string(struct ctx *c, const struct key *k, yaml_node_t *n, char *
         free(text);
         return fail(c, n->start_mark, "%s", problem.msg);
     }
-    *items = xreallocarray(*items, *count + 1, sizeof **items);
+    *items = grow(*items, *count, sizeof **items);
     (*items)[(*count)++] = text;
     return 0;
 }
@@ -1352,31 +1557,81 @@ static yaml_node_t *map_value(struct ctx *c, yaml_node_t *map, const char *name)
     return NULL;
 }
 
+/* One value of a list and where it stands, for first_repeat. */
+struct ranked {
+    const char *value;
+    size_t index;
+};
+
+static int ranked_cmp(const void *a, const void *b)
+{
+    const struct ranked *x = a, *y = b;
+    int by_value = strcmp(x->value, y->value);
+    return by_value ? by_value : (x->index > y->index) - (x->index < y->index);
+}
+
+static int ranked_casecmp(const void *a, const void *b)
+{
+    const struct ranked *x = a, *y = b;
+    int by_value = strcasecmp(x->value, y->value);
+    return by_value ? by_value : (x->index > y->index) - (x->index < y->index);
+}
+
+/* Where the `n` values of `v` (reordered) first repeat one: the smallest
+ * index whose value an earlier one has (*second), and the earliest of
+ * those (*first). Sorting keeps a long list from costing the square of its
+ * length, as comparing every pair would. */
+static bool first_repeat(struct ranked *v, size_t n, bool nocase, size_t *first, size_t *second)
+{
+    bool found = false;
+    if (n < 2)
+        return false;
+    qsort(v, n, sizeof *v, nocase ? ranked_casecmp : ranked_cmp);
+    for (size_t k = 1, start = 0; k < n; k++) {
+        if ((nocase ? strcasecmp : strcmp)(v[start].value, v[k].value)) {
+            start = k;
+            continue;
+        }
+        if (k == start + 1 && (!found || v[k].index < *second)) {
+            *first = v[start].index;
+            *second = v[k].index;
+            found = true;
+        }
+    }
+    return found;
+}
+
 /* Reports the second of two list elements that share a F_UNIQUE value. */
 static int check_unique(struct ctx *c, const struct schema *s, yaml_node_t *seq, char *arr)
 {
+    int rc = -1;
     yaml_node_item_t *items = seq->data.sequence.items.start;
     size_t n = (size_t)(seq->data.sequence.items.top - items);
+    struct ranked *v = xcalloc(n ? n : 1, sizeof *v);
     for (const struct key *k = s->keys; k < s->keys + s->n_keys; k++) {
         if (!(k->flags & F_UNIQUE))
             continue;
-        for (size_t j = 1; j < n; j++) {
-            const char *b = *(char **)(void *)(arr + j * s->size + k->off);
-            for (size_t i = 0; i < j; i++) {
-                const char *a = *(char **)(void *)(arr + i * s->size + k->off);
-                if (!a || !b || strcmp(a, b))
-                    continue;
-                yaml_node_t *first = node(c, items[i]), *second = node(c, items[j]);
-                yaml_node_t *v1 = map_value(c, first, k->name);
-                yaml_node_t *v2 = map_value(c, second, k->name);
-                key_push(c, "[%zu].%s", j, k->name);
-                return fail(c, (v2 ? v2 : second)->start_mark,
-                            "duplicate %s %s '%s' (first at line %zu)", s->what, k->name, b,
-                            (v1 ? v1 : first)->start_mark.line + 1);
-            }
+        size_t m = 0, i, j;
+        for (size_t at = 0; at < n; at++) {
+            const char *value = *(char **)(void *)(arr + at * s->size + k->off);
+            if (value)
+                v[m++] = (struct ranked){value, at};
         }
+        if (!first_repeat(v, m, false, &i, &j))
+            continue;
+        yaml_node_t *first = node(c, items[i]), *second = node(c, items[j]);
+        yaml_node_t *v1 = map_value(c, first, k->name);
+        yaml_node_t *v2 = map_value(c, second, k->name);
+        const char *b = *(char **)(void *)(arr + j * s->size + k->off);
+        key_push(c, "[%zu].%s", j, k->name);
+        fail(c, (v2 ? v2 : second)->start_mark, "duplicate %s %s '%s' (first at line %zu)", s->what,
+             k->name, b, (v1 ? v1 : first)->start_mark.line + 1);
+        goto out;
     }
-    return 0;
+    rc = 0;
+out:
+    free(v);
+    return rc;
 }
 
 /* A list of mappings, each read with the row's sub-schema; or, for
@@ -1467,25 +1722,13 @@ static int parse_headers(struct ctx *c, const struct key *k, yaml_node_t *n, voi
                      reserved[i]);
                 goto next;
             }
-        for (size_t i = 0; i < *count; i++)
-            if (!strcasecmp(name, (*headers)[i].name)) {
-                fail(c, kn->start_mark, "duplicate header '%s' (header names ignore case)", name);
-                goto next;
-            }
         if (string_of(c, vn, "a string", true, &value) < 0)
             goto next;
         if (!*value) {
             fail(c, vn->start_mark, "expected a non-empty string");
             goto next;
         }
-        for (const char *q = value; *q; q++)
-            if (is_ctl(*q) && *q != '\t') {
-                fail(c, vn->start_mark,
-                     "the value must not contain a line break or other "
-                     "control character");
-                goto next;
-            }
-        *headers = xreallocarray(*headers, *count + 1, sizeof **headers);
+        *headers = grow(*headers, *count, sizeof **headers);
         (*headers)[*count].name = xstrdup(name);
         (*headers)[*count].value = value;
         (*count)++;
@@ -1497,7 +1740,19 @@ static int parse_headers(struct ctx *c, const struct key *k, yaml_node_t *n, voi
         if (rc < 0)
             return -1;
     }
-    return 0;
+    /* One header per pair, in order: header i was written at pair i. */
+    struct ranked *v = xcalloc(*count ? *count : 1, sizeof *v);
+    for (size_t i = 0; i < *count; i++)
+        v[i] = (struct ranked){(*headers)[i].name, i};
+    size_t first, second;
+    bool repeated = first_repeat(v, *count, true, &first, &second);
+    free(v);
+    if (!repeated)
+        return 0;
+    const char *name = (*headers)[second].name;
+    key_push(c, ".%s", name);
+    return fail(c, node(c, n->data.mapping.pairs.start[second].key)->start_mark,
+                "duplicate header '%s' (header names ignore case)", name);
 }
 
 static int parse_value(struct ctx *c, const struct key *k, yaml_node_t *n, void *obj)
@@ -1510,6 +1765,10 @@ static int parse_value(struct ctx *c, const struct key *k, yaml_node_t *n, void 
         return store_scalar(c, k, n->start_mark, text, obj);
     case K_INT:
         if (string_of(c, n, "a whole number", false, &text) < 0)
+            return -1;
+        return store_scalar(c, k, n->start_mark, text, obj);
+    case K_NUMBER:
+        if (string_of(c, n, "a number", false, &text) < 0)
             return -1;
         return store_scalar(c, k, n->start_mark, text, obj);
     case K_ENUM:
@@ -1573,7 +1832,7 @@ static int defaults_of(struct ctx *c, const struct schema *s, yaml_mark_t at, vo
 {
     for (const struct key *k = s->keys; k < s->keys + s->n_keys; k++) {
         bool scalar_kind = k->kind == K_DURATION || k->kind == K_BOOL || k->kind == K_INT ||
-                           k->kind == K_ENUM;
+                           k->kind == K_NUMBER || k->kind == K_ENUM;
         if (k->def && scalar_kind && store_scalar(c, k, at, xstrdup(k->def), obj) < 0)
             return -1;
     }
@@ -1650,7 +1909,7 @@ static int parse_map(struct ctx *c, const struct schema *s, yaml_node_t *map, vo
         /* A list's default is its absence (devices: auto); finish hooks do the rest. */
         bool scalar_kind = k->kind == K_STRING || k->kind == K_PATH || k->kind == K_GLOB ||
                            k->kind == K_DURATION || k->kind == K_BOOL || k->kind == K_INT ||
-                           k->kind == K_ENUM;
+                           k->kind == K_NUMBER || k->kind == K_ENUM;
         if (!given[i] && k->kind == K_MAP && (k->flags & F_DEFAULTS)) {
             if (defaults_of(c, k->sub, map->start_mark, (char *)obj + k->off) < 0)
                 goto out;
@@ -1704,6 +1963,7 @@ static void free_obj(const struct schema *s, void *obj)
         case K_DURATION:
         case K_BOOL:
         case K_INT:
+        case K_NUMBER:
         case K_ENUM:
             break;
         case K_GLOBS:
@@ -1738,82 +1998,6 @@ static void free_obj(const struct schema *s, void *obj)
 
 /* ---- loading ---- */
 
-static void syntax_error(struct err *e, const char *file, const yaml_parser_t *p,
-                         const struct buf *text)
-{
-    const char *problem = p->problem ? p->problem : "cannot parse the YAML";
-    yaml_mark_t at = p->problem_mark;
-    if (p->error == YAML_READER_ERROR) {
-        /* Only a byte offset is known: count the lines up to it. */
-        size_t line = 0, col = 0;
-        for (size_t i = 0; i < p->problem_offset && i < text->len; i++, col++)
-            if (text->data[i] == '\n')
-                line++, col = (size_t)-1;
-        at.line = line;
-        at.column = col;
-    }
-    if (p->context)
-        err_set(e, "%s:%zu:%zu: %s %s at %zu:%zu", file, at.line + 1, at.column + 1, problem,
-                p->context, p->context_mark.line + 1, p->context_mark.column + 1);
-    else
-        err_set(e, "%s:%zu:%zu: %s", file, at.line + 1, at.column + 1, problem);
-}
-
-/* One YAML file read into a document. */
-struct yamlfile {
-    struct buf text;
-    yaml_parser_t parser;
-    yaml_document_t doc;
-    bool have_parser, have_doc;
-};
-
-static void yamlfile_close(struct yamlfile *y)
-{
-    if (y->have_doc)
-        yaml_document_delete(&y->doc);
-    if (y->have_parser)
-        yaml_parser_delete(&y->parser);
-    buf_free(&y->text);
-}
-
-/* Reads `path`, which must hold one YAML document (or nothing: then the
- * document has no root). Close `y` whatever this returns. */
-static int yamlfile_open(struct yamlfile *y, const char *path, struct err *e)
-{
-    int rc = -1;
-    yaml_document_t extra;
-    memset(y, 0, sizeof *y);
-    buf_init(&y->text, CONFIG_MAX_BYTES);
-    if (file_read(&y->text, path, e) < 0)
-        goto out;
-    if (!yaml_parser_initialize(&y->parser)) {
-        err_set(e, "%s: cannot start the YAML parser", path);
-        goto out;
-    }
-    y->have_parser = true;
-    yaml_parser_set_input_string(&y->parser, (const unsigned char *)y->text.data, y->text.len);
-    if (!yaml_parser_load(&y->parser, &y->doc)) {
-        syntax_error(e, path, &y->parser, &y->text);
-        goto out;
-    }
-    y->have_doc = true;
-    if (!yaml_parser_load(&y->parser, &extra)) {
-        syntax_error(e, path, &y->parser, &y->text);
-        goto out;
-    }
-    bool second = yaml_document_get_root_node(&extra) != NULL;
-    yaml_mark_t at = extra.start_mark;
-    yaml_document_delete(&extra);
-    if (second) {
-        err_set(e, "%s:%zu:%zu: a second YAML document; the file must hold exactly one", path,
-                at.line + 1, at.column + 1);
-        goto out;
-    }
-    rc = 0;
-out:
-    return rc;
-}
-
 /* The node naming item `i` of a string-or-list value `n`. */
 static yaml_node_t *string_item(struct ctx *c, yaml_node_t *n, size_t i)
 {
@@ -1822,12 +2006,26 @@ static yaml_node_t *string_item(struct ctx *c, yaml_node_t *n, size_t i)
     return n;
 }
 
+/* What config_load looks things up in while it reads the rules: sorted,
+ * so that many rules and receivers do not cost the square of their number. */
+struct lookup {
+    const char **receivers; /* the receivers' names, sorted */
+    size_t n_receivers;
+    yaml_mark_t *rule_name_at; /* where each rule of cfg->rules has its name */
+};
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* Each name of `names` (read from value node `n`) is a configured receiver. */
-static int check_receivers(struct ctx *c, const struct config *cfg, char **names, size_t n_names,
-                           yaml_node_t *n)
+static int check_receivers(struct ctx *c, const struct config *cfg, const struct lookup *lk,
+                           char **names, size_t n_names, yaml_node_t *n)
 {
     for (size_t i = 0; i < n_names; i++) {
-        if (config_receiver(cfg, names[i]))
+        const char *name = names[i];
+        if (bsearch(&name, lk->receivers, lk->n_receivers, sizeof *lk->receivers, str_cmp))
             continue;
         struct buf known;
         buf_init(&known, 0);
@@ -1844,12 +2042,12 @@ static int check_receivers(struct ctx *c, const struct config *cfg, char **names
 }
 
 /* Reads the rules of one file into cfg->rules. */
-static int load_rule_file(struct config *cfg, const char *path, struct err *e)
+static int load_rule_file(struct config *cfg, struct lookup *lk, const char *path, struct err *e)
 {
     int rc = -1;
     struct yamlfile y;
     struct ctx c = {.file = path, .dir = file_dirname(path), .e = e, .literal = true};
-    if (yamlfile_open(&y, path, e) < 0)
+    if (yamlfile_open(&y, path, CONFIG_MAX_BYTES, e) < 0)
         goto out;
     c.doc = &y.doc;
     yaml_node_t *root = yaml_document_get_root_node(&y.doc);
@@ -1871,7 +2069,8 @@ static int load_rule_file(struct config *cfg, const char *path, struct err *e)
                                        "got %s", kind_name(item));
             goto out;
         }
-        cfg->rules = xreallocarray(cfg->rules, cfg->n_rules + 1, sizeof *cfg->rules);
+        cfg->rules = grow(cfg->rules, cfg->n_rules, sizeof *cfg->rules);
+        lk->rule_name_at = grow(lk->rule_name_at, cfg->n_rules, sizeof *lk->rule_name_at);
         struct rule_conf *r = &cfg->rules[cfg->n_rules++];
         memset(r, 0, sizeof *r);
         r->file = xstrdup(path);
@@ -1879,19 +2078,11 @@ static int load_rule_file(struct config *cfg, const char *path, struct err *e)
         r->col = (long)item->start_mark.column + 1;
         if (parse_map(&c, &rule_schema, item, r) < 0)
             goto out;
+        lk->rule_name_at[cfg->n_rules - 1] = map_value(&c, item, "name")->start_mark;
         size_t mark = key_push(&c, "rule '%s'", r->name);
-        for (size_t i = 0; i + 1 < cfg->n_rules; i++) {
-            const struct rule_conf *first = &cfg->rules[i];
-            if (strcmp(first->name, r->name))
-                continue;
-            fail(&c, map_value(&c, item, "name")->start_mark,
-                 "duplicate rule name (first at %s:%ld:%ld)", first->file, first->line,
-                 first->col);
-            goto out;
-        }
         yaml_node_t *rv = map_value(&c, item, "receivers");
         key_push_name(&c, "receivers");
-        if (rv && check_receivers(&c, cfg, r->receivers, r->n_receivers, rv) < 0)
+        if (rv && check_receivers(&c, cfg, lk, r->receivers, r->n_receivers, rv) < 0)
             goto out;
         key_pop(&c, mark);
     }
@@ -1902,14 +2093,28 @@ out:
     return rc;
 }
 
-static int by_name(const void *a, const void *b)
+/* Rule names are unique across all rule files: the second of a pair is
+ * reported, where its name is written. */
+static int check_rule_names(const struct config *cfg, const struct lookup *lk, struct err *e)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    struct ranked *v = xcalloc(cfg->n_rules ? cfg->n_rules : 1, sizeof *v);
+    for (size_t i = 0; i < cfg->n_rules; i++)
+        v[i] = (struct ranked){cfg->rules[i].name, i};
+    size_t i, j;
+    bool repeated = first_repeat(v, cfg->n_rules, false, &i, &j);
+    free(v);
+    if (!repeated)
+        return 0;
+    const struct rule_conf *first = &cfg->rules[i], *second = &cfg->rules[j];
+    yaml_mark_t at = lk->rule_name_at[j];
+    return err_set(e, "%s:%zu:%zu: rule '%s': duplicate rule name (first at %s:%ld:%ld)",
+                   second->file, at.line + 1, at.column + 1, second->name, first->file,
+                   first->line, first->col);
 }
 
 /* `rules:` names a file or a directory of *.yaml files (read in name
  * order; hidden files are skipped). */
-static int load_rules(struct config *cfg, struct err *e)
+static int load_rules(struct config *cfg, struct lookup *lk, struct err *e)
 {
     int rc = -1;
     const char *path = cfg->rules_path;
@@ -1922,7 +2127,7 @@ static int load_rules(struct config *cfg, struct err *e)
         goto out;
     }
     if (!S_ISDIR(st.st_mode)) {
-        rc = load_rule_file(cfg, path, e);
+        rc = load_rule_file(cfg, lk, path, e);
         goto out;
     }
     if (!(d = opendir(path))) {
@@ -1933,13 +2138,13 @@ static int load_rules(struct config *cfg, struct err *e)
         size_t len = strlen(de->d_name);
         if (de->d_name[0] == '.' || len < 6 || strcmp(de->d_name + len - 5, ".yaml"))
             continue;
-        names = xreallocarray(names, n + 1, sizeof *names);
+        names = grow(names, n, sizeof *names);
         names[n++] = xasprintf("%s/%s", path, de->d_name);
     }
     if (n) /* an empty directory leaves names NULL, which qsort must not get */
-        qsort(names, n, sizeof *names, by_name);
+        qsort(names, n, sizeof *names, str_cmp);
     for (size_t i = 0; i < n; i++)
-        if (load_rule_file(cfg, names[i], e) < 0)
+        if (load_rule_file(cfg, lk, names[i], e) < 0)
             goto out;
     rc = 0;
 out:
@@ -1951,16 +2156,33 @@ out:
     return rc;
 }
 
+/* A configuration that others may read should not hold secrets: warns,
+ * once per load, when it holds some written out and gives "other" any
+ * permission. Secrets from *_file keys or ${VAR} are not in the file. */
+static void warn_if_exposed(const struct ctx *c, mode_t mode)
+{
+    if (!c->n_inline || !(mode & S_IRWXO))
+        return;
+    char more[48] = "";
+    if (c->n_inline > 1)
+        snprintf(more, sizeof more, " and %zu more", c->n_inline - 1);
+    log_warn("%s is mode %04o, open to other users, and holds secrets written out in it (%s%s); "
+             "chmod 0640 %s (or 0600), or move the secrets to *_file keys, ${VAR} or systemd "
+             "credentials",
+             c->file, (unsigned)(mode & 07777), c->inline_key, more, c->file);
+}
+
 int config_load(struct config **out, const char *path, struct err *e)
 {
     int rc = -1;
     struct config *cfg = xcalloc(1, sizeof *cfg);
     struct ctx c = {.file = path, .dir = file_dirname(path), .e = e};
     struct yamlfile y;
+    struct lookup lk = {0};
 
     *out = NULL;
     cfg->path = xstrdup(path);
-    if (yamlfile_open(&y, path, e) < 0)
+    if (yamlfile_open(&y, path, CONFIG_MAX_BYTES, e) < 0)
         goto out;
     c.doc = &y.doc;
     yaml_node_t *root = yaml_document_get_root_node(&y.doc);
@@ -1975,16 +2197,22 @@ int config_load(struct config **out, const char *path, struct err *e)
     }
     if (parse_map(&c, &top_schema, root, cfg) < 0)
         goto out;
+    warn_if_exposed(&c, y.mode);
+    lk.n_receivers = cfg->n_receivers;
+    lk.receivers = xcalloc(lk.n_receivers ? lk.n_receivers : 1, sizeof *lk.receivers);
+    for (size_t i = 0; i < cfg->n_receivers; i++)
+        lk.receivers[i] = cfg->receivers[i].name;
+    qsort(lk.receivers, lk.n_receivers, sizeof *lk.receivers, str_cmp);
     yaml_node_t *dr = map_value(&c, root, "default_receivers");
     size_t mark = key_push_name(&c, "default_receivers");
-    if (dr && check_receivers(&c, cfg, cfg->default_receivers, cfg->n_default_receivers, dr) < 0)
+    if (dr && check_receivers(&c, cfg, &lk, cfg->default_receivers, cfg->n_default_receivers, dr) < 0)
         goto out;
     key_pop(&c, mark);
     yaml_node_t *self = map_value(&c, root, "self");
     yaml_node_t *sr = self ? map_value(&c, self, "receivers") : NULL;
     mark = key_push_name(&c, "self");
     key_push_name(&c, "receivers");
-    if (sr && check_receivers(&c, cfg, cfg->self.receivers, cfg->self.n_receivers, sr) < 0)
+    if (sr && check_receivers(&c, cfg, &lk, cfg->self.receivers, cfg->self.n_receivers, sr) < 0)
         goto out;
     key_pop(&c, mark);
     /* The default rules directory is optional; a configured one is not. */
@@ -1993,13 +2221,15 @@ int config_load(struct config **out, const char *path, struct err *e)
         free(cfg->rules_path);
         cfg->rules_path = NULL;
     }
-    if (cfg->rules_path && load_rules(cfg, e) < 0)
+    if (cfg->rules_path && (load_rules(cfg, &lk, e) < 0 || check_rule_names(cfg, &lk, e) < 0))
         goto out;
     *out = cfg;
     cfg = NULL;
     rc = 0;
 out:
     yamlfile_close(&y);
+    free(lk.receivers);
+    free(lk.rule_name_at);
     for (size_t i = 0; i < c.n_warned; i++)
         free(c.warned[i]);
     free(c.warned);
@@ -2031,6 +2261,23 @@ long account_device_priority(const struct account_conf *a, const char *serial)
         if (fnmatch(a->priorities[i].serial, serial, 0) == 0)
             return a->priorities[i].priority;
     return 1;
+}
+
+bool account_limit(const struct account_conf *a, const char *serial, int channel,
+                   struct watch_limit *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < a->n_limits; i++) {
+        const struct limit_conf *l = &a->limits[i];
+        if (l->channel != channel || !glob_match(l->serial, serial))
+            continue;
+        out->has_upper = l->has_upper;
+        out->has_lower = l->has_lower;
+        out->upper = l->has_upper ? l->upper : 0;
+        out->lower = l->has_lower ? l->lower : 0;
+        return true;
+    }
+    return false;
 }
 
 bool config_login_first(const struct config *c, size_t i)
@@ -2078,6 +2325,8 @@ static const char *kind_text(enum kind kind)
         return "boolean";
     case K_INT:
         return "whole number";
+    case K_NUMBER:
+        return "number";
     case K_ENUM:
         return "word";
     case K_GLOBS:
@@ -2102,6 +2351,11 @@ static void reference(struct buf *b, const struct schema *s, const char *prefix)
         buf_printf(b, "%s%s (", prefix, k->name);
         if (k->kind == K_INT) {
             buf_printf(b, "whole number from %ld to %ld", k->min, k->max);
+        } else if (k->kind == K_DURATION && k->max) {
+            char lo[24], hi[24];
+            duration_format(lo, sizeof lo, k->min);
+            duration_format(hi, sizeof hi, k->max);
+            buf_printf(b, "duration from %s to %s", lo, hi);
         } else if (k->kind == K_ENUM) {
             char *words = words_text(k->words);
             buf_printf(b, "%s", words);

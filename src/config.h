@@ -4,11 +4,16 @@
  * Every problem is reported as "FILE:LINE:COL: message" naming the key and
  * what was expected; unknown keys are errors, because a misspelt key must
  * never silently switch alerting off. String values may use ${VAR}; an unset
- * variable is an error. Keys ending in `_file` read a secret from a file
- * (trailing newline removed). Secrets (api_key, login_pass, webhook, Slack
- * and Teams URLs, header values, the SMTP password) are never part of an
- * error message, nor is any part of them (a variable name in a secret is
- * not named either). A webhook URL with http:// to a host other than this
+ * variable is an error, and so is a control character (a line break...)
+ * that a variable brings. Keys ending in `_file` read a secret from a file.
+ * Secrets (api_key, login_pass, webhook, Slack and Teams URLs, header
+ * values, the SMTP password, the heartbeat URL), from a file, ${VAR} or
+ * written out, lose the whitespace at their end and may hold no control
+ * character (tab included); they are never part of an error message, nor
+ * is any part of them (a variable name in a secret is not named either).
+ * A file that gives "other" any permission and holds secrets written out
+ * (not from ${VAR} or a file) is warned about, once per load; so is a
+ * secret file that group or others can read. A webhook URL with http:// to a host other than this
  * machine needs `allow_http: true`; Slack and Teams URLs must be https://
  * (http:// only to this machine). Template files and the templates
  * directory must exist and be readable when the file is loaded; only that
@@ -20,6 +25,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+struct watch_limit;
 
 #define CONFIG_DEFAULT_PATH "/etc/wsrelay/wsrelay.yaml"
 #define CONFIG_DEFAULT_STATE "/var/lib/wsrelay/state.json"
@@ -40,6 +47,18 @@ struct priority_conf {
     long priority; /* 1 to 10 */
 };
 
+/* One item of an account's `limits:` list: the known limits of a channel of
+ * the devices whose serial matches a glob. At least one bound is given;
+ * when both are, lower < upper. */
+struct limit_conf {
+    char *serial;   /* a glob on serials (glob.h: ASCII letters in either case) */
+    long channel;   /* 1 to WATCH_CHANNELS (8) */
+    bool has_upper; /* `upper:` was given */
+    bool has_lower; /* `lower:` was given */
+    double upper;   /* finite; 0 when not given */
+    double lower;
+};
+
 struct account_conf {
     char *name;
     char *base_url;   /* without trailing slash; https, or http to a loopback host */
@@ -55,6 +74,11 @@ struct account_conf {
     size_t n_exclude;
     struct priority_conf *priorities; /* in the file's order: the first that matches applies */
     size_t n_priorities;
+    struct limit_conf *limits; /* in the file's order: the first that matches applies */
+    size_t n_limits;
+    bool early_warning; /* a reading that crosses a known limit is sent at once; default true */
+    bool signals;       /* current readings decide which alert log to read; default true
+                           (false: plain round robin) */
 };
 
 struct header_conf {
@@ -114,6 +138,7 @@ struct receiver_conf {
     } email;
     struct chat_conf slack;
     struct chat_conf teams;
+    long timeout; /* seconds one delivery may take in all, 5 to 120; default 60 */
 };
 
 /* What an event must be for a rule to match it. Every list that is not
@@ -173,6 +198,7 @@ struct config {
     char *path;          /* the file it was read from */
     char *state_file;    /* default CONFIG_DEFAULT_STATE */
     long catch_up;       /* seconds; default 3600 */
+    long run_time;       /* seconds a run may start work for (run.c); default 180 */
     char *templates_dir; /* `templates:`, a readable directory, or NULL */
     char *metrics_file;  /* `metrics_file:`, written after each run, or NULL */
     struct account_conf *accounts;
@@ -194,7 +220,10 @@ struct config {
  * file, or a directory whose *.yaml files are read in name order; the
  * default directory may be missing, a configured path may not). On success *out belongs to the caller
  * (config_free). On failure returns -1 with "FILE:LINE:COL: ..." in `e`
- * (just "FILE: ..." when the file cannot be read at all). */
+ * (just "FILE: ..." when the file cannot be read at all: missing, not a
+ * regular file, over 1 MiB). Each YAML file is read within the limits of
+ * util/yamlfile.h (nesting, anchors, what aliases repeat), and loading
+ * costs time linear in the files' size. */
 int config_load(struct config **out, const char *path, struct err *e);
 
 void config_free(struct config *c);
@@ -204,6 +233,14 @@ void config_free(struct config *c);
  * otherwise the priority of the first item of the account's `priorities:`
  * whose glob matches the serial; otherwise 1. */
 long account_device_priority(const struct account_conf *a, const char *serial);
+
+/* The configured limits of channel `channel` of the device `serial` of
+ * account `a`: those of the first item of the account's `limits:`, in the
+ * file's order, whose glob matches the serial (glob.h) and whose channel is
+ * `channel`. Fills *out and returns true; returns false, with *out zeroed
+ * (no bound known), when no item matches. */
+bool account_limit(const struct account_conf *a, const char *serial, int channel,
+                   struct watch_limit *out);
 
 /* True when accounts[i] is the first account of the config with its login
  * ID: iterate over the accounts and keep these to visit each login ID once. */

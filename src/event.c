@@ -4,6 +4,8 @@
  * into (and back from) the JSON kept in the outbox. */
 #include "event.h"
 #include "alerttext.h"
+#include "platform.h"
+#include "serial.h"
 #include "util/log.h"
 #include "util/jsonv.h"
 #include "util/xalloc.h"
@@ -64,6 +66,8 @@ void event_copy(struct event *out, const struct event *ev)
     out->value = xstrdup_or_null(ev->value);
     out->limit = xstrdup_or_null(ev->limit);
     out->recovers = ev->recovers;
+    out->channel = ev->channel;
+    out->early_warning = ev->early_warning;
     out->channel_name = xstrdup_or_null(ev->channel_name);
     out->channel_unit = xstrdup_or_null(ev->channel_unit);
     out->utc_offset = ev->utc_offset;
@@ -107,6 +111,8 @@ void event_utc_time(const struct event *ev, char *out, size_t size)
 
 char *event_id(const struct event *ev)
 {
+    if (ev->channel > 0 && !strcmp(ev->kind, "reading"))
+        return xasprintf("%s/%lld/reading-ch%d", ev->serial, ev->unixtime, ev->channel);
     return xasprintf("%s/%lld/%s", ev->serial, ev->unixtime, ev->kind);
 }
 
@@ -224,6 +230,10 @@ struct json_object *event_to_json(const struct event *ev)
     put_reading(obj, ev);
     put_string(obj, "channel_name", ev->channel_name);
     put_string(obj, "channel_unit", ev->channel_unit);
+    json_object_object_add(obj, "channel", json_object_new_int(ev->channel));
+    json_object_object_add(obj, "is_reading",
+                           json_object_new_boolean(!strcmp(ev->kind, "reading")));
+    json_object_object_add(obj, "early_warning", json_object_new_int64(ev->early_warning));
     json_object_object_add(obj, "utc_offset", json_object_new_int(ev->utc_offset));
     event_local_time(ev, local, sizeof local);
     event_utc_time(ev, utc, sizeof utc);
@@ -340,6 +350,11 @@ int event_from_json(struct event *out, const struct json_object *obj, struct err
         out->utc_offset = json_object_get_int(v);
     if (json_object_object_get_ex(obj, "recovers", &v) && json_object_is_type(v, json_type_int))
         out->recovers = json_object_get_int64(v);
+    if (json_object_object_get_ex(obj, "channel", &v) && json_object_is_type(v, json_type_int))
+        out->channel = json_object_get_int(v);
+    if (json_object_object_get_ex(obj, "early_warning", &v) &&
+        json_object_is_type(v, json_type_int))
+        out->early_warning = json_object_get_int64(v);
     read_reading(out, obj);
     read_routing(out, obj);
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
@@ -413,24 +428,49 @@ static int utc_offset_of(const struct json_object *body, const char *serial)
     return offset;
 }
 
-/* Reads the top-level members; fails without a remote serial. */
+/* A name or a model: repaired, one line, bounded (platform.h). */
+static char *name_text(struct json_object *v)
+{
+    char *s = jsonv_text_clean(v, PLATFORM_NAME_MAX, UTF8_CONTROLS_NONE);
+    return s ? s : xstrdup("");
+}
+
+/* The serial member `key` of `body` into *out (a copy) when it is a serial
+ * (serial.h); *out NULL when absent or empty. -1 with the value shown
+ * escaped in `e` when it is not a serial. */
+static int read_serial(char **out, const struct json_object *body, const char *key,
+                       struct err *e)
+{
+    size_t len = 0;
+    const char *s = jsonv_text_raw(jsonv_member(body, key), &len);
+    *out = NULL;
+    return s && len > 0 ? serial_copy(out, s, len, key, e) : 0;
+}
+
+/* Reads the top-level members; fails without a remote serial, or with one
+ * that is not a serial (it cannot be the device that was asked about). A
+ * base serial that is not one is only shown: it is logged and the device
+ * taken as its own base unit, because the alerts matter more than the
+ * base unit they came through. */
 static int read_alert_device(struct alert_device *d, const struct json_object *body,
                              struct err *e)
 {
     struct json_object *channels;
+    struct err why;
     memset(d, 0, sizeof *d);
-    d->serial = jsonv_text(jsonv_member(body, "remote-serial"));
-    if (!d->serial || !*d->serial)
+    if (read_serial(&d->serial, body, "remote-serial", e) < 0)
+        return err_prefix(e, "alert log");
+    if (!d->serial)
         return err_set(e, "alert log has no remote-serial");
-    d->model = jsonv_text_or_empty(jsonv_member(body, "remote-model"));
-    d->name = jsonv_text_or_empty(jsonv_member(body, "remote-name"));
-    d->base_serial = jsonv_text(jsonv_member(body, "base-serial"));
-    if (!d->base_serial || !*d->base_serial) {
-        free(d->base_serial);
+    d->model = name_text(jsonv_member(body, "remote-model"));
+    d->name = name_text(jsonv_member(body, "remote-name"));
+    if (read_serial(&d->base_serial, body, "base-serial", &why) < 0)
+        log_warn("alert log of %s: %s; the device is taken as its own base unit", d->serial,
+                 why.msg);
+    if (!d->base_serial)
         d->base_serial = xstrdup(d->serial);
-    }
-    d->base_model = jsonv_text_or_empty(jsonv_member(body, "base-model"));
-    d->base_name = jsonv_text_or_empty(jsonv_member(body, "base-name"));
+    d->base_model = name_text(jsonv_member(body, "base-model"));
+    d->base_name = name_text(jsonv_member(body, "base-name"));
     d->utc_offset = utc_offset_of(body, d->serial);
     channels = jsonv_member(body, "channel");
     d->channels = channels && json_object_is_type(channels, json_type_array) ? channels : NULL;
@@ -456,7 +496,7 @@ static char *kind_text(struct json_object *entry, const char *kind, const char *
                        long long unixtime)
 {
     struct json_object *v = jsonv_member(entry, kind);
-    char *text = jsonv_text(v);
+    char *text = jsonv_text_clean(v, PLATFORM_TEXT_MAX, UTF8_CONTROLS_LINES);
     if (v && !text)
         log_warn("alert log of %s at %lld: '%s' is neither text nor a number; ignored", serial,
                  unixtime, kind);
@@ -491,8 +531,10 @@ static void add_event(struct event_list *l, size_t *cap, const struct alert_devi
     ev->utc_offset = d->utc_offset;
     if (kind[0] == 'c' && kind[1] == 'h' && kind[2] >= '1' && kind[2] <= '9' && !kind[3]) {
         struct json_object *ch = find_channel(d->channels, kind[2] - '0');
-        ev->channel_name = jsonv_text(jsonv_member(ch, "name"));
-        ev->channel_unit = jsonv_text(jsonv_member(ch, "unit"));
+        ev->channel_name =
+            jsonv_text_clean(jsonv_member(ch, "name"), PLATFORM_NAME_MAX, UTF8_CONTROLS_NONE);
+        ev->channel_unit =
+            jsonv_text_clean(jsonv_member(ch, "unit"), PLATFORM_NAME_MAX, UTF8_CONTROLS_NONE);
     }
 }
 

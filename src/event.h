@@ -3,8 +3,9 @@
  * One alert-log entry can carry several kinds at the same unixtime (ch1 and
  * battery-level, say); each present member becomes its own event. An event
  * is identified by serial + unixtime + kind: that triple is the dedup key.
- * The raw alert text is kept unchanged; what it says (state, value, limit)
- * is read by alerttext.h and kept beside it. */
+ * The alert text is kept as the platform wrote it, only made safe (see
+ * event_parse_alert_log); what it says (state, value, limit) is read by
+ * alerttext.h and kept beside it. */
 #ifndef WSRELAY_EVENT_H
 #define WSRELAY_EVENT_H
 
@@ -27,12 +28,16 @@ struct event {
     char *base_name;
     long long unixtime;
     char *kind;         /* one of event_kinds */
-    char *text;         /* the raw alert text, unchanged */
+    char *text;         /* the alert text as the platform wrote it, made safe */
     char *state;        /* what the text says, an alert_state_name ("alarm", "recovered",
                            ...); never NULL in events parsed or read back from JSON */
     char *value;        /* the measured value as the text writes it ("-70.2°C"), or NULL */
     char *limit;        /* the limit as the text writes it ("-75.0°C"), or NULL */
     long long recovers; /* for a recovered event, the unixtime of the alarm it ends; else 0 */
+    int channel;        /* for kind "reading" (an early warning from the current
+                           readings, see watch.h), its channel number; else 0 */
+    long long early_warning; /* for an alert-log alarm that an early warning of the same
+                                channel announced: that warning's unixtime; else 0 */
     char *channel_name; /* for chN, the channel's name when the log lists it; else NULL */
     char *channel_unit; /* likewise */
     int utc_offset;     /* minutes east of UTC of the device's local time */
@@ -74,9 +79,19 @@ struct event_list {
  * or when the alarm has left the device's 20-entry log. Events at the same
  * unixtime never link.
  *
+ * Nothing of the body reaches an event as it came. The remote serial must
+ * pass serial.h's rule; a base serial that does not is logged and the
+ * device taken as its own base unit. Every string is made valid UTF-8 (a
+ * byte that is not UTF-8 becomes U+FFFD) and bounded (platform.h):
+ * names, models, channel names and units to one line of
+ * PLATFORM_NAME_MAX bytes (control characters become spaces); an alert
+ * text to PLATFORM_TEXT_MAX bytes, keeping its tabs and line feeds, every
+ * other control character becoming a space. A "\u0000" is read as the
+ * character it is, not as the end of the text, and becomes a space too.
+ *
  * Fails only when the body is not an
- * object, has no remote serial, or has an `alert-logs` that is not an
- * array. On success `out` (zeroed by the caller) is filled; free it with
+ * object, has no remote serial or one that is not a serial, or has an
+ * `alert-logs` that is not an array. On success `out` (zeroed by the caller) is filled; free it with
  * event_list_free. */
 int event_parse_alert_log(struct event_list *out, const struct json_object *body,
                           const char *account, struct err *e);
@@ -92,7 +107,9 @@ void event_local_time(const struct event *ev, char *out, size_t size);
 /* "YYYY-MM-DDTHH:MM:SSZ"; `out` of at least 24 bytes. */
 void event_utc_time(const struct event *ev, char *out, size_t size);
 
-/* "SERIAL/UNIXTIME/KIND": the dedup key, unique per event. Caller frees. */
+/* "SERIAL/UNIXTIME/KIND": the dedup key, unique per event; for an early
+ * warning (kind "reading") "SERIAL/UNIXTIME/reading-chN", since channels
+ * can cross at the same reading. Caller frees. */
 char *event_id(const struct event *ev);
 
 /* The event as a JSON object (a new reference, the caller puts it): id,
@@ -112,7 +129,10 @@ char *event_id(const struct event *ev);
  * on the local date of the event itself, else "MM-DD HH:MM". This is the
  * form kept in the state's outbox and sent in webhook documents.
  * `condition` is null except for relay events, and `is_relay` is true
- * exactly for them (kind "relay"). */
+ * exactly for them (kind "relay"). `channel` is the early warning's
+ * channel (0 for other kinds), `is_reading` true exactly for early
+ * warnings (kind "reading"), and `early_warning` the unixtime of the early
+ * warning an alert-log alarm follows (0: none). */
 struct json_object *event_to_json(const struct event *ev);
 
 /* The reverse of event_to_json; `out` is filled and owned by the caller
@@ -126,7 +146,9 @@ struct json_object *event_to_json(const struct event *ev);
  * NULL; a missing `held` or `held_since`, or one that is not an integer
  * (or is negative), is 0. The is_* members and held_since_time are not
  * read: they follow from `state` and held_since. A missing `condition`, or
- * one that is not a string, is NULL. */
+ * one that is not a string, is NULL; a missing `channel` or
+ * `early_warning` (an outbox entry of 0.2.0), or one that is not an
+ * integer, is 0. */
 int event_from_json(struct event *out, const struct json_object *obj, struct err *e);
 
 #endif

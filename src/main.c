@@ -64,7 +64,9 @@ static const struct command commands[] = {
     {"test-receiver", "NAME",
      "send a marked test notification to one receiver and show what it answered",
      cmd_test_receiver},
-    {"render", "--template FILE --data FILE.json [--partials DIR] [--escape html|json|text|none]",
+    {"render",
+     "--template FILE --data FILE.json [--partials DIR] "
+     "[--escape html|json|text|none|slack|teams]",
      "try a message template on JSON data", cmd_render},
 };
 
@@ -107,13 +109,28 @@ static int parse_time(long long *out, const char *text)
     return 0;
 }
 
-/* Set by SIGTERM or SIGINT in loop mode. */
+/* Set by SIGTERM or SIGINT during `run`, with or without --loop. */
 static volatile sig_atomic_t stop_requested;
 
 static void on_stop_signal(int sig)
 {
     (void)sig;
     stop_requested = 1;
+}
+
+/* SIGTERM (a systemd stop or timeout, a container stop) and SIGINT let the
+ * step under way finish, then the run saves and ends: a stop repeats no
+ * delivery and loses nothing. Without SA_RESTART, a signal ends a sleep or
+ * a wait early. */
+static void catch_stop_signals(struct run_options *ro)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    ro->stop = &stop_requested;
 }
 
 /* Sleeps until `until` (CLOCK_MONOTONIC seconds) or a stop signal. */
@@ -134,13 +151,6 @@ static void sleep_until(long long until)
 static int run_loop(const struct globals *g, struct config *c, struct run_options *ro,
                     long interval)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL); /* no SA_RESTART: a signal ends a sleep or a wait */
-    sigaction(SIGINT, &sa, NULL);
-    ro->stop = &stop_requested;
     log_info("loop: a tick every %ld s; SIGTERM stops it after the current step", interval);
     while (!stop_requested) {
         struct timespec started;
@@ -236,12 +246,15 @@ static int cmd_run(const struct globals *g, int argc, char **argv)
     ro.n_looks = n_looks;
     if (load_config(&c, g) < 0)
         goto out;
+    catch_stop_signals(&ro);
     if (loop) {
         rc = run_loop(g, c, &ro, interval);
         c = NULL; /* run_loop took it */
         goto out;
     }
     rc = run_once(c, &ro);
+    if (stop_requested)
+        log_info("run: stopped by a signal after the step under way; the state is saved");
 out:
     free(looks);
     config_free(c);
@@ -474,6 +487,8 @@ static int parse_escape(enum template_escape *out, const char *name)
         {"json", TEMPLATE_ESCAPE_JSON},
         {"text", TEMPLATE_ESCAPE_TEXT},
         {"none", TEMPLATE_ESCAPE_NONE},
+        {"slack", TEMPLATE_ESCAPE_SLACK},
+        {"teams", TEMPLATE_ESCAPE_TEAMS},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (strcmp(name, table[i].name) == 0) {
@@ -518,8 +533,8 @@ static int cmd_render(const struct globals *g, int argc, char **argv)
             break;
         case 'e':
             if (parse_escape(&esc, optarg) < 0) {
-                fprintf(stderr, "wsrelay: render: --escape expects html, json, text or none, "
-                                "got '%s'\n", optarg);
+                fprintf(stderr, "wsrelay: render: --escape expects html, json, text, none, "
+                                "slack or teams, got '%s'\n", optarg);
                 goto out;
             }
             break;
@@ -556,7 +571,7 @@ static int cmd_render(const struct globals *g, int argc, char **argv)
     goto out;
 usage:
     fprintf(stderr, "usage: wsrelay render --template FILE --data FILE.json [--partials DIR] "
-                    "[--escape html|json|text|none]\n");
+                    "[--escape html|json|text|none|slack|teams]\n");
 out:
     template_free(t);
     json_object_put(data);

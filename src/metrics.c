@@ -115,6 +115,7 @@ static const struct {
     {METRICS_EVENTS_UNROUTED, "unrouted"},
     {METRICS_EVENTS_OLD, "before_catch_up"},
     {METRICS_EVENTS_GAP, "gap"},
+    {METRICS_EVENTS_EARLY, "early_warning"},
 };
 
 void metrics_render(struct buf *out, const struct config *c, const struct state *s,

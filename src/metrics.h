@@ -25,6 +25,7 @@
 #define METRICS_EVENTS_UNROUTED "unrouted"
 #define METRICS_EVENTS_OLD "before_catch_up"
 #define METRICS_EVENTS_GAP "gaps"
+#define METRICS_EVENTS_EARLY "early_warnings"
 #define METRICS_LAST_SUCCESS "last_success_time"
 
 /* Counts one platform call of `op` for `login` that got `http_status` (0:

@@ -3,15 +3,19 @@
  * (status, rate-limit headers, error body) into a struct platform_reply. It
  * also lists the devices of a Get Current Readings body. */
 #include "platform.h"
+#include "serial.h"
 #include "util/buf.h"
-#include "util/log.h"
 #include "util/jsonv.h"
+#include "util/log.h"
+#include "util/redact.h"
 #include "util/url.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +25,7 @@
 #define PLATFORM_MESSAGE_MAX 200 /* bytes of the platform's own error message kept */
 #define DEFAULT_CONNECT_TIMEOUT 10L
 #define DEFAULT_TOTAL_TIMEOUT 30L
-#define REDACTED "[redacted]"
+#define REDACT_WINDOW (64 * 1024) /* bytes of a message from outside searched for secrets */
 
 struct platform {
     const struct account_conf *account;
@@ -333,47 +337,23 @@ static struct json_object *request_body(const struct account_conf *a, enum platf
     return req;
 }
 
-/* Replaces every occurrence of `secret` in `s` by REDACTED. */
-static char *redact(char *s, const char *secret)
+/* A message from outside (`len` bytes) made fit for a log line: cut to a
+ * window (a secret that starts in the part kept is still found whole,
+ * however it was escaped), made valid UTF-8 with control characters as
+ * spaces (a space never joins the parts of a secret it sits between), the
+ * account's secrets taken out in every form a far end could echo them
+ * (util/redact.h), and cut to `max` bytes without splitting a character. */
+static char *clean_text(const char *text, size_t len, const struct account_conf *a, size_t max)
 {
-    struct buf b;
-    const char *at = s, *hit;
-    size_t len = secret ? strlen(secret) : 0;
-    if (len == 0 || !strstr(s, secret))
-        return s;
-    buf_init(&b, 0);
-    while ((hit = strstr(at, secret))) {
-        buf_append(&b, at, (size_t)(hit - at));
-        buf_puts(&b, REDACTED);
-        at = hit + len;
-    }
-    buf_puts(&b, at);
-    free(s);
-    return buf_steal(&b);
-}
-
-/* A message from outside made fit for a log line: control characters
- * removed, the account's secrets masked, cut to `max` bytes without
- * splitting a UTF-8 sequence. */
-static char *clean_text(const char *text, const struct account_conf *a, size_t max)
-{
-    size_t j = 0;
-    char *s = xstrdup(text);
-    for (size_t i = 0; s[i]; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch >= 0x20 && ch != 0x7f)
-            s[j++] = s[i];
-    }
-    s[j] = '\0';
-    s = redact(s, a->api_key);
-    s = redact(s, a->login_pass);
-    size_t len = strlen(s);
-    if (len > max) {
-        len = max;
-        while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
-            len--;
-        s[len] = '\0';
-    }
+    char *window = utf8_clean(text, len < REDACT_WINDOW ? len : REDACT_WINDOW, SIZE_MAX,
+                              UTF8_CONTROLS_NONE);
+    struct redact *secrets = redact_new();
+    redact_add(secrets, a->api_key);
+    redact_add(secrets, a->login_pass);
+    char *s = redact_text(secrets, window);
+    redact_free(secrets);
+    free(window);
+    s[utf8_cut(s, strlen(s), max)] = '\0';
     return s;
 }
 
@@ -406,7 +386,8 @@ static char *error_message(int *api_code, long status, const struct buf *body,
     }
     text = jsonv_member(error, "message");
     if (text && json_object_is_type(text, json_type_string))
-        detail = clean_text(json_object_get_string(text), a, PLATFORM_MESSAGE_MAX);
+        detail = clean_text(json_object_get_string(text),
+                            (size_t)json_object_get_string_len(text), a, PLATFORM_MESSAGE_MAX);
     if (have_code && detail)
         message = xasprintf("HTTP %ld (code %d: %s)", status, *api_code, detail);
     else if (have_code)
@@ -486,8 +467,8 @@ static int call_end(struct platform *p, struct call *c, bool begun, CURLcode cc)
     }
     if (cc != CURLE_OK) {
         out->http_status = 0;
-        out->message = clean_text(p->errbuf[0] ? p->errbuf : curl_easy_strerror(cc), p->account,
-                                  CURL_ERROR_SIZE);
+        const char *why = p->errbuf[0] ? p->errbuf : curl_easy_strerror(cc);
+        out->message = clean_text(why, strlen(why), p->account, CURL_ERROR_SIZE);
         goto out;
     }
     curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &out->http_status);
@@ -632,40 +613,100 @@ void platform_multi_call(struct platform_multi *m, struct platform_request *reqs
 
 /* ---- Devices of a Get Current Readings body ---- */
 
-/* Fills `d` from one device record; false when it has no usable serial. */
-static bool read_device(struct device_info *d, struct json_object *rec)
+/* A name, model or group name: repaired, one line, bounded. */
+static char *name_text(struct json_object *v)
+{
+    char *s = jsonv_text_clean(v, PLATFORM_NAME_MAX, UTF8_CONTROLS_NONE);
+    return s ? s : xstrdup("");
+}
+
+/* The serial member of `obj` into *out (a copy) when it is a serial. 0 when
+ * absent or empty (*out NULL); -1 with what is wrong in `e` when it breaks
+ * serial.h's rule. */
+static int read_serial(char **out, const struct json_object *obj, const char *what,
+                       struct err *e)
+{
+    size_t len = 0;
+    const char *s = jsonv_text_raw(jsonv_member(obj, "serial"), &len);
+    *out = NULL;
+    return s && len > 0 ? serial_copy(out, s, len, what, e) : 0;
+}
+
+/* The reading of a device record: its time, battery and channels. What is
+ * missing or not a number is 0 (or ""): a reading is a hint for the
+ * scheduler, never a reason to drop the device. */
+static void read_reading(struct device_info *d, struct json_object *rec)
+{
+    long long v;
+    struct json_object *chans = jsonv_member(rec, "channel");
+    d->unixtime = jsonv_int(jsonv_member(rec, "unixtime"), &v) && v > 0 ? v : 0;
+    d->battery = jsonv_int(jsonv_member(rec, "battery"), &v) && v > 0 && v < 100 ? (int)v : 0;
+    long long diff = 0, flag = 0, bias = 60;
+    if (jsonv_int(jsonv_member(rec, "time_diff"), &diff) && diff > -1440 && diff < 1440) {
+        if (jsonv_int(jsonv_member(rec, "dst_flg"), &flag) && flag == 1 &&
+            !(jsonv_int(jsonv_member(rec, "dst_bias"), &bias) && bias >= 0 && bias <= 120))
+            bias = 60;
+        d->utc_offset = (int)(diff + (flag == 1 ? bias : 0));
+    }
+    if (!chans || !json_object_is_type(chans, json_type_array))
+        return;
+    size_t len = json_object_array_length(chans);
+    if (len > PLATFORM_CHANNELS_MAX)
+        len = PLATFORM_CHANNELS_MAX;
+    d->channels = xcalloc(len ? len : 1, sizeof *d->channels);
+    for (size_t i = 0; i < len; i++) {
+        struct json_object *c = json_object_array_get_idx(chans, i);
+        struct channel_info *ci = &d->channels[d->n_channels];
+        if (!c || !json_object_is_type(c, json_type_object))
+            continue;
+        ci->num = jsonv_int(jsonv_member(c, "num"), &v) && v >= 1 && v <= 99 ? (int)v : (int)i + 1;
+        ci->name = name_text(jsonv_member(c, "name"));
+        ci->unit = name_text(jsonv_member(c, "unit"));
+        ci->value = name_text(jsonv_member(c, "value"));
+        d->n_channels++;
+    }
+}
+
+/* Fills `d` from one device record; -1 with the reason in `e` when it has
+ * no usable serial or base serial (d is then left empty). */
+static int read_device(struct device_info *d, struct json_object *rec, struct err *e)
 {
     struct json_object *unit, *group;
-    char *base_serial;
+    char *base_serial = NULL;
     memset(d, 0, sizeof *d);
-    d->serial = jsonv_text(jsonv_member(rec, "serial"));
-    if (!d->serial || !*d->serial) {
+    if (!rec || !json_object_is_type(rec, json_type_object))
+        return err_set(e, "not an object");
+    if (read_serial(&d->serial, rec, "serial", e) < 0)
+        return -1;
+    if (!d->serial)
+        return err_set(e, "no serial");
+    unit = object_or_first(jsonv_member(rec, "baseunit"));
+    if (read_serial(&base_serial, unit, "base unit serial", e) < 0) {
+        err_prefix(e, "device %s", d->serial);
         free(d->serial);
         d->serial = NULL;
-        return false;
+        return -1;
     }
-    d->model = jsonv_text_or_empty(jsonv_member(rec, "model"));
-    d->name = jsonv_text_or_empty(jsonv_member(rec, "name"));
-    unit = object_or_first(jsonv_member(rec, "baseunit"));
-    base_serial = jsonv_text(jsonv_member(unit, "serial"));
-    if (base_serial && *base_serial) {
+    d->model = name_text(jsonv_member(rec, "model"));
+    d->name = name_text(jsonv_member(rec, "name"));
+    if (base_serial) {
         d->base_serial = base_serial;
-        d->base_model = jsonv_text_or_empty(jsonv_member(unit, "model"));
-        d->base_name = jsonv_text_or_empty(jsonv_member(unit, "name"));
+        d->base_model = name_text(jsonv_member(unit, "model"));
+        d->base_name = name_text(jsonv_member(unit, "name"));
     } else {
         /* No base unit given: a standalone device is its own base unit. */
-        free(base_serial);
         d->base_serial = xstrdup(d->serial);
         d->base_model = xstrdup(d->model);
         d->base_name = xstrdup(d->name);
     }
     group = object_or_first(jsonv_member(rec, "group"));
-    d->group_name = jsonv_text_or_empty(jsonv_member(group, "name"));
-    return true;
+    d->group_name = name_text(jsonv_member(group, "name"));
+    read_reading(d, rec);
+    return 0;
 }
 
 int platform_parse_devices(struct device_info **out, size_t *n, const struct json_object *body,
-                           struct err *e)
+                              const char *account, struct err *e)
 {
     int rc = -1;
     struct device_info *list = NULL;
@@ -681,11 +722,13 @@ int platform_parse_devices(struct device_info **out, size_t *n, const struct jso
     if (len > 0)
         list = xreallocarray(NULL, len, sizeof *list);
     for (size_t i = 0; i < len; i++) {
-        struct json_object *rec = json_object_array_get_idx(devices, i);
-        if (!rec || !json_object_is_type(rec, json_type_object) ||
-            !read_device(&list[count], rec)) {
-            log_warn("platform: device record %zu of %zu has no usable serial; skipped", i + 1,
-                     len);
+        struct err why;
+        if (read_device(&list[count], json_object_array_get_idx(devices, i), &why) < 0) {
+            if (account)
+                log_warn("platform: account %s: device record %zu of %zu skipped: %s", account,
+                         i + 1, len, why.msg);
+            else
+                log_warn("platform: device record %zu of %zu skipped: %s", i + 1, len, why.msg);
             continue;
         }
         count++;
@@ -713,6 +756,12 @@ void device_info_free(struct device_info *d, size_t n)
         free(d[i].base_model);
         free(d[i].base_name);
         free(d[i].group_name);
+        for (size_t k = 0; k < d[i].n_channels; k++) {
+            free(d[i].channels[k].name);
+            free(d[i].channels[k].unit);
+            free(d[i].channels[k].value);
+        }
+        free(d[i].channels);
     }
     free(d);
 }

@@ -105,7 +105,27 @@ struct platform_request {
  * multi interface itself fails. Each call keeps its client's timeouts. */
 void platform_multi_call(struct platform_multi *m, struct platform_request *reqs, size_t n);
 
-/* A device as Get Current Readings lists it. */
+/* What wsrelay keeps of a text in a platform reply, in bytes of UTF-8 cut
+ * at a character boundary. The spec gives names, models and channel names
+ * 32 characters, units 20 and group names 16 (at most 128 bytes); the
+ * bounds leave room for longer ones, yet keep one reply from filling the
+ * state, a log line or a chat message. */
+#define PLATFORM_NAME_MAX 256  /* names, models, group names, channel names and units */
+#define PLATFORM_TEXT_MAX 4096 /* an alert text */
+
+/* One channel of a device's current reading. */
+struct channel_info {
+    int num;     /* 1-based; the record's position when it gives none */
+    char *name;  /* "" when not given */
+    char *unit;  /* "" when not given */
+    char *value; /* a number as text, or an error value ("E…", "Sensor Error"); "" when absent */
+};
+
+#define PLATFORM_CHANNELS_MAX 8 /* channels kept of one record (the platform has up to 6) */
+
+/* A device as Get Current Readings lists it, with its latest reading.
+ * Every string is valid UTF-8 without control characters; the serials
+ * follow serial.h. */
 struct device_info {
     char *serial;
     char *model;
@@ -114,15 +134,32 @@ struct device_info {
     char *base_model;
     char *base_name;
     char *group_name;  /* "" without a group */
+    long long unixtime; /* the reading's time; 0 when absent or not a number */
+    int battery;        /* the battery level; 0 when absent or not a number */
+    int utc_offset;     /* minutes east of UTC of the device's local time: time_diff,
+                           plus dst_bias (60 when absent) when dst_flg is 1; 0 when
+                           absent or beyond a day */
+    struct channel_info *channels;
+    size_t n_channels;  /* at most PLATFORM_CHANNELS_MAX */
 };
 
-/* Lists the devices of a Get Current Readings body. `baseunit` and `group`
- * may be objects or one-element arrays; values strings or numbers. A record
- * without a serial is skipped. *out (caller frees with device_info_free) is
- * an array of *n devices. Fails only when `devices` is missing or not an
- * array. */
+/* Lists the devices of a Get Current Readings body of the account named
+ * `account` (for warnings; NULL: not named). `baseunit` and `group` may be
+ * objects or one-element arrays; values strings or numbers. A record
+ * without a serial, or whose serial or base unit's serial breaks the rule
+ * of serial.h, is skipped with one warning that names the account and
+ * shows the serial escaped: the platform could not be asked about it, and
+ * it must not reach a log line, a mail header or the state as it came.
+ * Names, models and group names are repaired rather than refused: a byte
+ * that is not UTF-8 becomes U+FFFD, a control character a space, and each
+ * is cut to PLATFORM_NAME_MAX bytes; so are channel names, units and
+ * values. A reading's unixtime and battery that are missing or not
+ * integers are 0; a channel without a usable `num` takes its position.
+ * *out (caller frees with
+ * device_info_free) is an array of *n devices. Fails only when `devices`
+ * is missing or not an array. */
 int platform_parse_devices(struct device_info **out, size_t *n, const struct json_object *body,
-                           struct err *e);
+                              const char *account, struct err *e);
 
 void device_info_free(struct device_info *d, size_t n);
 

@@ -25,6 +25,7 @@
  * ledger is saved, and only that) and prints the messages instead of
  * sending them. */
 #include "run.h"
+#include "alerttext.h"
 #include "budget.h"
 #include "event.h"
 #include "metrics.h"
@@ -34,22 +35,38 @@
 #include "scheduler.h"
 #include "selfcheck.h"
 #include "state.h"
+#include "watch.h"
 #include "notify/http.h"
 #include "util/buf.h"
 #include "util/duration.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define DISCOVERY_INTERVAL 600 /* seconds between two Get Current Readings */
-#define REFUSED_RECHECK 86400  /* a device the platform refused is tried daily */
+#define DISCOVERY_INTERVAL 600 /* seconds between two device lists without signals */
+#define READINGS_GAP 50        /* least seconds between two readings of a login (one a minute) */
+#define RECHECK_AFTER 240      /* a signal poll that found nothing looks once more after this */
+#define SATURATED_AFTER 7200   /* signals waiting this long for the budget make a relay event */
+#define WATCH_KEEP (30 * 86400) /* a device's readings memory unused this long is forgotten */
+#define WARNING_FOLLOWS 3600   /* an alert-log alarm this close to an early warning follows it */
 #define MESSAGE_MAX_EVENTS 100 /* events in one message; more go in several */
 #define FULL_PAGE 20           /* the platform keeps a device's 20 newest entries */
 #define THROTTLE_KEEP (30 * 86400) /* throttle entries unused this long are forgotten */
+
+/* How long a device whose alert log the platform refused (400) waits
+ * before it is asked again, by the number of refusals in a row: a
+ * transient refusal (a platform glitch answers 400 for every device) must
+ * cost minutes of delay, not a day of lost alerts, while a device that is
+ * really refused must not spend the login's 12 calls an hour. The third
+ * refusal in a row parks the device: it is asked every 6 hours, and a
+ * relay event says so (self-monitoring, devices-refused). */
+static const long REFUSAL_PAUSE[] = {15 * 60, 60 * 60, 6 * 60 * 60};
+#define REFUSALS_TO_PARK 3
 
 struct tick {
     const struct config *cfg;
@@ -59,6 +76,8 @@ struct tick {
     struct throttle_store throttles; /* the state's */
     struct timespec started; /* CLOCK_MONOTONIC at the start of the run */
     bool *looked;            /* per opt->looks: found in a pool */
+    bool late[2];            /* out_of_time said so, by enum phase */
+    bool unsaved;            /* a save failed: deliver nothing more in this run */
     int failures;
 };
 
@@ -79,16 +98,77 @@ static bool stopping(const struct tick *t)
     return t->opt->stop && *t->opt->stop;
 }
 
+/* Whole seconds since the run started. */
+static long long elapsed(const struct tick *t)
+{
+    return tick_now(t) - t->opt->now;
+}
+
+/* The parts of a run that run_time bounds. */
+enum phase { POLLING, DELIVERY };
+
+/* True when the run may start no further step of `phase`, whatever a
+ * server does: platform calls get the first half of run_time, deliveries
+ * all of it. A step under way is bounded by its own timeout, so a run
+ * ends within run_time plus the longest timeout. Logs the first time it
+ * says so for a phase. */
+static bool out_of_time(struct tick *t, enum phase phase)
+{
+    static const struct {
+        int percent;
+        const char *what;
+    } phases[] = {[POLLING] = {50, "platform calls"}, [DELIVERY] = {100, "deliveries"}};
+    long limit = t->cfg->run_time * phases[phase].percent / 100;
+    if (elapsed(t) < limit)
+        return false;
+    if (!t->late[phase]) {
+        log_warn("this run has used %ld s of run_time for %s: the rest waits for the next run",
+                 limit, phases[phase].what);
+        t->late[phase] = true;
+    }
+    return true;
+}
+
+static bool relay_send(struct tick *t, const char *account, const char *condition,
+                       const char *text, const char *not_to);
+
+/* A save gave up the oldest outbox items to keep the state file under its
+ * size limit (state_save): that is reported like outbox.max_items, with an
+ * error, a metric and a relay event to the other receivers, and saved. */
+static void report_trimmed(struct tick *t)
+{
+    size_t n = 0;
+    bool queued = false;
+    struct err e;
+    struct state_trim *trim = state_take_trimmed(t->st, &n);
+    for (size_t i = 0; i < n; i++) {
+        metrics_count_lost(t->st, trim[i].receiver, "dropped", trim[i].count);
+        char *text = xasprintf("wsrelay dropped the %zu oldest event%s waiting for receiver "
+                               "'%s': the state file reached its size limit. Look them up on "
+                               "WebStorage, and lower outbox.max_items.",
+                               trim[i].count, trim[i].count == 1 ? "" : "s", trim[i].receiver);
+        log_error("%s", text);
+        queued |= relay_send(t, NULL, "state-full", text, trim[i].receiver);
+        free(text);
+    }
+    state_trimmed_free(trim, n);
+    if (queued && state_save(t->st, &e) < 0)
+        log_error("%s (after a state-full event)", e.msg);
+}
+
 /* Saves what the next step must not lose: everything, or in a dry run the
  * budget ledger only. */
 static int persist(struct tick *t, const char *why)
 {
     struct err e;
     int rc = t->opt->dry_run ? state_save_budget(t->st, &e) : state_save(t->st, &e);
+    if (rc == 0 && !t->opt->dry_run)
+        report_trimmed(t);
     if (rc == 0)
         return 0;
     log_error("%s (%s)", e.msg, why);
     t->failures++;
+    t->unsaved = true;
     return -1;
 }
 
@@ -118,95 +198,10 @@ static void note_result(struct tick *t, const char *login, long status, const ch
     free(msg);
 }
 
-/* --- discovery --------------------------------------------------------- */
-
-static bool discovery_due(const struct tick *t, const struct account_conf *a)
-{
-    long long at = state_discovered_at(t->st, a->name);
-    return a->devices_auto && (at == 0 || t->opt->now - at >= DISCOVERY_INTERVAL);
-}
-
-/* Replaces the account's device list with the platform's, except that an
- * empty list never replaces a known one: a reply that lost the devices
- * must not stop the polling. */
-static void take_devices(struct tick *t, const struct account_conf *a,
-                         const struct device_info *infos, size_t n)
-{
-    size_t known = 0;
-    struct state_device *old = state_devices(t->st, a->name, &known);
-    state_devices_free(old, known);
-    if (n == 0 && known > 0) {
-        log_warn("account %s: the platform listed no devices; keeping the %zu known", a->name,
-                 known);
-        return;
-    }
-    struct state_device *devs = xcalloc(n ? n : 1, sizeof *devs);
-    for (size_t i = 0; i < n; i++) {
-        devs[i].serial = infos[i].serial;
-        devs[i].base = infos[i].base_serial;
-        devs[i].model = infos[i].model;
-        devs[i].name = infos[i].name;
-        devs[i].group = infos[i].group_name;
-    }
-    state_set_devices(t->st, a->name, devs, n, t->opt->now);
-    free(devs);
-    if (n < known)
-        log_warn("account %s: %zu device%s no longer listed by the platform", a->name,
-                 known - n, known - n == 1 ? "" : "s");
-    log_info("account %s: %zu device%s found", a->name, n, n == 1 ? "" : "s");
-}
-
 /* The platform's 401 means the API key, login ID or password is wrong. */
 static const char *hint_for(long status)
 {
     return status == 401 ? " (check api_key, login_id and login_pass)" : "";
-}
-
-/* True when account `a` is to list its devices now: discovery is due and
- * the current-readings budget allows the call. */
-static bool discovery_now(const struct tick *t, const struct account_conf *a)
-{
-    if (!discovery_due(t, a))
-        return false;
-    struct sched_budget b = budget_read(t->st, a->login_id, PLATFORM_CURRENT, t->opt->now);
-    if (b.used >= (size_t)b.limit || t->opt->now < b.blocked_until) {
-        log_info("account %s: discovery waits for the current-readings budget", a->name);
-        return false;
-    }
-    return true;
-}
-
-/* Takes the reply of account a's discovery call. Returns false when the
- * login's credentials were refused. */
-static bool take_discovery(struct tick *t, const struct account_conf *a,
-                           const struct platform_request *rq)
-{
-    const struct platform_reply *r = &rq->reply;
-    struct device_info *infos = NULL;
-    size_t n = 0;
-    struct err e;
-    char *what = xasprintf("account %s, discovering devices", a->name);
-    metrics_count_call(t->st, a->login_id, PLATFORM_CURRENT, rq->rc == 0, r->http_status);
-    if (rq->rc < 0) {
-        log_error("account %s: discovering devices: %s%s", a->name, r->message,
-                  hint_for(r->http_status));
-        t->failures++;
-        char *why = xasprintf("%s%s", r->message, hint_for(r->http_status));
-        note_result(t, a->login_id, r->http_status, what, why);
-        free(why);
-    } else if (platform_parse_devices(&infos, &n, r->body, &e) < 0) {
-        log_error("account %s: discovering devices: %s", a->name, e.msg);
-        t->failures++;
-        note_result(t, a->login_id, r->http_status, what, e.msg);
-    } else {
-        take_devices(t, a, infos, n);
-        state_set_discovered(t->st, a->name, t->opt->now);
-        note_result(t, a->login_id, r->http_status, what, NULL);
-    }
-    free(what);
-    note_reply(t, a->login_id, PLATFORM_CURRENT, r);
-    device_info_free(infos, n);
-    return r->http_status != 401;
 }
 
 /* --- the pool of devices of one login ID -------------------------------- */
@@ -310,6 +305,32 @@ static void set_field(char **field, const char *value)
     *field = value ? xstrdup(value) : NULL;
 }
 
+/* The limits of each channel of `serial` (index channel - 1): configured
+ * ones win over those the alert texts taught. */
+static void limits_of(const struct tick *t, const struct account_conf *a, const char *serial,
+                      struct watch_limit *out)
+{
+    for (int ch = 1; ch <= WATCH_CHANNELS; ch++)
+        if (!account_limit(a, serial, ch, &out[ch - 1]))
+            state_learnt_limit(t->st, serial, ch, &out[ch - 1]);
+}
+
+/* The unixtime of the early warning that announced `ev`, an alert-log
+ * alarm of a channel: the last warning of that channel said "alarm" and
+ * came within WARNING_FOLLOWS of the entry. 0 when none did. */
+static long long warned_before(const struct tick *t, const struct event *ev)
+{
+    struct watch w;
+    if (strncmp(ev->kind, "ch", 2) != 0 || !ev->state || strcmp(ev->state, "alarm") != 0 ||
+        !state_watch(t->st, ev->serial, &w))
+        return 0;
+    const struct watch_channel *wc = watch_channel(&w, atoi(ev->kind + 2));
+    if (!wc || !wc->warned || !wc->warned_at)
+        return 0;
+    long long d = ev->unixtime - wc->warned_at;
+    return d <= WARNING_FOLLOWS && d >= -WARNING_FOLLOWS ? wc->warned_at : 0;
+}
+
 /* Queues a new event for the receivers its rules name, each copy carrying
  * the rule's name, severity and what its throttle held back. The device's
  * list entry fills in what the alert log leaves out. */
@@ -325,6 +346,7 @@ static void route_event(struct tick *t, const struct pooled *pd, const struct ev
         set_field(&ev.name, dev->name);
     if (dev->group && *dev->group)
         set_field(&ev.group, dev->group);
+    ev.early_warning = ev.early_warning ? ev.early_warning : warned_before(t, &ev);
     rules_route(&rt, t->rules, &ev, t->opt->now, &t->throttles);
     for (size_t i = 0; i < rt.n_targets; i++) {
         const struct route_target *to = &rt.targets[i];
@@ -402,15 +424,64 @@ static void send_gap(struct tick *t, const struct pooled *pd, const struct event
     event_clear(&gap);
 }
 
-/* Queues the events of one alert-log reply that were not seen before.
- * Returns -1 when the reply could not be used. */
-static int take_events(struct tick *t, const struct pooled *pd, const struct json_object *body)
+/* A limit as an alert text writes it ("-75.0°C", "8℃"): its number, when
+ * it starts with one in ASCII. */
+static bool limit_number(const char *text, double *out)
+{
+    char *end = NULL;
+    if (!text)
+        return false;
+    double v = strtod(text, &end);
+    if (end == text || !isfinite(v))
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Learns the limits that the alarms of a reply state ("CH1 Upper Limit
+ * Exceeded -70.2°C (limit -75.0°C)"), old entries included: a device's
+ * first poll usually finds some. When that changes what was known, the
+ * device's readings memory takes the new limits silently (watch_relimit). */
+static void learn_limits(struct tick *t, const struct pooled *pd, const struct event_list *list)
+{
+    bool changed = false;
+    for (size_t i = 0; i < list->n; i++) {
+        const struct event *ev = &list->items[i];
+        struct alert_reading ar;
+        double v;
+        if (strncmp(ev->kind, "ch", 2) != 0 || !ev->state || strcmp(ev->state, "alarm") != 0)
+            continue;
+        alert_classify(&ar, ev->kind, ev->text);
+        if (ar.direction && limit_number(ar.limit, &v) &&
+            state_learn_limit(t->st, ev->serial, atoi(ev->kind + 2), ar.direction > 0, v)) {
+            log_info("account %s, device %s: learnt the %s limit %s of %s from its alert log",
+                     pd->a->name, ev->serial, ar.direction > 0 ? "upper" : "lower", ar.limit,
+                     ev->kind);
+            changed = true;
+        }
+        alert_reading_clear(&ar);
+    }
+    struct watch w;
+    if (changed && state_watch(t->st, pd->dev.serial, &w)) {
+        struct watch_limit limits[WATCH_CHANNELS];
+        limits_of(t, pd->a, pd->dev.serial, limits);
+        watch_relimit(&w, limits, WATCH_CHANNELS);
+        state_set_watch(t->st, pd->dev.serial, &w);
+    }
+}
+
+/* Queues the events of one alert-log reply that were not seen before;
+ * *n_fresh (may be NULL) gets how many. Returns -1 when the reply could
+ * not be used. */
+static int take_events(struct tick *t, const struct pooled *pd, const struct json_object *body,
+                       size_t *n_fresh)
 {
     const struct state_device *dev = &pd->dev;
     const char *account = pd->a->name;
     struct event_list list = {0};
     struct err e;
-    size_t fresh = 0, old = 0, known = 0;
+    size_t fresh = 0, old = 0, known = 0, stale = 0;
+    long long floor = state_seen_floor(t->st, dev->serial);
     int rc = -1;
     if (event_parse_alert_log(&list, body, account, &e) < 0) {
         log_error("account %s, device %s: %s", account, dev->serial, e.msg);
@@ -427,6 +498,11 @@ static int take_events(struct tick *t, const struct pooled *pd, const struct jso
         const struct event *ev = &list.items[i];
         if (state_seen(t->st, ev->serial, ev->unixtime, ev->kind)) {
             known++;
+            continue;
+        }
+        if (ev->unixtime < floor) { /* handled before its key was pruned */
+            known++;
+            stale++;
             continue;
         }
         if (before_catch_up(t, dev, ev)) {
@@ -452,6 +528,13 @@ static int take_events(struct tick *t, const struct pooled *pd, const struct jso
          * device's log for good, so their keys can go. */
         state_prune_seen(t->st, dev->serial, list.oldest);
     }
+    learn_limits(t, pd, &list);
+    if (n_fresh)
+        *n_fresh = fresh + old;
+    if (stale)
+        log_warn("account %s, device %s: the reply holds %zu event%s older than entries already "
+                 "handled (an older copy of the log?); not sent again",
+                 account, dev->serial, stale, stale == 1 ? "" : "s");
     log_info("account %s, device %s: %zu entr%s, %zu new event%s%s", account, dev->serial,
              list.entries, list.entries == 1 ? "y" : "ies", fresh, fresh == 1 ? "" : "s",
              old ? " (older ones recorded as seen)" : "");
@@ -459,6 +542,26 @@ static int take_events(struct tick *t, const struct pooled *pd, const struct jso
 out:
     event_list_free(&list);
     return rc;
+}
+
+/* A poll of the device answered whatever signal it had: a poll that
+ * found new entries explains it; one that found none may have come before
+ * the platform logged the alarm (it can take up to a monitoring interval
+ * after the reading), so it looks once more RECHECK_AFTER later, and then
+ * waits until the readings move again. */
+static void answer_signal(struct tick *t, const struct pooled *pd, size_t fresh)
+{
+    struct watch w;
+    if (!state_watch(t->st, pd->dev.serial, &w))
+        return;
+    bool first_look = w.pending != 0;
+    watch_polled(&w);
+    if (first_look && fresh == 0) {
+        w.recheck_at = t->opt->now + RECHECK_AFTER;
+        log_debug("account %s, device %s: nothing new yet; looking once more at %lld",
+                  pd->a->name, pd->dev.serial, w.recheck_at);
+    }
+    state_set_watch(t->st, pd->dev.serial, &w);
 }
 
 /* Takes the reply of an alert-log call of one device. Returns false when
@@ -472,21 +575,32 @@ static bool take_poll(struct tick *t, const struct pooled *pd, const struct plat
     bool ok = false, more = true;
     char *what = xasprintf("account %s, device %s, alert logs", a->name, dev->serial);
     metrics_count_call(t->st, a->login_id, PLATFORM_ALERT, rq->rc == 0, r->http_status);
+    size_t fresh = 0;
     if (rq->rc == 0) {
-        ok = take_events(t, pd, r->body) == 0;
+        ok = take_events(t, pd, r->body, &fresh) == 0;
         if (!ok)
             t->failures++;
         note_result(t, a->login_id, r->http_status, what,
                     ok ? NULL : "the reply could not be used (the log says why)");
     } else if (r->http_status == 400) {
         /* The platform refuses some devices (models the alert operation
-         * does not serve, a wrong base serial): stop spending budget on
-         * them and ask again tomorrow. `wsrelay status` shows that with
-         * the device; it is not held against the login ID. */
-        state_device_refused(t->st, a->name, dev->serial, t->opt->now + REFUSED_RECHECK);
-        log_error("account %s, device %s: alert logs refused: %s; not asked again for a day "
-                  "(add the serial to exclude: if this is expected)",
-                  a->name, dev->serial, r->message);
+         * does not serve, a wrong base serial): after a few refusals in a
+         * row, stop spending budget on them (REFUSAL_PAUSE). `wsrelay
+         * status` shows that with the device; it is not held against the
+         * login ID. */
+        long n = dev->refusals + 1;
+        size_t step = (size_t)(n < REFUSALS_TO_PARK ? n : REFUSALS_TO_PARK) - 1;
+        char pause[24];
+        duration_format(pause, sizeof pause, REFUSAL_PAUSE[step]);
+        state_device_refused(t->st, a->name, dev->serial, t->opt->now + REFUSAL_PAUSE[step], n);
+        if (n < REFUSALS_TO_PARK)
+            log_error("account %s, device %s: alert logs refused (%ld in a row): %s; asked "
+                      "again in %s",
+                      a->name, dev->serial, n, r->message, pause);
+        else
+            log_error("account %s, device %s: alert logs refused %ld times in a row: %s; asked "
+                      "again every %s (add the serial to exclude: if this is expected)",
+                      a->name, dev->serial, n, r->message, pause);
         t->failures++;
     } else {
         log_error("account %s, device %s: alert logs: %s%s", a->name, dev->serial, r->message,
@@ -499,30 +613,275 @@ static bool take_poll(struct tick *t, const struct pooled *pd, const struct plat
     }
     /* Polled, successfully or not: the device goes to the back of the line. */
     state_device_polled(t->st, a->name, dev->serial, dev->base, t->opt->now, ok);
+    if (ok)
+        answer_signal(t, pd, fresh);
     note_reply(t, a->login_id, PLATFORM_ALERT, r);
     free(what);
     return more;
 }
 
+/* --- current readings --------------------------------------------------- */
+
+/* Replaces the account's device list with the platform's, except that an
+ * empty list never replaces a known one: a reply that lost the devices
+ * must not stop the polling. */
+static void take_devices(struct tick *t, const struct account_conf *a,
+                         const struct device_info *infos, size_t n)
+{
+    size_t known = 0;
+    struct state_device *old = state_devices(t->st, a->name, &known);
+    state_devices_free(old, known);
+    if (n == 0 && known > 0) {
+        log_warn("account %s: the platform listed no devices; keeping the %zu known", a->name,
+                 known);
+        return;
+    }
+    struct state_device *devs = xcalloc(n ? n : 1, sizeof *devs);
+    for (size_t i = 0; i < n; i++) {
+        devs[i].serial = infos[i].serial;
+        devs[i].base = infos[i].base_serial;
+        devs[i].model = infos[i].model;
+        devs[i].name = infos[i].name;
+        devs[i].group = infos[i].group_name;
+    }
+    state_set_devices(t->st, a->name, devs, n, t->opt->now);
+    free(devs);
+    if (n < known)
+        log_warn("account %s: %zu device%s no longer listed by the platform", a->name,
+                 known - n, known - n == 1 ? "" : "s");
+    if (n != known)
+        log_info("account %s: %zu device%s found", a->name, n, n == 1 ? "" : "s");
+}
+
+/* Whether the account's device list is due: without signals, every
+ * DISCOVERY_INTERVAL. */
+static bool discovery_due(const struct tick *t, const struct account_conf *a)
+{
+    long long at = state_discovered_at(t->st, a->name);
+    return a->devices_auto && (at == 0 || t->opt->now - at >= DISCOVERY_INTERVAL);
+}
+
+/* True when `login` is to call Get Current Readings now: every run (at
+ * most one a minute) when one of its accounts watches readings, else when
+ * one of its accounts' device list is due; and the budget of the
+ * operation allows the call. */
+static bool readings_now(const struct tick *t, const char *login)
+{
+    bool due = false;
+    for (size_t i = 0; i < t->cfg->n_accounts && !due; i++) {
+        const struct account_conf *a = &t->cfg->accounts[i];
+        if (strcmp(a->login_id, login) == 0)
+            due = discovery_due(t, a) ||
+                  (a->signals &&
+                   t->opt->now - state_last_call(t->st, login, PLATFORM_CURRENT) >= READINGS_GAP);
+    }
+    if (!due)
+        return false;
+    struct sched_budget b = budget_read(t->st, login, PLATFORM_CURRENT, t->opt->now);
+    if (b.used >= (size_t)b.limit || t->opt->now < b.blocked_until) {
+        log_info("login %s: current readings wait for their budget", login);
+        return false;
+    }
+    return true;
+}
+
+/* A number as readings and limits are shown: the shortest form that
+ * reads back the same, with the unit after it. */
+static char *shown(double v, const char *unit)
+{
+    char num[32];
+    snprintf(num, sizeof num, "%.10g", v);
+    return xasprintf("%s%s", num, unit ? unit : "");
+}
+
+/* An early warning: the reading of channel c->num crossed a known limit
+ * (or came back inside). It goes through the rules like any event (kind
+ * "reading"); the platform's alert log is still read and delivered. */
+static void send_early_warning(struct tick *t, const struct account_conf *a,
+                               const struct device_info *d, const struct watch_crossing *c,
+                               const struct watch_channel *wc)
+{
+    const struct channel_info *ci = NULL;
+    for (size_t i = 0; i < d->n_channels; i++)
+        if (d->channels[i].num == c->num)
+            ci = &d->channels[i];
+    const char *unit = ci ? ci->unit : "";
+    const char *side = c->zone > 0 || (c->zone == 0 && c->from > 0) ? "upper" : "lower";
+    char tag[64];
+    if (ci && *ci->name)
+        snprintf(tag, sizeof tag, "CH%d %.40s", c->num, ci->name);
+    else
+        snprintf(tag, sizeof tag, "CH%d", c->num);
+    struct event ev = {
+        .account = xstrdup(a->name),
+        .serial = xstrdup(d->serial),
+        .model = xstrdup(d->model),
+        .name = xstrdup(d->name),
+        .base_serial = xstrdup(d->base_serial),
+        .base_model = xstrdup(d->base_model),
+        .base_name = xstrdup(d->base_name),
+        .unixtime = d->unixtime,
+        .kind = xstrdup("reading"),
+        .state = xstrdup(c->zone ? "alarm" : "recovered"),
+        .value = ci && *ci->value ? xasprintf("%s%s", ci->value, unit) : shown(c->value, unit),
+        .limit = shown(c->limit, unit),
+        .recovers = c->zone ? 0 : wc->warned_at,
+        .channel = c->num,
+        .channel_name = ci ? xstrdup(ci->name) : NULL,
+        .channel_unit = ci ? xstrdup(ci->unit) : NULL,
+        .utc_offset = d->utc_offset,
+    };
+    if (c->zone)
+        ev.text = xasprintf("%s %s is %s the %s limit %s in the current readings; the "
+                            "platform's alarm should follow in its alert log.",
+                            tag, ev.value, c->zone > 0 ? "above" : "below", side, ev.limit);
+    else
+        ev.text = xasprintf("%s %s is back within the %s limit %s in the current readings; "
+                            "the platform's recovery should follow in its alert log.",
+                            tag, ev.value, side, ev.limit);
+    struct pooled pd = {.a = a,
+                        .dev = {.serial = d->serial,
+                                .base = d->base_serial,
+                                .model = d->model,
+                                .name = d->name,
+                                .group = d->group_name}};
+    log_info("account %s, device %s: early warning: %s", a->name, d->serial, ev.text);
+    state_count(t->st, METRICS_EVENTS_EARLY, 1);
+    route_event(t, &pd, &ev);
+    event_clear(&ev);
+}
+
+/* Takes one device's reading into its memory (watch.h): a signal makes
+ * its alert log the next to be read, a crossing an early warning. A
+ * device whose reading is not newer may have gone silent. */
+static void watch_device(struct tick *t, const struct account_conf *a, const struct device_info *d)
+{
+    struct watch w;
+    struct watch_limit limits[WATCH_CHANNELS];
+    struct watch_value values[PLATFORM_CHANNELS_MAX];
+    struct watch_crossing cross[WATCH_CHANNELS];
+    size_t n_cross = 0;
+    char why[64];
+    bool known = state_watch(t->st, d->serial, &w);
+    long long before = w.unixtime;
+    limits_of(t, a, d->serial, limits);
+    for (size_t i = 0; i < d->n_channels; i++)
+        values[i] = (struct watch_value){.num = d->channels[i].num, .text = d->channels[i].value};
+    struct watch_reading r = {.unixtime = d->unixtime,
+                              .model = d->model,
+                              .battery = d->battery,
+                              .values = values,
+                              .n_values = d->n_channels};
+    unsigned reasons = watch_take(&w, &r, limits, WATCH_CHANNELS, t->opt->now, cross,
+                                  WATCH_CHANNELS, &n_cross);
+    if (w.unixtime == before)
+        reasons |= watch_idle(&w, t->opt->now);
+    if (reasons) {
+        if (!w.pending)
+            w.pending_since = t->opt->now;
+        w.pending |= reasons;
+        log_info("account %s, device %s: signal (%s): its alert log is read next", a->name,
+                 d->serial, watch_reason_text(reasons, why, sizeof why));
+    }
+    for (size_t i = 0; i < n_cross; i++) {
+        struct watch_channel *wc = watch_channel(&w, cross[i].num);
+        if (!wc)
+            continue;
+        if (a->early_warning)
+            send_early_warning(t, a, d, &cross[i], wc);
+        wc->warned = cross[i].zone;
+        wc->warned_at = cross[i].zone ? d->unixtime : wc->warned_at;
+    }
+    if (known || w.unixtime)
+        state_set_watch(t->st, d->serial, &w);
+}
+
+/* The first account of `login` (in the file's order) that wants `serial`:
+ * hand-listed accounts want their devices, discovering ones what their
+ * include/exclude allow. */
+static const struct account_conf *account_for(const struct tick *t, const char *login,
+                                              const char *serial)
+{
+    for (size_t i = 0; i < t->cfg->n_accounts; i++) {
+        const struct account_conf *a = &t->cfg->accounts[i];
+        if (strcmp(a->login_id, login) != 0 || !a->signals || !account_wants_serial(a, serial))
+            continue;
+        if (a->devices_auto)
+            return a;
+        for (size_t k = 0; k < a->n_devices; k++)
+            if (!strcmp(a->devices[k].serial, serial))
+                return a;
+    }
+    return NULL;
+}
+
+/* Takes the reply of a login's Get Current Readings: the device list of
+ * each of its accounts that discovers devices, and each device's reading.
+ * Returns false when the login's credentials were refused. */
+static bool take_readings(struct tick *t, const char *login, const struct account_conf *first,
+                          const struct platform_request *rq)
+{
+    const struct platform_reply *r = &rq->reply;
+    struct device_info *infos = NULL;
+    size_t n = 0;
+    struct err e;
+    char *what = xasprintf("login %s, current readings", login);
+    metrics_count_call(t->st, login, PLATFORM_CURRENT, rq->rc == 0, r->http_status);
+    if (rq->rc < 0) {
+        log_error("login %s: current readings: %s%s", login, r->message,
+                  hint_for(r->http_status));
+        t->failures++;
+        char *why = xasprintf("%s%s", r->message, hint_for(r->http_status));
+        note_result(t, login, r->http_status, what, why);
+        free(why);
+    } else if (platform_parse_devices(&infos, &n, r->body, first->name, &e) < 0) {
+        log_error("login %s: current readings: %s", login, e.msg);
+        t->failures++;
+        note_result(t, login, r->http_status, what, e.msg);
+    } else {
+        for (size_t i = 0; i < t->cfg->n_accounts; i++) {
+            const struct account_conf *a = &t->cfg->accounts[i];
+            if (strcmp(a->login_id, login) != 0 || !a->devices_auto)
+                continue;
+            take_devices(t, a, infos, n);
+            state_set_discovered(t->st, a->name, t->opt->now);
+        }
+        for (size_t i = 0; i < n; i++) {
+            const struct account_conf *a = account_for(t, login, infos[i].serial);
+            if (a)
+                watch_device(t, a, &infos[i]);
+        }
+        note_result(t, login, r->http_status, what, NULL);
+    }
+    free(what);
+    note_reply(t, login, PLATFORM_CURRENT, r);
+    device_info_free(infos, n);
+    return r->http_status != 401;
+}
+
 /* --- the login IDs, in rounds ------------------------------------------- */
 
 /* A login ID's part of the run. Its calls are made one after another:
- * first the discoveries that are due, account by account, then the alert
- * calls the scheduler plans for its pool. Login IDs are independent, so
- * the run advances them in rounds: each round, every login ID with a call
- * left makes one, and those calls run in parallel. */
+ * first Get Current Readings (every run with signals, else when a device
+ * list is due), then the alert calls the scheduler plans for its pool.
+ * Login IDs are independent, so the run advances them in rounds: each
+ * round, every login ID with a call left makes one, and those calls run
+ * in parallel. */
 struct login_run {
     const char *login;
     struct platform **clients; /* by account index; NULL for other logins */
-    size_t account;            /* the next account whose discovery is considered */
+    bool read;                 /* the readings call was considered */
     bool planned;              /* the pool is complete and planned */
     bool over;                 /* no further call in this run */
+    bool signals;              /* an account of the login watches readings */
     struct pool pool;
     size_t *order;             /* the pool's indices, in the scheduler's order */
+    bool *for_signal;          /* by position in `order`: a call a signal asked for */
     size_t n_planned, next;
     /* the call of the current round */
-    const struct account_conf *discovering; /* a discovery of this account, */
-    const struct pooled *polling;           /* or an alert call of this device */
+    bool reading;               /* Get Current Readings, or */
+    const struct pooled *polling; /* an alert call of this device */
+    bool polling_signal;
 };
 
 static void login_start(struct tick *t, struct login_run *lr, const char *login)
@@ -533,7 +892,10 @@ static void login_start(struct tick *t, struct login_run *lr, const char *login)
     lr->clients = xcalloc(c->n_accounts, sizeof *lr->clients);
     for (size_t i = 0; i < c->n_accounts; i++) {
         const struct account_conf *a = &c->accounts[i];
-        if (strcmp(a->login_id, login) == 0 && platform_new(&lr->clients[i], a, &e) < 0) {
+        if (strcmp(a->login_id, login) != 0)
+            continue;
+        lr->signals |= a->signals;
+        if (platform_new(&lr->clients[i], a, &e) < 0) {
             log_error("account %s: %s", a->name, e.msg);
             t->failures++;
         }
@@ -543,6 +905,7 @@ static void login_start(struct tick *t, struct login_run *lr, const char *login)
 static void login_end(struct tick *t, struct login_run *lr)
 {
     free(lr->order);
+    free(lr->for_signal);
     pool_free(&lr->pool);
     for (size_t i = 0; i < t->cfg->n_accounts; i++)
         platform_free(lr->clients[i]);
@@ -587,11 +950,69 @@ static size_t plan_looks(struct tick *t, struct login_run *lr, struct sched_budg
     return n;
 }
 
+/* Whether the device's readings ask for a look at its alert log now: a
+ * signal since its last poll, or the second look a signal poll that found
+ * nothing asked for. When so, *since is when that began. */
+static bool signal_of(const struct tick *t, const char *serial, long long *since)
+{
+    struct watch w;
+    if (!state_watch(t->st, serial, &w))
+        return false;
+    if (w.pending) {
+        *since = w.pending_since;
+        return true;
+    }
+    if (w.recheck_at && w.recheck_at <= t->opt->now) {
+        *since = w.recheck_at;
+        return true;
+    }
+    return false;
+}
+
+/* Signals that waited for the budget since SATURATED_AFTER make one relay
+ * event that names the fix; the login's signals_starved time says since
+ * when (`wsrelay status` shows it). */
+static void note_starved(struct tick *t, struct login_run *lr, size_t waiting)
+{
+    long long since = state_signals_starved(t->st, lr->login);
+    char *key = xasprintf("signals-saturated/%s", lr->login);
+    struct state_condition c;
+    bool open = state_condition(t->st, key, &c);
+    state_condition_clear(&c);
+    if (!waiting) {
+        if (since)
+            log_info("login %s: no signal waits for the budget any more", lr->login);
+        state_set_signals_starved(t->st, lr->login, 0);
+        if (open)
+            state_drop_condition(t->st, key);
+        free(key);
+        return;
+    }
+    if (!since)
+        state_set_signals_starved(t->st, lr->login, since = t->opt->now);
+    log_info("login %s: %zu device%s with a signal wait for the alert budget", lr->login,
+             waiting, waiting == 1 ? "" : "s");
+    if (!open && t->opt->now - since >= SATURATED_AFTER) {
+        char *text = xasprintf(
+            "Signals of login %s have needed more alert-log calls than its budget of 12 an "
+            "hour for %lld h: alarms may reach you late. Add a read-only login ID for some "
+            "of its devices (each login ID has 12 calls an hour of its own), or set limits: "
+            "so that early warnings come from the readings.",
+            lr->login, (t->opt->now - since) / 3600);
+        struct state_condition opened = {.since = since, .opened = t->opt->now};
+        state_set_condition(t->st, key, &opened);
+        relay_send(t, NULL, "signals-saturated", text, NULL);
+        free(text);
+    }
+    free(key);
+}
+
 /* Plans the alert calls of the complete pool: urgent looks first, then
- * what the routine allows. */
+ * what signals and the routine allow. */
 static void login_plan(struct tick *t, struct login_run *lr)
 {
     struct pool *pl = &lr->pool;
+    size_t signals = 0, waiting = 0;
     lr->planned = true;
     if (pl->n == 0) {
         log_info("login %s: no devices to poll yet", lr->login);
@@ -599,47 +1020,76 @@ static void login_plan(struct tick *t, struct login_run *lr)
     }
     struct sched_device *sd = xcalloc(pl->n, sizeof *sd);
     lr->order = xcalloc(pl->n, sizeof *lr->order);
+    lr->for_signal = xcalloc(pl->n, sizeof *lr->for_signal);
     for (size_t i = 0; i < pl->n; i++) {
         sd[i].last_poll = pl->items[i].dev.last_poll;
         sd[i].priority = (unsigned)account_device_priority(pl->items[i].a, pl->items[i].dev.serial);
+        sd[i].signal = pl->items[i].a->signals &&
+                       signal_of(t, pl->items[i].dev.serial, &sd[i].signal_since);
     }
     struct sched_budget b = budget_read(t->st, lr->login, PLATFORM_ALERT, t->opt->now);
+    b.headroom = lr->signals ? budget_headroom() : 0;
     size_t looks = plan_looks(t, lr, &b);
     /* After a look the routine has no slot left in this run (its spacing
-     * starts again), so the two lists cannot name one device twice. */
-    lr->n_planned = looks + scheduler_plan(lr->order + looks, pl->n - looks, sd, pl->n, &b,
-                                           t->opt->now);
+     * starts again), so the two lists cannot name one device twice.
+     * Without signals the round robin is all there is. */
+    if (looks || !lr->signals)
+        lr->n_planned = looks + scheduler_plan(lr->order + looks, pl->n - looks, sd, pl->n, &b,
+                                               t->opt->now);
+    else
+        lr->n_planned = scheduler_plan_signals(lr->order, pl->n, sd, pl->n, &b, t->opt->now,
+                                               &signals);
+    for (size_t k = looks; k < lr->n_planned; k++)
+        lr->for_signal[k] = sd[lr->order[k]].signal;
+    for (size_t i = 0; i < pl->n; i++) {
+        bool planned = false;
+        for (size_t k = 0; k < lr->n_planned && !planned; k++)
+            planned = lr->order[k] == i;
+        waiting += sd[i].signal && !planned;
+    }
+    if (lr->signals && !t->opt->dry_run)
+        note_starved(t, lr, waiting);
     if (lr->n_planned == 0)
         log_debug("login %s: no alert call allowed now", lr->login);
     free(sd);
+}
+
+/* The index of the first account of the login that has a client; n_accounts
+ * when none. */
+static size_t login_reader(const struct tick *t, const struct login_run *lr)
+{
+    size_t i = 0;
+    while (i < t->cfg->n_accounts && !lr->clients[i])
+        i++;
+    return i;
 }
 
 /* Fills `rq` with the login's next call; false when it has none left. */
 static bool login_next(struct tick *t, struct login_run *lr, struct platform_request *rq)
 {
     const struct config *c = t->cfg;
-    lr->discovering = NULL;
+    lr->reading = false;
     lr->polling = NULL;
-    while (!lr->over && !lr->planned) {
-        if (lr->account == c->n_accounts) {
-            login_plan(t, lr);
-            break;
-        }
-        size_t i = lr->account++;
-        const struct account_conf *a = &c->accounts[i];
-        if (!lr->clients[i])
-            continue;
-        if (discovery_now(t, a)) {
-            lr->discovering = a;
+    if (!lr->over && !lr->read) {
+        lr->read = true;
+        size_t i = login_reader(t, lr);
+        if (i < c->n_accounts && readings_now(t, lr->login)) {
+            lr->reading = true;
             *rq = (struct platform_request){.p = lr->clients[i], .op = PLATFORM_CURRENT};
             return true;
         }
-        pool_add_account(t, &lr->pool, a, lr->clients[i]);
+    }
+    if (!lr->over && !lr->planned) {
+        for (size_t i = 0; i < c->n_accounts; i++)
+            if (lr->clients[i])
+                pool_add_account(t, &lr->pool, &c->accounts[i], lr->clients[i]);
+        login_plan(t, lr);
     }
     if (lr->over || lr->next >= lr->n_planned) {
         lr->over = true;
         return false;
     }
+    lr->polling_signal = lr->for_signal[lr->next];
     lr->polling = &lr->pool.items[lr->order[lr->next++]];
     *rq = (struct platform_request){.p = lr->polling->p,
                                     .op = PLATFORM_ALERT,
@@ -651,11 +1101,9 @@ static bool login_next(struct tick *t, struct login_run *lr, struct platform_req
 /* Takes the reply to the call login_next asked for. */
 static void login_take(struct tick *t, struct login_run *lr, const struct platform_request *rq)
 {
-    if (lr->discovering) {
-        const struct account_conf *a = lr->discovering;
-        if (take_discovery(t, a, rq))
-            pool_add_account(t, &lr->pool, a, rq->p);
-        else
+    if (lr->reading) {
+        const struct account_conf *first = &t->cfg->accounts[login_reader(t, lr)];
+        if (!take_readings(t, lr->login, first, rq))
             lr->over = true; /* every call of this login would fail alike */
     } else if (lr->polling && !take_poll(t, lr->polling, rq)) {
         lr->over = true;
@@ -685,15 +1133,18 @@ static void poll_all(struct tick *t)
         t->failures++;
         goto out;
     }
-    while (!stopping(t)) {
+    while (!stopping(t) && !out_of_time(t, POLLING)) {
         size_t k = 0;
         for (size_t i = 0; i < n; i++)
             if (login_next(t, &runs[i], &reqs[k]))
                 whose[k++] = &runs[i];
         if (k == 0)
             break;
-        for (size_t j = 0; j < k; j++)
+        for (size_t j = 0; j < k; j++) {
             state_record_call(t->st, whose[j]->login, reqs[j].op, tick_now(t));
+            if (whose[j]->polling && whose[j]->polling_signal)
+                state_record_signal_call(t->st, whose[j]->login, tick_now(t));
+        }
         if (persist(t, "before platform calls") < 0)
             break;
         platform_multi_call(multi, reqs, k);
@@ -777,7 +1228,9 @@ static void deliver_receiver(struct tick *t, const struct notify_env *env,
     size_t n = 0;
     long long now = t->opt->now;
     struct outbox_item *items = state_outbox_due(t->st, r->name, now, &n);
-    for (size_t start = 0; start < n && !stopping(t); start += MESSAGE_MAX_EVENTS) {
+    for (size_t start = 0;
+         start < n && !stopping(t) && !t->unsaved && !out_of_time(t, DELIVERY);
+         start += MESSAGE_MAX_EVENTS) {
         size_t count = n - start < MESSAGE_MAX_EVENTS ? n - start : MESSAGE_MAX_EVENTS;
         struct event *evs = xcalloc(count, sizeof *evs);
         struct notify_message m = {.events = evs, .n = count, .now = now};
@@ -801,6 +1254,9 @@ static void deliver_receiver(struct tick *t, const struct notify_env *env,
             metrics_count_message(t->st, r->name, "sent");
             state_receiver_result(t->st, r->name, true, NULL, now);
             log_info("receiver %s: %zu event%s delivered", r->name, count, count == 1 ? "" : "s");
+            /* Each accepted message is recorded at once, so that a kill
+             * can repeat only the message in flight. */
+            persist(t, "after a delivery");
         } else {
             /* A receiver that failed or asked for a pause gets nothing
              * more in this run; its other messages wait untouched. */
@@ -845,6 +1301,27 @@ static char *login_creds(const struct config *c, const char *login)
     char *hex = selfcheck_creds(parts, n);
     free(parts);
     return hex;
+}
+
+/* The devices of `login` parked after refusals in a row, as "5214000A
+ * (tokyo), 5214000B (osaka)"; "" when none. Caller frees. */
+static char *login_parked(struct tick *t, const char *login)
+{
+    const struct config *c = t->cfg;
+    struct buf b;
+    buf_init(&b, 0);
+    for (size_t i = 0; i < c->n_accounts; i++) {
+        if (strcmp(c->accounts[i].login_id, login) != 0)
+            continue;
+        size_t n = 0;
+        struct state_device *devs = state_devices(t->st, c->accounts[i].name, &n);
+        for (size_t k = 0; k < n; k++)
+            if (devs[k].refusals >= REFUSALS_TO_PARK)
+                buf_printf(&b, "%s%s (%s)", b.len ? ", " : "", devs[k].serial,
+                           c->accounts[i].name);
+        state_devices_free(devs, n);
+    }
+    return buf_steal(&b);
 }
 
 static char *condition_key(enum selfcheck_what what, const char *subject)
@@ -986,6 +1463,12 @@ static void self_logins(struct tick *t)
                                        .good = !failing && h.last_ok > 0};
         self_step(t, &refused, login, c->accounts[i].name, accounts, h.error, NULL);
         self_step(t, &down, login, c->accounts[i].name, accounts, h.error, NULL);
+        char *parked = login_parked(t, login);
+        struct selfcheck_input devices = {.what = SELFCHECK_DEVICES_REFUSED,
+                                          .bad = *parked != '\0',
+                                          .good = *parked == '\0'};
+        self_step(t, &devices, login, c->accounts[i].name, accounts, parked, NULL);
+        free(parked);
         free(creds);
         free(accounts);
         state_health_clear(&h);
@@ -1139,6 +1622,7 @@ int run_once(const struct config *c, const struct run_options *o)
     t.throttles = (struct throttle_store){.get = throttle_get, .set = throttle_set, .ctx = t.st};
     state_clamp_clock(t.st, o->now, platform_op_limit(PLATFORM_ALERT).span);
     state_prune_throttles(t.st, o->now - THROTTLE_KEEP);
+    state_prune_watches(t.st, o->now - WATCH_KEEP);
     state_corrupt_event(&t);
     warn_orphans(&t);
     poll_all(&t);
@@ -1165,7 +1649,7 @@ int run_once(const struct config *c, const struct run_options *o)
          * after delivery; their relay events go out in this run to the
          * receivers that work. A tick stopped before it delivered
          * everything leaves the outbox's limits to the next one. */
-        bool queued = !stopping(&t) && outbox_limits(&t);
+        bool queued = !stopping(&t) && !t.late[DELIVERY] && outbox_limits(&t);
         queued |= self_receivers(&t);
         if (queued && persist(&t, "after a relay event") == 0)
             for (size_t i = 0; i < c->n_receivers && !stopping(&t); i++)

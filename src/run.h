@@ -19,7 +19,7 @@ struct run_options {
      * device being polled, fails the run. */
     const char *const *looks;
     size_t n_looks;
-    /* NULL, or a flag a signal handler sets (SIGTERM in loop mode): once it
+    /* NULL, or a flag a signal handler sets (SIGTERM or SIGINT): once it
      * is set, the tick starts no further platform call or delivery, saves
      * what it has and returns. What it did not get to is done next time. */
     const volatile sig_atomic_t *stop;

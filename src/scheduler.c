@@ -12,12 +12,22 @@
  * missed, but never more than the sliding window still allows, so the
  * platform's limit is never passed however runs are timed. */
 #include "scheduler.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
 
 /* The calls of a window that routine polling may make. */
 static int routine_limit(const struct sched_budget *b)
 {
-    int routine = b->limit - (b->reserve > 0 ? b->reserve : 0);
+    int routine = b->limit - (b->reserve > 0 ? b->reserve : 0) - (b->headroom > 0 ? b->headroom : 0);
     return routine > 0 ? routine : 0;
+}
+
+/* The calls of a window that signals may make without the reserve. */
+static size_t room_limit(const struct sched_budget *b)
+{
+    int room = b->limit - (b->reserve > 0 ? b->reserve : 0);
+    return room > 0 ? (size_t)room : 0;
 }
 
 long scheduler_spacing(const struct sched_budget *b)
@@ -121,15 +131,20 @@ static int more_urgent(const struct sched_device *a, size_t ia, const struct sch
     return ia < ib;
 }
 
-size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *devs, size_t n,
-                      const struct sched_budget *b, long long now)
+static bool taken(const size_t *out, size_t count, size_t i)
 {
-    size_t want = scheduler_allowance(b, now);
-    if (want > max_out)
-        want = max_out;
+    for (size_t j = 0; j < count; j++)
+        if (out[j] == i)
+            return true;
+    return false;
+}
+
+/* The first `want` devices in the round robin's order (more_urgent). */
+static size_t plan_order(size_t *out, size_t want, const struct sched_device *devs, size_t n,
+                         long long spacing)
+{
     if (want > n)
         want = n;
-    long long spacing = scheduler_spacing(b);
     long long total = 0;
     for (size_t i = 0; i < n; i++)
         total += devs[i].priority ? devs[i].priority : 1;
@@ -139,17 +154,20 @@ size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *de
     size_t count = 0;
     while (count < want) {
         size_t best = n;
-        for (size_t i = 0; i < n; i++) {
-            int taken = 0;
-            for (size_t j = 0; j < count; j++)
-                if (out[j] == i)
-                    taken = 1;
-            if (!taken && (best == n || more_urgent(&devs[i], i, &devs[best], best, period)))
+        for (size_t i = 0; i < n; i++)
+            if (!taken(out, count, i) &&
+                (best == n || more_urgent(&devs[i], i, &devs[best], best, period)))
                 best = i;
-        }
         out[count++] = best;
     }
     return count;
+}
+
+size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *devs, size_t n,
+                      const struct sched_budget *b, long long now)
+{
+    size_t want = scheduler_allowance(b, now);
+    return plan_order(out, want < max_out ? want : max_out, devs, n, scheduler_spacing(b));
 }
 
 /* The platform documents X-RateLimit-Reset as the length of the span, not
@@ -167,4 +185,129 @@ long long scheduler_block_until(const struct sched_budget *b, long reset, long l
         b->oldest + b->span < until)
         until = b->oldest + b->span;
     return until > now ? until : now;
+}
+
+long long scheduler_bound(const struct sched_budget *b, size_t n)
+{
+    long long spacing = scheduler_spacing(b);
+    long long round = spacing * (long long)(n ? n : 1);
+    return round + round / 2 + spacing;
+}
+
+/* The device not yet taken that `better` ranks first among those `want`
+ * accepts; n when none. */
+static size_t pick(const size_t *out, size_t count, const struct sched_device *devs, size_t n,
+                   bool (*want)(const struct sched_device *, long long), long long arg,
+                   bool (*better)(const struct sched_device *, const struct sched_device *))
+{
+    size_t best = n;
+    for (size_t i = 0; i < n; i++)
+        if (!taken(out, count, i) && want(&devs[i], arg) &&
+            (best == n || better(&devs[i], &devs[best])))
+            best = i;
+    return best;
+}
+
+static bool is_overdue(const struct sched_device *d, long long before)
+{
+    return d->last_poll != 0 && d->last_poll < before;
+}
+
+static bool never_polled(const struct sched_device *d, long long unused)
+{
+    (void)unused;
+    return d->last_poll == 0;
+}
+
+static int headroom_of(const struct sched_budget *b)
+{
+    return b->headroom > 0 ? b->headroom : 0;
+}
+
+static bool has_signal(const struct sched_device *d, long long unused)
+{
+    (void)unused;
+    return d->signal;
+}
+
+static bool polled_earlier(const struct sched_device *a, const struct sched_device *b)
+{
+    return a->last_poll < b->last_poll;
+}
+
+static bool signalled_earlier(const struct sched_device *a, const struct sched_device *b)
+{
+    return a->signal_since < b->signal_since;
+}
+
+/* Why step 2 may use the reserve for one signal only: it is there for
+ * `run --look`, and one urgent call an hour is all it holds. */
+size_t scheduler_plan_signals(size_t *out, size_t max_out, const struct sched_device *devs,
+                              size_t n, const struct sched_budget *b, long long now,
+                              size_t *n_signal)
+{
+    size_t count = 0, signals = 0;
+    size_t room = room_limit(b) > b->used ? room_limit(b) - b->used : 0;
+    size_t allowance = scheduler_allowance(b, now);
+    long long before = now - (scheduler_bound(b, n) - scheduler_spacing(b));
+    bool reserve = b->used < (size_t)b->limit;
+    if (n_signal)
+        *n_signal = 0;
+    if (b->limit <= 0 || b->span <= 0 || now < b->blocked_until)
+        return 0;
+    while (count < max_out && count < room) {
+        size_t i = pick(out, count, devs, n, is_overdue, before, polled_earlier);
+        if (i == n)
+            break;
+        out[count++] = i;
+    }
+    while (count < max_out) {
+        size_t i = pick(out, count, devs, n, has_signal, 0, signalled_earlier);
+        if (i == n)
+            break;
+        if (count >= room && !(reserve && count == room))
+            break;
+        out[count++] = i;
+        signals++;
+    }
+    if (n_signal)
+        *n_signal = signals;
+    /* Devices never polled yet: their first poll teaches their limits
+     * (their logs usually hold old alarms), worth more than a round of
+     * the others; they may use the room, as long as the headroom stays
+     * free for signals. */
+    size_t first_room = room > (size_t)headroom_of(b) ? room - (size_t)headroom_of(b) : 0;
+    while (count < max_out && count < first_room) {
+        size_t i = pick(out, count, devs, n, never_polled, 0, polled_earlier);
+        if (i == n)
+            break;
+        out[count++] = i;
+    }
+    /* The round robin: its allowance, within the room the others left
+     * (its allowance already stops short of the headroom). */
+    size_t rr = room > count ? room - count : 0;
+    size_t routine = (size_t)routine_limit(b);
+    if (rr > allowance)
+        rr = allowance;
+    if (b->used + count + rr > routine) /* the calls planned above count too */
+        rr = routine > b->used + count ? routine - b->used - count : 0;
+    if (rr == 0 || count >= max_out)
+        return count;
+    size_t *rest = xcalloc(n ? n : 1, sizeof *rest);
+    struct sched_device *left = xcalloc(n ? n : 1, sizeof *left);
+    size_t n_left = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!taken(out, count, i)) {
+            rest[n_left] = i;
+            left[n_left++] = devs[i];
+        }
+    size_t *order = xcalloc(n_left ? n_left : 1, sizeof *order);
+    size_t k = plan_order(order, rr < max_out - count ? rr : max_out - count, left, n_left,
+                          scheduler_spacing(b));
+    for (size_t j = 0; j < k; j++)
+        out[count++] = rest[order[j]];
+    free(order);
+    free(left);
+    free(rest);
+    return count;
 }

@@ -15,13 +15,17 @@
 #include <stddef.h>
 
 struct sched_device {
-    long long last_poll; /* 0: never */
-    unsigned priority;   /* the config's `priority:`; 0 counts as 1 */
+    long long last_poll;    /* 0: never */
+    unsigned priority;      /* the config's `priority:`; 0 counts as 1 */
+    bool signal;            /* its readings moved (watch.h): poll it before the round */
+    long long signal_since; /* when that signal was raised */
 };
 
 struct sched_budget {
     int limit;               /* calls allowed per span (12) */
     int reserve;             /* of those, kept for urgent looks (0 to limit - 1) */
+    int headroom;            /* of the others, left free by the round robin for
+                                signals to use at once (0: none) */
     long span;               /* seconds (3600) */
     size_t used;             /* calls recorded in [now - span, now] */
     long long oldest;        /* the oldest of those; 0: none or unknown */
@@ -29,8 +33,8 @@ struct sched_budget {
     long long blocked_until; /* no call before this time */
 };
 
-/* The seconds between two routine calls: span / (limit - reserve), at
- * least 1. */
+/* The seconds between two routine calls: span / (limit - reserve -
+ * headroom), at least 1. */
 long scheduler_spacing(const struct sched_budget *b);
 
 /* How many routine calls the budget allows now: one for each boundary of
@@ -56,6 +60,32 @@ bool scheduler_urgent(const struct sched_budget *b, long long now);
  * recently polled first. Ties go to the lower index. */
 size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *devs, size_t n,
                       const struct sched_budget *b, long long now);
+
+/* How long a device may wait for the round robin when signals take
+ * calls: one and a half rounds of a pool of `n` devices at the routine
+ * spacing, plus a spacing for the window to free a call. A device polled
+ * longer ago than one and a half rounds goes before signals. */
+long long scheduler_bound(const struct sched_budget *b, size_t n);
+
+/* Like scheduler_plan, for a pool where some devices have a signal. The
+ * calls come from two sources: the window's room beyond the reserve (what
+ * the headroom keeps free, and any routine call not yet made) and, for one
+ * signal, the reserve. In order:
+ *   1. devices polled longer ago than scheduler_bound, least recently
+ *      first, while the window has room beyond the reserve;
+ *   2. devices with a signal, the oldest signal first, while the window
+ *      has room beyond the reserve, then one more from the reserve;
+ *   3. devices never polled, while the room beyond the headroom lasts:
+ *      a first poll teaches a device's limits;
+ *   4. scheduler_allowance's calls, as far as the room left goes, in
+ *      scheduler_plan's order over the devices not taken yet.
+ * Nothing while the budget is blocked. Returns how many indices were
+ * written into `out` (at most max_out); *n_signal (may be NULL) gets how
+ * many of them step 2 took. With no signal, nothing overdue and no device
+ * new, this is scheduler_plan. */
+size_t scheduler_plan_signals(size_t *out, size_t max_out, const struct sched_device *devs,
+                              size_t n, const struct sched_budget *b, long long now,
+                              size_t *n_signal);
 
 /* The earliest time at or after `now` at which scheduler_allowance will
  * allow a call, if no call is made before: not before blocked_until, the

@@ -20,6 +20,8 @@ const char *selfcheck_name(enum selfcheck_what what)
         return "platform-failing";
     case SELFCHECK_RECEIVER_FAILING:
         return "receiver-failing";
+    case SELFCHECK_DEVICES_REFUSED:
+        return "devices-refused";
     }
     return "?";
 }
@@ -48,7 +50,8 @@ enum selfcheck_action selfcheck_step(struct state_condition *next, bool *keep,
             }
             return SELFCHECK_NONE;
         }
-        long threshold = in->what == SELFCHECK_LOGIN_REFUSED ? 0 : after;
+        bool at_once = in->what == SELFCHECK_LOGIN_REFUSED || in->what == SELFCHECK_DEVICES_REFUSED;
+        long threshold = at_once ? 0 : after;
         if (now - since < threshold)
             return SELFCHECK_NONE; /* pending: not long enough yet */
         next->opened = now;
@@ -166,6 +169,18 @@ char *selfcheck_text(enum selfcheck_what what, enum selfcheck_action action, con
                            "%s, for %s.",
                        subject, since, span);
         break;
+    case SELFCHECK_DEVICES_REFUSED:
+        if (open)
+            buf_printf(&b, "WebStorage keeps refusing the alert logs of %s (login %s, accounts "
+                           "%s): wsrelay now asks for them only every 6 hours, and their alerts "
+                           "are not relayed meanwhile. Check the serials and base units on "
+                           "WebStorage, or add them to exclude: if they are not to be polled.",
+                       detail && *detail ? detail : "some devices", subject, accounts);
+        else
+            buf_printf(&b, "WebStorage no longer refuses any device of login %s (accounts %s); "
+                           "refusals had begun %s.",
+                       subject, accounts, since);
+        return buf_steal(&b);
     }
     if (open && detail && *detail)
         buf_printf(&b, " Last error: %s", detail);

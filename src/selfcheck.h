@@ -3,10 +3,12 @@
  *
  * A condition is one symptom of one subject: a login ID whose credentials
  * the platform refuses (401), a login ID whose calls fail otherwise (the
- * platform down or failing), a receiver that cannot be delivered to. Each
+ * platform down or failing), a login ID some of whose devices the platform
+ * refuses again and again (400), a receiver that cannot be delivered to. Each
  * makes one relay event when it opens and one when it clears, never one
  * per run: what was said is remembered in the state (state_condition).
- * A refused login opens at once; the others once the symptom has lasted
+ * A refused login, and refused devices (already confirmed by several
+ * refusals in a row), open at once; the others once the symptom has lasted
  * `after` (config self.after), so that a blip pages nobody.
  *
  * Everything here is pure: the caller (run.c) reads the health that the
@@ -25,9 +27,12 @@ enum selfcheck_what {
     SELFCHECK_LOGIN_REFUSED,    /* subject: a login ID; its calls got 401 */
     SELFCHECK_PLATFORM_FAILING, /* subject: a login ID; its calls fail otherwise */
     SELFCHECK_RECEIVER_FAILING, /* subject: a receiver; deliveries fail or its outbox waits */
+    SELFCHECK_DEVICES_REFUSED,  /* subject: a login ID; some of its devices are parked after
+                                   refusals in a row */
 };
 
-/* "login-refused", "platform-failing", "receiver-failing": the first part
+/* "login-refused", "platform-failing", "receiver-failing", "devices-refused":
+ * the first part
  * of a condition's key and the `condition` of its relay events. */
 const char *selfcheck_name(enum selfcheck_what what);
 
@@ -71,7 +76,7 @@ char *selfcheck_creds(const char *const *parts, size_t n);
 /* The sentence of a relay event for the people on call. `subject` is the
  * login ID or receiver; `accounts` the config's accounts of a login ("" for
  * a receiver); `c` the condition (its since, retry_at); `detail` the last
- * error (NULL: none). `now` and `c` times print in UTC. Caller frees. */
+ * error (NULL: none), or for devices-refused the refused serials. `now` and `c` times print in UTC. Caller frees. */
 char *selfcheck_text(enum selfcheck_what what, enum selfcheck_action action, const char *subject,
                      const char *accounts, const struct state_condition *c, const char *detail,
                      long long now);

@@ -13,7 +13,9 @@
  * entries of a device, so an entry that has left that window can never be
  * returned again: forgetting the keys older than the oldest entry of the
  * latest response (state_prune_seen) cannot let a duplicate through, and it
- * keeps the file bounded. The budget ledger errs the same way, towards
+ * keeps the file bounded. The pruning point is kept as the serial's floor:
+ * an entry older than it is one already handled, which a lagging copy of
+ * the platform serving an older page must not bring back. The budget ledger errs the same way, towards
  * caution: calls are recorded before they are sent, and calls stamped in
  * the future (the clock went back) still count; state_clamp_clock turns
  * them into calls made now, so they still count for a full span and then
@@ -43,10 +45,11 @@
  *
  *   {"version":1,"next_id":7,
  *    "seen":{"5214000A":{"1795000000/ch1":1,...},...},
+ *    "floors":{"5214000A":1794990000,...},
  *    "accounts":{"tokyo":{"discovered_at":N,
  *                "devices":[{"serial":S,"base":S,"model":S,"name":S,"group":S},...],
  *                "history":{"5214000A":{"first_known":N,"last_poll":N,"last_ok":N,
- *                                       "refused_until":N},...}}},
+ *                                       "refused_until":N,"refusals":N},...}}},
  *    "logins":{"tbzz9999":{"alert":{"calls":[N,...],"blocked_until":N,
  *                                   "ratelimit":{"limit":12,"remaining":3,"reset":3600,"at":N}},
  *                          "current":{...},
@@ -60,7 +63,16 @@
  *    "receivers":{"ops-hook":{"last_ok":N,"failures":N,"error_at":N,"error":S},...},
  *    "self":{"conditions":{"login-refused/tbzz9999":{"since":N,"opened":N,"retry_at":N,
  *                                                    "creds":HEX},...},
- *            "last_relay":N,"heartbeat":{...health...}}}
+ *            "last_relay":N,"heartbeat":{...health...}},
+ *    "watch":{"5214000A":{"t":N,"seen":N,"gaps":[N,...],"battery":N,"silent":false,
+ *                         "pending":N,"pending_since":N,"recheck_at":N,
+ *                         "ch":[{"num":1,"error":false,"value":X,"step":X,"history":[X,...],
+ *                                "band":N,"zone":N,"at_poll":X|null,"warned_at":N,
+ *                                "warned":N},...]},...},
+ *    "limits":{"5214000A":{"1":{"upper":X,"lower":X},...},...},
+ *    "signals":{"tbzz9999":{"calls":[N,...],"starved_since":N}}}
+ *
+ * (X: a number, written with at most 10 significant digits.)
  *
  * Every section may be missing (it is then empty). Members this version
  * does not know are kept as they are; members it knows must have the shape
@@ -69,8 +81,11 @@
  * device list; loading moves them into the history; files written before
  * device groups, throttles or counters existed lack "group" (read as "")
  * and those sections; files written before the health of logins and
- * receivers lack "health" and "receivers" (nothing recorded yet), and
- * files written before self-monitoring lack "self". A
+ * receivers lack "health" and "receivers" (nothing recorded yet),
+ * files written before self-monitoring lack "self", and files of 0.1.0
+ * lack "floors" and "refusals" (no floor, no refusal in a row yet), and
+ * files of 0.2.0 lack "watch", "limits" and "signals" (no reading seen,
+ * no limit learnt, no signal call made). A
  * login's health sits beside its ledger because a dry run, which saves
  * only the `logins` section, makes real calls; a receiver's does not,
  * since a dry run delivers nothing. The outbox stays sorted by id (ids only grow), which
@@ -89,6 +104,7 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +116,7 @@
 
 #define STATE_VERSION 1
 #define STATE_MAX_BYTES ((size_t)64 * 1024 * 1024)
+#define STATE_WRITE_MAX (STATE_MAX_BYTES / 2) /* what a save may write: half of what is read */
 #define LEDGER_KEEP 7200            /* seconds of call times kept: two of the longest span */
 #define BACKOFF_FIRST 60            /* first retry delay of the outbox */
 #define BACKOFF_MAX 3600            /* longest retry delay */
@@ -116,6 +133,9 @@ struct state {
     struct json_object *root;
     char *aside;     /* state_open moved a corrupt file here; NULL when not */
     char *aside_why; /* what was wrong with it */
+    size_t max_bytes;          /* the size a save keeps the file under */
+    struct state_trim *trimmed; /* what saves gave up for it, not yet taken */
+    size_t n_trimmed;
 };
 
 /* The name of `op` in the ledger; NULL for a value outside the enum. */
@@ -264,7 +284,8 @@ static int check_seen(struct json_object *seen, struct err *e)
     return 0;
 }
 
-static const char *const history_times[] = {"first_known", "last_poll", "last_ok", "refused_until"};
+static const char *const history_times[] = {"first_known", "last_poll", "last_ok",
+                                            "refused_until", "refusals"};
 
 static struct json_object *history_object(long long first_known, long long last_poll,
                                           long long last_ok, long long refused_until)
@@ -540,16 +561,27 @@ static int check_throttles(struct json_object *throttles, struct err *e)
     return 0;
 }
 
-static int check_counters(struct json_object *counters, struct err *e)
+/* An object whose every member is an integer. */
+static int check_ints(struct json_object *obj, const char *where, struct err *e)
 {
-    if (check_type(counters, json_type_object, "counters", e) < 0)
+    if (check_type(obj, json_type_object, where, e) < 0)
         return -1;
-    struct json_object_iterator it = json_object_iter_begin(counters);
-    struct json_object_iterator end = json_object_iter_end(counters);
+    struct json_object_iterator it = json_object_iter_begin(obj);
+    struct json_object_iterator end = json_object_iter_end(obj);
     for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
         if (!json_object_is_type(json_object_iter_peek_value(&it), json_type_int))
-            return err_set(e, "counters.%s: not an integer", json_object_iter_peek_name(&it));
+            return err_set(e, "%s.%s: not an integer", where, json_object_iter_peek_name(&it));
     return 0;
+}
+
+static int check_counters(struct json_object *counters, struct err *e)
+{
+    return check_ints(counters, "counters", e);
+}
+
+static int check_floors(struct json_object *floors, struct err *e)
+{
+    return check_ints(floors, "floors", e);
 }
 
 static int check_receivers(struct json_object *receivers, struct err *e)
@@ -600,6 +632,133 @@ static int check_self(struct json_object *self, struct err *e)
     return 0;
 }
 
+/* A number: JSON's integers and doubles alike. */
+static bool is_number(const struct json_object *v)
+{
+    return json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double);
+}
+
+static int check_number(const struct json_object *obj, const char *key, const char *where,
+                        struct err *e)
+{
+    struct json_object *v = NULL;
+    if (!json_object_object_get_ex(obj, key, &v) || is_number(v))
+        return 0;
+    return err_set(e, "%s.%s: not a number", where, key);
+}
+
+/* An array (when present) of numbers (`ints`: of integers). */
+static int check_numbers(const struct json_object *obj, const char *key, bool ints,
+                         const char *where, struct err *e)
+{
+    struct json_object *arr = NULL;
+    if (!json_object_object_get_ex(obj, key, &arr))
+        return 0;
+    if (!json_object_is_type(arr, json_type_array))
+        return err_set(e, "%s.%s: not an array", where, key);
+    size_t n = json_object_array_length(arr);
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *v = json_object_array_get_idx(arr, i);
+        if (ints ? !json_object_is_type(v, json_type_int) : !is_number(v))
+            return err_set(e, "%s.%s[%zu]: not %s", where, key, i, ints ? "an integer" : "a number");
+    }
+    return 0;
+}
+
+static int check_watch_channel(const struct json_object *c, const char *where, struct err *e)
+{
+    static const char *const ints[] = {"band", "zone", "warned_at", "warned"};
+    struct json_object *at = NULL;
+    if (check_type(c, json_type_object, where, e) < 0 ||
+        check_req(c, "num", json_type_int, where, e) < 0 ||
+        check_opt(c, "error", json_type_boolean, where, e) < 0 ||
+        check_number(c, "value", where, e) < 0 || check_number(c, "step", where, e) < 0 ||
+        check_numbers(c, "history", false, where, e) < 0)
+        return -1;
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+        if (check_opt(c, ints[k], json_type_int, where, e) < 0)
+            return -1;
+    if (json_object_object_get_ex(c, "at_poll", &at) && at && !is_number(at))
+        return err_set(e, "%s.at_poll: neither a number nor null", where);
+    return 0;
+}
+
+static int check_watches(struct json_object *watch, struct err *e)
+{
+    static const char *const ints[] = {"t", "seen", "battery", "pending", "pending_since",
+                                       "recheck_at"};
+    char where[256];
+    if (check_type(watch, json_type_object, "watch", e) < 0)
+        return -1;
+    struct json_object_iterator it = json_object_iter_begin(watch);
+    struct json_object_iterator end = json_object_iter_end(watch);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        struct json_object *w = json_object_iter_peek_value(&it);
+        snprintf(where, sizeof where, "watch.%s", json_object_iter_peek_name(&it));
+        if (check_type(w, json_type_object, where, e) < 0 ||
+            check_opt(w, "silent", json_type_boolean, where, e) < 0 ||
+            check_numbers(w, "gaps", true, where, e) < 0 ||
+            check_opt(w, "ch", json_type_array, where, e) < 0)
+            return -1;
+        for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+            if (check_opt(w, ints[k], json_type_int, where, e) < 0)
+                return -1;
+        struct json_object *ch = member(w, "ch", json_type_array);
+        size_t n = ch ? json_object_array_length(ch) : 0;
+        for (size_t i = 0; i < n; i++) {
+            char cw[300];
+            snprintf(cw, sizeof cw, "%s.ch[%zu]", where, i);
+            if (check_watch_channel(json_object_array_get_idx(ch, i), cw, e) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int check_limits(struct json_object *limits, struct err *e)
+{
+    char where[300];
+    if (check_type(limits, json_type_object, "limits", e) < 0)
+        return -1;
+    struct json_object_iterator it = json_object_iter_begin(limits);
+    struct json_object_iterator end = json_object_iter_end(limits);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        struct json_object *chans = json_object_iter_peek_value(&it);
+        snprintf(where, sizeof where, "limits.%s", json_object_iter_peek_name(&it));
+        if (check_type(chans, json_type_object, where, e) < 0)
+            return -1;
+        struct json_object_iterator cit = json_object_iter_begin(chans);
+        struct json_object_iterator cend = json_object_iter_end(chans);
+        for (; !json_object_iter_equal(&cit, &cend); json_object_iter_next(&cit)) {
+            struct json_object *l = json_object_iter_peek_value(&cit);
+            snprintf(where, sizeof where, "limits.%s.%s", json_object_iter_peek_name(&it),
+                     json_object_iter_peek_name(&cit));
+            if (check_type(l, json_type_object, where, e) < 0 ||
+                check_number(l, "upper", where, e) < 0 || check_number(l, "lower", where, e) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int check_signals(struct json_object *signals, struct err *e)
+{
+    char where[256];
+    if (check_type(signals, json_type_object, "signals", e) < 0)
+        return -1;
+    struct json_object_iterator it = json_object_iter_begin(signals);
+    struct json_object_iterator end = json_object_iter_end(signals);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        struct json_object *l = json_object_iter_peek_value(&it);
+        snprintf(where, sizeof where, "signals.%s", json_object_iter_peek_name(&it));
+        if (check_type(l, json_type_object, where, e) < 0 ||
+            check_numbers(l, "calls", true, where, e) < 0 ||
+            check_opt(l, "starved_since", json_type_int, where, e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Checks a parsed document and adds the sections it lacks. */
 static int check_root(struct json_object *root, struct err *e)
 {
@@ -609,6 +768,7 @@ static int check_root(struct json_object *root, struct err *e)
         struct json_object *(*make)(void);
     } sections[] = {
         {"seen", check_seen, json_object_new_object},
+        {"floors", check_floors, json_object_new_object},
         {"accounts", check_accounts, json_object_new_object},
         {"logins", check_logins, json_object_new_object},
         {"outbox", check_outbox, json_object_new_array},
@@ -616,6 +776,9 @@ static int check_root(struct json_object *root, struct err *e)
         {"counters", check_counters, json_object_new_object},
         {"receivers", check_receivers, json_object_new_object},
         {"self", check_self, json_object_new_object},
+        {"watch", check_watches, json_object_new_object},
+        {"limits", check_limits, json_object_new_object},
+        {"signals", check_signals, json_object_new_object},
     };
     struct json_object *v = NULL;
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
@@ -647,6 +810,7 @@ static struct json_object *new_root(void)
     jsonv_put_int(root, "version", STATE_VERSION);
     jsonv_put_int(root, "next_id", 1);
     jsonv_put(root, "seen", jsonv_need(json_object_new_object()));
+    jsonv_put(root, "floors", jsonv_need(json_object_new_object()));
     jsonv_put(root, "accounts", jsonv_need(json_object_new_object()));
     jsonv_put(root, "logins", jsonv_need(json_object_new_object()));
     jsonv_put(root, "outbox", jsonv_need(json_object_new_array()));
@@ -654,16 +818,26 @@ static struct json_object *new_root(void)
     jsonv_put(root, "counters", jsonv_need(json_object_new_object()));
     jsonv_put(root, "receivers", jsonv_need(json_object_new_object()));
     jsonv_put(root, "self", jsonv_need(json_object_new_object()));
+    jsonv_put(root, "watch", jsonv_need(json_object_new_object()));
+    jsonv_put(root, "limits", jsonv_need(json_object_new_object()));
+    jsonv_put(root, "signals", jsonv_need(json_object_new_object()));
     return root;
 }
 
 /* Reads and checks `path` into *out; a missing file is an empty state.
+ * The file is opened without following a symlink and without blocking
+ * (a FIFO or a device there is refused, never waited on or moved), and
+ * with *fd (may be NULL) the caller keeps the descriptor of what was read,
+ * -1 when nothing was: state_open moves a corrupt file aside through it.
  * *corrupt (may be NULL) tells a file that was read but is not a state
- * this version understands from one that could not be read at all. */
-static int load(struct json_object **out, const char *path, bool *corrupt, struct err *e)
+ * this version understands (including one over the size limit) from one
+ * that could not be read at all. */
+static int load(struct json_object **out, int *fd, const char *path, bool *corrupt,
+                struct err *e)
 {
     bool read = false;
     int rc = -1;
+    int in = -1;
     struct buf text;
     struct json_tokener *tok = NULL;
     struct json_object *root = NULL;
@@ -671,12 +845,21 @@ static int load(struct json_object **out, const char *path, bool *corrupt, struc
     struct stat st;
 
     buf_init(&text, STATE_MAX_BYTES);
-    if (stat(path, &st) < 0 && errno == ENOENT) {
+    in = file_open_regular(path, FILE_NOFOLLOW, &st, e);
+    if (in < 0 && errno == ENOENT) {
         root = new_root();
         rc = 0;
         goto out;
     }
-    if (file_read(&text, path, e) < 0)
+    if (in < 0)
+        goto out;
+    if ((size_t)st.st_size > STATE_MAX_BYTES) {
+        read = true;
+        err_set(e, "%s: corrupt state file: %lld bytes, more than the %zu MiB wsrelay reads",
+                path, (long long)st.st_size, STATE_MAX_BYTES >> 20);
+        goto out;
+    }
+    if (file_read_fd(&text, in, path, e) < 0)
         goto out;
     read = true;
     if (text.len == 0) {
@@ -728,6 +911,10 @@ static int load(struct json_object **out, const char *path, bool *corrupt, struc
 out:
     if (corrupt)
         *corrupt = rc < 0 && read;
+    if (fd)
+        *fd = in;
+    else if (in >= 0)
+        close(in);
     if (rc < 0) {
         json_object_put(root);
         root = NULL;
@@ -769,7 +956,15 @@ static int lock(int *out, const char *path, int wait, struct err *e)
     int rc = -1;
     char *lockpath = xasprintf("%s.lock", path);
     char *dir = file_dirname(path);
-    int fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    /* Not blocking, not following a link: a FIFO or a symlink planted as
+     * the lock file must make the run fail, not wait or write elsewhere. */
+    int fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+                  0600);
+    struct stat lst;
+    if (fd >= 0 && (fstat(fd, &lst) < 0 || !S_ISREG(lst.st_mode))) {
+        err_set(e, "%s: lock file %s is not a regular file", path, lockpath);
+        goto out;
+    }
     if (fd < 0) {
         int err = errno;
         struct stat st;
@@ -820,49 +1015,92 @@ out:
 
 /* --- open, save, close ------------------------------------------------- */
 
-/* Moves the corrupt file at s->path aside, to PATH.corrupt-YYYYmmddTHHMMSSZ
- * (with "-N" added when that name is taken), mode 0600, so that a person
- * can look at it while the relay starts over. link() + unlink() rather
- * than rename(): rename would replace an earlier file of the same name. */
-static int set_aside(struct state *s, const char *why, struct err *e)
+/* Whether `path` names the very file open as `fd`, without following a
+ * symlink: the name may have been replaced since it was opened. */
+static bool same_file(const char *path, int fd)
 {
+    struct stat a, b;
+    return lstat(path, &a) == 0 && fstat(fd, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
+/* Moves the corrupt file open as `fd` (the one load read at s->path)
+ * aside, to PATH.corrupt-YYYYmmddTHHMMSSZ (with "-N" added when that name
+ * is taken), mode 0600, so that a person can look at it while the relay
+ * starts over. link() + unlink() rather than rename(): rename would replace
+ * an earlier file of the same name. Everything is done to what was opened:
+ * the mode is set through `fd`, and each name is checked to still be that
+ * file before it is linked or removed, so a file swapped in meanwhile (a
+ * symlink to something else, say) is never touched. `why` is copied
+ * first: it may be e->msg itself. */
+static int set_aside(struct state *s, int fd, const char *why, struct err *e)
+{
+    int rc = -1;
     char stamp[32];
+    char *reason = xstrdup(why);
+    char *aside = NULL;
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-    char *aside = NULL;
-    for (int n = 1; n < 100; n++) {
+    if (fchmod(fd, 0600) < 0) {
+        err_set(e, "%s: cannot move the corrupt state file aside: %s (%s)", s->path,
+                strerror(errno), reason);
+        goto out;
+    }
+    bool linked = false;
+    for (int n = 1; n < 100 && !linked; n++) {
         free(aside);
         aside = n == 1 ? xasprintf("%s.corrupt-%s", s->path, stamp)
                        : xasprintf("%s.corrupt-%s-%d", s->path, stamp, n);
-        if (link(s->path, aside) == 0)
-            break;
-        if (errno != EEXIST) {
+        if (!same_file(s->path, fd)) {
+            err_set(e, "%s: the corrupt state file was replaced while being read; not moved "
+                       "(%s)",
+                    s->path, reason);
+            goto out;
+        }
+        linked = link(s->path, aside) == 0;
+        if (!linked && errno != EEXIST) {
             err_set(e, "%s: cannot move the corrupt state file aside to %s: %s (%s)", s->path,
-                    aside, strerror(errno), why);
-            free(aside);
-            return -1;
+                    aside, strerror(errno), reason);
+            goto out;
         }
     }
-    if (chmod(aside, 0600) < 0 || unlink(s->path) < 0) {
+    if (!linked) {
+        err_set(e, "%s: cannot move the corrupt state file aside: %s and 98 more names are taken "
+                   "(%s)",
+                s->path, aside, reason);
+        goto out;
+    }
+    if (!same_file(aside, fd) || !same_file(s->path, fd)) {
+        if (!same_file(aside, fd))
+            unlink(aside); /* our own new link, to whatever was swapped in */
+        err_set(e, "%s: the corrupt state file was replaced while being moved; not moved (%s)",
+                s->path, reason);
+        goto out;
+    }
+    if (unlink(s->path) < 0) {
         err_set(e, "%s: cannot move the corrupt state file aside to %s: %s (%s)", s->path, aside,
-                strerror(errno), why);
-        free(aside);
-        return -1;
+                strerror(errno), reason);
+        goto out;
     }
     char *dir = file_dirname(s->path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd >= 0) {
+        fsync(dirfd);
+        close(dirfd);
     }
     free(dir);
-    s->aside = aside;
-    s->aside_why = xstrdup(why);
     log_error("%s; moved aside to %s: starting over with an empty state (catch_up applies)",
-              why, aside);
-    return 0;
+              reason, aside);
+    s->aside = aside;
+    s->aside_why = reason;
+    aside = reason = NULL;
+    rc = 0;
+out:
+    free(aside);
+    free(reason);
+    return rc;
 }
 
 const char *state_set_aside(const struct state *s, const char **why)
@@ -875,8 +1113,10 @@ const char *state_set_aside(const struct state *s, const char **why)
 int state_open(struct state **out, const char *path, int lock_wait, struct err *e)
 {
     int rc = -1;
+    int fd = -1;
     struct state *s = xcalloc(1, sizeof *s);
     s->lock_fd = -1;
+    s->max_bytes = STATE_WRITE_MAX;
     *out = NULL;
     if (!path || !*path) {
         err_set(e, "no state file given");
@@ -886,8 +1126,8 @@ int state_open(struct state **out, const char *path, int lock_wait, struct err *
     if (lock(&s->lock_fd, path, lock_wait, e) < 0)
         goto out;
     bool corrupt = false;
-    if (load(&s->root, path, &corrupt, e) < 0) {
-        if (!corrupt || set_aside(s, e->msg, e) < 0)
+    if (load(&s->root, &fd, path, &corrupt, e) < 0) {
+        if (!corrupt || set_aside(s, fd, e->msg, e) < 0)
             goto out;
         s->root = new_root();
     }
@@ -895,6 +1135,8 @@ int state_open(struct state **out, const char *path, int lock_wait, struct err *
     s = NULL;
     rc = 0;
 out:
+    if (fd >= 0)
+        close(fd);
     state_close(s);
     return rc;
 }
@@ -914,7 +1156,7 @@ int state_peek(struct state **out, const char *path, struct err *e)
         goto out;
     }
     s->path = xstrdup(path);
-    if (load(&s->root, path, NULL, e) < 0)
+    if (load(&s->root, NULL, path, NULL, e) < 0)
         goto out;
     *out = s;
     s = NULL;
@@ -925,18 +1167,20 @@ out:
 }
 
 /* Writes `root` to `path` atomically; on failure the old file is intact. */
-static int write_root(const char *path, struct json_object *root, struct err *e)
+#define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+/* Writes `json` (the text of a root, `len` bytes) and a newline to `path`
+ * atomically. */
+static int write_text(const char *path, const char *json, size_t len, struct err *e)
 {
     int rc = -1;
     struct buf text;
     buf_init(&text, 0);
-    const char *json = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
-                                                                JSON_C_TO_STRING_NOSLASHESCAPE);
     if (!json) {
         err_set(e, "cannot serialise the state");
         goto out;
     }
-    buf_puts(&text, json);
+    buf_append(&text, json, len);
     buf_puts(&text, "\n");
     if (file_write_atomic(path, text.data, text.len, 0600, e) < 0)
         goto out;
@@ -946,6 +1190,13 @@ out:
     return rc;
 }
 
+static int write_root(const char *path, struct json_object *root, struct err *e)
+{
+    size_t len = 0;
+    const char *json = json_object_to_json_string_length(root, JSON_FLAGS, &len);
+    return write_text(path, json, len, e);
+}
+
 /* A state read without the lock must never overwrite what a run that
  * holds it saves. */
 static int refuse_read_only(const struct state *s, struct err *e)
@@ -953,13 +1204,88 @@ static int refuse_read_only(const struct state *s, struct err *e)
     return err_set(e, "%s: read without the lock (state_peek): never saved", s->path);
 }
 
+/* Counts one outbox item of `receiver` given up for the size limit. */
+static void note_trimmed(struct state *s, const char *receiver)
+{
+    for (size_t i = 0; i < s->n_trimmed; i++) {
+        if (strcmp(s->trimmed[i].receiver, receiver) == 0) {
+            s->trimmed[i].count++;
+            return;
+        }
+    }
+    s->trimmed = xreallocarray(s->trimmed, s->n_trimmed + 1, sizeof *s->trimmed);
+    s->trimmed[s->n_trimmed++] = (struct state_trim){.receiver = xstrdup(receiver), .count = 1};
+}
+
+/* Gives up the oldest outbox items (ids only grow: the front of the array)
+ * until about `excess` bytes of the serialised file are gone. An item's
+ * own text, as json-c prints it, is what it adds to the file, give or take
+ * a comma. Returns false when the outbox was empty. */
+static bool trim_outbox(struct state *s, size_t excess)
+{
+    struct json_object *outbox = section(s, "outbox");
+    size_t gone = 0, n = 0, len = json_object_array_length(outbox);
+    while (n < len && gone <= excess) {
+        struct json_object *item = json_object_array_get_idx(outbox, n);
+        size_t size = 0;
+        json_object_to_json_string_length(item, JSON_FLAGS, &size);
+        gone += size + 1;
+        const char *rcpt = str_member(item, "receiver");
+        note_trimmed(s, rcpt ? rcpt : "?");
+        n++;
+    }
+    if (n)
+        json_object_array_del_idx(outbox, 0, n);
+    return n > 0;
+}
+
+/* The state must stay small enough to be read again: a file over the
+ * loader's limit would stop every later run. Only the outbox can grow
+ * without bound (receivers that fail for days), so a save that would
+ * write more than max_bytes gives up its oldest items first, and tells
+ * (state_take_trimmed): the caller reports them like outbox.max_items
+ * does. Seen keys, devices and the ledger are bounded by the fleet. */
 int state_save(struct state *s, struct err *e)
 {
     if (s->read_only)
         return refuse_read_only(s, e);
-    if (write_root(s->path, s->root, e) < 0)
+    size_t size = 0;
+    const char *json = json_object_to_json_string_length(s->root, JSON_FLAGS, &size);
+    /* Down to 15/16 of the limit: the relay event that reports it, and
+     * the next events, must not make every following save trim again. */
+    for (int tries = 0; json && size + 1 > s->max_bytes && tries < 3; tries++) {
+        if (!trim_outbox(s, size + 1 - s->max_bytes / 16 * 15))
+            break;
+        json = json_object_to_json_string_length(s->root, JSON_FLAGS, &size);
+    }
+    if (json && size + 1 > s->max_bytes)
+        log_error("%s: the state holds %zu bytes, more than the %zu it should, with an empty "
+                  "outbox",
+                  s->path, size + 1, s->max_bytes);
+    if (write_text(s->path, json, size, e) < 0)
         return err_prefix(e, "%s: cannot save state", s->path);
     return 0;
+}
+
+void state_set_max_bytes(struct state *s, size_t max)
+{
+    s->max_bytes = max;
+}
+
+struct state_trim *state_take_trimmed(struct state *s, size_t *n)
+{
+    struct state_trim *t = s->trimmed;
+    *n = s->n_trimmed;
+    s->trimmed = NULL;
+    s->n_trimmed = 0;
+    return t;
+}
+
+void state_trimmed_free(struct state_trim *t, size_t n)
+{
+    for (size_t i = 0; t && i < n; i++)
+        free(t[i].receiver);
+    free(t);
 }
 
 /* The file on disk is the one state_open loaded or the last save wrote:
@@ -973,7 +1299,7 @@ int state_save_budget(struct state *s, struct err *e)
     struct json_object *copy = NULL;
     if (s->read_only)
         return refuse_read_only(s, e);
-    if (load(&disk, s->path, NULL, e) < 0)
+    if (load(&disk, NULL, s->path, NULL, e) < 0)
         goto out;
     if (json_object_deep_copy(section(s, "logins"), &copy, NULL) < 0 || !copy)
         xalloc_die();
@@ -1001,6 +1327,7 @@ void state_close(struct state *s)
         close(s->lock_fd);
     }
     json_object_put(s->root);
+    state_trimmed_free(s->trimmed, s->n_trimmed);
     free(s->path);
     free(s->aside);
     free(s->aside_why);
@@ -1031,6 +1358,9 @@ void state_mark_seen(struct state *s, const char *serial, long long unixtime, co
 
 void state_prune_seen(struct state *s, const char *serial, long long before)
 {
+    struct json_object *floors = section(s, "floors");
+    if (int_member(floors, serial, LLONG_MIN) < before)
+        jsonv_put_int(floors, serial, before);
     struct json_object *seen = section(s, "seen");
     struct json_object *keys = member(seen, serial, json_type_object);
     if (!keys)
@@ -1052,6 +1382,11 @@ void state_prune_seen(struct state *s, const char *serial, long long before)
     free(drop);
     if (json_object_object_length(keys) == 0)
         json_object_object_del(seen, serial);
+}
+
+long long state_seen_floor(const struct state *s, const char *serial)
+{
+    return int_member(section(s, "floors"), serial, 0);
 }
 
 size_t state_seen_count(const struct state *s, const char *serial)
@@ -1228,6 +1563,7 @@ struct state_device *state_devices(const struct state *s, const char *account, s
         o->last_poll = int_member(h, "last_poll", 0);
         o->last_ok = int_member(h, "last_ok", 0);
         o->refused_until = int_member(h, "refused_until", 0);
+        o->refusals = (long)int_member(h, "refusals", 0);
     }
     return out;
 }
@@ -1270,13 +1606,21 @@ void state_device_polled(struct state *s, const char *account, const char *seria
     if (int_member(h, "first_known", 0) == 0)
         jsonv_put_int(h, "first_known", now);
     jsonv_put_int(h, "last_poll", now);
-    if (ok)
+    if (ok) {
         jsonv_put_int(h, "last_ok", now);
+        json_object_object_del(h, "refusals");
+    }
 }
 
-void state_device_refused(struct state *s, const char *account, const char *serial, long long until)
+void state_device_refused(struct state *s, const char *account, const char *serial, long long until,
+                          long refusals)
 {
-    jsonv_put_int(history_entry(account_object(s, account), serial), "refused_until", until);
+    struct json_object *h = history_entry(account_object(s, account), serial);
+    jsonv_put_int(h, "refused_until", until);
+    if (refusals > 0)
+        jsonv_put_int(h, "refusals", refusals);
+    else
+        json_object_object_del(h, "refusals");
 }
 
 /* --- budget ledger ----------------------------------------------------- */
@@ -1457,10 +1801,29 @@ static void clamp_accounts(struct state *s, long long now)
     }
 }
 
+static void clamp_watches(struct state *s, long long now)
+{
+    struct json_object *watch = section(s, "watch");
+    struct json_object_iterator it = json_object_iter_begin(watch);
+    struct json_object_iterator end = json_object_iter_end(watch);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        struct json_object *w = json_object_iter_peek_value(&it);
+        clamp_member(w, "seen", now);
+        clamp_member(w, "pending_since", now);
+        clamp_member(w, "recheck_at", now + 3600);
+    }
+    struct json_object *signals = section(s, "signals");
+    it = json_object_iter_begin(signals);
+    end = json_object_iter_end(signals);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+        clamp_member(json_object_iter_peek_value(&it), "starved_since", now);
+}
+
 void state_clamp_clock(struct state *s, long long now, long max_block)
 {
     clamp_ledgers(s, now, max_block > 0 ? max_block : 0);
     clamp_accounts(s, now);
+    clamp_watches(s, now);
     struct json_object *throttles = section(s, "throttles");
     size_t len = json_object_array_length(throttles);
     for (size_t i = 0; i < len; i++) {
@@ -2020,19 +2383,50 @@ bool state_heartbeat(const struct state *s, struct state_health *out)
     return health_get(member(section(s, "self"), "heartbeat", json_type_object), out);
 }
 
-size_t state_outbox_expire(struct state *s, const char *receiver, long long before)
+/* Removes from the outbox, in one pass, the items of `receiver` that
+ * `drop` picks (given each item's queued_at and the count dropped so
+ * far); returns how many. One pass because deleting items one by one
+ * moves the rest of the array each time, which a full outbox of 10000
+ * items turns into seconds. */
+static size_t outbox_filter(struct state *s, const char *receiver,
+                            bool (*drop)(long long queued_at, size_t dropped, long long arg),
+                            long long arg)
 {
     struct json_object *outbox = section(s, "outbox");
-    size_t dropped = 0;
-    for (size_t i = json_object_array_length(outbox); i-- > 0;) {
+    size_t len = json_object_array_length(outbox), dropped = 0;
+    struct json_object *kept = jsonv_need(json_object_new_array_ext((int)(len ? len : 1)));
+    for (size_t i = 0; i < len; i++) {
         struct json_object *item = json_object_array_get_idx(outbox, i);
-        if (strcmp(str_member(item, "receiver"), receiver) == 0 &&
-            int_member(item, "queued_at", 0) < before) {
-            json_object_array_del_idx(outbox, i, 1);
+        const char *rcpt = str_member(item, "receiver");
+        if (rcpt && strcmp(rcpt, receiver) == 0 &&
+            drop(int_member(item, "queued_at", 0), dropped, arg)) {
             dropped++;
+            continue;
         }
+        jsonv_append(kept, json_object_get(item));
     }
+    if (dropped)
+        jsonv_put(s->root, "outbox", kept);
+    else
+        json_object_put(kept);
     return dropped;
+}
+
+static bool queued_before(long long queued_at, size_t dropped, long long before)
+{
+    (void)dropped;
+    return queued_at < before;
+}
+
+static bool among_first(long long queued_at, size_t dropped, long long n)
+{
+    (void)queued_at;
+    return (long long)dropped < n;
+}
+
+size_t state_outbox_expire(struct state *s, const char *receiver, long long before)
+{
+    return outbox_filter(s, receiver, queued_before, before);
 }
 
 size_t state_outbox_trim(struct state *s, const char *receiver, size_t max)
@@ -2040,16 +2434,212 @@ size_t state_outbox_trim(struct state *s, const char *receiver, size_t max)
     size_t count = state_outbox_count(s, receiver);
     if (count <= max)
         return 0;
-    size_t drop = count - max, dropped = 0;
-    struct json_object *outbox = section(s, "outbox"); /* by id: oldest first */
-    for (size_t i = 0; i < json_object_array_length(outbox) && dropped < drop;) {
-        struct json_object *item = json_object_array_get_idx(outbox, i);
-        if (strcmp(str_member(item, "receiver"), receiver) == 0) {
-            json_object_array_del_idx(outbox, i, 1);
-            dropped++;
-        } else {
-            i++;
-        }
+    /* by id: oldest first */
+    return outbox_filter(s, receiver, among_first, (long long)(count - max));
+}
+
+/* --- readings (watch.h) ------------------------------------------------- */
+
+/* A number as the state writes it: at most 10 significant digits, so that
+ * -79.8 stays "-79.8" in the file. */
+static struct json_object *number_object(double d)
+{
+    char text[32];
+    if (!isfinite(d)) /* not reached: readings are parsed finite; JSON has no inf */
+        d = 0;
+    snprintf(text, sizeof text, "%.10g", d);
+    return jsonv_need(json_object_new_double_s(d, text));
+}
+
+static double number_member(const struct json_object *obj, const char *key, double dflt)
+{
+    struct json_object *v = NULL;
+    if (!obj || !json_object_object_get_ex(obj, key, &v) || !is_number(v))
+        return dflt;
+    return json_object_get_double(v);
+}
+
+static int small_int(const struct json_object *obj, const char *key, int lo, int hi)
+{
+    long long v = int_member(obj, key, 0);
+    return v < lo ? lo : v > hi ? hi : (int)v;
+}
+
+static void read_watch_channel(struct watch_channel *c, const struct json_object *o)
+{
+    struct json_object *v = NULL;
+    memset(c, 0, sizeof *c);
+    c->num = small_int(o, "num", 0, 99);
+    c->error = json_object_get_boolean(member(o, "error", json_type_boolean));
+    c->value = number_member(o, "value", 0);
+    c->step = number_member(o, "step", 0);
+    struct json_object *h = member(o, "history", json_type_array);
+    size_t n = h ? json_object_array_length(h) : 0;
+    size_t from = n > WATCH_HISTORY ? n - WATCH_HISTORY : 0;
+    for (size_t i = from; i < n; i++)
+        c->history[c->n_history++] = json_object_get_double(json_object_array_get_idx(h, i));
+    c->band = small_int(o, "band", -1, 1);
+    c->zone = small_int(o, "zone", -1, 1);
+    if (json_object_object_get_ex(o, "at_poll", &v)) {
+        c->has_at_poll = true;
+        c->at_poll_error = !v;
+        c->at_poll = v ? json_object_get_double(v) : 0;
     }
-    return dropped;
+    c->warned_at = int_member(o, "warned_at", 0);
+    c->warned = small_int(o, "warned", -1, 1);
+}
+
+bool state_watch(const struct state *s, const char *serial, struct watch *out)
+{
+    struct json_object *w = member(section(s, "watch"), serial, json_type_object);
+    memset(out, 0, sizeof *out);
+    if (!w)
+        return false;
+    out->unixtime = int_member(w, "t", 0);
+    out->seen_at = int_member(w, "seen", 0);
+    struct json_object *gaps = member(w, "gaps", json_type_array);
+    size_t n = gaps ? json_object_array_length(gaps) : 0;
+    for (size_t i = n > WATCH_GAPS ? n - WATCH_GAPS : 0; i < n; i++)
+        out->gaps[out->n_gaps++] = (long)json_object_get_int64(json_object_array_get_idx(gaps, i));
+    out->battery = small_int(w, "battery", 0, 99);
+    out->silent = json_object_get_boolean(member(w, "silent", json_type_boolean));
+    out->pending = (unsigned)small_int(w, "pending", 0, 0xffff);
+    out->pending_since = int_member(w, "pending_since", 0);
+    out->recheck_at = int_member(w, "recheck_at", 0);
+    struct json_object *ch = member(w, "ch", json_type_array);
+    n = ch ? json_object_array_length(ch) : 0;
+    for (size_t i = 0; i < n && out->n_ch < WATCH_CHANNELS; i++)
+        read_watch_channel(&out->ch[out->n_ch++], json_object_array_get_idx(ch, i));
+    return true;
+}
+
+static struct json_object *watch_channel_object(const struct watch_channel *c)
+{
+    struct json_object *o = jsonv_need(json_object_new_object());
+    struct json_object *h = jsonv_need(json_object_new_array());
+    jsonv_put_int(o, "num", c->num);
+    jsonv_put(o, "error", jsonv_need(json_object_new_boolean(c->error)));
+    jsonv_put(o, "value", number_object(c->value));
+    jsonv_put(o, "step", number_object(c->step));
+    for (int i = 0; i < c->n_history && i < WATCH_HISTORY; i++)
+        jsonv_append(h, number_object(c->history[i]));
+    jsonv_put(o, "history", h);
+    jsonv_put_int(o, "band", c->band);
+    jsonv_put_int(o, "zone", c->zone);
+    if (c->has_at_poll)
+        jsonv_put(o, "at_poll", c->at_poll_error ? NULL : number_object(c->at_poll));
+    jsonv_put_int(o, "warned_at", c->warned_at);
+    jsonv_put_int(o, "warned", c->warned);
+    return o;
+}
+
+void state_set_watch(struct state *s, const char *serial, const struct watch *w)
+{
+    struct json_object *o = jsonv_need(json_object_new_object());
+    struct json_object *gaps = jsonv_need(json_object_new_array());
+    struct json_object *ch = jsonv_need(json_object_new_array());
+    jsonv_put_int(o, "t", w->unixtime);
+    jsonv_put_int(o, "seen", w->seen_at);
+    for (int i = 0; i < w->n_gaps && i < WATCH_GAPS; i++)
+        jsonv_append(gaps, jsonv_need(json_object_new_int64(w->gaps[i])));
+    jsonv_put(o, "gaps", gaps);
+    jsonv_put_int(o, "battery", w->battery);
+    jsonv_put(o, "silent", jsonv_need(json_object_new_boolean(w->silent)));
+    jsonv_put_int(o, "pending", w->pending);
+    jsonv_put_int(o, "pending_since", w->pending_since);
+    jsonv_put_int(o, "recheck_at", w->recheck_at);
+    for (int i = 0; i < w->n_ch && i < WATCH_CHANNELS; i++)
+        jsonv_append(ch, watch_channel_object(&w->ch[i]));
+    jsonv_put(o, "ch", ch);
+    jsonv_put(section(s, "watch"), serial, o);
+}
+
+size_t state_prune_watches(struct state *s, long long before)
+{
+    struct json_object *watch = section(s, "watch");
+    size_t n = 0;
+    char **drop = xcalloc((size_t)json_object_object_length(watch) + 1, sizeof *drop);
+    struct json_object_iterator it = json_object_iter_begin(watch);
+    struct json_object_iterator end = json_object_iter_end(watch);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+        if (int_member(json_object_iter_peek_value(&it), "seen", 0) < before)
+            drop[n++] = xstrdup(json_object_iter_peek_name(&it));
+    for (size_t i = 0; i < n; i++) {
+        json_object_object_del(watch, drop[i]);
+        json_object_object_del(section(s, "limits"), drop[i]);
+        free(drop[i]);
+    }
+    free(drop);
+    return n;
+}
+
+bool state_learnt_limit(const struct state *s, const char *serial, int channel,
+                        struct watch_limit *out)
+{
+    char key[16];
+    snprintf(key, sizeof key, "%d", channel);
+    struct json_object *l =
+        member(member(section(s, "limits"), serial, json_type_object), key, json_type_object);
+    struct json_object *v = NULL;
+    memset(out, 0, sizeof *out);
+    if (!l)
+        return false;
+    if (json_object_object_get_ex(l, "upper", &v) && is_number(v)) {
+        out->has_upper = true;
+        out->upper = json_object_get_double(v);
+    }
+    if (json_object_object_get_ex(l, "lower", &v) && is_number(v)) {
+        out->has_lower = true;
+        out->lower = json_object_get_double(v);
+    }
+    return out->has_upper || out->has_lower;
+}
+
+bool state_learn_limit(struct state *s, const char *serial, int channel, bool upper, double value)
+{
+    char key[16];
+    struct watch_limit old;
+    snprintf(key, sizeof key, "%d", channel);
+    state_learnt_limit(s, serial, channel, &old);
+    if (upper ? old.has_upper && old.upper == value : old.has_lower && old.lower == value)
+        return false;
+    struct json_object *l = child_object(child_object(section(s, "limits"), serial), key);
+    jsonv_put(l, upper ? "upper" : "lower", number_object(value));
+    return true;
+}
+
+void state_record_signal_call(struct state *s, const char *login, long long now)
+{
+    struct json_object *l = child_object(section(s, "signals"), login);
+    struct json_object *old = member(l, "calls", json_type_array);
+    struct json_object *calls = jsonv_need(json_object_new_array());
+    size_t n = old ? json_object_array_length(old) : 0;
+    for (size_t i = 0; i < n; i++) {
+        long long t = (long long)json_object_get_int64(json_object_array_get_idx(old, i));
+        if (t >= now - LEDGER_KEEP)
+            jsonv_append(calls, jsonv_need(json_object_new_int64((int64_t)t)));
+    }
+    jsonv_append(calls, jsonv_need(json_object_new_int64((int64_t)now)));
+    jsonv_put(l, "calls", calls);
+}
+
+size_t state_signal_calls_since(const struct state *s, const char *login, long long since)
+{
+    struct json_object *calls =
+        member(member(section(s, "signals"), login, json_type_object), "calls", json_type_array);
+    size_t n = calls ? json_object_array_length(calls) : 0, count = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((long long)json_object_get_int64(json_object_array_get_idx(calls, i)) >= since)
+            count++;
+    return count;
+}
+
+long long state_signals_starved(const struct state *s, const char *login)
+{
+    return int_member(member(section(s, "signals"), login, json_type_object), "starved_since", 0);
+}
+
+void state_set_signals_starved(struct state *s, const char *login, long long since)
+{
+    jsonv_put_int(child_object(section(s, "signals"), login), "starved_since", since);
 }

@@ -3,7 +3,8 @@
  *
  * It is one JSON document (mode 0600) holding
  *   - seen keys per device serial: "UNIXTIME/KIND" of every alert-log event
- *     already handled (sent, queued or deliberately skipped);
+ *     already handled (sent, queued or deliberately skipped), and per serial
+ *     the floor below which every entry counts as handled;
  *   - per account: the time of the last discovery, the device list the
  *     last discovery returned, and a history per device serial (first
  *     known, last poll, last successful poll, refused until) that
@@ -21,7 +22,10 @@
  *     the last success, the failures since, and the last failure with its
  *     time and message, for `wsrelay status`;
  *   - self-monitoring (selfcheck.h): each open condition of wsrelay's own
- *     health, the time of the last relay event, the heartbeat's health.
+ *     health, the time of the last relay event, the heartbeat's health;
+ *   - per device serial, what its current readings were lately (watch.h)
+ *     and the limits its alert texts taught; per login ID, the alert calls
+ *     a signal asked for and since when signals wait for the budget.
  * No secret is ever written to it.
  *
  * state_open takes an exclusive lock (a `PATH.lock` file beside it) that it
@@ -35,6 +39,7 @@
 #include "event.h"
 #include "platform.h"
 #include "util/err.h"
+#include "watch.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -62,8 +67,25 @@ int state_open(struct state **out, const char *path, int lock_wait, struct err *
 int state_peek(struct state **out, const char *path, struct err *e);
 
 /* Writes the state atomically (temp file, fsync, rename, fsync dir). On
- * failure the previous file is intact. Fails for a state of state_peek. */
+ * failure the previous file is intact. Fails for a state of state_peek.
+ * The file is kept under a size limit (32 MiB; half of what state_open
+ * reads, so a saved state always loads again): when it would be larger,
+ * the oldest outbox items are given up first, whatever their receiver,
+ * and state_take_trimmed tells which. */
 int state_save(struct state *s, struct err *e);
+
+/* What saves gave up to stay under the size limit since the last call:
+ * per receiver, how many outbox items. The caller owns the array
+ * (state_trimmed_free); NULL with *n = 0 when nothing was. */
+struct state_trim {
+    char *receiver;
+    size_t count;
+};
+struct state_trim *state_take_trimmed(struct state *s, size_t *n);
+void state_trimmed_free(struct state_trim *t, size_t n);
+
+/* Sets the size limit of state_save to `max` bytes (for tests). */
+void state_set_max_bytes(struct state *s, size_t max);
 
 /* For a dry run: writes only the `logins` section (the budget ledger,
  * and each login ID's health: a dry run's platform calls are real) of the
@@ -94,8 +116,17 @@ bool state_seen(const struct state *s, const char *serial, long long unixtime, c
 void state_mark_seen(struct state *s, const char *serial, long long unixtime, const char *kind);
 
 /* Forgets the keys of `serial` older than `before`: entries that have left
- * the device's 20-entry log can never come back, so this bounds the file. */
+ * the device's 20-entry log can never come back, so this bounds the file.
+ * Raises the serial's floor (state_seen_floor) to `before`; never lowers
+ * it. */
 void state_prune_seen(struct state *s, const char *serial, long long before);
+
+/* The high-water mark of what was handled for `serial`: every entry older
+ * than it had left the device's log (or was about to) when its keys were
+ * pruned, so an entry below it is one already handled, even though its key
+ * is gone. A lagging copy of the platform serving an older page of the
+ * log must not bring such entries back. 0 when nothing was pruned yet. */
+long long state_seen_floor(const struct state *s, const char *serial);
 
 /* Number of seen keys kept for `serial`. */
 size_t state_seen_count(const struct state *s, const char *serial);
@@ -121,6 +152,8 @@ struct state_device {
     long long last_ok;       /* last successful poll; 0: never (catch_up still applies) */
     long long refused_until; /* the platform's alert operation refused this
                                 device until then; 0: not refused */
+    long refusals;           /* refusals in a row (state_device_refused); a
+                                successful poll sets it back to 0 */
 };
 
 /* Time of the account's last successful discovery (state_set_discovered);
@@ -150,17 +183,19 @@ struct state_device *state_devices(const struct state *s, const char *account, s
 void state_devices_free(struct state_device *d, size_t n);
 
 /* Records a poll of the device at `now`: last_poll, last_ok too when `ok`
- * (its alert log was received and processed), and first_known when it had
- * none. A device missing from the list is added to it with `base` and an
+ * (its alert log was received and processed, which also clears the count
+ * of refusals), and first_known when it had none. A device missing from the list is added to it with `base` and an
  * empty model, name and group; a listed one takes `base` (NULL:
  * unchanged). */
 void state_device_polled(struct state *s, const char *account, const char *serial, const char *base,
                          long long now, bool ok);
 
 /* The alert operation refused the device: do not ask again before `until`
- * (0 clears it). Neither lists the device nor sets first_known. */
+ * (0 clears it); `refusals` is how many times in a row it has now been
+ * refused (0 forgets the count). Neither lists the device nor sets
+ * first_known. */
 void state_device_refused(struct state *s, const char *account, const char *serial,
-                          long long until);
+                          long long until, long refusals);
 
 /* --- budget ledger (per login ID and operation) ----------------------- */
 
@@ -373,6 +408,43 @@ long long state_relay_time(struct state *s, long long now);
 void state_heartbeat_result(struct state *s, bool ok, long status, const char *error,
                             long long now);
 bool state_heartbeat(const struct state *s, struct state_health *out);
+
+/* --- readings (watch.h) ------------------------------------------------ */
+
+/* The readings memory of `serial` in *out; false, and *out zeroed, when
+ * there is none. */
+bool state_watch(const struct state *s, const char *serial, struct watch *out);
+
+/* Creates or replaces the readings memory of `serial` with a copy of *w. */
+void state_set_watch(struct state *s, const char *serial, const struct watch *w);
+
+/* Forgets the readings memory (and the learnt limits) of serials whose
+ * last reading was seen before `before` (callers pass now - 30 days);
+ * returns how many serials were forgotten. */
+size_t state_prune_watches(struct state *s, long long before);
+
+/* The limits of channel `channel` of `serial` that alert texts taught
+ * (state_learn_limit) in *out; false, and *out zeroed, when none. */
+bool state_learnt_limit(const struct state *s, const char *serial, int channel,
+                        struct watch_limit *out);
+
+/* Records what an alert text said of channel `channel` of `serial`: its
+ * upper (`upper` true) or lower limit is `value`. Returns true when that
+ * changed what was known. */
+bool state_learn_limit(struct state *s, const char *serial, int channel, bool upper, double value);
+
+/* Records an alert call of `login` made at `now` because of a signal
+ * (for `wsrelay status`: signal calls against routine ones). Times older
+ * than two hours are dropped. */
+void state_record_signal_call(struct state *s, const char *login, long long now);
+
+/* Signal calls of `login` at `since` or later. */
+size_t state_signal_calls_since(const struct state *s, const char *login, long long since);
+
+/* Since when signals of `login` have been waiting for the budget without
+ * a break (0: they are not); state_set_signals_starved sets it (0 clears). */
+long long state_signals_starved(const struct state *s, const char *login);
+void state_set_signals_starved(struct state *s, const char *login, long long since);
 
 /* --- outbox limits ---------------------------------------------------- */
 

@@ -36,6 +36,8 @@ struct device_row {
     size_t seen;           /* seen keys kept */
     enum device_kind kind;
     long long next_poll;   /* an estimate; 0 unless polled */
+    bool has_watch;        /* a reading was seen (watch.h) */
+    struct watch w;
 };
 
 struct op_row {
@@ -53,6 +55,10 @@ struct login_row {
     struct device_row *devs;
     size_t n_devs, n_polled, n_refused;
     long look_every; /* seconds between two polls of one device; 0: none polled */
+    bool signals;    /* an account of the login watches readings */
+    long long bound; /* with signals: the longest a device waits for the round robin */
+    size_t signal_calls;     /* alert calls of the last hour that signals asked for */
+    long long starved_since; /* signals wait for the budget since then; 0: they do not */
 };
 
 struct receiver_row {
@@ -260,7 +266,7 @@ static void estimate_polls(struct login_row *l, long long now)
             order[n++] = (struct urgency){l->devs[i].d.last_poll, i};
     qsort(order, n, sizeof *order, cmp_urgency);
     const struct op_row *op = &l->op[PLATFORM_ALERT];
-    long spacing = budget_spacing(PLATFORM_ALERT);
+    long spacing = scheduler_spacing(&op->b);
     size_t now_allowed = scheduler_allowance(&op->b, now);
     for (size_t k = 0; k < n; k++) {
         long long at;
@@ -309,6 +315,7 @@ static void gather_devices(struct login_row *l, const struct config *c, const st
             row->d.name = printable(d->name);
             row->d.group = printable(d->group);
             row->seen = state_seen_count(s, d->serial);
+            row->has_watch = state_watch(s, d->serial, &row->w) && row->w.unixtime;
             if (!account_wants_serial(a, d->serial)) {
                 row->kind = DEVICE_EXCLUDED;
             } else if (d->refused_until > now) {
@@ -321,7 +328,13 @@ static void gather_devices(struct login_row *l, const struct config *c, const st
         }
         state_devices_free(devs, n);
     }
-    l->look_every = (long)l->n_polled * budget_spacing(PLATFORM_ALERT);
+    const struct sched_budget *b = &l->op[PLATFORM_ALERT].b;
+    l->look_every = (long)l->n_polled * scheduler_spacing(b);
+    if (l->signals) {
+        l->bound = scheduler_bound(b, l->n_polled);
+        l->signal_calls = state_signal_calls_since(s, l->login, now - b->span);
+        l->starved_since = state_signals_starved(s, l->login);
+    }
     estimate_polls(l, now);
 }
 
@@ -332,10 +345,13 @@ static void gather_login(struct login_row *l, const struct config *c, const stru
         if (strcmp(c->accounts[i].login_id, l->login) == 0) {
             l->accounts = xreallocarray(l->accounts, l->n_accounts + 1, sizeof *l->accounts);
             l->accounts[l->n_accounts++] = c->accounts[i].name;
+            l->signals |= c->accounts[i].signals;
         }
     for (int op = 0; op < PLATFORM_N_OPS; op++) {
         struct op_row *r = &l->op[op];
         r->b = budget_read(s, l->login, op, now);
+        if (op == PLATFORM_ALERT && l->signals)
+            r->b.headroom = budget_headroom();
         r->next_call = scheduler_next_call(&r->b, now);
         if (r->b.last_call > l->last_call)
             l->last_call = r->b.last_call;
@@ -477,10 +493,16 @@ static void judge_login(struct report *r, const struct login_row *l)
              l->login, l->n_refused);
     else if (l->n_devs == 0)
         note(&r->warnings, "login %s: no devices known yet", l->login);
+    if (l->starved_since && now - l->starved_since >= 3600)
+        note(&r->warnings, "login %s: devices with a signal have waited for alert calls since %s: "
+                           "alarms may reach you late (a read-only login ID adds 12 calls an "
+                           "hour; limits: make early warnings come from the readings)",
+             l->login, when(l->starved_since, now, false).s);
     for (size_t i = 0; i < l->n_devs; i++)
         if (l->devs[i].kind == DEVICE_REFUSED && l->n_polled > 0)
-            note(&r->warnings, "device %s (account %s): refused by the platform until %s",
-                 l->devs[i].d.serial, l->devs[i].account,
+            note(&r->warnings, "device %s (account %s): refused by the platform (%ld in a row) "
+                               "until %s",
+                 l->devs[i].d.serial, l->devs[i].account, l->devs[i].d.refusals,
                  when(l->devs[i].d.refused_until, now, false).s);
 }
 
@@ -563,6 +585,35 @@ static void write_verdict(struct buf *b, const struct report *r)
         buf_printf(b, "WARNING: %s\n", r->warnings.items[i]);
 }
 
+/* The device's last reading and its signal, if any:
+ *   reading 2 min ago: ch1 -79.8, ch2 E01 (error); battery 4
+ *   signal since 10:02 (limit): its alert log is read at the next call */
+static void write_reading(struct buf *b, const struct watch *w, long long now)
+{
+    char why[64];
+    buf_printf(b, "      reading %s:", when(w->seen_at, now, false).s);
+    for (int i = 0; i < w->n_ch; i++) {
+        const struct watch_channel *c = &w->ch[i];
+        if (c->error)
+            buf_printf(b, "%s ch%d error value", i ? "," : "", c->num);
+        else
+            buf_printf(b, "%s ch%d %.10g%s", i ? "," : "", c->num, c->value,
+                       c->zone > 0 ? " (above its limit)" : c->zone < 0 ? " (below its limit)" : "");
+    }
+    if (w->battery)
+        buf_printf(b, "; battery %d", w->battery);
+    if (w->silent)
+        buf_puts(b, "; uploads have stopped");
+    buf_puts(b, "\n");
+    if (w->pending)
+        buf_printf(b, "      signal since %s (%s): its alert log is read at the next call\n",
+                   when(w->pending_since, now, false).s,
+                   watch_reason_text(w->pending, why, sizeof why));
+    else if (w->recheck_at)
+        buf_printf(b, "      a signal's poll found nothing yet: looked at once more %s\n",
+                   when(w->recheck_at, now, true).s);
+}
+
 static void write_device(struct buf *b, const struct login_row *l, const struct device_row *row,
                          long long now)
 {
@@ -588,7 +639,8 @@ static void write_device(struct buf *b, const struct login_row *l, const struct 
         return;
     }
     if (row->kind == DEVICE_REFUSED)
-        buf_printf(b, "refused by the platform until %s; ", when(d->refused_until, now, false).s);
+        buf_printf(b, "refused by the platform (%ld in a row) until %s; ", d->refusals,
+                   when(d->refused_until, now, false).s);
     if (!d->last_poll)
         buf_puts(b, "never polled");
     else if (d->last_ok == d->last_poll)
@@ -601,6 +653,8 @@ static void write_device(struct buf *b, const struct login_row *l, const struct 
     else if (row->kind == DEVICE_POLLED)
         buf_printf(b, "; next about %s", when(row->next_poll, now, true).s);
     buf_printf(b, "; %zu key%s seen\n", row->seen, plural((long long)row->seen));
+    if (row->has_watch)
+        write_reading(b, &row->w, now);
 }
 
 static void write_login(struct buf *b, const struct login_row *l, long long now)
@@ -613,8 +667,16 @@ static void write_login(struct buf *b, const struct login_row *l, long long now)
     buf_printf(b, "  alert calls: %zu of %d in the last hour (%d kept for an urgent look); next "
                   "allowed %s\n",
                alert->b.used, alert->b.limit, alert->b.reserve, when(alert->next_call, now, true).s);
+    if (l->signals)
+        buf_printf(b, "  of those, %zu for signals and %zu for the round robin\n",
+                   l->signal_calls,
+                   alert->b.used > l->signal_calls ? alert->b.used - l->signal_calls : 0);
     buf_printf(b, "  current-readings calls: %zu of %d in the last 2 min\n", cur->b.used,
                cur->b.limit);
+    if (l->starved_since)
+        buf_printf(b, "  signals have waited for alert calls since %s (a read-only login ID "
+                      "adds 12 calls an hour)\n",
+                   when(l->starved_since, now, false).s);
     for (int op = 0; op < PLATFORM_N_OPS; op++)
         if (l->op[op].b.blocked_until > now)
             buf_printf(b, "  %s calls blocked by the platform until %s\n",
@@ -630,7 +692,13 @@ static void write_login(struct buf *b, const struct login_row *l, long long now)
     else
         buf_printf(b, "  last error: %s: %s\n", when(l->health.error_at, now, false).s,
                    l->health.error);
-    if (l->n_polled)
+    if (l->n_polled && l->signals)
+        buf_printf(b, "  %zu device%s: a signal is looked at within minutes; without one, "
+                      "each about every %s, and never more than %s apart (next polls are "
+                      "estimates)\n",
+                   l->n_devs, plural((long long)l->n_devs), duration(l->look_every).s,
+                   duration((long)l->bound).s);
+    else if (l->n_polled)
         buf_printf(b, "  %zu device%s, each looked at about every %s (next polls are estimates)\n",
                    l->n_devs, plural((long long)l->n_devs), duration(l->look_every).s);
     else
@@ -745,6 +813,48 @@ static void put_health(struct json_object *obj, const struct state_health *h, bo
     jsonv_put(obj, "last_error", err);
 }
 
+/* {"unixtime", "seen_at", "battery", "silent", "channels": [{"num",
+ * "value" (null for an error value), "zone"}], "signal": null or
+ * {"since", "reasons": [...]}, "recheck_at"} */
+static struct json_object *reading_json(const struct watch *w)
+{
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } reasons[] = {{WATCH_LIMIT, "limit"},
+                   {WATCH_BAND, "band"},
+                   {WATCH_ERROR, "error"},
+                   {WATCH_BATTERY, "battery"},
+                   {WATCH_SILENT, "silent"}};
+    struct json_object *o = jsonv_need(json_object_new_object());
+    struct json_object *chans = jsonv_need(json_object_new_array());
+    put_time(o, "unixtime", w->unixtime);
+    put_time(o, "seen_at", w->seen_at);
+    jsonv_put_int(o, "battery", w->battery);
+    jsonv_put(o, "silent", jsonv_need(json_object_new_boolean(w->silent)));
+    for (int i = 0; i < w->n_ch; i++) {
+        struct json_object *c = jsonv_need(json_object_new_object());
+        jsonv_put_int(c, "num", w->ch[i].num);
+        jsonv_put(c, "value", w->ch[i].error ? NULL : jsonv_need(json_object_new_double(w->ch[i].value)));
+        jsonv_put_int(c, "zone", w->ch[i].zone);
+        jsonv_append(chans, c);
+    }
+    jsonv_put(o, "channels", chans);
+    struct json_object *sig = NULL;
+    if (w->pending) {
+        struct json_object *why = jsonv_need(json_object_new_array());
+        sig = jsonv_need(json_object_new_object());
+        put_time(sig, "since", w->pending_since);
+        for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+            if (w->pending & reasons[i].bit)
+                jsonv_append(why, jsonv_need(json_object_new_string(reasons[i].name)));
+        jsonv_put(sig, "reasons", why);
+    }
+    jsonv_put(o, "signal", sig);
+    put_time(o, "recheck_at", w->recheck_at);
+    return o;
+}
+
 static struct json_object *device_json(const struct device_row *row)
 {
     static const char *const kinds[] = {
@@ -760,7 +870,9 @@ static struct json_object *device_json(const struct device_row *row)
     put_time(o, "last_ok", row->d.last_ok);
     put_time(o, "next_poll", row->next_poll);
     put_time(o, "refused_until", row->kind == DEVICE_REFUSED ? row->d.refused_until : 0);
+    jsonv_put_int(o, "refusals", row->d.refusals);
     jsonv_put_int(o, "seen_keys", (long long)row->seen);
+    jsonv_put(o, "reading", row->has_watch ? reading_json(&row->w) : NULL);
     return o;
 }
 
@@ -789,6 +901,11 @@ static struct json_object *login_json(const struct login_row *l, long long now)
     put_health(o, &l->health, true);
     jsonv_put(o, "look_interval",
               l->look_every ? jsonv_need(json_object_new_int64(l->look_every)) : NULL);
+    jsonv_put(o, "signals", jsonv_need(json_object_new_boolean(l->signals)));
+    jsonv_put(o, "round_robin_bound",
+              l->bound ? jsonv_need(json_object_new_int64(l->bound)) : NULL);
+    jsonv_put_int(o, "signal_calls_last_hour", (long long)l->signal_calls);
+    put_time(o, "signals_starved_since", l->starved_since);
     struct json_object *devs = jsonv_need(json_object_new_array());
     for (size_t i = 0; i < l->n_devs; i++)
         jsonv_append(devs, device_json(&l->devs[i]));

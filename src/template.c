@@ -4,10 +4,12 @@
  * The standalone-line rules are applied while compiling, so rendering is
  * a plain walk. */
 #include "template.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -566,53 +568,20 @@ static void push_ctx(struct render *r, const struct json_object *v)
     r->ctx[r->n_ctx++] = v;
 }
 
-/* The length of the valid UTF-8 sequence at `s` (at most `n` bytes), or 0
- * when there is none. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    size_t need;
-    unsigned char lo = 0x80, hi = 0xBF; /* the range of the second byte */
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        need = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        need = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F; /* no UTF-16 surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F; /* nothing above U+10FFFF */
-    } else
-        return 0;
-    if (n < need || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < need; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    return need;
-}
-
-static int put_json_escaped(struct render *r, const unsigned char *s, size_t len)
+static int put_json_escaped(struct render *r, const char *s, size_t len)
 {
     size_t run = 0; /* bytes from s that need no escaping, not yet written */
     for (size_t i = 0; i < len;) {
-        unsigned char c = s[i];
+        uint32_t c = 0;
         char esc[8];
         const char *rep = NULL;
-        size_t n = utf8_len(s + i, len - i);
+        size_t n = utf8_decode(&c, s + i, len - i);
         if (n > 1 || (n == 1 && c >= 0x20 && c != '"' && c != '\\')) {
             i += n;
             run += n;
             continue;
         }
-        switch (c) {
+        switch (n ? c : 0x80) {
         case '"':
             rep = "\\\"";
             break;
@@ -634,13 +603,12 @@ static int put_json_escaped(struct render *r, const unsigned char *s, size_t len
         case '\t':
             rep = "\\t";
             break;
+        case 0x80: /* a byte that is not UTF-8 */
+            rep = UTF8_REPLACEMENT;
+            break;
         default:
-            if (n == 1) {
-                snprintf(esc, sizeof esc, "\\u%04x", c);
-                rep = esc;
-            } else {
-                rep = "\xEF\xBF\xBD"; /* U+FFFD for a byte that is not UTF-8 */
-            }
+            snprintf(esc, sizeof esc, "\\u%04x", (unsigned)c);
+            rep = esc;
             break;
         }
         if (put(r, s + i - run, run) < 0 || put(r, rep, strlen(rep)) < 0)
@@ -651,60 +619,146 @@ static int put_json_escaped(struct render *r, const unsigned char *s, size_t len
     return put(r, s + len - run, run);
 }
 
-static int put_html_escaped(struct render *r, const char *s, size_t len)
+/* Writes `s` with the characters that `rep` names replaced: rep(c) returns
+ * the replacement of the well-formed character c, or NULL to keep it. A
+ * byte that is not UTF-8 becomes U+FFFD. */
+static int put_replaced(struct render *r, const char *s, size_t len, const char *(*rep)(uint32_t c))
 {
     size_t from = 0;
-    for (size_t i = 0; i < len; i++) {
-        const char *rep;
-        switch (s[i]) {
-        case '&':
-            rep = "&amp;";
-            break;
-        case '<':
-            rep = "&lt;";
-            break;
-        case '>':
-            rep = "&gt;";
-            break;
-        case '"':
-            rep = "&quot;";
-            break;
-        case '\'':
-            rep = "&#39;";
-            break;
-        default:
+    for (size_t i = 0; i < len;) {
+        uint32_t c = 0;
+        size_t n = utf8_decode(&c, s + i, len - i);
+        const char *with = n ? rep(c) : UTF8_REPLACEMENT;
+        if (!with) {
+            i += n;
             continue;
         }
-        if (put(r, s + from, i - from) < 0 || put(r, rep, strlen(rep)) < 0)
+        if (put(r, s + from, i - from) < 0 || put(r, with, strlen(with)) < 0)
             return -1;
-        from = i + 1;
+        i += n ? n : 1;
+        from = i;
     }
     return put(r, s + from, len - from);
 }
 
-static int put_text_escaped(struct render *r, const char *s, size_t len)
+static const char *text_control(uint32_t c)
 {
-    size_t from = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != 0x7f)
-            continue;
-        if (put(r, s + from, i - from) < 0 || put(r, " ", 1) < 0)
-            return -1;
-        from = i + 1;
+    return utf8_is_control(c) ? " " : NULL;
+}
+
+/* Slack reads &, < and > as the start of its markup in every text of a
+ * message ("<!channel>", "<@U123>", "<http://x|click>", "&lt;") and asks
+ * for them as these entities, which it shows as the characters. */
+static const char *slack_entity(uint32_t c)
+{
+    switch (c) {
+    case '&':
+        return "&amp;";
+    case '<':
+        return "&lt;";
+    case '>':
+        return "&gt;";
+    default:
+        return NULL;
     }
-    return put(r, s + from, len - from);
+}
+
+/* HTML's: Slack's three, and both quotes for attribute values. */
+static const char *html_entity(uint32_t c)
+{
+    if (c == '"')
+        return "&quot;";
+    if (c == '\'')
+        return "&#39;";
+    return slack_entity(c);
+}
+
+#define ZWSP "\xE2\x80\x8B" /* U+200B ZERO WIDTH SPACE */
+
+/* True when a line of Markdown that starts at `s` (after its indentation)
+ * would start a block: a heading, a quote, a list item, a rule or the
+ * underline of a heading. */
+static bool starts_block(const char *s, size_t len)
+{
+    size_t digits = 0;
+    if (len == 0)
+        return false;
+    if (s[0] == '#' || s[0] == '>')
+        return true;
+    if (strchr("-+*=", s[0]))
+        return len == 1 || strchr(" \t\r\n", s[1]) || s[1] == s[0];
+    while (digits < len && digits < 10 && s[digits] >= '0' && s[digits] <= '9')
+        digits++;
+    return digits > 0 && digits < 10 && digits < len && (s[digits] == '.' || s[digits] == ')') &&
+           (digits + 1 == len || strchr(" \t\r\n", s[digits + 1]));
+}
+
+/* Teams reads the text of a TextBlock and of a Fact as Markdown (a subset
+ * of CommonMark: emphasis, lists, links), and its clients do not all read
+ * it alike. A value must not make a link, emphasis, a list or a heading:
+ * - '\', '*', '_', '~' and '`' get CommonMark's backslash escape, which
+ *   shows the character itself;
+ * - a ']' is followed by a zero-width space, so that no "[text](url)"
+ *   can form (a parser that ignores backslashes still needs "](");
+ * - a line that would start a block (the value's first line too: a
+ *   value may start a TextBlock) starts with a zero-width space;
+ * - "{{" gets a zero-width space between its braces, so that it cannot
+ *   call the cards' DATE() and TIME() functions.
+ * Zero-width spaces do not show; backslash escapes show as the character
+ * on clients that follow CommonMark. */
+static void teams_neutral(struct buf *out, const char *s, size_t len)
+{
+    bool line_start = true;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (line_start && c != ' ' && c != '\t') {
+            if (starts_block(s + i, len - i))
+                buf_puts(out, ZWSP);
+            line_start = false;
+        }
+        if (c && strchr("\\*_~`", c)) {
+            buf_append(out, "\\", 1);
+            buf_append(out, &c, 1);
+        } else if (c == ']') {
+            buf_puts(out, "]" ZWSP);
+        } else if (c == '{' && i + 1 < len && s[i + 1] == '{') {
+            buf_puts(out, "{" ZWSP);
+        } else {
+            buf_append(out, &c, 1);
+            line_start = c == '\n' || c == '\r' || (line_start && (c == ' ' || c == '\t'));
+        }
+    }
 }
 
 static int put_escaped(struct render *r, const char *s, size_t len, bool raw)
 {
+    struct buf tmp;
+    int rc;
     switch (raw ? TEMPLATE_ESCAPE_NONE : r->esc) {
     case TEMPLATE_ESCAPE_HTML:
-        return put_html_escaped(r, s, len);
+        return put_replaced(r, s, len, html_entity);
     case TEMPLATE_ESCAPE_JSON:
-        return put_json_escaped(r, (const unsigned char *)s, len);
+        return put_json_escaped(r, s, len);
     case TEMPLATE_ESCAPE_TEXT:
-        return put_text_escaped(r, s, len);
+        return put_replaced(r, s, len, text_control);
+    case TEMPLATE_ESCAPE_SLACK:
+        buf_init(&tmp, 0);
+        for (size_t i = 0; i < len; i++) {
+            const char *with = slack_entity((unsigned char)s[i]);
+            if (with)
+                buf_puts(&tmp, with);
+            else
+                buf_append(&tmp, s + i, 1);
+        }
+        rc = put_json_escaped(r, buf_str(&tmp), tmp.len);
+        buf_free(&tmp);
+        return rc;
+    case TEMPLATE_ESCAPE_TEAMS:
+        buf_init(&tmp, 0);
+        teams_neutral(&tmp, s, len);
+        rc = put_json_escaped(r, buf_str(&tmp), tmp.len);
+        buf_free(&tmp);
+        return rc;
     case TEMPLATE_ESCAPE_NONE:
         break;
     }

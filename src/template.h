@@ -40,18 +40,31 @@
 #define TEMPLATE_MAX_STEPS 1000000    /* tags and list elements visited in one rendering */
 #define TEMPLATE_MAX_PARTIAL_SIZE (1024 * 1024) /* bytes of a partial with its indentation */
 
-/* How {{x}} escapes what it inserts; {{{x}}} and {{&x}} never escape. */
+/* How {{x}} escapes what it inserts; {{{x}}} and {{&x}} never escape.
+ * Every mode but NONE writes valid UTF-8: a byte of a value that is not
+ * UTF-8 becomes U+FFFD. */
 enum template_escape {
     TEMPLATE_ESCAPE_HTML, /* & < > " ' as &amp; &lt; &gt; &quot; &#39; */
     /* The inside of a JSON string: " and \ escaped, U+0000-U+001F as \n, \t,
-     * \uXXXX...; valid UTF-8 unchanged, an invalid byte becomes U+FFFD. */
+     * \uXXXX...; valid UTF-8 unchanged. */
     TEMPLATE_ESCAPE_JSON,
     TEMPLATE_ESCAPE_NONE, /* unchanged */
     /* Plain text for a terminal or a mail (an addition to the spec's
-     * modes): control characters (U+0000-U+001F, U+007F) become spaces, so
-     * a value can neither move a cursor nor start a line or a mail
-     * header; everything else unchanged. */
+     * modes): control characters (C0, DEL and C1: util/utf8.h) become
+     * spaces, so a value can neither move a cursor nor start a line or a
+     * mail header; everything else unchanged. */
     TEMPLATE_ESCAPE_TEXT,
+    /* The inside of a JSON string of a Slack message: first & < > as
+     * &amp; &lt; &gt; (Slack's own escapes, which it shows as the
+     * characters), so that no value can mention a channel or a person or
+     * hide a link; then as JSON. */
+    TEMPLATE_ESCAPE_SLACK,
+    /* The inside of a JSON string of a Teams Adaptive Card, whose
+     * TextBlocks and Facts Teams reads as Markdown: first the value's
+     * Markdown made inert (backslash escapes for \ * _ ~ `, a zero-width
+     * space after ']', before a line that would start a list, a quote or a
+     * heading, and between the braces of "{{"), then as JSON. */
+    TEMPLATE_ESCAPE_TEAMS,
 };
 
 /* A compiled template: immutable, can be rendered any number of times. */

@@ -25,6 +25,21 @@ const char *templates_builtin(const char *name, size_t *len)
     return NULL;
 }
 
+enum template_escape templates_escape(const char *name)
+{
+    static const struct {
+        const char *role;
+        enum template_escape esc;
+    } roles[] = {
+        {"slack.json", TEMPLATE_ESCAPE_SLACK},
+        {"teams.json", TEMPLATE_ESCAPE_TEAMS},
+    };
+    for (size_t i = 0; name && i < sizeof roles / sizeof roles[0]; i++)
+        if (strcmp(name, roles[i].role) == 0)
+            return roles[i].esc;
+    return template_escape_for(name);
+}
+
 /* Reads and compiles `path`. */
 static int load_file(struct template **out, const char *path, struct err *e)
 {

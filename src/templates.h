@@ -33,6 +33,14 @@ extern const size_t templates_builtin_count;
  * with its length in *len (when `len` is not NULL); NULL when there is none. */
 const char *templates_builtin(const char *name, size_t *len);
 
+/* The escaping of {{x}} in the template of the role `name` ("slack.json"),
+ * whatever file the receiver uses for it: SLACK for "slack.json", TEAMS
+ * for "teams.json" (their services read markup in the text: a value
+ * must not mention anyone, hide a link or change the look), else the one
+ * of the name's extension (template_escape_for). A user's own template
+ * gets the same protection as the built-in one. */
+enum template_escape templates_escape(const char *name);
+
 /* Compiles the template for `name` ("slack.json"): `explicit_path` when
  * not NULL, else DIR/NAME when `dir` is not NULL and that file exists, else
  * the built-in one. The template's origin (in its errors) is the path

@@ -30,14 +30,14 @@ out:
 }
 
 int chat_send(const struct chat_conf *chat, struct json_object *payload,
-              bool (*accepted)(long status, const char *body), struct notify_result *res,
-              struct err *e)
+              bool (*accepted)(long status, const char *body), long timeout_s,
+              struct notify_result *res, struct err *e)
 {
     int rc = -1;
     struct http_post_reply reply = {0};
     const char *body = json_object_to_json_string_ext(
         payload, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    if (http_post(&reply, chat->url, NULL, 0, "application/json", body, e) < 0)
+    if (http_post(&reply, chat->url, NULL, 0, "application/json", body, timeout_s, e) < 0)
         goto out;
     http_result(res, &reply, chat->url, NULL, 0);
     if (accepted(reply.status, reply.body)) {

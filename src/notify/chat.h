@@ -22,13 +22,13 @@ struct json_object *chat_render(const struct notify_env *env, const struct recei
                                 const struct notify_message *m, size_t k,
                                 struct notify_result *res, struct err *e);
 
-/* POSTs `payload` to chat->url and judges the answer with `accepted`.
- * Returns 0 when accepted; otherwise -1 with "POST URL: HTTP STATUS:
- * ANSWER" in `e` (URL redacted) and `res` filled: a 4xx other than 429 is
- * permanent (the message or the URL is wrong), a 429, a 5xx or no answer
- * is not. */
+/* POSTs `payload` to chat->url within `timeout_s` seconds (the receiver's
+ * `timeout`) and judges the answer with `accepted`. Returns 0 when
+ * accepted; otherwise -1 with "POST URL: HTTP STATUS: ANSWER" in `e` (URL
+ * redacted) and `res` filled: a 4xx other than 429 is permanent (the
+ * message or the URL is wrong), a 429, a 5xx or no answer is not. */
 int chat_send(const struct chat_conf *chat, struct json_object *payload,
-              bool (*accepted)(long status, const char *body), struct notify_result *res,
-              struct err *e);
+              bool (*accepted)(long status, const char *body), long timeout_s,
+              struct notify_result *res, struct err *e);
 
 #endif

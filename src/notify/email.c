@@ -12,10 +12,25 @@
  * connection before the end of DATA, when TLS was required and is not up
  * or a login was configured and did not succeed. The password is handed to
  * libESMTP only over TLS (or to this machine), and never appears in a
- * message: server replies quoted in errors are redacted first. */
+ * message: server replies quoted in errors are redacted first.
+ *
+ * The whole session ends by the receiver's `timeout`, whatever the server
+ * does. libESMTP's own limits apply to one wait at a time and start again
+ * with every line the server sends, so a server that drips a reply that
+ * never ends ("250-" every few seconds) would hold a run until systemd
+ * killed it, and the next run would send again what it had delivered.
+ * Nothing inside the process can cut that wait short: libESMTP keeps no
+ * clock of its own to shorten, sets the time of a wait only when a step
+ * begins (not per line, so the protocol monitor cannot shrink it), and
+ * polls again when a signal interrupts it. So the session runs in a child
+ * process (util/timebox.h) that the run kills at the deadline; the child
+ * reports over a pipe which step it is in, and at the end its verdict.
+ * That covers every part of it alike, name lookup and TLS handshake
+ * included, and the child's memory and sockets go with it. */
 #include "notify/mime.h"
 #include "notify/notify.h"
 #include "util/buf.h"
+#include "util/timebox.h"
 #include "util/url.h"
 #include "util/xalloc.h"
 
@@ -40,8 +55,8 @@
 #include <auth-client.h>
 #include <libesmtp.h>
 
-/* Each step of the session has its own limit; the whole stays well under a
- * minute even against a server that answers as slowly as it may. */
+/* Each wait of the session has its own limit, which libESMTP starts again
+ * with every line read; the receiver's `timeout` bounds the whole. */
 #define CONNECT_TIMEOUT_S 10
 static const struct {
     int which;
@@ -55,6 +70,59 @@ static const struct {
 };
 
 #define REPLY_MAX 200 /* bytes of a server reply quoted in a message */
+
+/* Where a session stands: what it waits for. The values are the bytes the
+ * session writes to the pipe when it gets there. */
+enum step {
+    STEP_CONNECT = 'c',
+    STEP_GREETING = 'g',
+    STEP_EHLO = 'e',
+    STEP_STARTTLS = 's',
+    STEP_TLS = 't',
+    STEP_AUTH = 'a',
+    STEP_MAIL = 'm',
+    STEP_RCPT = 'r',
+    STEP_DATA = 'd',
+    STEP_BODY = 'b',
+    STEP_FINAL = 'f',
+    STEP_QUIT = 'q',
+    STEP_OTHER = 'o',
+};
+
+/* The rest of what the session tells the waiting run over the pipe. */
+#define TELL_LINE '-'     /* a line of a reply that goes on */
+#define TELL_REPLY '.'    /* a reply ended */
+#define TELL_ACCEPTED '+' /* the server took the message for every recipient */
+#define TELL_VERDICT '='  /* last: '0' (sent) or '1', then the error message */
+
+static const struct {
+    enum step step;
+    const char *doing; /* for "... limit, DOING" */
+    const char *reply; /* for "REPLY 421 ..." */
+    int which;         /* the libESMTP limit in force during it (Timeout_*); -1: none */
+    bool sent;         /* the message may have reached the server */
+} steps[] = {
+    {STEP_CONNECT, "while connecting", "the answer was", -1, false},
+    {STEP_GREETING, "waiting for the greeting", "the greeting was", Timeout_GREETING, false},
+    /* libESMTP keeps the greeting's limit until MAIL FROM. */
+    {STEP_EHLO, "waiting for the reply to EHLO", "the reply to EHLO was", Timeout_GREETING, false},
+    {STEP_STARTTLS, "waiting for the reply to STARTTLS", "the reply to STARTTLS was",
+     Timeout_GREETING, false},
+    {STEP_TLS, "during the TLS handshake", "the answer was", Timeout_GREETING, false},
+    {STEP_AUTH, "waiting for the reply to AUTH", "the reply to AUTH was", Timeout_GREETING, false},
+    {STEP_MAIL, "waiting for the reply to MAIL FROM", "the reply to MAIL FROM was",
+     Timeout_ENVELOPE, false},
+    {STEP_RCPT, "waiting for the reply to RCPT TO", "the reply to RCPT TO was", Timeout_ENVELOPE,
+     false},
+    {STEP_DATA, "waiting for the reply to DATA", "the reply to DATA was", Timeout_DATA, false},
+    {STEP_BODY, "while sending the message", "the answer was", Timeout_TRANSFER, true},
+    {STEP_FINAL, "waiting for the reply to the end of the message",
+     "the reply to the end of the message was", Timeout_DATA2, true},
+    {STEP_QUIT, "waiting for the reply to QUIT", "the reply to QUIT was", Timeout_DATA2, true},
+    {STEP_OTHER, "waiting for a reply", "the last reply was", Timeout_ENVELOPE, true},
+};
+
+#define PENDING_MAX 64 /* commands sent and not answered yet, kept in order */
 
 /* What one delivery learns while libESMTP runs the protocol. */
 struct session {
@@ -72,11 +140,22 @@ struct session {
     char auth_reply[REPLY_MAX + 1];
     bool in_auth;                   /* the replies being read answer AUTH */
     char last_reply[REPLY_MAX + 1]; /* the last 4xx/5xx reply line, for context */
+    enum step last_reply_to;        /* ... and what it answered */
+    bool ended_refused;             /* the last reply of all was that one */
     char line[512];                 /* a reply line being read */
     size_t line_len;
     const char *message; /* the message, for the callback */
     bool message_given;
-    char *secrets[4]; /* redacted from quoted replies; NULL-terminated */
+    bool message_ended; /* ... all of it */
+    char *secrets[4];   /* redacted from quoted replies; NULL-terminated */
+    smtp_message_t msg;
+    int report_fd;                  /* the pipe to the waiting run */
+    enum step pending[PENDING_MAX]; /* what each command sent and not answered was */
+    size_t n_pending;
+    enum step idle;    /* the step when no reply is awaited */
+    enum step told;    /* the last step reported */
+    long long io_ms;   /* when a byte last crossed, to tell a limit reached from a drop */
+    bool writing_line; /* the last write ended inside a command line */
 };
 
 static volatile sig_atomic_t alarms;
@@ -127,6 +206,76 @@ static void quote_reply(char *out, const char *text, char *const *secrets)
     for (size_t n = strlen(out); n && out[n - 1] == ' ';)
         out[--n] = '\0';
     buf_free(&b);
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static size_t step_index(enum step step)
+{
+    size_t i = 0;
+    while (i + 1 < sizeof steps / sizeof steps[0] && steps[i].step != step)
+        i++;
+    return i;
+}
+
+/* libESMTP's limit on one wait during `step`, in ms; 0 when none. */
+static long step_limit_ms(enum step step)
+{
+    int which = steps[step_index(step)].which;
+    for (size_t i = 0; i < sizeof timeouts / sizeof timeouts[0]; i++)
+        if (timeouts[i].which == which)
+            return timeouts[i].ms;
+    return 0;
+}
+
+/* ---- what the session tells the run ---- */
+
+static void tell(struct session *s, char what)
+{
+    timebox_tell(s->report_fd, &what, 1); /* a run that is gone reads nothing anyway */
+}
+
+/* Tells the step the session is in now, when it changed. */
+static void tell_step(struct session *s)
+{
+    enum step now = s->n_pending ? s->pending[0] : s->idle;
+    if (now != s->told)
+        tell(s, (char)(s->told = now));
+}
+
+static void await(struct session *s, enum step step)
+{
+    if (s->n_pending < PENDING_MAX)
+        s->pending[s->n_pending++] = step;
+    tell_step(s);
+}
+
+/* A reply with `code` came: the oldest command waiting has its answer.
+ * Returns what that command was. */
+static enum step answered(struct session *s, int code)
+{
+    if (!s->n_pending)
+        return s->idle;
+    enum step step = s->pending[0];
+    memmove(s->pending, s->pending + 1, --s->n_pending * sizeof s->pending[0]);
+    /* What comes next when nothing else is awaited. */
+    s->idle = step == STEP_STARTTLS && code == 220 ? STEP_TLS
+              : step == STEP_DATA && code == 354   ? STEP_BODY
+                                                   : step;
+    return step;
+}
+
+static void count_refused(smtp_recipient_t rcpt, const char *mailbox, void *arg)
+{
+    (void)mailbox;
+    const smtp_status_t *st = smtp_recipient_status(rcpt);
+    if (!st || st->code < 200 || st->code >= 300)
+        ++*(size_t *)arg;
 }
 
 static void openssl_error(char *out, size_t size)
@@ -184,6 +333,8 @@ static void on_event(smtp_session_t session, int event, void *arg, ...)
     case SMTP_EV_CONNECT:
         setitimer(ITIMER_REAL, &off, NULL); /* the connect timeout is over */
         s->connected = true;
+        s->io_ms = now_ms();
+        await(s, STEP_GREETING);
         break;
     case SMTP_EV_STARTTLS_OK:
         s->tls_up = true;
@@ -238,11 +389,29 @@ static void on_reply_line(struct session *s)
 {
     const char *l = s->line;
     if (s->line_len < 3 || l[0] < '2' || l[0] > '5' || l[1] < '0' || l[1] > '9' || l[2] < '0' ||
-        l[2] > '9' || l[3] == '-')
+        l[2] > '9')
         return;
+    if (l[3] == '-') {
+        tell(s, TELL_LINE);
+        return;
+    }
     int code = (l[0] - '0') * 100 + (l[1] - '0') * 10 + (l[2] - '0');
-    if (code >= 400)
+    enum step step = answered(s, code);
+    tell(s, TELL_REPLY);
+    if (step == STEP_FINAL && code >= 200 && code < 300) {
+        /* Said now, as it happens: if the session is cut short later
+         * (QUIT unanswered), the mail has still arrived. */
+        size_t refused = 0;
+        smtp_enumerate_recipients(s->msg, count_refused, &refused);
+        if (!refused)
+            tell(s, TELL_ACCEPTED);
+    }
+    tell_step(s);
+    s->ended_refused = code >= 400;
+    if (code >= 400) {
         quote_reply(s->last_reply, l, s->secrets);
+        s->last_reply_to = step;
+    }
     if (!s->in_auth || code == 334)
         return;
     s->in_auth = false;
@@ -252,17 +421,49 @@ static void on_reply_line(struct session *s)
         quote_reply(s->auth_reply, l, s->secrets);
 }
 
-/* The protocol as it crosses the wire (after TLS decryption). Only the
- * start of what is written is looked at (the AUTH and STARTTLS commands);
- * replies are read line by line. */
+/* What a command line written to the server is; every line gets a reply. */
+static enum step command_of(struct session *s, const char *line, size_t len)
+{
+    static const struct {
+        const char *verb;
+        enum step step;
+    } verbs[] = {
+        {"EHLO ", STEP_EHLO}, {"HELO ", STEP_EHLO},     {"STARTTLS", STEP_STARTTLS},
+        {"AUTH ", STEP_AUTH}, {"MAIL FROM", STEP_MAIL}, {"RCPT TO", STEP_RCPT},
+        {"DATA", STEP_DATA},  {"QUIT", STEP_QUIT},
+    };
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+        size_t n = strlen(verbs[i].verb);
+        if (len >= n && !strncasecmp(line, verbs[i].verb, n))
+            return verbs[i].step;
+    }
+    return s->in_auth ? STEP_AUTH : STEP_OTHER; /* a line of a login dialogue */
+}
+
+/* The protocol as it crosses the wire (after TLS decryption; the message
+ * itself is not shown). Commands are written in batches with PIPELINING:
+ * each line counts. Replies are read line by line. */
 static void on_monitor(const char *buf, int len, int writing, void *arg)
 {
     struct session *s = arg;
+    if (writing == SMTP_CB_WRITING || writing == SMTP_CB_READING)
+        s->io_ms = now_ms();
     if (writing == SMTP_CB_WRITING) {
-        if (len >= 5 && !strncasecmp(buf, "AUTH ", 5))
-            s->auth_sent = s->in_auth = true;
-        if (len >= 8 && !strncasecmp(buf, "STARTTLS", 8))
-            s->tls_sent = true;
+        for (int i = 0; i < len;) {
+            int end = i;
+            while (end < len && buf[end] != '\n')
+                end++;
+            if (!s->writing_line) {
+                enum step step = command_of(s, buf + i, (size_t)(end - i));
+                if (step == STEP_AUTH)
+                    s->auth_sent = s->in_auth = true;
+                if (step == STEP_STARTTLS)
+                    s->tls_sent = true;
+                await(s, step);
+            }
+            s->writing_line = end == len; /* a line that a full buffer cut */
+            i = end + 1;
+        }
         return;
     }
     if (writing != SMTP_CB_READING)
@@ -314,7 +515,7 @@ static const char *on_message(void **ctx, int *len, void *arg)
     (void)ctx;
     struct session *s = arg;
     if (!len) { /* rewind */
-        s->message_given = false;
+        s->message_given = s->message_ended = false;
         return NULL;
     }
     if (!may_send_body(s)) {
@@ -322,7 +523,12 @@ static const char *on_message(void **ctx, int *len, void *arg)
         *len = 0;
         return NULL;
     }
+    s->io_ms = now_ms();
     *len = s->message_given ? 0 : (int)strlen(s->message);
+    if (s->message_given && !s->message_ended) {
+        s->message_ended = true;
+        await(s, STEP_FINAL); /* libESMTP ends DATA now and waits for the verdict */
+    }
     s->message_given = true;
     return *len ? s->message : NULL;
 }
@@ -420,24 +626,39 @@ static int verdict(struct session *s, smtp_message_t msg, int smtp_err, struct e
         goto out;
     }
     smtp_enumerate_recipients(msg, on_recipient, &f);
+    /* Before the 2xx check: a lenient server answers the empty DATA that
+     * libESMTP sends when no recipient is left with 250. */
+    if (f.refused && !f.accepted) {
+        err_set(e, "%s: every recipient refused: %s", s->server, buf_str(&f.text));
+        goto out;
+    }
     if (code >= 200 && code < 300 && f.refused) {
         err_set(e, "%s: recipient refused: %s (the message went to the %zu other%s)", s->server,
                 buf_str(&f.text), f.accepted, f.accepted == 1 ? "" : "s");
-        goto out;
-    }
-    if (f.refused && !f.accepted) {
-        err_set(e, "%s: every recipient refused: %s", s->server, buf_str(&f.text));
         goto out;
     }
     if (code < 200 || code >= 300) {
         if (code) {
             quote_reply(reply, ms->text, s->secrets);
             err_set(e, "%s: message not accepted: %d %s%s", s->server, code, reply, class_of(code));
+        } else if (s->ended_refused) { /* the server's last word says why */
+            err_set(e, "%s: the session ended before the server accepted the message: %s %s",
+                    s->server, steps[step_index(s->last_reply_to)].reply, s->last_reply);
         } else {
-            char *text = smtp_strerror(smtp_err, detail, sizeof detail);
-            err_set(e, "%s: the session ended before the server accepted the message: %s%s%s",
-                    s->server, text ? text : "unknown error",
-                    s->last_reply[0] ? "; last reply: " : "", s->last_reply);
+            /* libESMTP says "dropped" whether the server closed the
+             * connection or a wait reached its limit; the clock tells. */
+            enum step step = s->n_pending ? s->pending[0] : s->idle;
+            long limit = step_limit_ms(step);
+            if (!smtp_strerror(smtp_err, detail, sizeof detail))
+                snprintf(detail, sizeof detail, "unknown error");
+            if (limit && now_ms() - s->io_ms >= limit - 250)
+                snprintf(detail, sizeof detail, "no complete answer within %ld s, %s", limit / 1000,
+                         steps[step_index(step)].doing);
+            else
+                snprintf(detail + strlen(detail), sizeof detail - strlen(detail), " (%s)",
+                         steps[step_index(step)].doing);
+            err_set(e, "%s: the session ended before the server accepted the message: %s",
+                    s->server, detail);
         }
         if (f.refused)
             err_prefix(e, "recipient refused: %s", buf_str(&f.text));
@@ -489,19 +710,33 @@ static SSL_CTX *tls_context(struct session *s, struct err *e)
     return ctx;
 }
 
-/* Sends `message` from `sender` to the `n` addr-specs in `rcpts`. */
-static int smtp_send(const struct receiver_conf *r, const char *sender, char *const *rcpts,
-                     size_t n, const char *message, struct err *e)
+/* One mail to hand over: `message` from `sender` to the `n` addr-specs in
+ * `rcpts`. */
+struct job {
+    const struct receiver_conf *r;
+    const char *sender;
+    char *const *rcpts;
+    size_t n;
+    const char *message;
+};
+
+/* The SMTP session of `j`, telling its steps to `report_fd`; in the child
+ * process of smtp_send, which owns its signal handlers and timer. */
+static int smtp_session(const struct job *j, int report_fd, struct err *e)
 {
+    const struct receiver_conf *r = j->r;
     int rc = -1;
-    struct session s = {.r = r, .message = message};
+    struct session s = {.r = r,
+                        .message = j->message,
+                        .report_fd = report_fd,
+                        .idle = STEP_CONNECT,
+                        .told = STEP_CONNECT};
     smtp_session_t session = NULL;
     smtp_message_t msg;
     auth_context_t auth = NULL;
     SSL_CTX *ctx = NULL;
     char *plain_blob = NULL;
     struct sigaction ign = {.sa_handler = SIG_IGN}, wake = {.sa_handler = on_alarm};
-    struct sigaction old_pipe, old_alarm;
     struct itimerval timer = {{CONNECT_TIMEOUT_S, 0}, {CONNECT_TIMEOUT_S, 0}};
     struct itimerval off = {{0, 0}, {0, 0}};
 
@@ -522,6 +757,7 @@ static int smtp_send(const struct receiver_conf *r, const char *sender, char *co
 
     if (!(session = smtp_create_session()) || !(msg = smtp_add_message(session)))
         xalloc_die();
+    s.msg = msg;
     smtp_set_server(session, s.server);
     for (size_t i = 0; i < sizeof timeouts / sizeof timeouts[0]; i++)
         smtp_set_timeout(session, timeouts[i].which | Timeout_OVERRIDE_RFC2822_MINIMUM,
@@ -553,28 +789,26 @@ static int smtp_send(const struct receiver_conf *r, const char *sender, char *co
         }
         smtp_auth_set_context(session, auth);
     }
-    smtp_set_reverse_path(msg, sender);
+    smtp_set_reverse_path(msg, j->sender);
     smtp_set_messagecb(msg, on_message, &s);
-    for (size_t i = 0; i < n; i++)
-        if (!smtp_add_recipient(msg, rcpts[i]))
+    for (size_t i = 0; i < j->n; i++)
+        if (!smtp_add_recipient(msg, j->rcpts[i]))
             xalloc_die();
 
-    /* A peer that closes early must not kill the run with SIGPIPE, and a
-     * connect() that hangs is cut short by SIGALRM (no SA_RESTART): the
-     * classic connect timeout, as libESMTP has none of its own. */
+    /* A peer that closes early must not end the session with SIGPIPE, and
+     * a connect() that hangs is cut short by SIGALRM (no SA_RESTART): the
+     * classic connect timeout, as libESMTP has none of its own. This
+     * process is the session's alone, so nothing is restored after. */
     sigemptyset(&ign.sa_mask);
     sigemptyset(&wake.sa_mask);
-    sigaction(SIGPIPE, &ign, &old_pipe);
-    sigaction(SIGALRM, &wake, &old_alarm);
+    sigaction(SIGPIPE, &ign, NULL);
+    sigaction(SIGALRM, &wake, NULL);
     alarms = 0;
-    struct itimerval old_timer;
-    setitimer(ITIMER_REAL, &timer, &old_timer);
+    tell(&s, STEP_CONNECT);
+    setitimer(ITIMER_REAL, &timer, NULL);
     smtp_start_session(session);
     int smtp_err = smtp_errno();
     setitimer(ITIMER_REAL, &off, NULL);
-    setitimer(ITIMER_REAL, &old_timer, NULL); /* whatever timer was set before */
-    sigaction(SIGALRM, &old_alarm, NULL);
-    sigaction(SIGPIPE, &old_pipe, NULL);
 
     rc = verdict(&s, msg, smtp_err, e);
 out:
@@ -590,6 +824,89 @@ out:
     free(s.secrets[1]);
     free(plain_blob);
     return rc;
+}
+
+/* The child's work: the session, then its verdict on the pipe. */
+static int session_work(int fd, void *arg)
+{
+    struct err e;
+    err_clear(&e);
+    int rc = smtp_session(arg, fd, &e);
+    char head[2] = {TELL_VERDICT, rc == 0 ? '0' : '1'};
+    timebox_tell(fd, head, sizeof head);
+    if (rc < 0)
+        timebox_tell(fd, e.msg, strlen(e.msg));
+    return rc;
+}
+
+/* What the run has heard from the session so far. */
+struct hearing {
+    enum step step;
+    unsigned long lines; /* of the reply awaited */
+    bool accepted;       /* the server took the message for every recipient */
+    int reading;         /* 0: steps; 1: the verdict's first byte is next; 2: its message */
+    bool sent;           /* the verdict: sent */
+    char msg[ERR_MAX];   /* ... or why not */
+    size_t msg_len;
+};
+
+static void on_heard(const char *data, size_t len, void *arg)
+{
+    struct hearing *h = arg;
+    for (size_t i = 0; i < len; i++) {
+        char c = data[i];
+        if (h->reading == 2) {
+            if (h->msg_len + 1 < sizeof h->msg)
+                h->msg[h->msg_len++] = c;
+        } else if (h->reading == 1) {
+            h->sent = c == '0';
+            h->reading = 2;
+        } else if (c == TELL_VERDICT) {
+            h->reading = 1;
+        } else if (c == TELL_LINE) {
+            h->lines++;
+        } else if (c == TELL_REPLY) {
+            h->lines = 0;
+        } else if (c == TELL_ACCEPTED) {
+            h->accepted = true;
+        } else {
+            h->step = (enum step)c;
+            h->lines = 0;
+        }
+    }
+}
+
+/* Sends the mail of `j` within the receiver's `timeout`, in a child
+ * process (see the top of this file): 0 when the server accepted it for
+ * every recipient, -1 with the reason otherwise. */
+static int smtp_send(const struct job *j, struct err *e)
+{
+    const struct receiver_conf *r = j->r;
+    struct hearing h = {.step = STEP_CONNECT};
+    struct timebox_report tb;
+    char server[300];
+    snprintf(server, sizeof server, "%s:%ld", r->email.host, r->email.port);
+    if (timebox_run(&tb, r->timeout * 1000LL, session_work, (void *)j, on_heard, &h, e) < 0)
+        return err_prefix(e, "%s: cannot start the SMTP session", server);
+    if (h.reading == 2) /* the session ended by itself, perhaps just in time */
+        return h.sent ? 0 : err_set(e, "%s", h.msg);
+    if (h.accepted) /* cut short after the server had taken the mail: it is delivered */
+        return 0;
+    size_t i = step_index(h.step);
+    char lines[96] = "";
+    if (h.lines)
+        snprintf(lines, sizeof lines, ", of which %lu line%s came but never the last", h.lines,
+                 h.lines == 1 ? "" : "s");
+    const char *outcome =
+        steps[i].sent ? "the server did not confirm the message" : "nothing was sent";
+    if (tb.end == TIMEBOX_TIMED_OUT)
+        return err_set(e,
+                       "%s: the SMTP session took longer than its %ld s limit (the receiver's "
+                       "timeout), %s%s; %s",
+                       server, r->timeout, steps[i].doing, lines, outcome);
+    return err_set(e, "%s: the SMTP session ended without a verdict (%s %d), %s; %s", server,
+                   tb.end == TIMEBOX_DIED ? "signal" : "exit status", tb.status, steps[i].doing,
+                   outcome);
 }
 
 /* ---- what the mail says ---- */
@@ -636,22 +953,54 @@ out:
     return rc;
 }
 
+/* The kind part of a Message-ID: an early warning's channel is part of
+ * it ("reading-ch1"), as in its event id. */
+static char *id_kind(const struct event *ev)
+{
+    if (ev->channel > 0 && !strcmp(ev->kind, "reading"))
+        return xasprintf("reading-ch%d", ev->channel);
+    return xstrdup(ev->kind);
+}
+
+/* The Message-ID of the mail a lone event would have had. */
+static char *lone_id(const struct receiver_conf *r, const struct event *ev, long long unixtime,
+                     size_t n, const char *host)
+{
+    char *kind = id_kind(ev);
+    char *id = mime_message_id(r->name, ev->serial, kind, unixtime, n, host);
+    free(kind);
+    return id;
+}
+
 /* The Message-ID this mail follows up, or NULL. A recovery mail belongs
  * under the mail of the alarm it ends: when every event is a recovery of
  * one serial and kind that ends the alarm of unixtime R (`recovers`), that
  * alarm's mail had the id mime_message_id(r->name, serial, kind, R, 1,
- * host) when the alarm was alone in its mail, as an alarm usually is. */
+ * host) when the alarm was alone in its mail, as an alarm usually is.
+ * Likewise an alert-log alarm that an early warning announced belongs
+ * under that warning's mail: every event of one serial and kind with the
+ * same `early_warning` W, whose mail was "…SERIAL.reading-ch1.W…". */
 static char *email_parent_id(const struct receiver_conf *r, const struct event *events, size_t n,
                              const char *host)
 {
     const struct event *first = &events[0];
+    bool recovers = true, warned = true;
     for (size_t i = 0; i < n; i++) {
         const struct event *ev = &events[i];
-        if (!ev->recovers || strcmp(ev->serial, first->serial) != 0 ||
-            strcmp(ev->kind, first->kind) != 0)
+        if (strcmp(ev->serial, first->serial) != 0 || strcmp(ev->kind, first->kind) != 0)
             return NULL;
+        recovers = recovers && ev->recovers;
+        warned = warned && ev->early_warning && ev->early_warning == first->early_warning;
     }
-    return mime_message_id(r->name, first->serial, first->kind, first->recovers, 1, host);
+    if (recovers)
+        return mime_message_id(r->name, first->serial, first->kind, first->recovers, 1, host);
+    if (warned && strncmp(first->kind, "ch", 2) == 0) {
+        struct event warning = {.serial = first->serial,
+                                .kind = (char *)"reading",
+                                .channel = atoi(first->kind + 2)};
+        return lone_id(r, &warning, first->early_warning, 1, host);
+    }
+    return NULL;
 }
 
 static void add_unique(char ***list, size_t *n, const char *addr)
@@ -694,7 +1043,7 @@ static int email_send(const struct notify_env *env, const struct receiver_conf *
         res->permanent = rendered == -2; /* a template to fix, not a server to retry */
         goto out;
     }
-    id = mime_message_id(r->name, events[0].serial, events[0].kind, events[0].unixtime, n, host);
+    id = lone_id(r, &events[0], events[0].unixtime, n, host);
     parent = email_parent_id(r, events, n, host);
     struct mime_mail m = {
         .from = r->email.from,
@@ -711,7 +1060,8 @@ static int email_send(const struct notify_env *env, const struct receiver_conf *
     };
     if (mime_compose(&message, &m, e) < 0)
         goto out;
-    rc = smtp_send(r, from.addr, rcpts, n_rcpts, message, e);
+    struct job j = {.r = r, .sender = from.addr, .rcpts = rcpts, .n = n_rcpts, .message = message};
+    rc = smtp_send(&j, e);
     /* The answer is a line for people; a long one is cut. */
     const char *answer = rc == 0 ? "the server accepted the message for every recipient" : e->msg;
     size_t len = strlen(answer) < sizeof res->answer - 1 ? strlen(answer) : sizeof res->answer - 1;

@@ -1,13 +1,17 @@
 /* The file receiver: one readable block of text per message (the file.txt
- * template), appended to a file or written to standard output ("-"). Meant
- * for people at a terminal, for log collectors, and for the demo. */
+ * template), appended to a file or written to standard output ("-"), in
+ * valid UTF-8. Meant for people at a terminal, for log collectors, and for
+ * the demo. */
 #include "notify/notify.h"
 #include "util/buf.h"
 #include "util/fileio.h"
+#include "util/utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,6 +27,13 @@ static int file_send(const struct notify_env *env, const struct receiver_conf *r
     (void)res;
     if (notify_render_text(&text, env, r->file.template, r->name, m, e) < 0)
         goto out;
+    /* Its readers (a terminal, a log collector) expect UTF-8: a byte that
+     * is not, from a template's own text or a value it inserts raw,
+     * becomes U+FFFD. */
+    char *clean = utf8_clean(buf_str(&text), text.len, SIZE_MAX, UTF8_CONTROLS_KEEP);
+    buf_reset(&text);
+    buf_puts(&text, clean);
+    free(clean);
     buf_puts(&text, "\n");
     if (strcmp(r->file.path, "-") == 0) {
         fflush(stdout);

@@ -1,6 +1,8 @@
 /* Posting to receivers over HTTP(S) with libcurl. */
 #include "notify/http.h"
 #include "util/buf.h"
+#include "util/log.h"
+#include "util/redact.h"
 #include "util/xalloc.h"
 
 #include <ctype.h>
@@ -8,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #define REPLY_CAP (64 * 1024)
 
@@ -28,46 +31,25 @@ char *http_redact_url(const char *url)
                      *end ? "/…" : "");
 }
 
-/* Replaces every occurrence of `secret` (when at least 4 bytes long) in
- * `b` by "[redacted]". */
-static void redact(struct buf *b, const char *secret)
-{
-    size_t n = strlen(secret);
-    if (n < 4 || !b->data)
-        return;
-    struct buf out;
-    buf_init(&out, 0);
-    const char *p = b->data;
-    for (const char *hit; (hit = strstr(p, secret)); p = hit + n) {
-        buf_append(&out, p, (size_t)(hit - p));
-        buf_puts(&out, "[redacted]");
-    }
-    buf_puts(&out, p);
-    buf_free(b);
-    *b = out;
-}
-
 void http_reply_excerpt(char *out, size_t size, const char *body, const char *url,
                         const struct header_conf *headers, size_t n_headers)
 {
-    struct buf b;
-    buf_init(&b, 0);
-    buf_puts(&b, body ? body : "");
-    redact(&b, url);
-    /* The path and query alone, as "Cannot POST /hook/secret" shows it. */
-    const char *scheme_end = strstr(url, "://");
-    const char *path = scheme_end ? strpbrk(scheme_end + 3, "/?#") : NULL;
-    if (path && strlen(path) > 1)
-        redact(&b, path);
+    /* The first line only is shown, so only it is searched. */
+    const char *text = body ? body : "";
+    char *line = xstrndup(text, strcspn(text, "\r\n"));
+    struct redact *secrets = redact_new();
+    redact_add_url(secrets, url);
     for (size_t i = 0; i < n_headers; i++)
-        redact(&b, headers[i].value);
+        redact_add_header(secrets, headers[i].value);
+    char *clean = redact_text(secrets, line);
     size_t j = 0;
-    const char *s = buf_str(&b);
-    for (size_t i = 0; s[i] && s[i] != '\n' && j + 1 < size; i++)
-        out[j++] = isprint((unsigned char)s[i]) ? s[i] : '?';
+    for (size_t i = 0; clean[i] && j + 1 < size; i++)
+        out[j++] = isprint((unsigned char)clean[i]) ? clean[i] : '?';
     if (size)
         out[j] = '\0';
-    buf_free(&b);
+    free(clean);
+    redact_free(secrets);
+    free(line);
 }
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
@@ -86,28 +68,69 @@ void http_result(struct notify_result *res, const struct http_post_reply *reply,
     res->status = reply->status;
     res->retry_after = reply->retry_after;
     http_reply_excerpt(res->answer, sizeof res->answer, reply->body, url, headers, n_headers);
+    if (reply->retry_after_asked > reply->retry_after) {
+        char *redacted = http_redact_url(url);
+        log_warn("POST %s: the far end asked to wait %lld s (Retry-After); waiting %ld s, the "
+                 "longest wsrelay waits",
+                 redacted, reply->retry_after_asked, reply->retry_after);
+        free(redacted);
+    }
 }
 
-/* Reads Retry-After: SECONDS (the HTTP-date form is left to the back-off). */
+/* The headers of a reply that matter here, as they came. */
+struct reply_headers {
+    char retry_after[64];
+    char date[64];
+};
+
+/* Keeps the value of header `name` (lower case, with the colon) when the
+ * line `data` is that header, trimmed and cut to fit. */
+static void keep_header(char *out, size_t size, const char *data, size_t len, const char *name)
+{
+    size_t n = strlen(name);
+    if (len <= n || strncasecmp(data, name, n) != 0)
+        return;
+    const char *p = data + n, *end = data + len;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r' || end[-1] == '\n'))
+        end--;
+    snprintf(out, size, "%.*s", (int)(end - p), p);
+}
+
 static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata)
 {
-    struct http_post_reply *out = userdata;
+    struct reply_headers *h = userdata;
     size_t len = size * nmemb;
-    static const char name[] = "retry-after:";
-    if (len > sizeof name - 1 && strncasecmp(data, name, sizeof name - 1) == 0) {
-        const char *p = data + sizeof name - 1;
-        const char *end = data + len;
-        long v = 0;
-        while (p < end && (*p == ' ' || *p == '\t'))
-            p++;
-        while (p < end && *p >= '0' && *p <= '9' && v < 86400)
-            v = v * 10 + (*p++ - '0');
-        while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
-            p++;
-        if (p == end)
-            out->retry_after = v > 86400 ? 86400 : v;
-    }
+    if (len >= 5 && strncmp(data, "HTTP/", 5) == 0)
+        *h = (struct reply_headers){0}; /* a new response: only the last one counts */
+    keep_header(h->retry_after, sizeof h->retry_after, data, len, "retry-after:");
+    keep_header(h->date, sizeof h->date, data, len, "date:");
     return len;
+}
+
+/* Seconds the far end asked to wait with Retry-After: delta-seconds, or an
+ * HTTP-date counted from the reply's own Date (the far end's clock, so
+ * that a clock that is off on either side does not matter) or, without
+ * one, from this machine's clock. 0 when absent, unreadable or past. */
+static long long retry_after_seconds(const struct reply_headers *h)
+{
+    const char *v = h->retry_after;
+    if (!*v)
+        return 0;
+    if (strspn(v, "0123456789") == strlen(v)) {
+        long long s = 0;
+        for (; *v; v++)
+            s = s < 1000000000000LL ? s * 10 + (*v - '0') : s; /* far beyond any cap */
+        return s;
+    }
+    time_t until = curl_getdate(v, NULL);
+    if (until == (time_t)-1)
+        return 0;
+    time_t from = *h->date ? curl_getdate(h->date, NULL) : (time_t)-1;
+    if (from == (time_t)-1)
+        from = time(NULL);
+    return until > from ? (long long)(until - from) : 0;
 }
 
 /* What every request of wsrelay's shares: https (or http, which the
@@ -131,17 +154,17 @@ static void set_common_options(CURL *curl, const char *url, long timeout_s)
 }
 
 int http_post(struct http_post_reply *out, const char *url, const struct header_conf *headers,
-              size_t n_headers, const char *content_type, const char *body, struct err *e)
+              size_t n_headers, const char *content_type, const char *body, long timeout_s,
+              struct err *e)
 {
     int rc = -1;
     struct curl_slist *list = NULL;
     struct buf reply;
+    struct reply_headers seen = {0};
     char *redacted = http_redact_url(url);
     CURL *curl = curl_easy_init();
     buf_init(&reply, REPLY_CAP);
-    out->status = 0;
-    out->body = NULL;
-    out->retry_after = 0;
+    *out = (struct http_post_reply){0};
     if (!curl) {
         err_set(e, "cannot start an HTTP client");
         goto out;
@@ -156,15 +179,20 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
         list = curl_slist_append(list, line);
         free(line);
     }
-    set_common_options(curl, url, 30L);
+    set_common_options(curl, url, timeout_s);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(curl, CURLOPT_HEADERDATA, out);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &seen);
     CURLcode res = curl_easy_perform(curl);
+    if (res == CURLE_OPERATION_TIMEDOUT) {
+        err_set(e, "POST %s: no complete answer within %ld s (the receiver's timeout)", redacted,
+                timeout_s);
+        goto out;
+    }
     if (res != CURLE_OK) {
         /* curl's own message may quote the URL: use the code's text only. */
         err_set(e, "POST %s: %s", redacted, curl_easy_strerror(res));
@@ -172,6 +200,9 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
     }
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status);
     out->body = buf_steal(&reply);
+    long long asked = retry_after_seconds(&seen);
+    out->retry_after = asked > HTTP_RETRY_AFTER_MAX ? HTTP_RETRY_AFTER_MAX : (long)asked;
+    out->retry_after_asked = asked;
     rc = 0;
 out:
     buf_free(&reply);

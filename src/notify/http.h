@@ -9,17 +9,29 @@
 
 #include <stddef.h>
 
+/* The longest wait a far end's Retry-After can impose: a day. A longer one
+ * is cut to this (and logged), never ignored. */
+#define HTTP_RETRY_AFTER_MAX 86400L
+
+/* `retry_after` is the reply's Retry-After in seconds, at most
+ * HTTP_RETRY_AFTER_MAX; 0 when absent, unreadable or in the past. It is
+ * delta-seconds, or an HTTP-date counted from the reply's Date header (the
+ * far end's clock; this machine's without one). */
 struct http_post_reply {
-    long status;      /* 0 when no HTTP reply came */
-    char *body;       /* at most 64 KiB of the reply; caller frees */
-    long retry_after; /* a Retry-After header in seconds; 0 when absent or a date */
+    long status;                 /* 0 when no HTTP reply came */
+    char *body;                  /* at most 64 KiB of the reply; caller frees */
+    long retry_after;            /* capped */
+    long long retry_after_asked; /* what the far end asked, before the cap */
 };
 
-/* POSTs `body` (of `content_type`) to `url` with the extra `headers`.
- * Returns 0 when a reply came (whatever its status), -1 on a transport
- * failure with the reason in `e`. The URL in messages is redacted. */
+/* POSTs `body` (of `content_type`) to `url` with the extra `headers`, the
+ * whole exchange within `timeout_s` seconds (a receiver's `timeout`; at
+ * most 10 s of it to connect). Returns 0 when a reply came (whatever its
+ * status), -1 on a transport failure with the reason in `e`, which says
+ * when the time ran out. The URL in messages is redacted. */
 int http_post(struct http_post_reply *out, const char *url, const struct header_conf *headers,
-              size_t n_headers, const char *content_type, const char *body, struct err *e);
+              size_t n_headers, const char *content_type, const char *body, long timeout_s,
+              struct err *e);
 
 /* GETs `url` (a heartbeat): TLS verified, no redirects, 10 s to connect
  * and 10 s in all, the reply body read and dropped. Returns 0 when a reply
@@ -27,15 +39,16 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
  * with the reason in `e`. Messages show the URL redacted. */
 int http_get(long *status, const char *url, struct err *e);
 
-/* The start of a reply body as one printable line (at most `size` - 1
- * bytes, non-printable bytes as '?'), for error messages and the state.
- * Servers echo requests: the URL, its path and query, and every header value
- * are replaced by "[redacted]" first. */
+/* The first line of a reply body, printable (at most `size` - 1 bytes,
+ * non-printable bytes as '?'), for error messages and the state. Servers
+ * echo requests: the URL and every header value, in every form util/redact.h
+ * knows, are replaced by "[redacted]" first. */
 void http_reply_excerpt(char *out, size_t size, const char *body, const char *url,
                         const struct header_conf *headers, size_t n_headers);
 
 /* Fills a notifier's result from a reply: status, retry_after and the
- * redacted excerpt as the answer (permanent stays false). */
+ * redacted excerpt as the answer (permanent stays false). Logs a warning
+ * when Retry-After was cut to a day. */
 void http_result(struct notify_result *res, const struct http_post_reply *reply, const char *url,
                  const struct header_conf *headers, size_t n_headers);
 

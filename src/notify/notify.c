@@ -3,9 +3,11 @@
 #include "notify/notify.h"
 #include "templates.h"
 
+#include "util/redact.h"
 #include "util/xalloc.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,6 +40,40 @@ unsigned notify_pace_ms(enum receiver_type type)
     return n ? n->pace_ms : 0;
 }
 
+/* Every secret of a receiver's configuration. */
+static struct redact *receiver_secrets(const struct receiver_conf *r)
+{
+    struct redact *secrets = redact_new();
+    switch (r->type) {
+    case RECEIVER_WEBHOOK:
+        redact_add_url(secrets, r->webhook.url);
+        for (size_t i = 0; i < r->webhook.n_headers; i++)
+            redact_add_header(secrets, r->webhook.headers[i].value);
+        break;
+    case RECEIVER_EMAIL:
+        redact_add(secrets, r->email.password);
+        break;
+    case RECEIVER_SLACK:
+        redact_add_url(secrets, r->slack.url);
+        break;
+    case RECEIVER_TEAMS:
+        redact_add_url(secrets, r->teams.url);
+        break;
+    case RECEIVER_FILE:
+        break;
+    }
+    return secrets;
+}
+
+/* Redacts the string in `text` (a buffer of `size` bytes) in place, cut to
+ * fit. */
+static void redact_in(char *text, size_t size, const struct redact *secrets)
+{
+    char *clean = redact_text(secrets, text);
+    snprintf(text, size, "%s", clean);
+    free(clean);
+}
+
 int notify_send(const struct notify_env *env, const struct receiver_conf *r,
                 const struct notify_message *m, struct notify_result *res, struct err *e)
 {
@@ -47,9 +83,18 @@ int notify_send(const struct notify_env *env, const struct receiver_conf *r,
         res->permanent = true;
         return err_set(e, "receiver '%s': no transport for its type", r->name);
     }
-    if (nt->send(env, r, m, res, e) < 0)
-        return err_prefix(e, "receiver '%s' (%s)", r->name, nt->name);
-    return 0;
+    int rc = nt->send(env, r, m, res, e);
+    if (rc < 0)
+        err_prefix(e, "receiver '%s' (%s)", r->name, nt->name);
+    /* Whatever a transport wrote, what leaves here for logs, the state and
+     * test-receiver holds none of the receiver's secrets in any form, even
+     * where a transport quoted a far end without redacting. */
+    struct redact *secrets = receiver_secrets(r);
+    redact_in(res->answer, sizeof res->answer, secrets);
+    if (rc < 0 && e)
+        redact_in(e->msg, sizeof e->msg, secrets);
+    redact_free(secrets);
+    return rc < 0 ? -1 : 0;
 }
 
 struct json_object *notify_context_first(const char *receiver, const struct notify_message *m,
@@ -89,9 +134,10 @@ int notify_render(struct buf *out, const struct notify_env *env, const char *exp
         free(path);
         goto out;
     }
-    /* The escaping belongs to the role ("slack.json" is JSON), whatever a
-     * custom file is called: a device name must never break a payload. */
-    if (template_render(out, t, ctx, template_escape_for(name), templates_partial, (void *)dir,
+    /* The escaping belongs to the role ("slack.json" is Slack's JSON),
+     * whatever a custom file is called: a device name must never break a
+     * payload, nor be read as markup. */
+    if (template_render(out, t, ctx, templates_escape(name), templates_partial, (void *)dir,
                         e) < 0) {
         rc = -2;
         goto out;

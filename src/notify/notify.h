@@ -6,8 +6,9 @@
  * message's size, as few as it can) and reports what the far end answered.
  * It never retries by itself: the caller keeps failed events in the outbox
  * for a later run, or gives them up when the answer was permanent. No
- * secret reaches an error or an answer (URLs appear with their path
- * redacted). */
+ * secret reaches an error or an answer: URLs appear without their path,
+ * and notify_send takes every secret of the receiver's configuration out
+ * of both, in every form util/redact.h knows, whatever the transport did. */
 #ifndef WSRELAY_NOTIFY_H
 #define WSRELAY_NOTIFY_H
 
@@ -57,7 +58,9 @@ extern const struct notifier notifier_teams;
 
 /* Sends message `m` to receiver `r`. Returns 0 when the far end accepted
  * it; -1 with the reason in `e` (prefixed with the receiver's name) and the
- * details in `res` otherwise. */
+ * details in `res` otherwise. The receiver's secrets (URL and its parts,
+ * header values, the SMTP password) are redacted from res->answer and
+ * e->msg (util/redact.h). */
 int notify_send(const struct notify_env *env, const struct receiver_conf *r,
                 const struct notify_message *m, struct notify_result *res, struct err *e);
 
@@ -75,8 +78,9 @@ struct json_object *notify_context_first(const char *receiver, const struct noti
 /* Renders the template `name` ("slack.json") for a message context:
  * `explicit_path` (a receiver's template: key) when not NULL, else the file
  * of that name in env->templates_dir, else the built-in one. The escaping
- * is that of `name` (JSON for .json, HTML for .html, text for .txt), never
- * of a custom file's name. Returns 0; -1 when the template file cannot be
+ * is that of the role `name` (templates_escape: Slack's and Teams' own for
+ * slack.json and teams.json, JSON for other .json, HTML for .html, text
+ * for .txt), never of a custom file's name. Returns 0; -1 when the template file cannot be
  * read now (worth retrying); -2 when it does not compile or render (a
  * mistake to fix: retrying cannot help). `e` says which. */
 int notify_render(struct buf *out, const struct notify_env *env, const char *explicit_path,

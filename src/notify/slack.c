@@ -3,54 +3,101 @@
  *
  * Slack's rules shape this file: a message takes at most 50 blocks (the
  * template spends two per event, so at most 23 events are listed and the
- * rest summarised: "…and 37 more") and `text` should stay under 4,000
- * characters; success is HTTP 200 with the body "ok"; a 429 carries
- * Retry-After; posts to one webhook are paced to one per second. Its 4xx
- * answers (invalid_payload, no_text, channel_is_archived, no_service,
- * action_prohibited, …) say the message or the webhook is wrong: retrying
- * cannot help, so the message is given up for this receiver only, and
- * the answer is reported as it came. */
+ * rest summarised: "…and 37 more"), `text` should stay under 4,000
+ * characters, a header's text under 150, a section's under 3,000 and each
+ * of its fields under 2,000 (longer ones are cut, as Slack refuses the
+ * whole message otherwise); success is HTTP 200 with the body "ok"; a
+ * 429 carries Retry-After; posts to one webhook are paced to one per
+ * second. Its 4xx answers (invalid_payload, no_text, channel_is_archived,
+ * no_service, action_prohibited, …) say the message or the webhook is
+ * wrong: retrying cannot help, so the message is given up for this
+ * receiver only, and the answer is reported as it came. */
 #include "notify/chat.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SLACK_MAX_EVENTS 23
 #define SLACK_MAX_BLOCKS 50
-#define SLACK_TEXT_MAX 3900 /* characters, under Slack's 4,000 */
+#define SLACK_TEXT_MAX 3900    /* characters, under Slack's 4,000 */
+#define SLACK_HEADER_MAX 150   /* characters of a header block's text */
+#define SLACK_SECTION_MAX 3000 /* characters of a section block's text */
+#define SLACK_FIELD_MAX 2000   /* characters of each of a section's fields */
 
-/* Cuts `s` to at most `max` characters (UTF-8), ending with "…" when cut;
- * a new string. */
-static char *utf8_cut(const char *s, size_t max)
+/* The offset of `s` (`len` bytes) after its first `n` characters, or len
+ * when it has fewer. */
+static size_t skip_chars(const char *s, size_t len, size_t n)
 {
-    size_t chars = 0;
-    for (size_t i = 0; s[i]; i++) {
-        if (((unsigned char)s[i] & 0xC0) == 0x80)
-            continue;
-        if (chars == max)
-            return xasprintf("%.*s…", (int)i, s);
-        chars++;
+    size_t i = 0;
+    uint32_t cp;
+    for (; i < len && n > 0; n--) {
+        size_t step = utf8_decode(&cp, s + i, len - i);
+        i += step ? step : 1;
     }
-    return xstrdup(s);
+    return i;
+}
+
+/* Cuts `s` to at most `max` characters (`max` >= 1), the last of them "…"
+ * when cut, never inside a character nor inside one of the entities the
+ * Slack escaping writes (&amp; &lt; &gt;: half of one would show as
+ * text). A new string. */
+static char *cut_text(const char *s, size_t max)
+{
+    size_t len = strlen(s);
+    if (skip_chars(s, len, max) == len)
+        return xstrdup(s);
+    size_t keep = skip_chars(s, len, max - 1);
+    for (size_t i = keep; i > 0 && keep - i < sizeof "&amp;" - 1 && s[i - 1] != ';'; i--)
+        if (s[i - 1] == '&') {
+            keep = i - 1;
+            break;
+        }
+    return xasprintf("%.*s…", (int)keep, s);
+}
+
+/* Cuts the string member `key` of `obj`, when it has one, to `max`
+ * characters. */
+static void cut_member(struct json_object *obj, const char *key, size_t max)
+{
+    struct json_object *v;
+    if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_string))
+        return;
+    char *cut = cut_text(json_object_get_string(v), max);
+    json_object_object_add(obj, key, json_object_new_string(cut));
+    free(cut);
 }
 
 /* Holds a payload from any template to Slack's limits: the fallback text
- * is cut, and blocks past the 50th are dropped. */
+ * is cut, blocks past the 50th are dropped, and the texts of header and
+ * section blocks are cut to what Slack takes (a device name and an alert
+ * text can be long, and Slack refuses the whole message for one text too
+ * long). */
 static void fit_limits(struct json_object *payload)
 {
-    struct json_object *text, *blocks;
-    if (json_object_object_get_ex(payload, "text", &text) &&
-        json_object_is_type(text, json_type_string)) {
-        char *cut = utf8_cut(json_object_get_string(text), SLACK_TEXT_MAX);
-        json_object_object_add(payload, "text", json_object_new_string(cut));
-        free(cut);
-    }
-    if (json_object_object_get_ex(payload, "blocks", &blocks) &&
-        json_object_is_type(blocks, json_type_array) &&
-        json_object_array_length(blocks) > SLACK_MAX_BLOCKS)
+    struct json_object *blocks;
+    cut_member(payload, "text", SLACK_TEXT_MAX);
+    if (!json_object_object_get_ex(payload, "blocks", &blocks) ||
+        !json_object_is_type(blocks, json_type_array))
+        return;
+    if (json_object_array_length(blocks) > SLACK_MAX_BLOCKS)
         json_object_array_del_idx(blocks, SLACK_MAX_BLOCKS,
                                   json_object_array_length(blocks) - SLACK_MAX_BLOCKS);
+    for (size_t i = 0; i < json_object_array_length(blocks); i++) {
+        struct json_object *b = json_object_array_get_idx(blocks, i), *type, *text, *fields;
+        if (!json_object_object_get_ex(b, "type", &type) ||
+            !json_object_object_get_ex(b, "text", &text))
+            continue;
+        bool header = strcmp(json_object_get_string(type), "header") == 0;
+        cut_member(text, "text", header ? SLACK_HEADER_MAX : SLACK_SECTION_MAX);
+        if (json_object_object_get_ex(b, "fields", &fields) &&
+            json_object_is_type(fields, json_type_array))
+            for (size_t k = 0; k < json_object_array_length(fields); k++)
+                cut_member(json_object_array_get_idx(fields, k), "text", SLACK_FIELD_MAX);
+    }
 }
 
 /* Slack answers 200 "ok", possibly followed by a line end. */
@@ -68,7 +115,7 @@ static int slack_send(const struct notify_env *env, const struct receiver_conf *
     if (!payload)
         return -1;
     fit_limits(payload);
-    int rc = chat_send(&r->slack, payload, accepted, res, e);
+    int rc = chat_send(&r->slack, payload, accepted, r->timeout, res, e);
     json_object_put(payload);
     return rc;
 }

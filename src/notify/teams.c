@@ -6,7 +6,9 @@
  * the rendered card is larger, it is rendered again with fewer events and
  * says how many more there were. 429 and 5xx are retried on a later run;
  * other 4xx say the card or the URL is wrong and are given up for this
- * receiver only. */
+ * receiver only. Teams reads a TextBlock's and a Fact's text as Markdown;
+ * the template's escaping (templates_escape) keeps a value from making a
+ * link, emphasis or a list. */
 #include "notify/chat.h"
 
 #include <stdlib.h>
@@ -47,7 +49,7 @@ static int teams_send(const struct notify_env *env, const struct receiver_conf *
     struct json_object *card = fitting_card(env, r, m, res, e);
     if (!card)
         return -1;
-    int rc = chat_send(&r->teams, card, accepted, res, e);
+    int rc = chat_send(&r->teams, card, accepted, r->timeout, res, e);
     json_object_put(card);
     return rc;
 }

@@ -39,7 +39,7 @@ static int webhook_send(const struct notify_env *env, const struct receiver_conf
     const char *doc = json_object_to_json_string_ext(
         check, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     if (http_post(&reply, r->webhook.url, r->webhook.headers, r->webhook.n_headers,
-                  "application/json", doc, e) < 0)
+                  "application/json", doc, r->timeout, e) < 0)
         goto out;
     http_result(res, &reply, r->webhook.url, r->webhook.headers, r->webhook.n_headers);
     if (reply.status < 200 || reply.status > 299) {

@@ -11,36 +11,88 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int file_read(struct buf *out, const char *path, struct err *e)
+/* What a file that is not a regular one is, for an error message. */
+static const char *file_kind(mode_t mode)
 {
-    int rc = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    if (S_ISLNK(mode))
+        return "a symbolic link";
+    return "of an unknown type";
+}
+
+int file_open_regular(const char *path, enum file_links links, struct stat *st, struct err *e)
+{
+    struct stat own;
+    int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+    if (links == FILE_NOFOLLOW)
+        flags |= O_NOFOLLOW;
+    if (!st)
+        st = &own;
+    /* O_NONBLOCK: opening a FIFO without a writer would wait forever. */
+    int fd = open(path, flags);
     if (fd < 0) {
-        err_set(e, "%s: %s", path, strerror(errno));
-        goto out;
+        int err = errno;
+        if (err == ELOOP && links == FILE_NOFOLLOW && lstat(path, st) == 0 && S_ISLNK(st->st_mode))
+            err_set(e, "%s: is a symbolic link (refused: wsrelay never follows one here)", path);
+        else
+            err_set(e, "%s: %s", path, strerror(err));
+        errno = err;
+        return -1;
     }
+    if (fstat(fd, st) < 0) {
+        int err = errno;
+        err_set(e, "%s: %s", path, strerror(err));
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        err_set(e, "%s: not a regular file (%s)", path, file_kind(st->st_mode));
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
+int file_read_fd(struct buf *out, int fd, const char *path, struct err *e)
+{
     for (;;) {
         char chunk[8192];
         ssize_t n = read(fd, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0) {
-            err_set(e, "%s: %s", path, strerror(errno));
-            goto out;
-        }
+        if (n < 0)
+            return err_set(e, "%s: %s", path, strerror(errno));
         if (n == 0)
             break;
-        if (buf_append(out, chunk, (size_t)n) < 0) {
-            err_set(e, "%s: larger than %zu bytes", path, out->limit);
-            goto out;
-        }
+        if (buf_append(out, chunk, (size_t)n) < 0)
+            return err_set(e, "%s: larger than %zu bytes", path, out->limit);
     }
     if (!out->data)
         buf_append(out, "", 0);
-    rc = 0;
-out:
-    if (fd >= 0)
-        close(fd);
+    return 0;
+}
+
+int file_read(struct buf *out, const char *path, struct err *e)
+{
+    int fd = file_open_regular(path, FILE_FOLLOW, NULL, e);
+    if (fd < 0)
+        return -1;
+    int rc = file_read_fd(out, fd, path, e);
+    close(fd);
     return rc;
 }
 

@@ -5,11 +5,34 @@
 #include "util/buf.h"
 #include "util/err.h"
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
+/* How file_open_regular treats the last component of a path. */
+enum file_links {
+    FILE_FOLLOW,   /* a symlink to a regular file is fine (config, secrets) */
+    FILE_NOFOLLOW, /* a symlink is refused (files wsrelay owns: the state) */
+};
+
+/* Opens `path` read-only, but only when it is a regular file: a FIFO, a
+ * device, a socket or a directory is refused by name ("PATH: not a
+ * regular file (a FIFO)") without blocking, since the open is made with
+ * O_NONBLOCK and the type checked with fstat on what was opened (no race
+ * between a check and the open). With FILE_NOFOLLOW a symlink is refused
+ * too ("PATH: is a symbolic link"). On success returns the descriptor
+ * (O_CLOEXEC, blocking again) and fills *st (may be NULL) from fstat; on
+ * failure -1 with "PATH: reason" in `e` and errno kept (ENOENT for a
+ * missing file). */
+int file_open_regular(const char *path, enum file_links links, struct stat *st, struct err *e);
+
+/* Reads what remains of `fd` into `out` (whose cap applies); `path` names
+ * it in errors. Does not close `fd`. */
+int file_read_fd(struct buf *out, int fd, const char *path, struct err *e);
+
 /* Reads all of `path` into `out` (initialised by the caller, whose cap
- * applies). Fails with "PATH: reason" when it cannot be opened or read or is
- * larger than the cap. */
+ * applies), following a symlink but refusing anything but a regular file
+ * (file_open_regular). Fails with "PATH: reason" when it cannot be opened
+ * or read, is not a regular file, or is larger than the cap. */
 int file_read(struct buf *out, const char *path, struct err *e);
 
 /* Replaces `path` with `data` so that a crash at any moment leaves either

@@ -46,6 +46,32 @@ char *jsonv_text_or_empty(struct json_object *v)
     return s ? s : xstrdup("");
 }
 
+const char *jsonv_text_raw(struct json_object *v, size_t *len)
+{
+    if (!v)
+        return NULL;
+    switch (json_object_get_type(v)) {
+    case json_type_string:
+        *len = (size_t)json_object_get_string_len(v);
+        return json_object_get_string(v);
+    case json_type_int:
+    case json_type_double: {
+        const char *s = json_object_get_string(v);
+        *len = strlen(s);
+        return s;
+    }
+    default:
+        return NULL;
+    }
+}
+
+char *jsonv_text_clean(struct json_object *v, size_t max, enum utf8_controls controls)
+{
+    size_t len = 0;
+    const char *s = jsonv_text_raw(v, &len);
+    return s ? utf8_clean(s, len, max, controls) : NULL;
+}
+
 bool jsonv_int(struct json_object *v, long long *out)
 {
     if (!v)

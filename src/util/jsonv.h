@@ -1,13 +1,17 @@
 /* Reading JSON values written in either of the platform's dialects: member
  * names in kebab-case or snake_case, numbers as JSON numbers or as strings
- * of digits. None of these allocate except jsonv_text*, whose result the
- * caller frees; and the building helpers at the end, which end the program
- * when json-c runs out of memory. */
+ * of digits. None of these allocate except jsonv_text, jsonv_text_or_empty
+ * and jsonv_text_clean, whose result the caller frees; and the building
+ * helpers at the end, which end the program when json-c runs out of
+ * memory. */
 #ifndef WSRELAY_JSONV_H
 #define WSRELAY_JSONV_H
 
+#include "util/utf8.h"
+
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 /* The member `key` of `obj`, trying the name as given and then with '_' and
  * '-' swapped ("time-diff", then "time_diff"). NULL when absent, null, or
@@ -20,6 +24,19 @@ char *jsonv_text(struct json_object *v);
 
 /* Like jsonv_text, but "" instead of NULL. */
 char *jsonv_text_or_empty(struct json_object *v);
+
+/* The text of a string or a number (its decimal text) without a copy, and
+ * its length in *len: a string's whole length, NUL bytes included (json-c
+ * keeps "\u0000" as a NUL inside the string). Borrowed from `v`; NULL for
+ * any other type or when `v` is NULL. */
+const char *jsonv_text_raw(struct json_object *v, size_t *len);
+
+/* Like jsonv_text, but the text made safe for the state, logs and
+ * templates (util/utf8.h, utf8_clean): its whole length read, bytes that
+ * are not UTF-8 as U+FFFD, control characters as `controls` says, at most
+ * `max` bytes cut at a character boundary. NULL when jsonv_text would be
+ * NULL. */
+char *jsonv_text_clean(struct json_object *v, size_t max, enum utf8_controls controls);
 
 /* An integer given as a JSON integer or as a string of digits (an optional
  * '-' first). False, *out untouched, for anything else. */

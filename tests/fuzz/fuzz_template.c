@@ -107,6 +107,28 @@ static void check_escaping(const uint8_t *data, size_t size)
     for (size_t i = 0; i < out.len; i++)
         if ((unsigned char)out.data[i] < 0x20 || out.data[i] == 0x7f)
             abort();
+    if (!valid_utf8((const uint8_t *)out.data, out.len))
+        abort();
+
+    /* Slack's and Teams' JSON: still one JSON string, and what it holds can
+     * start no Slack markup (no '<') and no Markdown link (no "]("). */
+    static const enum template_escape chat[] = {TEMPLATE_ESCAPE_SLACK, TEMPLATE_ESCAPE_TEAMS};
+    for (size_t m = 0; m < 2; m++) {
+        buf_reset(&out);
+        if (template_render(&out, t, ctx, chat[m], NULL, NULL, &e) < 0)
+            abort();
+        tok = json_tokener_new();
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        back = json_tokener_parse_ex(tok, buf_str(&out), (int)out.len + 1);
+        if (!back || !json_object_is_type(back, json_type_string))
+            abort();
+        const char *text = json_object_get_string(back);
+        if (chat[m] == TEMPLATE_ESCAPE_SLACK ? strchr(text, '<') != NULL
+                                             : strstr(text, "](") != NULL)
+            abort();
+        json_object_put(back);
+        json_tokener_free(tok);
+    }
     buf_free(&out);
     template_free(t);
     json_object_put(ctx);
@@ -123,8 +145,9 @@ static int count_partial(void *ud, const char *name, unsigned line, unsigned col
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const enum template_escape modes[] = {TEMPLATE_ESCAPE_HTML, TEMPLATE_ESCAPE_JSON,
-                                                 TEMPLATE_ESCAPE_NONE, TEMPLATE_ESCAPE_TEXT};
+    static const enum template_escape modes[] = {TEMPLATE_ESCAPE_HTML,  TEMPLATE_ESCAPE_JSON,
+                                                 TEMPLATE_ESCAPE_NONE,  TEMPLATE_ESCAPE_TEXT,
+                                                 TEMPLATE_ESCAPE_SLACK, TEMPLATE_ESCAPE_TEAMS};
     struct template *t = NULL;
     struct err e;
     if (!context && !(context = json_tokener_parse(context_json)))

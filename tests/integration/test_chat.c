@@ -281,3 +281,156 @@ Test(chat, a_template_that_does_not_make_json_is_not_sent, .fini = teardown, .ti
     cr_assert_eq(hooksink_count(R.hook), 0);
     free(tpl);
 }
+
+/* One device named `name` (JSON string content) with one alarm whose text
+ * is `text`, and the receivers `receivers`. */
+static void start_one(const char *name, const char *text, const char *receivers)
+{
+    char *scenario = xasprintf(
+        "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", \"login_id\": \"@LOGIN@\", "
+        "\"login_pass\": \"@PASSWORD@\", \"devices\": [{\"serial\": \"5214A000\", \"model\": "
+        "\"TR-72A2\", \"name\": \"%s\", \"alerts\": [{\"unixtime\": %lld, \"ch1\": \"%s\"}]}]}]}",
+        T0, name, T0 - 60, text);
+    relay_start(&R, scenario);
+    relay_config(&R, NULL, receivers);
+    free(scenario);
+}
+
+/* Markup that people type into device names and that a platform could
+ * carry in an alert text: Slack's mentions and links, Markdown. */
+#define HOSTILE_NAME "<!channel> <@U123> **bold** [link](http://evil) & _it_"
+#define HOSTILE_TEXT                                                                              \
+    "CH1 Upper Limit Exceeded -70.2 <http://evil|click> <!here> & [link](http://evil) **bold**"
+
+/* Every string of `v`, one a line. */
+static void strings_of(struct buf *out, struct json_object *v)
+{
+    if (json_object_is_type(v, json_type_string)) {
+        buf_puts(out, json_object_get_string(v));
+        buf_puts(out, "\n");
+    } else if (json_object_is_type(v, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(v); i++)
+            strings_of(out, json_object_array_get_idx(v, i));
+    } else if (json_object_is_type(v, json_type_object)) {
+        json_object_object_foreach(v, key, val)
+        {
+            (void)key;
+            strings_of(out, val);
+        }
+    }
+}
+
+Test(chat, slack_gets_platform_markup_escaped, .fini = teardown, .timeout = 60)
+{
+    start_one(HOSTILE_NAME, HOSTILE_TEXT, slack_and_log);
+    hooksink_push_reply(R.hook, 200, "ok", 0);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    struct json_object *doc = request_json(0);
+    struct buf all;
+    buf_init(&all, 0);
+    strings_of(&all, doc);
+    const char *s = buf_str(&all);
+    cr_assert_null(strstr(s, "<!channel>"), "%s", s);
+    cr_assert_null(strstr(s, "<!here>"), "%s", s);
+    cr_assert_null(strstr(s, "<@U123>"), "%s", s);
+    cr_assert_null(strstr(s, "<http"), "%s", s);
+    /* Slack shows its entities as the characters: nothing is lost. */
+    const char *text = json_object_get_string(path(doc, "text"));
+    cr_assert(strstr(text, "🔴 ALARM &lt;!channel&gt; &lt;@U123&gt; **bold** "
+                           "[link](http://evil) &amp; _it_: CH1 Upper Limit Exceeded -70.2 "
+                           "&lt;http://evil|click&gt; &lt;!here&gt; &amp;"),
+              "%s", text);
+    struct json_object *header = json_object_array_get_idx(path(doc, "blocks"), 0);
+    cr_assert_str_eq(json_object_get_string(path(path(header, "text"), "text")),
+                     "🔴 ALARM &lt;!channel&gt; &lt;@U123&gt; **bold** [link](http://evil) "
+                     "&amp; _it_");
+    cr_assert_str_eq(json_object_get_string(path(path(header, "text"), "type")), "plain_text");
+    buf_free(&all);
+    json_object_put(doc);
+    /* The file receiver writes the text as it came. */
+    char *out = read_file_str(R.out_path);
+    cr_assert(out && strstr(out, HOSTILE_TEXT), "%s", out ? out : "");
+    free(out);
+}
+
+Test(chat, teams_gets_platform_markdown_made_inert, .fini = teardown, .timeout = 60)
+{
+    start_one(HOSTILE_NAME, HOSTILE_TEXT, teams_only);
+    hooksink_push_reply(R.hook, 202, "", 0);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    struct json_object *doc = request_json(0);
+    struct json_object *att = json_object_array_get_idx(path(doc, "attachments"), 0);
+    struct json_object *body = path(path(att, "content"), "body");
+    struct buf all;
+    buf_init(&all, 0);
+    strings_of(&all, body);
+    const char *s = buf_str(&all);
+    cr_assert_null(strstr(s, "]("), "no link can form: %s", s);
+    cr_assert_null(strstr(s, "**"), "no emphasis can form: %s", s);
+    /* The device's TextBlock: wsrelay's own look (size, weight, colour)
+     * stays, the name's Markdown is escaped. */
+    struct json_object *title = json_object_array_get_idx(body, 1);
+    cr_assert_str_eq(json_object_get_string(path(title, "text")),
+                     "🔴 ALARM <!channel> <@U123> \\*\\*bold\\*\\* [link]\xE2\x80\x8B(http://evil) "
+                     "& \\_it\\_");
+    cr_assert_str_eq(json_object_get_string(path(title, "weight")), "Bolder");
+    cr_assert_str_eq(json_object_get_string(path(title, "color")), "Attention");
+    struct json_object *text = json_object_array_get_idx(body, 2);
+    cr_assert_str_eq(json_object_get_string(path(text, "text")),
+                     "CH1 Upper Limit Exceeded -70.2 <http://evil|click> <!here> & "
+                     "[link]\xE2\x80\x8B(http://evil) \\*\\*bold\\*\\*");
+    buf_free(&all);
+    json_object_put(doc);
+}
+
+/* The escaping belongs to the role: a receiver's own Slack template that
+ * writes mrkdwn and a link of its own keeps them, and the device's name
+ * still cannot mention anyone. */
+Test(chat, a_custom_slack_template_keeps_its_markup_and_escapes_values, .fini = teardown,
+     .timeout = 60)
+{
+    start_one(HOSTILE_NAME, HOSTILE_TEXT, NULL);
+    char *tpl = xasprintf("%s/mine.tmpl", R.dir);
+    write_file(tpl, "{\"text\": \"{{#events}}*{{name}}* <https://example.com/d/{{serial}}|details>"
+                    "{{/events}}\"}\n");
+    relay_config(&R, NULL,
+                 "  - name: lab-slack\n"
+                 "    slack: {url: \"@HOOK_URL@\", template: mine.tmpl}\n");
+    hooksink_push_reply(R.hook, 200, "ok", 0);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    struct json_object *doc = request_json(0);
+    cr_assert_str_eq(json_object_get_string(path(doc, "text")),
+                     "*&lt;!channel&gt; &lt;@U123&gt; **bold** [link](http://evil) &amp; _it_* "
+                     "<https://example.com/d/5214A000|details>");
+    json_object_put(doc);
+    free(tpl);
+}
+
+/* Slack's fallback text is cut at 3,900 characters, never inside one of
+ * the entities of the escaping (half of one would show as text). */
+Test(chat, slack_text_is_cut_between_entities, .fini = teardown, .timeout = 60)
+{
+    char text[2001];
+    memset(text, '&', 2000);
+    text[2000] = '\0';
+    start_one("Freezer", text, slack_and_log);
+    hooksink_push_reply(R.hook, 200, "ok", 0);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    struct json_object *doc = request_json(0);
+    const char *cut = json_object_get_string(path(doc, "text"));
+    size_t len = strlen(cut);
+    cr_assert_gt(len, 3000);
+    cr_assert_str_eq(cut + len - strlen("&amp;…"), "&amp;…", "%s", cut + len - 20);
+    for (const char *p = strchr(cut, '&'); p; p = strchr(p + 1, '&'))
+        cr_assert_eq(strncmp(p, "&amp;", 5), 0, "half an entity at %zu", (size_t)(p - cut));
+    /* The section holding the text is cut to Slack's 3,000 characters. */
+    struct json_object *section = json_object_array_get_idx(path(doc, "blocks"), 1);
+    const char *shown = json_object_get_string(path(path(section, "text"), "text"));
+    size_t chars = 0;
+    for (const char *p = shown; *p; p++)
+        chars += ((unsigned char)*p & 0xC0) != 0x80;
+    cr_assert_leq(chars, 3000);
+    cr_assert_gt(chars, 2990);
+    cr_assert_str_eq(shown + strlen(shown) - strlen("&amp;…"), "&amp;…");
+    json_object_put(doc);
+}

@@ -227,7 +227,7 @@ Test(cli, help_lists_render)
     struct result r = wsrelay("--help", NULL, NULL, NULL);
     cr_assert_eq(r.status, 0);
     cr_assert(strstr(r.out, "  render --template FILE --data FILE.json [--partials DIR] "
-                            "[--escape html|json|text|none]"),
+                            "[--escape html|json|text|none|slack|teams]"),
               "%s", r.out);
     result_free(&r);
 }
@@ -345,7 +345,7 @@ Test(cli, render_usage_errors_exit_2)
     result_free(&r);
     r = render("--template", "x.txt", "--data", "d.json", "--escape", "xml", NULL);
     cr_assert_eq(r.status, 2);
-    cr_assert(strstr(r.err, "--escape expects html, json, text or none, got 'xml'"), "%s", r.err);
+    cr_assert(strstr(r.err, "--escape expects html, json, text, none, slack or teams, got 'xml'"), "%s", r.err);
     result_free(&r);
     r = render("--template", "builtin:nothing.txt", "--data", "d.json", NULL, NULL, NULL);
     cr_assert_eq(r.status, 2);

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #define T0 1795000000LL
 
@@ -106,22 +108,96 @@ Test(resilience, accounts_sharing_a_login_id_share_its_budget_fairly, .fini = te
     cr_assert_leq(max_alert_calls_per_hour(), 12);
 }
 
-Test(resilience, a_refused_device_is_asked_once_a_day_and_frees_the_budget, .fini = teardown,
-     .timeout = 120)
+/* The events of kind "relay" the webhook got, as one text of their
+ * conditions and texts. */
+static char *relay_events_text(void)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    for (size_t i = 0; i < hooksink_count(R.hook); i++) {
+        struct hook_request *rq = hooksink_request(R.hook, i);
+        if (strstr(rq->body, "\"kind\":\"relay\"") || strstr(rq->body, "\"kind\": \"relay\""))
+            buf_printf(&b, "%s\n", rq->body);
+        hook_request_free(rq);
+    }
+    return buf_steal(&b);
+}
+
+/* A device the platform refuses is asked again after 15 minutes, then an
+ * hour; the third refusal in a row parks it (asked every 6 hours) and a
+ * relay event says so. The budget it does not use goes to the others. */
+Test(resilience, a_refused_device_is_confirmed_then_parked_and_frees_the_budget,
+     .fini = teardown, .timeout = 180)
 {
     start(2, T0 - 60, true);
     char *err = NULL;
     cr_assert_eq(relay_run_at(&R, T0, &err), 1, "the first refusal is a failure");
-    cr_assert(strstr(err, "refused"), "%s", err);
-    cr_assert(strstr(err, "exclude"), "the log says what to do: %s", err);
+    cr_assert(strstr(err, "refused (1 in a row)"), "%s", err);
+    cr_assert(strstr(err, "asked again in 15m"), "%s", err);
     free(err);
     for (int i = 1; i <= 12; i++)
-        cr_assert_eq(relay_run_at(&R, T0 + i * 300, NULL), 0, "run %d", i);
-    cr_assert_eq(alert_calls_to("5214A000"), 1, "not asked again within the day");
+        relay_run_at(&R, T0 + i * 300, NULL);
+    cr_assert_eq(alert_calls_to("5214A000"), 2, "asked again after 15 minutes, then waits an hour");
     /* 13 runs in an hour: 11 calls, the twelfth kept for an urgent look. */
-    cr_assert_geq(alert_calls_to("5214A001"), 10, "the budget goes to the working device");
-    cr_assert_eq(relay_run_at(&R, T0 + 86400 + 300, NULL), 1, "asked again the next day");
-    cr_assert_eq(alert_calls_to("5214A000"), 2);
+    cr_assert_geq(alert_calls_to("5214A001"), 9, "the budget goes to the working device");
+    char *relay = relay_events_text();
+    cr_assert_eq(strstr(relay, "devices-refused"), NULL, "parked too soon: %s", relay);
+    free(relay);
+    cr_assert_eq(relay_run_at(&R, T0 + 900 + 3600, &err), 1);
+    cr_assert(strstr(err, "refused 3 times in a row"), "%s", err);
+    cr_assert(strstr(err, "exclude"), "the log says what to do: %s", err);
+    free(err);
+    cr_assert_eq(alert_calls_to("5214A000"), 3);
+    relay = relay_events_text();
+    cr_assert(strstr(relay, "devices-refused"), "no relay event: %s", relay);
+    cr_assert(strstr(relay, "5214A000 (lab)"), "%s", relay);
+    free(relay);
+    cr_assert_eq(relay_run_at(&R, T0 + 4500 + 6 * 3600 - 300, NULL), 0);
+    cr_assert_eq(alert_calls_to("5214A000"), 3, "parked for 6 hours");
+    cr_assert_eq(relay_run_at(&R, T0 + 4500 + 6 * 3600, NULL), 1, "asked again after 6 hours");
+    cr_assert_eq(alert_calls_to("5214A000"), 4);
+}
+
+/* A platform that answers 400 for every device for half an hour (a
+ * glitch) delays their alerts by minutes; it neither parks the devices
+ * nor loses an alert. An alert every 10 minutes for 3 hours, runs every 5
+ * minutes. */
+Test(resilience, a_transient_400_delays_but_loses_nothing, .fini = teardown, .timeout = 300)
+{
+    start(3, 0, false);
+    int sent = 0;
+    for (int i = 0; i <= 36; i++) {
+        long long now = T0 + i * 300;
+        if (i % 2 == 0 && i < 36) {
+            char entry[128];
+            for (int d = 0; d < 3; d++) {
+                snprintf(entry, sizeof entry, "{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit "
+                                              "Exceeded %d\"}",
+                         now - 30, i);
+                char serial[16];
+                snprintf(serial, sizeof serial, "5214A0%02d", d);
+                sim_add_alert(&R.sim, serial, entry);
+                sent++;
+            }
+        }
+        if (i == 6)
+            sim_fault(&R.sim, "alert", 400, 1000, NULL); /* every alert call for 30 min */
+        if (i == 12)
+            sim_fault(&R.sim, "alert", 400, 0, NULL);
+        relay_run_at(&R, now, NULL);
+    }
+    for (int i = 37; i <= 60; i++)
+        relay_run_at(&R, T0 + i * 300, NULL);
+    size_t n;
+    char *keys = relay_hook_keys(&R, &n);
+    size_t relay = occurrences(keys, "/relay\n");
+    cr_expect_eq(n - relay, (size_t)sent, "every alert, once: %zu of %d\n%s", n - relay, sent,
+                 keys);
+    cr_expect_eq(occurrences(keys, "/gap"), 0, "%s", keys);
+    free(keys);
+    char *events = relay_events_text();
+    cr_expect_eq(strstr(events, "devices-refused"), NULL, "parked by a glitch: %s", events);
+    free(events);
 }
 
 Test(resilience, a_clock_that_was_ahead_does_not_stop_polling, .fini = teardown, .timeout = 120)
@@ -240,6 +316,39 @@ Test(resilience, a_receiver_that_asks_for_a_pause_gets_one, .fini = teardown, .t
     cr_assert_eq(hooksink_count(R.hook), 2);
 }
 
+/* A webhook that takes longer than the receiver's `timeout:` to answer is
+ * cut at that time: the delivery fails, the event stays queued, the run
+ * goes on. (Before, every HTTP receiver had a fixed 30 s, and this sink's
+ * 9 s answer would have been taken.) */
+Test(resilience, a_slow_webhook_is_cut_at_the_receivers_timeout, .fini = teardown, .timeout = 120)
+{
+    start(1, T0 - 60, false);
+    relay_config(&R, NULL,
+                 "  - name: hook\n"
+                 "    webhook: {url: \"@HOOK_URL@\"}\n"
+                 "    timeout: 5s\n"
+                 "  - name: log\n"
+                 "    file: {path: \"@OUT@\"}\n");
+    hooksink_set_delay_ms(R.hook, 9000);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 1, "stderr:\n%s", err);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    cr_assert_lt(b.tv_sec - a.tv_sec, 9, "the run took %ld s", (long)(b.tv_sec - a.tv_sec));
+    cr_assert(strstr(err, "receiver 'hook' (webhook): POST http://127.0.0.1:"), "%s", err);
+    cr_assert(strstr(err, "no complete answer within 5 s (the receiver's timeout); 1 event kept "
+                          "for a later run"),
+              "%s", err);
+    free(err);
+    char *out = read_file_str(R.out_path);
+    cr_assert(out && strstr(out, "5214A000"), "the file receiver still got the event");
+    free(out);
+    hooksink_set_delay_ms(R.hook, 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 60, NULL), 0);
+    cr_assert_eq(hooksink_wait(R.hook, 2, 1000), 2, "delivered on the next run");
+}
+
 /* Runs `wsrelay test-receiver NAME`. */
 static int test_receiver(const char *name, char **out)
 {
@@ -332,6 +441,7 @@ static void poll_three(const char *devices_yaml, int runs, int calls[3])
                                "    api_key: \"${TEST_API_KEY}\"\n"
                                "    login_id: " RELAY_LOGIN "\n"
                                "    login_pass_file: pass.txt\n"
+                               "    signals: false\n" /* the round robin's arithmetic */
                                "%s",
                                devices_yaml);
     relay_config(&R, accounts, NULL);
@@ -419,4 +529,119 @@ Test(resilience, a_full_first_page_older_than_catch_up_gives_no_gap, .fini = tea
     char *keys = relay_hook_keys(&R, &n);
     cr_assert_null(strstr(keys, "/gap"), "%s", keys);
     free(keys);
+}
+
+/* An alert-log reply of device 5214A000 holding entries `from` to `to`
+ * (entry k at T0 - 3600 + k * 60), newest first, as the platform sends
+ * it. */
+static char *page_of(int from, int to)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"remote-serial\": \"5214A000\", \"remote-model\": \"TR-72A2\", "
+                 "\"remote-name\": \"F0\", \"base-serial\": \"5214A000\", \"base-model\": "
+                 "\"TR-72A2\", \"base-name\": \"F0\", \"time-diff\": \"540\", \"std-bias\": \"0\", "
+                 "\"dst-flg\": \"0\", \"dst-bias\": \"60\", \"channel\": [], \"alert-logs\": [");
+    for (int k = to; k >= from; k--)
+        buf_printf(&b, "%s{\"unixtime\": \"%lld\", \"ch1\": \"CH1 Upper Limit Exceeded %d\"}",
+                   k == to ? "" : ", ", T0 - 3600 + k * 60LL, k);
+    buf_puts(&b, "]}");
+    return buf_steal(&b);
+}
+
+/* A lagging copy of the platform serves an older page of a device's log:
+ * the entries that had scrolled out of the log since (and whose keys were
+ * forgotten) are not sent again, and no gap is reported. */
+Test(resilience, an_older_page_brings_nothing_back, .fini = teardown, .timeout = 120)
+{
+    start(1, 0, false);
+    char entry[128];
+    for (int k = 1; k <= 25; k++) {
+        snprintf(entry, sizeof entry, "{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit "
+                                      "Exceeded %d\"}",
+                 T0 - 3600 + k * 60LL, k);
+        sim_add_alert(&R.sim, "5214A000", entry);
+        if (k == 20)
+            cr_assert_eq(relay_run_at(&R, T0 - 3600 + 20 * 60 + 10, NULL), 0);
+    }
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0); /* entries 6..25: 21..25 are new */
+    size_t n, before;
+    char *keys = relay_hook_keys(&R, &before);
+    cr_assert_eq(before - occurrences(keys, "/gap"), 25, "%s", keys);
+    size_t gaps = occurrences(keys, "/gap"); /* a full page on the first look */
+    free(keys);
+    char *old = page_of(1, 20);
+    sim_fault(&R.sim, "alert", 200, 1, old);
+    free(old);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0 + 600, &err), 0);
+    cr_expect(strstr(err, "older than entries already handled"), "%s", err);
+    free(err);
+    keys = relay_hook_keys(&R, &n);
+    cr_expect_eq(n, before, "sent again:\n%s", keys);
+    cr_expect_eq(occurrences(keys, "/gap"), gaps, "%s", keys);
+    free(keys);
+}
+
+/* A state file that grew past the size a save may write (a receiver that
+ * failed for long, a large outbox.max_items) is brought back under it on
+ * the next save: the oldest events waiting for the failing receiver are
+ * given up, and a relay event to the other receiver says so. Before, the
+ * file kept growing until the loader refused it and every run failed. */
+Test(resilience, a_state_over_its_size_limit_gives_up_the_oldest_events, .fini = teardown,
+     .timeout = 300)
+{
+    start(1, T0 - 60, false);
+    hooksink_set_status(R.hook, 503);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 1);
+    char *text = read_file_str(R.state_path);
+    struct json_object *doc = json_tokener_parse(text), *outbox, *item = NULL;
+    free(text);
+    cr_assert(json_object_object_get_ex(doc, "outbox", &outbox));
+    for (size_t i = 0; i < json_object_array_length(outbox) && !item; i++) {
+        struct json_object *it = json_object_array_get_idx(outbox, i), *rcpt;
+        if (json_object_object_get_ex(it, "receiver", &rcpt) &&
+            strcmp(json_object_get_string(rcpt), "hook") == 0)
+            item = it;
+    }
+    cr_assert_not_null(item, "no item waits for the failing webhook");
+    /* 40 MB of events waiting for the webhook, next tried in an hour. */
+    struct json_object *big = json_object_new_array();
+    size_t size = 0, n = 0;
+    json_object_to_json_string_length(item, JSON_C_TO_STRING_PLAIN, &size);
+    for (; n * (size + 1) < 40u * 1024 * 1024; n++) {
+        struct json_object *copy = NULL;
+        cr_assert_eq(json_object_deep_copy(item, &copy, NULL), 0);
+        json_object_object_add(copy, "id", json_object_new_int64((int64_t)n + 1));
+        json_object_object_add(copy, "queued_at", json_object_new_int64(T0 - 86400 + (int64_t)n));
+        json_object_object_add(copy, "next_try", json_object_new_int64(T0 + 3600));
+        json_object_array_add(big, copy);
+    }
+    json_object_object_add(doc, "outbox", big);
+    json_object_object_add(doc, "next_id", json_object_new_int64((int64_t)n + 1));
+    write_file(R.state_path, json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN));
+    json_object_put(doc);
+
+    char *err = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int status = relay_run_at(&R, T0 + 600, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    cr_log_info("a run that brought a %zu-item outbox under the limit took %.1f s", n,
+                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    cr_assert(status == 0 || status == 1, "exit %d: %.2000s", status, err);
+    cr_expect(strstr(err, "reached its size limit"), "%.2000s", err);
+    free(err);
+    struct stat st;
+    cr_assert_eq(stat(R.state_path, &st), 0);
+    cr_expect_leq(st.st_size, 32 * 1024 * 1024, "the state is still %lld bytes",
+                  (long long)st.st_size);
+    char *log = read_file_str(R.out_path);
+    cr_expect(log && strstr(log, "state file reached its size limit"), "no relay event");
+    cr_expect(log && strstr(log, "receiver 'hook'"), "%.1000s", log);
+    free(log);
+    status = relay_run_at(&R, T0 + 1200, &err);
+    cr_expect(status == 0 || status == 1, "exit %d: %.2000s", status, err);
+    cr_expect_null(strstr(err, "corrupt"), "%.2000s", err);
+    free(err);
 }

@@ -78,7 +78,8 @@ static char *scratch(const char *name, const char *text)
 
 /* Writes DIR/wsrelay.yaml: one account (two with `two_accounts`), the file
  * receivers mail, chat and audit, rules from DIR/rules.d, and `extra`
- * top-level lines. Returns its path; caller frees. */
+ * top-level lines. Returns its path; caller frees. Mode 0640, as its
+ * secrets are written out in it (others would be warned about). */
 static char *config(bool two_accounts, const char *extra)
 {
     char *yaml = xasprintf("state_file: state.json\n"
@@ -105,6 +106,7 @@ static char *config(bool two_accounts, const char *extra)
                                         : "",
                            extra ? extra : "");
     char *path = scratch("wsrelay.yaml", yaml);
+    cr_assert_eq(chmod(path, 0640), 0);
     free(yaml);
     return path;
 }
@@ -479,11 +481,26 @@ Test(rules_cli, explain_takes_its_options_before_or_after_the_file)
 #define EXAMPLE_CONFIG WSRELAY_SOURCE_DIR "/tests/data/rules-example.yaml"
 #define EXAMPLE_LOG WSRELAY_SOURCE_DIR "/tests/data/rules-example-log.json"
 
+/* The only warning: the example's made-up secrets are written out in a
+ * file that git checks out readable by all (mode 0644, or 0664 with a
+ * umask of 002). */
 Test(rules_cli, the_example_rules_pass_check_without_warnings)
 {
     struct result r = wsrelay("-c", EXAMPLE_CONFIG, "check", NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert_str_eq(r.err, "");
+    struct stat st;
+    cr_assert_eq(stat(EXAMPLE_CONFIG, &st), 0);
+    if (st.st_mode & S_IRWXO) {
+        char *want = xasprintf("wsrelay: warning: %s is mode %04o, open to other users, and "
+                               "holds secrets written out in it (accounts[0].api_key and 3 "
+                               "more); chmod 0640 %s (or 0600), or move the secrets to *_file "
+                               "keys, ${VAR} or systemd credentials\n",
+                               EXAMPLE_CONFIG, (unsigned)(st.st_mode & 07777), EXAMPLE_CONFIG);
+        cr_assert_str_eq(r.err, want);
+        free(want);
+    } else {
+        cr_assert_str_eq(r.err, "");
+    }
     cr_assert(strstr(r.out, "OK: 1 account, 4 receivers, 6 rules\n"), "%s", r.out);
     cr_assert(strstr(r.out, "/rules/10-freezers.yaml:"), "%s", r.out);
     cr_assert(strstr(r.out, "/rules/90-audit.yaml:"), "%s", r.out);

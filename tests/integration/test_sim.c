@@ -909,3 +909,302 @@ Test(sim, hooksink_plays_scripted_replies_in_order_then_the_set_status)
     hook_request_free(b);
     hooksink_stop(h);
 }
+
+/* ---- readings that change over time, entries logged late ----------------- */
+
+/* Another world: 5214R001 (two channels, battery 5) uploads three readings;
+ * 5214R002 (one channel) has none until a test posts some; 5214L001 has an
+ * alert log where some entries are logged after they happened; 5214P001 is
+ * a plain device as in the first world. */
+static char *timed_scenario_text(void)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "{\"now\":%lld,\"accounts\":[{\"api_key\":\"%s\",\"login_id\":\"%s\","
+                   "\"login_pass\":\"%s\",\"devices\":[",
+               NOW, KEY, LOGIN, PASS);
+    buf_printf(&b, "{\"serial\":\"5214R001\",\"battery\":5,\"channels\":[{\"name\":\"Temperature\","
+                   "\"unit\":\"°C\",\"value\":\"-80.0\"},{\"name\":\"Humidity\",\"unit\":\"%%\","
+                   "\"value\":\"40\"}],\"readings\":["
+                   "{\"at\":%lld,\"unixtime\":%lld,\"values\":[\"-79.5\",\"45.0\"]},"
+                   "{\"at\":%lld,\"unixtime\":%lld,\"values\":[\"-70.1\",\"Sensor Error\"],"
+                   "\"battery\":2},"
+                   "{\"at\":%lld,\"values\":[\"-78.2\",44]}]},",
+               NOW + 60, NOW + 30, NOW + 120, NOW + 100, NOW + 300);
+    buf_puts(&b, "{\"serial\":\"5214R002\",\"battery\":4,\"channels\":[{\"name\":\"T\","
+                 "\"unit\":\"°C\",\"value\":\"5.0\"}]},");
+    buf_puts(&b, "{\"serial\":\"5214L001\",\"alerts\":[");
+    /* 22 entries logged when they happened: NOW-2200 ... NOW-100 */
+    for (int k = 22; k >= 1; k--)
+        buf_printf(&b, "{\"unixtime\":%lld,\"ch1\":\"on time %d\"},", NOW - 100LL * k, k);
+    /* 3 newer ones the platform logs 10 minutes from now */
+    for (int k = 5; k >= 3; k--)
+        buf_printf(&b, "{\"unixtime\":%lld,\"logged_at\":%lld,\"ch1\":\"late %d\"}%s",
+                   NOW - 10LL * k, NOW + 600, k, k > 3 ? "," : "");
+    buf_puts(&b, "]},");
+    buf_puts(&b, "{\"serial\":\"5214P001\",\"battery\":3,\"channels\":[{\"name\":\"T\","
+                 "\"unit\":\"°C\",\"value\":\"21.5\"}]}]}]}");
+    return buf_steal(&b);
+}
+
+static void timed_setup(void)
+{
+    dir = test_tmpdir();
+    char *path = xasprintf("%s/scenario.json", dir);
+    char *text = timed_scenario_text();
+    write_file(path, text);
+    sim_start(&sim, path, dir);
+    free(text);
+    free(path);
+}
+
+TestSuite(sim_timed, .init = timed_setup, .fini = teardown, .timeout = 30);
+
+/* What Get Current Readings says of `serial` now: "unixtime battery v1 v2 ...". */
+static char *current_of(const char *serial)
+{
+    struct http_reply r;
+    char *fields = xasprintf("\"remote-serial\":[\"%s\"]", serial);
+    call(&r, "current", CREDS, fields);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    struct json_object *o = parse(&r);
+    struct json_object *devs = get(o, "devices");
+    cr_assert_eq(json_object_array_length(devs), 1, "%s", r.body);
+    struct json_object *d = json_object_array_get_idx(devs, 0);
+    struct buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "%s %s", str(d, "unixtime"), str(d, "battery"));
+    struct json_object *chs = get(d, "channel");
+    for (size_t i = 0; i < json_object_array_length(chs); i++)
+        buf_printf(&b, " %s", str(json_object_array_get_idx(chs, i), "value"));
+    json_object_put(o);
+    http_reply_free(&r);
+    free(fields);
+    return buf_steal(&b);
+}
+
+static void expect_current(const char *serial, const char *want)
+{
+    char *got = current_of(serial);
+    cr_expect_str_eq(got, want, "%s at %lld: got '%s', want '%s'", serial, sim_clock(&sim), got,
+                     want);
+    free(got);
+}
+
+/* The ch1 texts of 5214L001's alert log now, newest first, joined by '|'. */
+static char *log_of_l001(void)
+{
+    struct http_reply r;
+    call(&r, "alert", CREDS, "\"remote-serial\":\"5214L001\",\"base-serial\":\"5214L001\"");
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    struct json_object *o = parse(&r);
+    struct json_object *logs = get(o, "alert-logs");
+    struct buf b;
+    buf_init(&b, 0);
+    for (size_t i = 0; i < json_object_array_length(logs); i++)
+        buf_printf(&b, "%s%s", i ? "|" : "", str(json_object_array_get_idx(logs, i), "ch1"));
+    json_object_put(o);
+    http_reply_free(&r);
+    return buf_steal(&b);
+}
+
+Test(sim_timed, readings_serve_the_latest_upload_and_the_static_fields_before)
+{
+    /* before the first upload: the static fields, unixtime = now */
+    expect_current("5214R001", "1795000000 5 -80.0 40");
+    sim_set_clock(&sim, NOW + 59);
+    expect_current("5214R001", "1795000059 5 -80.0 40");
+    /* from `at` on: the measurement's time and values; the battery stays */
+    sim_set_clock(&sim, NOW + 60);
+    expect_current("5214R001", "1795000030 5 -79.5 45.0");
+    sim_set_clock(&sim, NOW + 119);
+    expect_current("5214R001", "1795000030 5 -79.5 45.0");
+    /* an error value and a battery of its own */
+    sim_set_clock(&sim, NOW + 120);
+    expect_current("5214R001", "1795000100 2 -70.1 Sensor Error");
+    sim_set_clock(&sim, NOW + 299);
+    expect_current("5214R001", "1795000100 2 -70.1 Sensor Error");
+    /* unixtime defaults to at; without a battery of its own, the device's */
+    sim_set_clock(&sim, NOW + 300);
+    expect_current("5214R001", "1795000300 5 -78.2 44");
+    sim_set_clock(&sim, NOW + 86400);
+    expect_current("5214R001", "1795000300 5 -78.2 44");
+    /* the clock may go back: the reading of that time again */
+    sim_set_clock(&sim, NOW + 61);
+    expect_current("5214R001", "1795000030 5 -79.5 45.0");
+    /* channel names and units stay */
+    struct http_reply r;
+    call(&r, "current", CREDS, "\"remote-serial\":[\"5214R001\"]");
+    cr_expect(strstr(r.body, "\"name\":\"Humidity\",\"value\":\"45.0\",\"unit\":\"%\""), "%s",
+              r.body);
+    http_reply_free(&r);
+}
+
+Test(sim_timed, device_without_readings_is_unchanged)
+{
+    expect_current("5214P001", "1795000000 3 21.5");
+    sim_set_clock(&sim, NOW + 400);
+    expect_current("5214P001", "1795000400 3 21.5");
+}
+
+Test(sim_timed, entries_are_served_from_logged_at_on)
+{
+    /* now: the 20 newest of the 22 entries already logged; the 3 late ones hidden */
+    char *got = log_of_l001();
+    struct buf want;
+    buf_init(&want, 0);
+    for (int k = 1; k <= 20; k++)
+        buf_printf(&want, "%son time %d", k > 1 ? "|" : "", k);
+    cr_expect_str_eq(got, buf_str(&want));
+    free(got);
+    sim_set_clock(&sim, NOW + 599);
+    got = log_of_l001();
+    cr_expect_str_eq(got, buf_str(&want), "hidden until logged_at");
+    free(got);
+    buf_free(&want);
+
+    /* once logged, they take their place by unixtime and push 3 out */
+    sim_set_clock(&sim, NOW + 600);
+    got = log_of_l001();
+    buf_init(&want, 0);
+    buf_puts(&want, "late 3|late 4|late 5");
+    for (int k = 1; k <= 17; k++)
+        buf_printf(&want, "|on time %d", k);
+    cr_expect_str_eq(got, buf_str(&want));
+    free(got);
+    buf_free(&want);
+}
+
+Test(sim_timed, control_adds_an_entry_logged_later)
+{
+    sim_add_alert(&sim, "5214P001", "{\"unixtime\":1795000010,\"logged_at\":1795000070,"
+                                    "\"ch1\":\"CH1 Upper Limit Exceeded 30.0°C (limit 25.0°C)\"}");
+    struct http_reply r;
+    const char *fields = "\"remote-serial\":\"5214P001\",\"base-serial\":\"5214P001\"";
+    sim_set_clock(&sim, NOW + 69);
+    call(&r, "alert", CREDS, fields);
+    cr_expect(strstr(r.body, "\"alert-logs\":[]"), "%s", r.body);
+    http_reply_free(&r);
+    sim_set_clock(&sim, NOW + 70);
+    call(&r, "alert", CREDS, fields);
+    cr_expect(strstr(r.body, "\"alert-logs\":[{\"unixtime\":\"1795000010\",\"ch1\":\"CH1 Upper "
+                             "Limit Exceeded 30.0°C (limit 25.0°C)\"}]"),
+              "%s", r.body);
+    http_reply_free(&r);
+
+    /* logged before it happened: refused */
+    char *url = xasprintf("%s/_sim/alerts", sim.base_url);
+    cr_assert_eq(http_request(&r, "POST", url, "application/json",
+                              "{\"serial\":\"5214P001\",\"alert\":{\"unixtime\":100,"
+                              "\"logged_at\":99,\"ch1\":\"x\"}}",
+                              NULL),
+                 0);
+    char *msg = expect_error(&r, 400);
+    cr_expect(strstr(msg, "'logged_at' (99) lies before 'unixtime' (100)"), "%s", msg);
+    free(msg);
+    http_reply_free(&r);
+    free(url);
+}
+
+/* POSTs `body` to /_sim/readings; returns the status, and the message of an
+ * error reply in *msg (a copy; NULL for 200). */
+static long post_reading(const char *body, char **msg)
+{
+    char *url = xasprintf("%s/_sim/readings", sim.base_url);
+    struct http_reply r;
+    cr_assert_eq(http_request(&r, "POST", url, "application/json", body, NULL), 0);
+    long status = r.status;
+    *msg = NULL;
+    if (status == 200)
+        cr_expect_str_eq(r.body, "{\"added\":true}");
+    else
+        *msg = expect_error(&r, status);
+    http_reply_free(&r);
+    free(url);
+    return status;
+}
+
+Test(sim_timed, control_appends_readings)
+{
+    char *msg;
+    cr_assert_eq(post_reading("{\"serial\":\"5214R002\",\"reading\":{\"at\":1795000010,"
+                              "\"values\":[\"3.5\"],\"battery\":3}}",
+                              &msg),
+                 200, "%s", msg);
+    expect_current("5214R002", "1795000000 4 5.0");
+    sim_set_clock(&sim, NOW + 10);
+    expect_current("5214R002", "1795000010 3 3.5");
+
+    static const struct {
+        const char *body, *msg;
+    } bad[] = {
+        {"{\"serial\":\"00000000\",\"reading\":{\"at\":1795000020,\"values\":[\"1\"]}}",
+         "no device has serial '00000000'"},
+        {"{\"serial\":\"5214R002\"}", "give \"serial\" (a string) and \"reading\" (an object)"},
+        {"{\"serial\":\"5214R002\",\"reading\":[]}", "reading: must be an object"},
+        {"{\"serial\":\"5214R002\",\"reading\":{\"values\":[\"1\"]}}",
+         "reading: 'at' is required"},
+        {"{\"serial\":\"5214R002\",\"reading\":{\"at\":1795000020}}",
+         "reading: 'values' is required"},
+        {"{\"serial\":\"5214R002\",\"reading\":{\"at\":1795000020,\"values\":[\"1\",\"2\"]}}",
+         "reading: 'values' has 2 values for 1 channels"},
+        {"{\"serial\":\"5214R002\",\"reading\":{\"at\":1795000020,\"values\":[{}]}}",
+         "reading: values[0] must be a string or a number"},
+        {"{\"serial\":\"5214R002\",\"reading\":{\"at\":1795000020,\"values\":[\"1\"],"
+         "\"batery\":2}}",
+         "reading: unknown key 'batery'"},
+        {"{\"serial\":\"5214R002\",\"reading\":{\"at\":1795000009,\"values\":[\"1\"]}}",
+         "reading: 'at' (1795000009) lies before the last reading of '5214R002' (1795000010)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_expect_eq(post_reading(bad[i].body, &msg), 400, "%s", bad[i].body);
+        cr_expect(msg && strcmp(msg, bad[i].msg) == 0, "%s: got '%s', want '%s'", bad[i].body,
+                  msg, bad[i].msg);
+        free(msg);
+    }
+    /* nothing of that was added */
+    expect_current("5214R002", "1795000010 3 3.5");
+
+    /* the same `at` is not going back: the later one wins; without a
+     * battery of its own, the device's */
+    cr_expect_eq(post_reading("{\"serial\":\"5214R002\",\"reading\":{\"at\":1795000010,"
+                              "\"unixtime\":1795000005,\"values\":[-1.5]}}",
+                              &msg),
+                 200);
+    free(msg);
+    expect_current("5214R002", "1795000005 4 -1.5");
+    /* appended after the scenario's own readings */
+    cr_expect_eq(post_reading("{\"serial\":\"5214R001\",\"reading\":{\"at\":1795000400,"
+                              "\"values\":[\"-60.0\",\"50\"]}}",
+                              &msg),
+                 200);
+    free(msg);
+    sim_set_clock(&sim, NOW + 399);
+    expect_current("5214R001", "1795000300 5 -78.2 44");
+    sim_set_clock(&sim, NOW + 400);
+    expect_current("5214R001", "1795000400 5 -60.0 50");
+}
+
+Test(sim_timed, refuses_bad_readings_in_scenarios)
+{
+    const char *head = "{\"accounts\":[{\"api_key\":\"a\",\"login_id\":\"b\",\"login_pass\":\"c\","
+                       "\"devices\":[{\"serial\":\"x\",\"channels\":[{\"value\":\"1\"}],";
+    char *text = xasprintf("%s\"readings\":[{\"at\":5,\"values\":[\"1\"],\"value\":1}]}]}]}", head);
+    expect_bad_scenario(text, "accounts[0].devices[0].readings[0]: unknown key 'value'");
+    free(text);
+    text = xasprintf("%s\"readings\":[{\"at\":5,\"values\":[\"1\"]},{\"at\":4,\"values\":[\"2\"]}]}]}]}",
+                     head);
+    expect_bad_scenario(text, "accounts[0].devices[0].readings[1]: 'at' (4) lies before the "
+                              "previous reading's (5)");
+    free(text);
+    text = xasprintf("%s\"readings\":[{\"at\":5,\"values\":[]}]}]}]}", head);
+    expect_bad_scenario(text, "readings[0]: 'values' has 0 values for 1 channels");
+    free(text);
+    text = xasprintf("%s\"readings\":[{\"at\":5,\"unixtime\":\"4\",\"values\":[\"1\"]}]}]}]}",
+                     head);
+    expect_bad_scenario(text, "readings[0]: 'unixtime' must be an integer");
+    free(text);
+    text = xasprintf("%s\"alerts\":[{\"unixtime\":5,\"logged_at\":4,\"ch1\":\"t\"}]}]}]}", head);
+    expect_bad_scenario(text, "alerts[0]: 'logged_at' (4) lies before 'unixtime' (5)");
+    free(text);
+}

@@ -338,8 +338,8 @@ Test(status_cli, a_refused_login_is_a_problem_and_a_refused_device_a_warning)
     o = status_at(T0 + 3970, false);
     cr_expect_eq(o.status, 0, "%s", o.text);
     expect_first_line(o.text, "OK\nWARNING: device 5214000A (account lab): refused by the "
-                              "platform until 2026-11-19 12:12 (in 23 h)\n");
-    expect_line(o.text, "      refused by the platform until 2026-11-19 12:12 (in 23 h); last "
+                              "platform (1 in a row) until 12:27 (in 15 min)\n");
+    expect_line(o.text, "      refused by the platform (1 in a row) until 12:27 (in 15 min); last "
                         "poll 12:12 (just now), failed; last ok 12:06 (6 min ago); 3 keys seen");
     expect_line(o.text, "  last error: 11:06 (66 min ago): account lab, device 5214000A, alert "
                         "logs: HTTP 401 (code 401: simulated fault) (check api_key, login_id and "

@@ -718,34 +718,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* This environment with leak detection off: a run killed while
- * LeakSanitizer checks it at exit leaves a report ("Unable to get
- * registers from thread") that is no finding. Other sanitizer checks stay
- * on; the clean runs keep leak detection. Caller frees (environ_free). */
-static char **environ_for_kills(void)
-{
-    extern char **environ;
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **env = xcalloc(n + 2, sizeof *env);
-    const char *asan = getenv("ASAN_OPTIONS");
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "ASAN_OPTIONS=", 13) != 0)
-            env[k++] = xstrdup(environ[i]);
-    env[k] = asan && *asan ? xasprintf("ASAN_OPTIONS=%s:detect_leaks=0", asan)
-                           : xstrdup("ASAN_OPTIONS=detect_leaks=0");
-    return env;
-}
-
-static void environ_free(char **env)
-{
-    for (size_t i = 0; env && env[i]; i++)
-        free(env[i]);
-    free(env);
-}
-
 /* Starts `wsrelay run --now NOW` with its output in `dir`. */
 static void start_run(struct proc *p, long long now, const char *dir, char **envp)
 {
@@ -782,7 +754,7 @@ Test(week, runs_killed_at_random_points_lose_nothing_and_keep_the_state_readable
     char *procdir = xasprintf("%s/procs", R.dir);
     cr_assert_eq(mkdir(procdir, 0700), 0);
     rng_state = 0x6b696c6c32ULL;
-    char **kill_env = environ_for_kills();
+    char **kill_env = proc_environ_for_kills();
 
     /* The typical length of a run that polls a device and delivers to a
      * slowish receiver. */
@@ -864,7 +836,7 @@ Test(week, runs_killed_at_random_points_lose_nothing_and_keep_the_state_readable
         check_state_readable(round);
     }
     first_req[KILL_ROUNDS] = hooksink_count(R.hook);
-    environ_free(kill_env);
+    proc_environ_free(kill_env);
     double took = seconds_since(&started);
 
     /* Clean runs until everything is delivered. */

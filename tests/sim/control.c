@@ -1,6 +1,6 @@
 /* Steering the simulated platform from tests: read or move the virtual
- * clock, add alert-log entries, inject faults, and read the call log. Each
- * endpoint is one row of a table and one small function. */
+ * clock, add alert-log entries and readings, inject faults, and read the
+ * call log. Each endpoint is one row of a table and one small function. */
 #include "control.h"
 #include "util/err.h"
 
@@ -52,6 +52,26 @@ static void add_alert(struct world *w, const struct json_object *body, struct re
         return;
     }
     if (world_add_alert(w, json_object_get_string(serial), alert, &e) < 0) {
+        reply_error(out, 400, "%s", e.msg);
+        return;
+    }
+    struct json_object *o = json_object_new_object();
+    json_object_object_add(o, "added", json_object_new_boolean(1));
+    reply_json(out, 200, o);
+}
+
+/* {"serial":"...","reading":{"at":N,"unixtime":N,"values":[...],"battery":N}} */
+static void add_reading(struct world *w, const struct json_object *body, struct reply *out)
+{
+    struct json_object *serial, *reading;
+    struct err e;
+    if (!json_object_object_get_ex(body, "serial", &serial) ||
+        !json_object_is_type(serial, json_type_string) ||
+        !json_object_object_get_ex(body, "reading", &reading)) {
+        reply_error(out, 400, "give \"serial\" (a string) and \"reading\" (an object)");
+        return;
+    }
+    if (world_add_reading(w, json_object_get_string(serial), reading, &e) < 0) {
         reply_error(out, 400, "%s", e.msg);
         return;
     }
@@ -118,6 +138,7 @@ static const struct endpoint {
     {"GET", "/_sim/clock", false, get_clock},
     {"POST", "/_sim/clock", true, set_clock},
     {"POST", "/_sim/alerts", true, add_alert},
+    {"POST", "/_sim/readings", true, add_reading},
     {"POST", "/_sim/faults", true, set_fault},
     {"GET", "/_sim/stats", false, get_stats},
 };

@@ -97,17 +97,12 @@ static int get_string(char **out, const struct json_object *obj, const char *key
     return 0;
 }
 
-/* A value sent as a number or a numeric string: a string or a number in the
- * file, kept as text. `null_ok` lets JSON null mean "leave it out" (*out
- * NULL). */
-static int get_numtext(char **out, const struct json_object *obj, const char *key,
-                       const char *dflt, bool null_ok, const struct where *w, struct err *e)
+/* A value sent as a number or a numeric string, kept as text: *out is a
+ * copy of a string, or the text of a number. JSON null gives *out NULL when
+ * `null_ok`. Fails (nothing allocated) for any other type. */
+static int value_text(char **out, const struct json_object *cv, bool null_ok)
 {
-    struct json_object *v;
-    if (!json_object_object_get_ex(obj, key, &v)) {
-        *out = xstrdup(dflt);
-        return 0;
-    }
+    struct json_object *v = (struct json_object *)cv; /* json-c's getters take no const */
     switch (json_object_get_type(v)) {
     case json_type_string:
         *out = xstrdup(json_object_get_string(v));
@@ -127,7 +122,21 @@ static int get_numtext(char **out, const struct json_object *obj, const char *ke
     default:
         break;
     }
-    return fail(e, w, "'%s' must be a string or a number", key);
+    return -1;
+}
+
+/* A numeric member (see value_text), or a copy of `dflt` when absent. */
+static int get_numtext(char **out, const struct json_object *obj, const char *key,
+                       const char *dflt, bool null_ok, const struct where *w, struct err *e)
+{
+    struct json_object *v;
+    if (!json_object_object_get_ex(obj, key, &v)) {
+        *out = xstrdup(dflt);
+        return 0;
+    }
+    if (value_text(out, v, null_ok) < 0)
+        return fail(e, w, "'%s' must be a string or a number", key);
+    return 0;
 }
 
 static int get_int64(long long *out, const struct json_object *obj, const char *key,
@@ -140,6 +149,17 @@ static int get_int64(long long *out, const struct json_object *obj, const char *
         return fail(e, w, "'%s' must be an integer", key);
     *out = (long long)json_object_get_int64(v);
     return 0;
+}
+
+/* An optional integer member: `dflt` when absent. */
+static int get_int64_or(long long *out, const struct json_object *obj, const char *key,
+                        long long dflt, const struct where *w, struct err *e)
+{
+    if (!json_object_object_get_ex(obj, key, NULL)) {
+        *out = dflt;
+        return 0;
+    }
+    return get_int64(out, obj, key, w, e);
 }
 
 static int get_bool(bool *out, const struct json_object *obj, const char *key, bool dflt,
@@ -180,12 +200,17 @@ static void alert_entry_clear(struct alert_entry *a)
 static int parse_alert(struct alert_entry *out, const struct json_object *obj,
                        const struct where *w, struct err *e)
 {
-    static const char *const keys[] = {"unixtime", "ch1", "ch2", "ch3", "ch4", "ch5", "ch6",
-                                       "battery-level", "communication-status", NULL};
+    static const char *const keys[] = {"unixtime", "logged_at", "ch1", "ch2", "ch3", "ch4",
+                                       "ch5", "ch6", "battery-level", "communication-status",
+                                       NULL};
     memset(out, 0, sizeof *out);
     if (need_object(obj, w, e) < 0 || check_keys(obj, keys, w, e) < 0 ||
-        get_int64(&out->unixtime, obj, "unixtime", w, e) < 0)
+        get_int64(&out->unixtime, obj, "unixtime", w, e) < 0 ||
+        get_int64_or(&out->logged_at, obj, "logged_at", out->unixtime, w, e) < 0)
         return -1;
+    if (out->logged_at < out->unixtime)
+        return fail(e, w, "'logged_at' (%lld) lies before 'unixtime' (%lld)", out->logged_at,
+                    out->unixtime);
     for (size_t k = 0; k < SCENARIO_N_KINDS; k++) {
         struct json_object *v;
         if (!json_object_object_get_ex(obj, scenario_kinds[k], &v))
@@ -206,6 +231,81 @@ static void device_push_alert(struct device *d, const struct alert_entry *a)
         d->alerts = xreallocarray(d->alerts, d->cap_alerts, sizeof *d->alerts);
     }
     d->alerts[d->n_alerts++] = *a;
+}
+
+static void reading_clear(struct reading *r, size_t n_values)
+{
+    if (r->values) {
+        for (size_t i = 0; i < n_values; i++)
+            free(r->values[i]);
+    }
+    free(r->values);
+    free(r->battery);
+    memset(r, 0, sizeof *r);
+}
+
+/* A reading of a device with `n_channels` channels: {at, unixtime, values,
+ * battery}. `values` must give one value per channel. On failure nothing
+ * stays allocated. */
+static int parse_reading(struct reading *out, const struct json_object *obj, size_t n_channels,
+                         const struct where *w, struct err *e)
+{
+    static const char *const keys[] = {"at", "unixtime", "values", "battery", NULL};
+    struct json_object *values;
+    int rc = -1;
+    memset(out, 0, sizeof *out);
+    if (need_object(obj, w, e) < 0 || check_keys(obj, keys, w, e) < 0 ||
+        get_int64(&out->at, obj, "at", w, e) < 0 ||
+        get_int64_or(&out->unixtime, obj, "unixtime", out->at, w, e) < 0 ||
+        get_array(&values, obj, "values", w, e) < 0)
+        goto out;
+    if (!values) {
+        fail(e, w, "'values' is required");
+        goto out;
+    }
+    if (json_object_array_length(values) != n_channels) {
+        fail(e, w, "'values' has %zu values for %zu channels", json_object_array_length(values),
+             n_channels);
+        goto out;
+    }
+    out->values = xcalloc(n_channels ? n_channels : 1, sizeof *out->values);
+    for (size_t i = 0; i < n_channels; i++) {
+        if (value_text(&out->values[i], json_object_array_get_idx(values, i), false) < 0) {
+            fail(e, w, "values[%zu] must be a string or a number", i);
+            goto out;
+        }
+    }
+    if (json_object_object_get_ex(obj, "battery", NULL) &&
+        get_numtext(&out->battery, obj, "battery", "", false, w, e) < 0)
+        goto out;
+    rc = 0;
+out:
+    if (rc < 0)
+        reading_clear(out, n_channels);
+    return rc;
+}
+
+static void device_push_reading(struct device *d, const struct reading *r)
+{
+    if (d->n_readings == d->cap_readings) {
+        d->cap_readings = d->cap_readings ? d->cap_readings * 2 : 8;
+        d->readings = xreallocarray(d->readings, d->cap_readings, sizeof *d->readings);
+    }
+    d->readings[d->n_readings++] = *r;
+}
+
+/* The latest reading with at <= now, or NULL before the first. */
+static const struct reading *reading_at(const struct device *d, long long now)
+{
+    size_t lo = 0, hi = d->n_readings;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (d->readings[mid].at <= now)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? &d->readings[lo - 1] : NULL;
 }
 
 static int parse_channel(struct channel *out, const struct json_object *obj, const struct where *w,
@@ -263,6 +363,9 @@ static void device_clear(struct device *d)
     for (size_t i = 0; i < d->n_alerts; i++)
         alert_entry_clear(&d->alerts[i]);
     free(d->alerts);
+    for (size_t i = 0; i < d->n_readings; i++)
+        reading_clear(&d->readings[i], d->n_channels);
+    free(d->readings);
     memset(d, 0, sizeof *d);
 }
 
@@ -271,8 +374,8 @@ static int parse_device(struct device *d, struct scenario *s, const struct json_
 {
     static const char *const keys[] = {
         "serial", "model", "name", "num", "base", "group", "time_diff", "std_bias",
-        "dst_flg", "battery", "rssi", "channels", "alert_supported", "alerts", NULL};
-    struct json_object *v, *channels, *alerts;
+        "dst_flg", "battery", "rssi", "channels", "alert_supported", "alerts", "readings", NULL};
+    struct json_object *v, *channels, *alerts, *readings;
     struct where sub;
     if (need_object(obj, w, e) < 0 || check_keys(obj, keys, w, e) < 0)
         return -1;
@@ -287,7 +390,8 @@ static int parse_device(struct device *d, struct scenario *s, const struct json_
         get_numtext(&d->rssi, obj, "rssi", "", false, w, e) < 0 ||
         get_bool(&d->alert_supported, obj, "alert_supported", true, w, e) < 0 ||
         get_array(&channels, obj, "channels", w, e) < 0 ||
-        get_array(&alerts, obj, "alerts", w, e) < 0)
+        get_array(&alerts, obj, "alerts", w, e) < 0 ||
+        get_array(&readings, obj, "readings", w, e) < 0)
         return -1;
     if (json_object_object_get_ex(obj, "base", &v)) {
         where_sub(&sub, w, "base", -1);
@@ -322,6 +426,21 @@ static int parse_device(struct device *d, struct scenario *s, const struct json_
             return -1;
         a.seq = s->next_seq++;
         device_push_alert(d, &a);
+    }
+    n = readings ? json_object_array_length(readings) : 0;
+    for (size_t i = 0; i < n; i++) {
+        struct reading r;
+        where_sub(&sub, w, "readings", (long)i);
+        if (parse_reading(&r, json_object_array_get_idx(readings, i), d->n_channels, &sub, e) < 0)
+            return -1;
+        if (d->n_readings && r.at < d->readings[d->n_readings - 1].at) {
+            fail(e, &sub, "'at' (%lld) lies before the previous reading's (%lld): readings "
+                          "must be sorted by 'at'",
+                 r.at, d->readings[d->n_readings - 1].at);
+            reading_clear(&r, d->n_channels);
+            return -1;
+        }
+        device_push_reading(d, &r);
     }
     return 0;
 }
@@ -526,6 +645,40 @@ int scenario_add_alert(struct scenario *s, const char *serial, const struct json
     return 0;
 }
 
+int scenario_add_reading(struct scenario *s, const char *serial, const struct json_object *reading,
+                         struct err *e)
+{
+    struct where w = {.file = "reading", .path = ""};
+    size_t found = 0;
+    /* Check against every device first, so that a failure adds nothing. */
+    for (size_t i = 0; i < s->n_accounts; i++) {
+        const struct device *d = scenario_find_device(&s->accounts[i], serial);
+        if (!d)
+            continue;
+        struct reading r;
+        if (parse_reading(&r, reading, d->n_channels, &w, e) < 0)
+            return -1;
+        long long at = r.at;
+        reading_clear(&r, d->n_channels);
+        if (d->n_readings && at < d->readings[d->n_readings - 1].at)
+            return fail(e, &w, "'at' (%lld) lies before the last reading of '%s' (%lld)", at,
+                        serial, d->readings[d->n_readings - 1].at);
+        found++;
+    }
+    if (!found)
+        return err_set(e, "no device has serial '%s'", serial);
+    for (size_t i = 0; i < s->n_accounts; i++) {
+        struct device *d = scenario_find_device(&s->accounts[i], serial);
+        if (!d)
+            continue;
+        struct reading r;
+        if (parse_reading(&r, reading, d->n_channels, &w, e) < 0)
+            return -1; /* cannot happen: checked above */
+        device_push_reading(d, &r);
+    }
+    return 0;
+}
+
 /* True when `text` is a JSON number; *is_int when it has no fraction or
  * exponent. */
 static bool json_number_text(const char *text, bool *is_int)
@@ -597,25 +750,28 @@ struct json_object *scenario_device_record(const struct account *a, const struct
                                            long long now)
 {
     enum dialect dl = a->dialect;
+    const struct reading *r = reading_at(d, now);
+    const char *battery = r && r->battery ? r->battery : d->battery;
     struct json_object *rec = json_object_new_object();
     json_object_object_add(rec, "num", numeric(dl, d->num));
     add_str(rec, "serial", d->serial);
     add_str(rec, "model", d->model);
     add_str(rec, "name", d->name);
-    json_object_object_add(rec, "battery", numeric(dl, d->battery));
+    json_object_object_add(rec, "battery", numeric(dl, battery));
     json_object_object_add(rec, "rssi", numeric(dl, d->rssi));
     json_object_object_add(rec, "time_diff", numeric(dl, d->time_diff));
     json_object_object_add(rec, "std_bias", numeric(dl, d->std_bias));
     if (d->dst_flg)
         json_object_object_add(rec, "dst_flg", numeric(dl, d->dst_flg));
     json_object_object_add(rec, "dst_bias", numeric(dl, "60"));
-    json_object_object_add(rec, "unixtime", numeric_ll(dl, now));
+    json_object_object_add(rec, "unixtime", numeric_ll(dl, r ? r->unixtime : now));
     struct json_object *channels = json_object_new_array();
     for (size_t i = 0; i < d->n_channels; i++) {
         struct json_object *ch = json_object_new_object();
         json_object_object_add(ch, "num", numeric_ll(dl, (long long)i + 1));
         add_str(ch, "name", d->channels[i].name);
-        json_object_object_add(ch, "value", numeric(dl, d->channels[i].value));
+        json_object_object_add(ch, "value",
+                               numeric(dl, r ? r->values[i] : d->channels[i].value));
         add_str(ch, "unit", d->channels[i].unit);
         json_object_array_add(channels, ch);
     }
@@ -671,7 +827,7 @@ struct json_object *scenario_alert_record(const struct account *a, const struct 
     const struct alert_entry **due = xcalloc(d->n_alerts ? d->n_alerts : 1, sizeof *due);
     size_t n = 0;
     for (size_t i = 0; i < d->n_alerts; i++) {
-        if (d->alerts[i].unixtime <= now)
+        if (d->alerts[i].logged_at <= now)
             due[n++] = &d->alerts[i];
     }
     qsort(due, n, sizeof *due, cmp_newest_first);

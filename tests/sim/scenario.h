@@ -27,6 +27,7 @@ enum dialect {
 
 struct alert_entry {
     long long unixtime;
+    long long logged_at;          /* served from this virtual time on (>= unixtime) */
     char *text[SCENARIO_N_KINDS]; /* NULL when the entry has no such kind */
     unsigned long seq;            /* insertion order; breaks unixtime ties */
 };
@@ -35,6 +36,15 @@ struct channel {
     char *name;
     char *unit;
     char *value; /* a number as text, or an error word such as "Sensor Error" */
+};
+
+/* What a device uploaded: served by Get Current Readings from `at` on, until
+ * the next reading's `at`. */
+struct reading {
+    long long at;       /* the upload's virtual time */
+    long long unixtime; /* the measurement's time, sent as the record's unixtime */
+    char **values;      /* one per channel of the device, as text */
+    char *battery;      /* NULL: the device's own battery field */
 };
 
 struct device {
@@ -50,6 +60,8 @@ struct device {
     size_t n_channels;
     struct alert_entry *alerts; /* unordered; responses sort them */
     size_t n_alerts, cap_alerts;
+    struct reading *readings; /* sorted by `at` (ties keep their order) */
+    size_t n_readings, cap_readings;
 };
 
 struct account {
@@ -87,12 +99,24 @@ struct device *scenario_find_device(const struct account *a, const char *serial)
 int scenario_add_alert(struct scenario *s, const char *serial, const struct json_object *alert,
                        struct err *e);
 
-/* A device record of Get Current Readings, as of `now`. New reference. */
+/* Appends a reading (an object as in the scenario file's "readings") to
+ * every device whose serial is `serial`, in any account. Fails (nothing
+ * added) when the reading is malformed, its values do not match a device's
+ * channels, its `at` lies before a device's last reading, or no device has
+ * that serial. */
+int scenario_add_reading(struct scenario *s, const char *serial, const struct json_object *reading,
+                         struct err *e);
+
+/* A device record of Get Current Readings, as of `now`: the latest reading
+ * with at <= now (its unixtime, values and battery), or, before the first
+ * one and for devices without readings, the static fields with unixtime =
+ * now. New reference. */
 struct json_object *scenario_device_record(const struct account *a, const struct device *d,
                                            long long now);
 
-/* The alert log record of Get Alert Logs: the 20 newest entries with
- * unixtime <= now, newest first. New reference. */
+/* The alert log record of Get Alert Logs: of the entries already logged
+ * (logged_at <= now), the 20 newest by unixtime, newest first. New
+ * reference. */
 struct json_object *scenario_alert_record(const struct account *a, const struct device *d,
                                           long long now);
 

@@ -95,6 +95,12 @@ int world_add_alert(struct world *w, const char *serial, const struct json_objec
     return scenario_add_alert(w->sc, serial, alert, e);
 }
 
+int world_add_reading(struct world *w, const char *serial, const struct json_object *reading,
+                      struct err *e)
+{
+    return scenario_add_reading(w->sc, serial, reading, e);
+}
+
 int world_set_fault(struct world *w, const char *op, int status, int count, const char *body,
                     struct err *e)
 {

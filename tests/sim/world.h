@@ -35,6 +35,12 @@ void world_set_now(struct world *w, long long now);
 int world_add_alert(struct world *w, const char *serial, const struct json_object *alert,
                     struct err *e);
 
+/* Appends a reading (JSON object as in the scenario) to the devices with
+ * `serial`; fails with a message when the reading is malformed, goes back
+ * in time or the serial is unknown (nothing added). */
+int world_add_reading(struct world *w, const char *serial, const struct json_object *reading,
+                      struct err *e);
+
 /* Makes the next `count` accepted calls of operation `op` ("current" or
  * "alert") answer `status` with `body` (NULL: the platform's error object
  * with code = status), replacing any fault pending for that operation.

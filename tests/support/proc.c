@@ -328,3 +328,27 @@ int test_read_port(const char *path)
     free(text);
     return ok ? (int)port : 0;
 }
+
+char **proc_environ_for_kills(void)
+{
+    extern char **environ;
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = xcalloc(n + 2, sizeof *env);
+    const char *asan = getenv("ASAN_OPTIONS");
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "ASAN_OPTIONS=", 13) != 0)
+            env[k++] = xstrdup(environ[i]);
+    env[k] = asan && *asan ? xasprintf("ASAN_OPTIONS=%s:detect_leaks=0", asan)
+                           : xstrdup("ASAN_OPTIONS=detect_leaks=0");
+    return env;
+}
+
+void proc_environ_free(char **env)
+{
+    for (size_t i = 0; env && env[i]; i++)
+        free(env[i]);
+    free(env);
+}

@@ -32,11 +32,16 @@ static char *substitute(const char *text, const char *const *names, const char *
     return buf_steal(&b);
 }
 
+/* The default account polls in plain round robin (signals: false): most
+ * integration tests count alert calls and pace runs by its arithmetic;
+ * tests of signals and early warnings (test_signals.c, test_week.c) give
+ * accounts of their own. */
 static const char default_accounts[] = "  - name: lab\n"
                                        "    base_url: @BASE_URL@\n"
                                        "    api_key: \"${TEST_API_KEY}\"\n"
                                        "    login_id: " RELAY_LOGIN "\n"
-                                       "    login_pass_file: pass.txt\n";
+                                       "    login_pass_file: pass.txt\n"
+                                       "    signals: false\n";
 
 static const char default_receivers[] =
     "  - name: hook\n"
@@ -62,6 +67,15 @@ void relay_config_extra(struct relay *r, const char *accounts_yaml, const char *
 void relay_config(struct relay *r, const char *accounts_yaml, const char *receivers_yaml)
 {
     relay_config_extra(r, accounts_yaml, receivers_yaml, NULL);
+}
+
+void relay_config_platform(struct relay *r, const char *base_url)
+{
+    const char *names[] = {"@BASE_URL@"};
+    const char *values[] = {base_url};
+    char *accounts = substitute(default_accounts, names, values, 1);
+    relay_config(r, accounts, NULL);
+    free(accounts);
 }
 
 void relay_start(struct relay *r, const char *scenario)
@@ -138,11 +152,16 @@ static const char *member_string(struct json_object *obj, const char *key)
 
 char *relay_hook_keys(struct relay *r, size_t *count)
 {
+    return hook_keys(r->hook, 0, hooksink_count(r->hook), count);
+}
+
+char *hook_keys(struct hooksink *h, size_t from, size_t to, size_t *count)
+{
     struct buf keys;
     buf_init(&keys, 0);
     *count = 0;
-    for (size_t i = 0; i < hooksink_count(r->hook); i++) {
-        struct hook_request *rq = hooksink_request(r->hook, i);
+    for (size_t i = from; i < to; i++) {
+        struct hook_request *rq = hooksink_request(h, i);
         cr_assert_str_eq(rq->method, "POST");
         cr_assert(strstr(rq->content_type, "application/json"));
         cr_assert_str_eq(rq->authorization, "Bearer t0ken");

@@ -25,8 +25,9 @@ struct relay {
 
 /* Starts the simulator on `scenario` (JSON text; "@API_KEY@",
  * "@LOGIN@" and "@PASSWORD@" are replaced by the values above) and the
- * webhook sink, and writes the default config: one account "lab", the
- * receivers "hook" (webhook, Authorization: Bearer t0ken) and "log" (file).
+ * webhook sink, and writes the default config: one account "lab" (in
+ * plain round robin: signals: false), the receivers "hook" (webhook,
+ * Authorization: Bearer t0ken) and "log" (file).
  * The password comes from pass.txt, the API key from $TEST_API_KEY. */
 void relay_start(struct relay *r, const char *scenario);
 
@@ -40,6 +41,10 @@ void relay_stop(struct relay *r);
  * "@BASE_URL@", "@HOOK_URL@", "@OUT@" and "@DIR@" (the test's directory)
  * are replaced. */
 void relay_config(struct relay *r, const char *accounts_yaml, const char *receivers_yaml);
+
+/* relay_config with the default account "lab" at `base_url` instead of
+ * the simulator (a raw server of a fault test), and the default receivers. */
+void relay_config_platform(struct relay *r, const char *base_url);
 
 /* relay_config plus `extra_yaml`: top-level lines appended to the config
  * (e.g. "rules: @DIR@/rules.d\ntimezone: Asia/Tokyo\n"), with the same
@@ -58,6 +63,10 @@ int relay_run_with(struct relay *r, long long now, const char *look, char **err)
  * lines in arrival order, checking each document's shape on the way;
  * caller frees. */
 char *relay_hook_keys(struct relay *r, size_t *count);
+
+/* The same for requests [from, to) of any webhook sink whose receiver
+ * sends "Authorization: Bearer t0ken". */
+char *hook_keys(struct hooksink *h, size_t from, size_t to, size_t *count);
 
 /* Non-overlapping occurrences of `needle` in `hay` (NULL hay: 0). */
 size_t occurrences(const char *hay, const char *needle);

@@ -2,6 +2,8 @@
  * each kind of mistake the exact FILE:LINE:COL, key path and message. Each
  * test writes YAML into a fresh temporary directory and loads it. */
 #include "config.h"
+#include "watch.h"
+#include "util/buf.h"
 #include "util/duration.h"
 #include "util/xalloc.h"
 
@@ -238,6 +240,10 @@ Test(config, defaults)
     cr_assert_null(a->devices);
     cr_assert_eq(a->n_include, 0);
     cr_assert_eq(a->n_exclude, 0);
+    cr_assert_eq(a->n_limits, 0);
+    cr_assert_null(a->limits);
+    cr_assert(a->early_warning);
+    cr_assert(a->signals);
     cr_assert_eq(cfg->n_receivers, 1);
     cr_assert_eq(cfg->receivers[0].type, RECEIVER_FILE);
 }
@@ -292,7 +298,7 @@ Test(config, misspelt_top_level_key)
     expect_error(ACCOUNT "recievers:\n"
                          "  - name: console\n"
                          "    file: {path: \"-\"}\n",
-                 "6:1: unknown key 'recievers' (expected one of: state_file, catch_up, "
+                 "6:1: unknown key 'recievers' (expected one of: state_file, catch_up, run_time, "
                  "templates, metrics_file, accounts, receivers, rules, default_receivers, "
                  "timezone, self, outbox)");
 }
@@ -306,7 +312,7 @@ Test(config, misspelt_nested_keys)
                  "    login_pass: p\n" RECEIVER,
                  "4:5: accounts[0]: unknown key 'logn_id' (expected one of: name, base_url, "
                  "api_key, api_key_file, login_id, login_pass, login_pass_file, devices, "
-                 "include, exclude, priorities)");
+                 "include, exclude, priorities, limits, early_warning, signals)");
     expect_error(ACCOUNT "receivers:\n"
                          "  - name: hook\n"
                          "    webhook: {ulr: \"https://x.example\"}\n",
@@ -496,24 +502,40 @@ Test(config, secret_files)
     free(put("big", big, 0600));
     free(big);
     free(put("empty", "\n", 0600));
+    free(put("blank", " \t\r\n\n", 0600));
     free(put("two", "line1\nline2\n", 0600));
-    free(put("twonl", "abc\n\n", 0600));
+    free(put("cr", "abc\rdef\r\n", 0600));
+    free(put("tab", "abc\t# the key of tokyo\n", 0600));
+    free(put("esc", "abc\033[2Jdef\n", 0600));
+    char *nul = xasprintf("%s/nul", tmp);
+    FILE *f = fopen(nul, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite("abc\0def\n", 1, 8, f), 8);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_eq(chmod(nul, 0600), 0);
+    free(nul);
     char *sub = xasprintf("%s/dir", tmp);
     cr_assert_eq(mkdir(sub, 0700), 0);
     free(sub);
 
+#define CONTROL                                                                                    \
+    " contains a line break, tab, NUL or other control character before its end; a secret is "    \
+    "one line (whitespace at its end is removed)"
     struct {
         const char *file, *message;
     } cases[] = {
         {"nokey", "cannot read secret file: %s/nokey: No such file or directory"},
-        {"dir", "cannot read secret file: %s/dir: Is a directory"},
+        {"dir", "cannot read secret file: %s/dir: not a regular file (a directory)"},
         {"big", "cannot read secret file: %s/big: larger than 65536 bytes"},
         {"empty", "secret file %s/empty is empty"},
-        {"two", "secret file %s/two contains a line break or NUL byte (only one trailing "
-                "newline is allowed)"},
-        {"twonl", "secret file %s/twonl contains a line break or NUL byte (only one trailing "
-                  "newline is allowed)"},
+        {"blank", "secret file %s/blank is empty"},
+        {"two", "secret file %s/two" CONTROL},
+        {"cr", "secret file %s/cr" CONTROL},
+        {"tab", "secret file %s/tab" CONTROL},
+        {"esc", "secret file %s/esc" CONTROL},
+        {"nul", "secret file %s/nul" CONTROL},
     };
+#undef CONTROL
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *yaml = xasprintf("accounts:\n"
                                "  - name: tokyo\n"
@@ -530,20 +552,84 @@ Test(config, secret_files)
     }
 }
 
-Test(config, secret_file_newline_stripped_once)
+/* A secret never ends in whitespace: the newline an editor adds, a CRLF
+ * from Windows (which the platform would refuse as part of the key) and
+ * stray spaces go; spaces inside stay. */
+Test(config, secret_file_trailing_whitespace_removed)
 {
     static const struct {
         const char *content, *secret;
-    } cases[] = {{"abc\n", "abc"}, {"abc\r\n", "abc"}, {"abc", "abc"}, {" a b ", " a b "}};
+    } cases[] = {{"abc\n", "abc"},     {"abc\r\n", "abc"},         {"abc", "abc"},
+                 {" a b ", " a b"},    {"abc \t\r\n\r\n\n", "abc"}, {"abc\r", "abc"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         free(put("pass", cases[i].content, 0600));
+        free(put("key", cases[i].content, 0600));
         expect_ok("accounts:\n"
                   "  - name: tokyo\n"
-                  "    api_key: k\n"
+                  "    api_key_file: key\n"
                   "    login_id: tbzz9999\n"
                   "    login_pass_file: pass\n" RECEIVER);
         cr_assert_str_eq(cfg->accounts[0].login_pass, cases[i].secret);
+        cr_assert_str_eq(cfg->accounts[0].api_key, cases[i].secret);
     }
+}
+
+/* A secret from ${VAR} follows the same rule as one from a file: an
+ * EnvironmentFile written on Windows leaves a CR at the end, which goes;
+ * a line break inside would split a header, and is refused without naming
+ * the variable. A value that is not a secret may take no control
+ * character from a variable either. */
+Test(config, secrets_from_variables_follow_the_same_rule)
+{
+    cr_assert_eq(setenv("T_KEY", "abc\r", 1), 0);
+    cr_assert_eq(setenv("T_TOKEN", "Bearer xyz\r\n", 1), 0);
+    cr_assert_eq(setenv("T_HOOK", "https://hooks.example.org/T0/B0/x \n", 1), 0);
+    expect_ok("accounts:\n"
+              "  - name: tokyo\n"
+              "    api_key: \"${T_KEY}\"\n"
+              "    login_id: tbzz9999\n"
+              "    login_pass: \"pass ${T_KEY}\"\n"
+              "receivers:\n"
+              "  - name: hook\n"
+              "    webhook:\n"
+              "      url: \"${T_HOOK}\"\n"
+              "      headers: {Authorization: \"${T_TOKEN}\"}\n");
+    cr_assert_str_eq(cfg->accounts[0].api_key, "abc");
+    cr_assert_str_eq(cfg->accounts[0].login_pass, "pass abc");
+    cr_assert_str_eq(cfg->receivers[0].webhook.url, "https://hooks.example.org/T0/B0/x");
+    cr_assert_str_eq(cfg->receivers[0].webhook.headers[0].value, "Bearer xyz");
+
+    static const char *const inside[] = {"ab\rc", "ab\nc", "ab\tc", "ab\033c", "ab\177c"};
+    for (size_t i = 0; i < sizeof inside / sizeof inside[0]; i++) {
+        cr_assert_eq(setenv("T_KEY", inside[i], 1), 0);
+        expect_error("accounts:\n"
+                     "  - name: tokyo\n"
+                     "    api_key: k\n"
+                     "    login_id: tbzz9999\n"
+                     "    login_pass: \"${T_KEY}\"\n" RECEIVER,
+                     "5:17: accounts[0].login_pass: the value must not contain a line break or "
+                     "other control character (it comes from an environment variable)");
+        cr_assert_null(strstr(err.msg, "T_KEY"));
+    }
+    /* Written in the file (a YAML escape), the same. */
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: \"ab\\nc\"\n"
+                 "    login_id: tbzz9999\n"
+                 "    login_pass: p\n" RECEIVER,
+                 "3:14: accounts[0].api_key: the value must not contain a line break or other "
+                 "control character");
+    expect_error("accounts:\n"
+                 "  - name: tokyo\n"
+                 "    api_key: \"  \\r\\n\"\n"
+                 "    login_id: tbzz9999\n"
+                 "    login_pass: p\n" RECEIVER,
+                 "3:14: accounts[0].api_key: expected a non-empty string");
+    /* Not a secret: state_file from a variable with a line break. */
+    cr_assert_eq(setenv("T_DIR", "/var/lib\n/x", 1), 0);
+    expect_error("state_file: \"${T_DIR}/state.json\"\n" ACCOUNT RECEIVER,
+                 "1:13: state_file: the value must not contain a line break or other control "
+                 "character (it comes from an environment variable)");
 }
 
 Test(config, relative_secret_file_is_taken_from_the_config_directory)
@@ -607,6 +693,102 @@ Test(config, readable_secret_file_warns_once_without_the_secret, .init = capture
     cr_assert_null(strstr(text, "SECRET-VALUE"));
     free(line);
     free(path);
+}
+
+/* What the tests below printed on the redirected stderr. */
+static char *stderr_text(void)
+{
+    fflush(stderr);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, cr_get_redirected_stderr());
+    text[n] = '\0';
+    return xstrdup(text);
+}
+
+/* Loads `yaml` written with `mode` and returns what was logged. */
+static char *load_logged(const char *yaml, mode_t mode)
+{
+    free(put("wsrelay.yaml", yaml, mode));
+    config_free(cfg);
+    cfg = NULL;
+    cr_assert_eq(config_load(&cfg, conf_path, &err), 0, "%s", err.msg);
+    return stderr_text();
+}
+
+/* A configuration open to other users must not hold secrets: one warning,
+ * naming the file, its mode, the first such key and the ways out. */
+Test(config, secrets_in_a_file_others_can_read_warn_once, .init = capture_stderr)
+{
+    char *log = load_logged(ACCOUNT "  - name: osaka\n"
+                                    "    api_key: k2\n"
+                                    "    login_id: tbzz9998\n"
+                                    "    login_pass: p2\n"
+                                    "receivers:\n"
+                                    "  - name: hook\n"
+                                    "    webhook:\n"
+                                    "      url: \"https://hooks.example.org/TOPSECRET\"\n"
+                                    "      headers: {Authorization: \"Bearer TOPSECRET\"}\n",
+                            0644);
+    char *want = xasprintf("wsrelay: warning: %s is mode 0644, open to other users, and holds "
+                           "secrets written out in it (accounts[0].api_key and 5 more); chmod "
+                           "0640 %s (or 0600), or move the secrets to *_file keys, ${VAR} or "
+                           "systemd credentials\n",
+                           conf_path, conf_path);
+    cr_assert_str_eq(log, want);
+    cr_assert_null(strstr(log, "TOPSECRET"));
+    free(want);
+    free(log);
+}
+
+Test(config, any_permission_for_others_is_enough_to_warn, .init = capture_stderr)
+{
+    cr_assert_eq(setenv("T_ANY", "from-env", 1), 0);
+    char *log = load_logged("receivers:\n"
+                            "  - name: hook\n"
+                            "    webhook:\n"
+                            "      url: \"https://hooks.example.org/x\"\n"
+                            "      headers: {Authorization: \"Bearer ${T_ANY}\"}\n"
+                            "accounts:\n"
+                            "  - name: tokyo\n"
+                            "    api_key: \"${T_ANY}\"\n"
+                            "    login_id: tbzz9999\n"
+                            "    login_pass: p\n",
+                            0601);
+    cr_assert(strstr(log, " is mode 0601, open to other users, and holds secrets written out in "
+                          "it (receivers[0].webhook.url and 1 more); "),
+              "%s", log);
+    free(log);
+}
+
+/* No warning when the file is closed to others, or when every secret
+ * comes from a file or the environment (the file holds none). */
+Test(config, no_warning_without_secrets_or_for_a_closed_file, .init = capture_stderr)
+{
+    cr_assert_eq(setenv("T_ANY", "from-env", 1), 0);
+    free(put("hook.url", "https://hooks.example.org/TOPSECRET\n", 0600));
+    free(put("tokyo.pass", "from-file\n", 0600));
+    char *log = load_logged(ACCOUNT RECEIVER, 0640);
+    cr_assert_str_eq(log, "");
+    free(log);
+    log = load_logged(ACCOUNT RECEIVER, 0600);
+    cr_assert_str_eq(log, "");
+    free(log);
+    log = load_logged("accounts:\n"
+                      "  - name: tokyo\n"
+                      "    api_key: \"${T_ANY}\"\n"
+                      "    login_id: tbzz9999\n"
+                      "    login_pass_file: tokyo.pass\n"
+                      "receivers:\n"
+                      "  - name: hook\n"
+                      "    webhook:\n"
+                      "      url_file: hook.url\n"
+                      "      headers: {Authorization: \"Bearer ${T_ANY}\"}\n"
+                      "  - name: mail\n"
+                      "    email: {host: smtp.example.org, username: relay, password: \"${T_ANY}\",\n"
+                      "            from: a@example.org, to: b@example.org}\n",
+                      0644);
+    cr_assert_str_eq(log, "");
+    free(log);
 }
 
 Test(config, environment_variables)
@@ -707,6 +889,14 @@ Test(config, unset_variable_in_a_secret_is_not_named)
                  "6:14: accounts[0].include: environment variable 'pW_f7Qz' is not set");
 }
 
+/* The message past the config's own path: the temporary directory's random
+ * name may contain any short string a test looks for. */
+static const char *past_path(const char *msg)
+{
+    size_t n = strlen(conf_path);
+    return strncmp(msg, conf_path, n) == 0 ? msg + n : msg;
+}
+
 Test(config, malformed_variable_in_a_secret_shows_nothing_of_it)
 {
     static const char *const secrets[] = {"Zq${1v9}", "Zq${v9", "Zq${}", "Zq${v9-w8}", "Zq${ v9}"};
@@ -719,8 +909,8 @@ Test(config, malformed_variable_in_a_secret_shows_nothing_of_it)
                                secrets[i]);
         expect_error(yaml, "5:17: accounts[0].login_pass: malformed ${...}: expected ${NAME}, "
                            "NAME made of letters, digits and '_' (write $${ for a literal ${)");
-        cr_assert_null(strstr(err.msg, "Zq"), "%s", err.msg);
-        cr_assert_null(strstr(err.msg, "v9"), "%s", err.msg);
+        cr_assert_null(strstr(past_path(err.msg), "Zq"), "%s", err.msg);
+        cr_assert_null(strstr(past_path(err.msg), "v9"), "%s", err.msg);
         free(yaml);
         yaml = xasprintf(ACCOUNT "receivers:\n"
                                  "  - name: hook\n"
@@ -729,8 +919,8 @@ Test(config, malformed_variable_in_a_secret_shows_nothing_of_it)
                                  "      headers: {X-Token: \"%s\"}\n",
                          secrets[i]);
         cr_assert_eq(load(yaml), -1);
-        cr_assert_null(strstr(err.msg, "Zq"), "%s", err.msg);
-        cr_assert_null(strstr(err.msg, "v9"), "%s", err.msg);
+        cr_assert_null(strstr(past_path(err.msg), "Zq"), "%s", err.msg);
+        cr_assert_null(strstr(past_path(err.msg), "v9"), "%s", err.msg);
         cr_assert_not_null(strstr(err.msg, "malformed ${...}"), "%s", err.msg);
         free(yaml);
     }
@@ -778,6 +968,26 @@ Test(config, bad_duration)
                  "1:11: catch_up: expected a duration such as 90s, 30m, 1h");
     expect_error("catch_up: -5\n" ACCOUNT RECEIVER,
                  "1:11: catch_up: expected a duration such as 90s, 30m, 1h");
+}
+
+/* A receiver's `timeout:` is a duration within its bounds, 60 s when left
+ * out; the bounds are named in the message. */
+Test(config, receiver_timeout_has_a_default_and_bounds)
+{
+    expect_ok(ACCOUNT RECEIVER);
+    cr_assert_eq(cfg->receivers[0].timeout, 60);
+    expect_ok(ACCOUNT RECEIVER "    timeout: 5s\n"
+                               "  - name: hook\n"
+                               "    webhook: {url: \"https://example.org/h\"}\n"
+                               "    timeout: 2m\n");
+    cr_assert_eq(cfg->receivers[0].timeout, 5);
+    cr_assert_eq(cfg->receivers[1].timeout, 120);
+    expect_error(ACCOUNT RECEIVER "    timeout: 4s\n",
+                 "9:14: receivers[0].timeout: expected a duration from 5s to 2m");
+    expect_error(ACCOUNT RECEIVER "    timeout: 121\n",
+                 "9:14: receivers[0].timeout: expected a duration from 5s to 2m");
+    expect_error(ACCOUNT RECEIVER "    timeout: soon\n",
+                 "9:14: receivers[0].timeout: expected a duration such as 90s, 30m, 1h");
 }
 
 Test(config, http_only_to_loopback)
@@ -980,7 +1190,8 @@ Test(config, header_values_cannot_inject_headers)
                          "      headers:\n"
                          "        X-Token: \"${T_HDR}\"\n",
                  "11:18: receivers[0].webhook.headers.X-Token: the value must not contain a "
-                 "line break or other control character");
+                 "line break or other control character (it comes from an environment "
+                 "variable)");
     cr_assert_null(strstr(err.msg, "Evil"));
     cr_assert_eq(setenv("T_HDR", "ok\nX-Evil: 1", 1), 0);
     cr_assert_eq(load(ACCOUNT "receivers:\n"
@@ -1044,13 +1255,13 @@ Test(config, secrets_never_appear_in_messages)
         "    login_pass: p\n" RECEIVER,
         ACCOUNT "receivers:\n  - name: h\n    webhook: {url: \"${SECRET_URL}\"}\n",
         ACCOUNT "receivers:\n  - name: h\n    webhook: {url: \"ftp://TOPSECRET\"}\n",
-        ACCOUNT "receivers:\n  - name: h\n    webhook: {url: \"https://h/TOPSECRET \"}\n",
+        ACCOUNT "receivers:\n  - name: h\n    webhook: {url: \"https://h/TOP SECRET\"}\n",
         ACCOUNT "receivers:\n  - name: h\n    webhook: {url: \"https://h/${SECRET}\"}\n",
         ACCOUNT "receivers:\n  - name: h\n    webhook: {url_file: bad-url}\n",
         ACCOUNT "receivers:\n  - name: h\n    webhook: {url: \"https://h\", "
                 "headers: {Authorization: \"${SECRET}\"}}\n",
         ACCOUNT "receivers:\n  - name: h\n    webhook: {url: \"https://h\", "
-                "headers: {Authorization: \"TOPSECRET\\r\"}}\n",
+                "headers: {Authorization: \"TOPSECRET\\rTOPSECRET\"}}\n",
     };
     cr_assert_eq(unsetenv("NOT_SET_ANYWHERE"), 0);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1090,7 +1301,101 @@ Test(config, aliases_are_followed)
               "    login_pass: *k\n" RECEIVER);
     cr_assert_str_eq(cfg->accounts[0].login_pass, "shared");
     expect_error("accounts: &a [*a]\n" RECEIVER,
-                 "1:11: accounts[0]: expected a mapping, got a list");
+                 "1:15: the alias *a is part of the list or mapping it names");
+}
+
+/* libyaml's scanner costs the square of the nesting depth (100,000 '['
+ * took 50 s), so the reading stops at the first level past 64, where that
+ * level starts. */
+Test(config, nesting_deeper_than_64_levels_is_refused_where_it_starts)
+{
+    size_t n = 100000;
+    char *deep = xmalloc(n + 1);
+    memset(deep, '[', n);
+    deep[n] = '\0';
+    expect_error(deep, "1:65: lists and mappings nested more than 64 levels deep");
+    free(deep);
+
+    /* 64 levels are read, and judged by what the key expects. */
+    char *yaml = xasprintf("catch_up: %.*s%.*s\n" ACCOUNT RECEIVER, 63, "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+                           "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", 63,
+                           "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]");
+    expect_error(yaml, "1:11: catch_up: expected a duration such as 90s, 30m, 1h, got a list");
+    free(yaml);
+
+    /* Block mappings: the 65th level starts on line 65, column 65. */
+    struct buf b;
+    buf_init(&b, 0);
+    for (int i = 0; i < 100; i++)
+        buf_printf(&b, "%*sk%d:\n", i, "", i);
+    expect_error(buf_str(&b), "65:65: lists and mappings nested more than 64 levels deep");
+    buf_free(&b);
+}
+
+/* Anchors are bounded: libyaml looks every alias up among all of them. */
+Test(config, more_than_256_anchors_are_refused)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "catch_up: [");
+    for (int i = 0; i < 257; i++)
+        buf_printf(&b, "%s&a%d %d", i ? ", " : "", i, i);
+    buf_puts(&b, "]\n");
+    char *tail = xasprintf("1:%zu: more than 256 anchors (&name) in the document",
+                           (size_t)(strstr(buf_str(&b), "&a256") - buf_str(&b)) + 1);
+    expect_error(buf_str(&b), tail);
+    free(tail);
+    buf_free(&b);
+}
+
+/* An account with 1000 devices, aliased 100 times: the copies would come to
+ * some 1.7 MB of the document (without the bound, 20,000 aliases of 20,000
+ * devices each would ask for tens of gigabytes). */
+Test(config, what_aliases_repeat_is_bounded)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, RECEIVER "accounts:\n"
+                          "  - &a\n"
+                          "    name: a\n"
+                          "    api_key: k\n"
+                          "    login_id: l\n"
+                          "    login_pass: p\n"
+                          "    devices:\n");
+    for (int i = 0; i < 1000; i++)
+        buf_printf(&b, "      - serial: %08d\n", i);
+    int line = 3 + 6 + 1000;
+    for (int i = 0; i < 100; i++)
+        buf_puts(&b, "  - *a\n");
+    cr_assert_eq(load(buf_str(&b)), -1);
+    buf_free(&b);
+    char *want = xasprintf("%s:", conf_path);
+    cr_assert(!strncmp(err.msg, want, strlen(want)), "%s", err.msg);
+    cr_assert(strstr(err.msg, ":5: the aliases repeat more than 1048576 bytes of the document; "
+                              "write the repeated parts out, or use fewer aliases"),
+              "%s", err.msg);
+    long at = strtol(err.msg + strlen(want), NULL, 10);
+    cr_assert(at > line && at <= line + 100, "%s", err.msg);
+    free(want);
+}
+
+/* Duplicates are found by sorting, and still reported at the first list
+ * position whose value came before. */
+Test(config, the_first_repeated_name_is_reported)
+{
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - {name: x, file: {path: x}}\n"
+                         "  - {name: y, file: {path: y}}\n"
+                         "  - {name: y, file: {path: z}}\n"
+                         "  - {name: x, file: {path: w}}\n",
+                 "9:12: receivers[2].name: duplicate receiver name 'y' (first at line 8)");
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: hook\n"
+                         "    webhook:\n"
+                         "      url: https://x.example\n"
+                         "      headers: {X-B: 1, X-A: 1, x-b: 2, x-a: 2}\n",
+                 "10:33: receivers[0].webhook.headers.x-b: duplicate header 'x-b' (header names "
+                 "ignore case)");
 }
 
 Test(config, account_wants_serial)
@@ -1154,6 +1459,13 @@ Test(config, reference_names_every_key)
         "accounts[].priorities (list)\n",
         "accounts[].priorities[].serial (glob; required; unique)\n",
         "accounts[].priorities[].priority (whole number from 1 to 10; required)\n",
+        "accounts[].limits (list)\n",
+        "accounts[].limits[].serial (glob; required)\n",
+        "accounts[].limits[].channel (whole number from 1 to 8; required)\n",
+        "accounts[].limits[].upper (number)\n",
+        "accounts[].limits[].lower (number)\n",
+        "accounts[].early_warning (boolean; default true)\n",
+        "accounts[].signals (boolean; default true)\n",
         "receivers (list; required)\n",
         "receivers[].name (string; required; unique)\n",
         "receivers[].webhook (mapping; give exactly one of webhook, file, email, slack or "
@@ -1448,7 +1760,7 @@ Test(config, email_password_goes_with_a_username)
     cr_assert_eq(cfg->receivers[0].email.starttls, STARTTLS_OFF);
     cr_assert_str_eq(cfg->receivers[0].email.password, "from-file");
     /* The password is a secret like any other. */
-    cr_assert_eq(setenv("T_SMTP_PW", "TOPSECRET\r\n", 1), 0);
+    cr_assert_eq(setenv("T_SMTP_PW", "TOPSECRET\r\nTOPSECRET", 1), 0);
     cr_assert_eq(load(ACCOUNT EMAIL "      host: smtp.example.org\n"
                                     "      username: relay\n"
                                     "      password: \"${T_SMTP_PW}\"\n"
@@ -1481,24 +1793,24 @@ Test(config, template_paths_must_be_readable_now)
                                       "      to: b@example.org\n"
                                       "      template: nope.txt\n",
                         "12:17: receivers[0].email.template: ",
-                        "cannot read @TMP@/nope.txt: No such file or directory");
+                        "@TMP@/nope.txt: No such file or directory");
     expect_error_in_tmp(ACCOUNT EMAIL "      host: smtp.example.org\n"
                                       "      from: a@example.org\n"
                                       "      to: b@example.org\n"
                                       "      html_template: adir\n",
                         "12:22: receivers[0].email.html_template: ",
-                        "@TMP@/adir is not a regular file");
+                        "@TMP@/adir: not a regular file (a directory)");
     expect_error_in_tmp(ACCOUNT EMAIL "      host: smtp.example.org\n"
                                       "      from: a@example.org\n"
                                       "      to: b@example.org\n"
                                       "      ca_file: /nonexistent/ca.pem\n",
                         "12:16: receivers[0].email.ca_file: ",
-                        "cannot read /nonexistent/ca.pem: No such file or directory");
+                        "/nonexistent/ca.pem: No such file or directory");
     expect_error_in_tmp(ACCOUNT "receivers:\n"
                                 "  - name: s\n"
                                 "    slack: {url: \"https://hooks.slack.com/x\", template: t}\n",
                         "8:57: receivers[0].slack.template: ",
-                        "cannot read @TMP@/t: No such file or directory");
+                        "@TMP@/t: No such file or directory");
     expect_error_in_tmp("templates: nodir\n" ACCOUNT RECEIVER, "1:12: templates: ",
                         "cannot read the directory @TMP@/nodir: No such file or directory");
     expect_error_in_tmp("templates: afile\n" ACCOUNT RECEIVER, "1:12: templates: ",
@@ -1661,6 +1973,184 @@ Test(config, priorities_mistakes_name_file_line_and_column)
         expect_error(yaml, bad[i].tail);
         free(yaml);
     }
+}
+
+/* ---- limits:, early_warning: and signals: ---- */
+
+/* Every item in the file's order, each bound as written (ints, floats,
+ * signs, an exponent, a quoted number), and which bounds were given. */
+Test(config, limits_are_read_in_file_order)
+{
+    expect_ok(ACCOUNT "    limits:\n"
+                      "      - {serial: \"5214*\", channel: 1, upper: -75}\n"
+                      "      - {serial: \"5214*\", channel: 1, lower: -90.5}\n"
+                      "      - serial: \"52??????\"\n"
+                      "        channel: 2\n"
+                      "        lower: -75.0\n"
+                      "        upper: 8.5\n"
+                      "      - {serial: \"*\", channel: 8, upper: \"1e2\", lower: +.5}\n" RECEIVER);
+    const struct account_conf *a = &cfg->accounts[0];
+    cr_assert_eq(a->n_limits, 4);
+    cr_assert_str_eq(a->limits[0].serial, "5214*");
+    cr_assert_eq(a->limits[0].channel, 1);
+    cr_assert(a->limits[0].has_upper);
+    cr_assert_not(a->limits[0].has_lower);
+    cr_assert_eq(a->limits[0].upper, -75.0);
+    cr_assert_eq(a->limits[0].lower, 0.0);
+    cr_assert_not(a->limits[1].has_upper);
+    cr_assert(a->limits[1].has_lower);
+    cr_assert_eq(a->limits[1].lower, -90.5);
+    cr_assert_str_eq(a->limits[2].serial, "52??????");
+    cr_assert_eq(a->limits[2].channel, 2);
+    cr_assert(a->limits[2].has_upper && a->limits[2].has_lower);
+    cr_assert_eq(a->limits[2].lower, -75.0);
+    cr_assert_eq(a->limits[2].upper, 8.5);
+    cr_assert_str_eq(a->limits[3].serial, "*");
+    cr_assert_eq(a->limits[3].channel, 8);
+    cr_assert_eq(a->limits[3].upper, 100.0);
+    cr_assert_eq(a->limits[3].lower, 0.5);
+    cr_assert(a->early_warning);
+    cr_assert(a->signals);
+}
+
+/* The first item whose glob matches the serial (glob.h: ASCII letters in
+ * either case) and whose channel is the one asked for; nothing else. */
+Test(config, account_limit_takes_the_first_match)
+{
+    expect_ok(ACCOUNT "    limits:\n"
+                      "      - {serial: \"5214AB*\", channel: 1, upper: -75}\n"
+                      "      - {serial: \"5214AB*\", channel: 1, lower: -90.5}\n"
+                      "      - {serial: \"52??????\", channel: 2, lower: -75.0, upper: 8.5}\n"
+                      "      - {serial: \"*\", channel: 3, lower: 2, upper: 8}\n" RECEIVER);
+    const struct account_conf *a = &cfg->accounts[0];
+    struct watch_limit l;
+    cr_assert(account_limit(a, "5214ABCD", 1, &l));
+    cr_assert(l.has_upper);
+    cr_assert_not(l.has_lower); /* the first item, not the second */
+    cr_assert_eq(l.upper, -75.0);
+    cr_assert_eq(l.lower, 0.0);
+    cr_assert(account_limit(a, "5214abcd", 1, &l)); /* "5214AB*", not fnmatch's case */
+    cr_assert_eq(l.upper, -75.0);
+    cr_assert(account_limit(a, "5214ABCD", 2, &l));
+    cr_assert(l.has_upper && l.has_lower);
+    cr_assert_eq(l.lower, -75.0);
+    cr_assert_eq(l.upper, 8.5);
+    cr_assert(account_limit(a, "3F360001", 3, &l));
+    cr_assert_eq(l.lower, 2.0);
+    cr_assert_eq(l.upper, 8.0);
+    cr_assert(account_limit(a, "5214ABCD", 3, &l)); /* only "*" has channel 3 */
+    cr_assert_eq(l.upper, 8.0);
+    /* No match: a channel no item names, a serial no glob of the channel
+     * matches, a serial one character too long for "52??????". */
+    static const struct {
+        const char *serial;
+        int channel;
+    } none[] = {{"5214ABCD", 4}, {"3F360001", 1}, {"3F360001", 2}, {"5214ABCDE", 2}};
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+        memset(&l, 0xff, sizeof l);
+        cr_assert_not(account_limit(a, none[i].serial, none[i].channel, &l), "%s ch%d",
+                      none[i].serial, none[i].channel);
+        cr_assert_not(l.has_upper);
+        cr_assert_not(l.has_lower);
+        cr_assert_eq(l.upper, 0.0);
+        cr_assert_eq(l.lower, 0.0);
+    }
+    expect_ok(ACCOUNT RECEIVER);
+    memset(&l, 0xff, sizeof l);
+    cr_assert_not(account_limit(&cfg->accounts[0], "5214ABCD", 1, &l));
+    cr_assert_not(l.has_upper || l.has_lower);
+}
+
+Test(config, limits_mistakes_name_file_line_and_column)
+{
+    static const struct {
+        const char *yaml, *tail;
+    } bad[] = {
+        {"    limits: [{serial: \"52[14*\", channel: 1, upper: 3}]\n",
+         "6:23: accounts[0].limits[0].serial: column 3: '[' is not closed"},
+        {"    limits: [{serial: \"[z-a]*\", channel: 1, upper: 3}]\n",
+         "6:23: accounts[0].limits[0].serial: column 2: range 'z-a' ends before it starts"},
+        {"    limits: [{serial: \"\", channel: 1, upper: 3}]\n",
+         "6:23: accounts[0].limits[0].serial: expected a non-empty glob"},
+        {"    limits: [{serial: \"52*\", channel: 0, upper: 3}]\n",
+         "6:39: accounts[0].limits[0].channel: expected a whole number from 1 to 8"},
+        {"    limits: [{serial: \"52*\", channel: 9, upper: 3}]\n",
+         "6:39: accounts[0].limits[0].channel: expected a whole number from 1 to 8"},
+        {"    limits: [{serial: \"52*\", channel: x, upper: 3}]\n",
+         "6:39: accounts[0].limits[0].channel: expected a whole number from 1 to 8"},
+        {"    limits: [{serial: \"52*\", channel: 1, upper: warm}]\n",
+         "6:49: accounts[0].limits[0].upper: expected a number such as -75, -75.0 or 8.5"},
+        {"    limits: [{serial: \"52*\", channel: 1, upper: .inf}]\n",
+         "6:49: accounts[0].limits[0].upper: expected a number such as -75, -75.0 or 8.5"},
+        {"    limits: [{serial: \"52*\", channel: 1, upper: .nan}]\n",
+         "6:49: accounts[0].limits[0].upper: expected a number such as -75, -75.0 or 8.5"},
+        {"    limits: [{serial: \"52*\", channel: 1, upper: nan}]\n",
+         "6:49: accounts[0].limits[0].upper: expected a number such as -75, -75.0 or 8.5"},
+        {"    limits: [{serial: \"52*\", channel: 1, upper: inf}]\n",
+         "6:49: accounts[0].limits[0].upper: expected a number such as -75, -75.0 or 8.5"},
+        {"    limits: [{serial: \"52*\", channel: 1, upper: 1e999}]\n",
+         "6:49: accounts[0].limits[0].upper: expected a number such as -75, -75.0 or 8.5"},
+        {"    limits: [{serial: \"52*\", channel: 1, upper: 0x10}]\n",
+         "6:49: accounts[0].limits[0].upper: expected a number such as -75, -75.0 or 8.5"},
+        {"    limits: [{serial: \"52*\", channel: 1, upper: 1.2.3}]\n",
+         "6:49: accounts[0].limits[0].upper: expected a number such as -75, -75.0 or 8.5"},
+        {"    limits: [{serial: \"52*\", channel: 1, upper: 1e}]\n",
+         "6:49: accounts[0].limits[0].upper: expected a number such as -75, -75.0 or 8.5"},
+        {"    limits: [{serial: \"52*\", channel: 1, upper: -.}]\n",
+         "6:49: accounts[0].limits[0].upper: expected a number such as -75, -75.0 or 8.5"},
+        {"    limits: [{serial: \"52*\", channel: 1, upper: \" 5\"}]\n",
+         "6:49: accounts[0].limits[0].upper: expected a number such as -75, -75.0 or 8.5"},
+        {"    limits: [{serial: \"52*\", channel: 1, upper: [5]}]\n",
+         "6:49: accounts[0].limits[0].upper: expected a number, got a list"},
+        {"    limits: [{serial: \"52*\", channel: 1, upper: }]\n",
+         "6:49: accounts[0].limits[0].upper: expected a number, got an empty value"},
+        {"    limits: [{serial: \"52*\", channel: 1, lower: -5 C}]\n",
+         "6:49: accounts[0].limits[0].lower: expected a number such as -75, -75.0 or 8.5"},
+        {"    limits: [{serial: \"52*\", channel: 1}]\n",
+         "6:14: accounts[0].limits[0]: give upper, lower or both"},
+        {"    limits:\n"
+         "      - {serial: \"52*\", channel: 1, upper: 8}\n"
+         "      - {serial: \"52*\", channel: 2, lower: 8, upper: 8}\n",
+         "8:44: accounts[0].limits[1].lower: lower (8) must be below upper (8)"},
+        {"    limits:\n"
+         "      - {serial: \"52*\", channel: 1, upper: 8}\n"
+         "      - {serial: \"52*\", channel: 2, lower: 9, upper: -1.5}\n",
+         "8:44: accounts[0].limits[1].lower: lower (9) must be below upper (-1.5)"},
+        {"    limits: [{serial: \"52*\", channel: 1, upper: 3, priority: 2}]\n",
+         "6:52: accounts[0].limits[0]: unknown key 'priority' (expected one of: serial, "
+         "channel, upper, lower)"},
+        {"    limits: [{channel: 1, upper: 3}]\n",
+         "6:14: accounts[0].limits[0]: missing required key 'serial'"},
+        {"    limits: [{serial: \"52*\", upper: 3}]\n",
+         "6:14: accounts[0].limits[0]: missing required key 'channel'"},
+        {"    limits: [{serial: \"52*\", channel: 1, upper: 3, upper: 4}]\n",
+         "6:52: accounts[0].limits[0]: duplicate key 'upper' (first at line 6)"},
+        {"    limits: []\n",
+         "6:13: accounts[0].limits: the list is empty; give at least one limit"},
+        {"    limits: {serial: \"52*\", channel: 1, upper: 3}\n",
+         "6:13: accounts[0].limits: expected a list, got a mapping"},
+        {"    early_warning: yes\n", "6:20: accounts[0].early_warning: expected true or false"},
+        {"    signals: 1\n", "6:14: accounts[0].signals: expected true or false"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT "%s" RECEIVER, bad[i].yaml);
+        expect_error(yaml, bad[i].tail);
+        free(yaml);
+    }
+}
+
+Test(config, early_warning_and_signals_can_be_turned_off)
+{
+    expect_ok(ACCOUNT "    early_warning: false\n"
+                      "  - name: osaka\n"
+                      "    api_key: k\n"
+                      "    login_id: tbzz8888\n"
+                      "    login_pass: p\n"
+                      "    signals: false\n" RECEIVER);
+    cr_assert_not(cfg->accounts[0].early_warning);
+    cr_assert(cfg->accounts[0].signals);
+    cr_assert(cfg->accounts[1].early_warning);
+    cr_assert_not(cfg->accounts[1].signals);
 }
 
 /* ---- self: and outbox: ---- */

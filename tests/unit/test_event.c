@@ -4,6 +4,7 @@
 #include "event.h"
 #include "util/buf.h"
 #include "util/fileio.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
@@ -259,6 +260,108 @@ Test(event, rejects_bad_bodies)
     struct err e = {{0}};
     cr_assert_eq(event_parse_alert_log(&l, NULL, "acct", &e), -1);
     cr_assert_str_eq(e.msg, "alert log is not a JSON object");
+}
+
+/* The strings of an event: valid UTF-8, bounded, and without control
+ * characters but the tabs and line feeds of a text. */
+static void assert_clean(const char *s, size_t max, bool lines)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (!s)
+        return;
+    cr_assert(utf8_valid(s, n), "not UTF-8: %s", s);
+    cr_assert_leq(n, max);
+    for (size_t i = 0; i < n;) {
+        uint32_t cp = 0;
+        size_t len = utf8_decode(&cp, s + i, n - i);
+        cr_assert(!utf8_is_control(cp) || (lines && (cp == '\t' || cp == '\n')),
+                  "control character U+%04X in: %s", (unsigned)cp, s);
+        i += len;
+    }
+}
+
+/* Bytes that are not UTF-8, control characters, "\u0000" and a text far
+ * too long: the body is taken (as platform.c takes it) and every string
+ * repaired, so that the state stays valid UTF-8 and nothing is cut
+ * silently. */
+Test(event, odd_strings_are_repaired)
+{
+    struct buf b;
+    struct event_list l = {0};
+    struct err e = {{0}};
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"remote-serial\":\"52C10001\",\"remote-name\":\"冷凍庫\xFF\\r\\nX\","
+                 "\"remote-model\":\"M\\u001b\",\"base-serial\":\"5821\\r\\n01\","
+                 "\"base-name\":\"B\xFE\",\"channel\":[{\"num\":\"1\",\"name\":\"Temp\xFF\","
+                 "\"unit\":\"°C\\u0007\"}],\"alert-logs\":[{\"unixtime\":\"1700000000\","
+                 "\"ch1\":\"CH1 Upper\\u0000Limit \xFF -70.2°C\\r\\nline2\\tTab\\u001b[31m\","
+                 "\"battery-level\":\"");
+    for (int i = 0; i < 2000; i++)
+        buf_puts(&b, "電池");
+    buf_puts(&b, "\"}]}");
+    struct json_tokener *tok = json_tokener_new();
+    struct json_object *body = json_tokener_parse_ex(tok, b.data, (int)b.len);
+    cr_assert_not_null(body, "json-c takes the bytes as they are");
+    json_tokener_free(tok);
+    cr_assert_eq(event_parse_alert_log(&l, body, "acct", &e), 0, "%s", e.msg);
+    cr_assert_eq(l.n, 2);
+    const struct event *ch1 = &l.items[0], *bat = &l.items[1];
+    assert_str(ch1->kind, "ch1");
+    assert_str(ch1->text, "CH1 Upper Limit " UTF8_REPLACEMENT " -70.2°C \nline2\tTab [31m");
+    assert_str(ch1->name, "冷凍庫" UTF8_REPLACEMENT "  X");
+    assert_str(ch1->model, "M ");
+    assert_str(ch1->base_serial, "52C10001"); /* not a serial: the device is its own base */
+    assert_str(ch1->base_name, "B" UTF8_REPLACEMENT);
+    assert_str(ch1->channel_name, "Temp" UTF8_REPLACEMENT);
+    assert_str(ch1->channel_unit, "°C ");
+    assert_str(bat->kind, "battery-level");
+    cr_assert_eq(strlen(bat->text), 4095, "cut to 4 KB between two characters");
+    for (size_t i = 0; i < l.n; i++) {
+        const struct event *ev = &l.items[i];
+        const char *names[] = {ev->serial,     ev->model,     ev->name,         ev->base_serial,
+                               ev->base_model, ev->base_name, ev->channel_name, ev->channel_unit};
+        for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+            assert_clean(names[k], 256, false);
+        assert_clean(ev->text, 4096, true);
+    }
+    event_list_free(&l);
+    json_object_put(body);
+    buf_free(&b);
+}
+
+/* A remote serial that is not a serial cannot be the device asked about:
+ * the reply is refused, and the message shows the serial escaped and
+ * short, whatever it holds. */
+Test(event, a_remote_serial_that_is_not_one_is_refused)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"remote-serial\":\"");
+    for (int i = 0; i < 1200; i++)
+        buf_puts(&b, "5");
+    buf_puts(&b, "\",\"alert-logs\":[{\"unixtime\":1700000000,\"ch1\":\"x\"}]}");
+    const char *bodies[] = {
+        b.data,
+        "{\"remote-serial\":\"5214\\r\\nwsrelay: ERROR: forged\",\"alert-logs\":[]}",
+        "{\"remote-serial\":\"5214000\\u0000\",\"alert-logs\":[]}",
+        "{\"remote-serial\":\"5214\xFF\x30\x30\x30\",\"alert-logs\":[]}",
+        "{\"remote-serial\":\"5214000AB\",\"alert-logs\":[]}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        struct event_list l = {0};
+        struct err e = {{0}};
+        struct json_object *body = parse(bodies[i]);
+        cr_assert_eq(event_parse_alert_log(&l, body, "acct", &e), -1, "accepted %s", bodies[i]);
+        cr_assert_not_null(strstr(e.msg, "alert log: remote-serial \""), "%s", e.msg);
+        cr_assert_not_null(strstr(e.msg, "is not a device serial"), "%s", e.msg);
+        cr_assert_lt(strlen(e.msg), 200, "%s", e.msg);
+        for (const char *p = e.msg; *p; p++)
+            cr_assert((unsigned char)*p >= 0x20 && *p != 0x7f, "control byte in %s", e.msg);
+        cr_assert(utf8_valid(e.msg, strlen(e.msg)), "%s", e.msg);
+        cr_assert_eq(l.n, 0);
+        json_object_put(body);
+    }
+    buf_free(&b);
 }
 
 Test(event, local_time_plus_nine)

@@ -3,6 +3,7 @@
 #include "notify/http.h"
 #include "notify/notify.h"
 #include "util/buf.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
@@ -126,6 +127,48 @@ Test(notify, file_receiver_appends_whole_blocks_privately)
     cr_assert_eq(blocks, 2);
     event_clear(&ev);
     unlink(path);
+    rmdir(dir);
+}
+
+/* What the file receiver writes is valid UTF-8 whatever it is given: an
+ * event with bytes that are not UTF-8 (an outbox item of an older
+ * wsrelay), through the built-in template and through a receiver's own
+ * template that inserts values raw and holds such a byte itself. */
+Test(notify, file_receiver_writes_valid_utf8)
+{
+    char dir[] = "/tmp/wsrelay-notify-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[128], tpl[128];
+    snprintf(path, sizeof path, "%s/alerts.txt", dir);
+    snprintf(tpl, sizeof tpl, "%s/mine.txt", dir);
+    FILE *f = fopen(tpl, "w");
+    cr_assert_not_null(f);
+    fputs("raw \xFE: {{#events}}{{{name}}} / {{{text}}}{{/events}}\n", f);
+    fclose(f);
+    char name[] = "log";
+    struct receiver_conf r = {.name = name, .type = RECEIVER_FILE, .file = {.path = path}};
+    struct event ev = sample("Freezer\xFF A", "CH1 Upper\xC0\xAF Limit \xED\xA0\x80");
+    struct notify_message m = {.events = &ev, .n = 1, .now = 1795000000};
+    struct notify_env env = {0};
+    struct notify_result res;
+    struct err e;
+    cr_assert_eq(notify_send(&env, &r, &m, &res, &e), 0, "%s", e.msg);
+    r.file.template = tpl;
+    cr_assert_eq(notify_send(&env, &r, &m, &res, &e), 0, "%s", e.msg);
+    f = fopen(path, "r");
+    char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    cr_assert(utf8_valid(text, n), "%s", text);
+    cr_assert_not_null(strstr(text, "Freezer" UTF8_REPLACEMENT " A"), "%s", text);
+    cr_assert_not_null(strstr(text, "raw " UTF8_REPLACEMENT ": Freezer" UTF8_REPLACEMENT
+                                    " A / CH1 Upper" UTF8_REPLACEMENT UTF8_REPLACEMENT
+                                    " Limit " UTF8_REPLACEMENT UTF8_REPLACEMENT UTF8_REPLACEMENT),
+                       "%s", text);
+    event_clear(&ev);
+    unlink(path);
+    unlink(tpl);
     rmdir(dir);
 }
 

@@ -6,6 +6,7 @@
 #include "util/buf.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 #include <arpa/inet.h>
@@ -118,8 +119,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     srv.in_flight--;
     pthread_mutex_unlock(&srv.lock);
     size_t len = c->body ? (c->body_len ? c->body_len : strlen(c->body)) : 0;
+    /* A copy: a test may free a body it built as soon as its call returns,
+     * while this connection's thread may still be writing the reply. */
     resp = MHD_create_response_from_buffer(len, (void *)(c->body ? c->body : ""),
-                                           MHD_RESPMEM_PERSISTENT);
+                                           MHD_RESPMEM_MUST_COPY);
     for (size_t i = 0; c->headers[i]; i += 2)
         MHD_add_response_header(resp, c->headers[i], c->headers[i + 1]);
     ret = MHD_queue_response(conn, c->status, resp);
@@ -452,8 +455,9 @@ Test(platform, error_message_cleaned)
     cr_assert_null(strpbrk(r.message, "\r\n\a"), "%s", r.message);
     const char *prefix = "HTTP 403 (code 403: ";
     cr_assert_eq(strncmp(r.message, prefix, strlen(prefix)), 0, "%s", r.message);
-    cr_assert_eq(strncmp(r.message + strlen(prefix), "badkey [redacted] for [redacted]; 000", 37),
-                 0, "%s", r.message);
+    /* Each control character a space, as everywhere else in the log. */
+    const char *want = "bad  key [redacted]  for [redacted]; 000";
+    cr_assert_eq(strncmp(r.message + strlen(prefix), want, strlen(want)), 0, "%s", r.message);
     /* The platform's part is at most 200 bytes. */
     cr_assert_eq(strlen(r.message), strlen(prefix) + 200 + 1, "%s", r.message);
     platform_reply_free(&r);
@@ -772,6 +776,124 @@ Test(platform, no_secret_in_logs)
     assert_no_secret(text);
 }
 
+/* Sends stderr to a temporary file until stderr_end, which returns what
+ * was written (caller frees). */
+static int stderr_begin(int *saved)
+{
+    char path[] = "/tmp/wsrelay-test-log-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    unlink(path);
+    fflush(stderr);
+    *saved = dup(2);
+    dup2(fd, 2);
+    return fd;
+}
+
+static char *stderr_end(int fd, int saved)
+{
+    static char text[16384];
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    lseek(fd, 0, SEEK_SET);
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    text[n > 0 ? n : 0] = '\0';
+    return xstrdup(text);
+}
+
+/* Every string of a device: valid UTF-8, no control character, bounded. */
+static void assert_clean(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    cr_assert(utf8_valid(s, n), "not UTF-8: %s", s);
+    cr_assert_leq(n, max);
+    for (size_t i = 0; i < n;) {
+        uint32_t cp = 0;
+        size_t len = utf8_decode(&cp, s + i, n - i);
+        cr_assert_not(utf8_is_control(cp), "control character U+%04X in: %s", (unsigned)cp, s);
+        i += len;
+    }
+}
+
+/* What the platform could send one day: bytes that are not UTF-8, control
+ * characters, "\u0000", names too long, serials that are not serials. The
+ * reply is taken (a device with one bad byte in its name must still be
+ * polled), the strings repaired, and the devices whose serial cannot be
+ * trusted left out, each with one warning. */
+Test(platform, odd_device_data_is_repaired_or_skipped)
+{
+    struct buf body;
+    struct platform_reply r = {0};
+    struct device_info *d = NULL;
+    size_t n = 0;
+    struct err e = {{0}};
+    buf_init(&body, 0);
+    buf_puts(&body, "{\"devices\":[{\"serial\":\"52C10001\",\"model\":\"RTR\x01" "501\","
+                    "\"name\":\"Freezer\xFF A\\u0000B\\r\\nwsrelay: ERROR: forged\","
+                    "\"baseunit\":{\"serial\":\"58210001\",\"model\":\"RTR500\","
+                    "\"name\":\"Gate\xC0\xAFway\"},\"group\":{\"name\":\"Lab\\u001b[2J\"}},");
+    buf_puts(&body, "{\"serial\":\"");
+    for (int i = 0; i < 1200; i++)
+        buf_puts(&body, "A");
+    buf_puts(&body, "\",\"name\":\"long serial\"},");
+    buf_puts(&body, "{\"serial\":\"5214\\r\\nXY\",\"name\":\"line break\"},");
+    buf_puts(&body, "{\"serial\":\"5214000B\",\"baseunit\":{\"serial\":\"5821\\u0000001\"}},");
+    buf_puts(&body, "{\"serial\":\"5214000C\",\"model\":\"\\ud800\",\"name\":\"");
+    for (int i = 0; i < 400; i++)
+        buf_puts(&body, "冷");
+    buf_puts(&body, "\"}]}");
+    answer(200, body.data);
+    srv.reply.body_len = body.len;
+    cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), 0, "%s",
+                 r.message ? r.message : "");
+
+    int saved, fd = stderr_begin(&saved);
+    cr_assert_eq(platform_parse_devices(&d, &n, r.body, "test", &e), 0, "%s", e.msg);
+    char *log = stderr_end(fd, saved);
+    cr_assert_eq(n, 2, "the three devices without a trustworthy serial are left out");
+    cr_assert_str_eq(d[0].serial, "52C10001");
+    cr_assert_str_eq(d[0].name, "Freezer" UTF8_REPLACEMENT " A B  wsrelay: ERROR: forged");
+    cr_assert_str_eq(d[0].model, "RTR 501");
+    cr_assert_str_eq(d[0].base_serial, "58210001");
+    cr_assert_str_eq(d[0].base_name, "Gate" UTF8_REPLACEMENT UTF8_REPLACEMENT "way");
+    cr_assert_str_eq(d[0].group_name, "Lab [2J");
+    cr_assert_str_eq(d[1].serial, "5214000C");
+    cr_assert_str_eq(d[1].model, UTF8_REPLACEMENT);
+    cr_assert_eq(strlen(d[1].name), 255, "cut to PLATFORM_NAME_MAX at a character boundary");
+    for (size_t i = 0; i < n; i++) {
+        const char *fields[] = {d[i].serial, d[i].model,     d[i].name,      d[i].base_serial,
+                                d[i].base_model, d[i].base_name, d[i].group_name};
+        for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++)
+            assert_clean(fields[k], PLATFORM_NAME_MAX);
+    }
+
+    /* One warning per device left out, naming the account and showing the
+     * serial escaped and bounded: no log line can be forged. */
+    size_t lines = 0;
+    for (const char *p = log; *p; p++)
+        lines += *p == '\n';
+    cr_assert_eq(lines, 3, "%s", log);
+    cr_assert_not_null(strstr(log, "wsrelay: warning: platform: account test: device record 2 "
+                                   "of 5 skipped: serial \"AAAAAAAA"),
+                       "%s", log);
+    cr_assert_not_null(strstr(log, "…\" (1200 bytes) is not a device serial"), "%s", log);
+    cr_assert_not_null(strstr(log, "device record 3 of 5 skipped: serial \"5214\\r\\nXY\" is "
+                                   "not a device serial (exactly 8 letters or digits)"),
+                       "%s", log);
+    cr_assert_not_null(strstr(log, "device record 4 of 5 skipped: device 5214000B: base unit "
+                                   "serial \"5821\\x00001\" is not a device serial"),
+                       "%s", log);
+    cr_assert_null(strchr(log, '\r'), "%s", log);
+    cr_assert_null(strchr(log, 0x1b), "%s", log);
+    cr_assert_lt(strlen(log), 1000, "the 1200-byte serial is not repeated: %s", log);
+    free(log);
+    device_info_free(d, n);
+    platform_reply_free(&r);
+    buf_free(&body);
+}
+
 Test(platform, base_url_checked)
 {
     const char *rejected[] = {
@@ -886,7 +1008,7 @@ Test(devices, strings_dialect)
     size_t n = 0;
     struct err e = {{0}};
     struct json_object *body = fixture("current-strings.json");
-    cr_assert_eq(platform_parse_devices(&d, &n, body, &e), 0, "%s", e.msg);
+    cr_assert_eq(platform_parse_devices(&d, &n, body, NULL, &e), 0, "%s", e.msg);
     cr_assert_eq(n, 2); /* the record without serial is skipped */
     cr_assert_str_eq(d[0].serial, "52C10001");
     cr_assert_str_eq(d[0].model, "RTR501B");
@@ -910,7 +1032,7 @@ Test(devices, numbers_dialect_with_arrays)
     size_t n = 0;
     struct err e = {{0}};
     struct json_object *body = fixture("current-numbers.json");
-    cr_assert_eq(platform_parse_devices(&d, &n, body, &e), 0, "%s", e.msg);
+    cr_assert_eq(platform_parse_devices(&d, &n, body, NULL, &e), 0, "%s", e.msg);
     cr_assert_eq(n, 2);
     cr_assert_str_eq(d[0].serial, "52100003");
     cr_assert_str_eq(d[0].model, "RTR-502");
@@ -935,14 +1057,14 @@ Test(devices, empty_and_bad)
     size_t n = 99;
     struct err e = {{0}};
     struct json_object *body = json_tokener_parse("{\"devices\":[]}");
-    cr_assert_eq(platform_parse_devices(&d, &n, body, &e), 0);
+    cr_assert_eq(platform_parse_devices(&d, &n, body, NULL, &e), 0);
     cr_assert_eq(n, 0);
     cr_assert_null(d);
     json_object_put(body);
     const char *bad[] = {"{}", "{\"devices\":{}}", "[]", "{\"devices\":\"x\"}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         body = json_tokener_parse(bad[i]);
-        cr_assert_eq(platform_parse_devices(&d, &n, body, &e), -1, "%s", bad[i]);
+        cr_assert_eq(platform_parse_devices(&d, &n, body, NULL, &e), -1, "%s", bad[i]);
         cr_assert_null(d);
         cr_assert_eq(n, 0);
         cr_assert_not_null(strstr(e.msg, "devices"));

@@ -530,7 +530,7 @@ Test(rules, every_mistake_names_file_line_and_column)
                       "3:13: throttle: throttle does nothing with drop: true");
     expect_rule_error("- name: a\n  match: {kind: [ch1, ch7]}\n  receivers: [mail]\n",
                       "2:23: match.kind[1]: unknown kind 'ch7' (expected ch1 to ch6, "
-                      "battery-level, communication-status, gap or relay)");
+                      "battery-level, communication-status, gap, reading or relay)");
     expect_rule_error("- name: a\n  match: {event: alarms}\n  receivers: [mail]\n",
                       "2:18: match.event: unknown event 'alarms' (expected alarm, recovered, "
                       "sensor-error, battery, communication or other)");

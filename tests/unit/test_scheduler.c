@@ -362,3 +362,147 @@ Test(scheduler, priority_weights_how_often_a_device_is_looked_at)
     for (int i = 0; i < 3; i++)
         cr_assert_lt(longest_wait[i], 3600, "device %d waited %lld s", i, longest_wait[i]);
 }
+
+/* --- signals (scheduler_plan_signals) ------------------------------------ */
+
+static struct sched_budget signal_budget(size_t used, long long last_call)
+{
+    struct sched_budget b = {.limit = 12, .reserve = 1, .headroom = 2, .span = 3600,
+                             .used = used, .last_call = last_call};
+    return b;
+}
+
+Test(scheduler, headroom_slows_the_round_robin_to_nine_an_hour)
+{
+    struct sched_budget b = signal_budget(0, 0);
+    cr_assert_eq(scheduler_spacing(&b), 400);
+    cr_assert_eq(scheduler_bound(&b, 12), 12 * 400 + 6 * 400 + 400);
+}
+
+Test(scheduler, a_signal_goes_first_and_uses_the_room_at_once)
+{
+    /* Nothing earned by the grid (a call 100 s ago), 9 calls in the hour:
+     * the round robin waits, the signal does not. */
+    struct sched_device devs[48];
+    for (size_t i = 0; i < 48; i++)
+        devs[i] = (struct sched_device){.last_poll = 1000000 - (long long)i};
+    devs[30].signal = true;
+    devs[30].signal_since = 1000050;
+    struct sched_budget b = signal_budget(9, 1000000);
+    size_t out[48], signals = 9;
+    size_t n = scheduler_plan_signals(out, 48, devs, 48, &b, 1000100, &signals);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(out[0], 30);
+    cr_assert_eq(signals, 1);
+}
+
+Test(scheduler, signals_go_oldest_first_and_one_may_use_the_reserve)
+{
+    struct sched_device devs[5] = {
+        {.last_poll = 10, .signal = true, .signal_since = 300},
+        {.last_poll = 10},
+        {.last_poll = 10, .signal = true, .signal_since = 100},
+        {.last_poll = 10, .signal = true, .signal_since = 200},
+        {.last_poll = 10, .signal = true, .signal_since = 400},
+    };
+    /* 10 used: one call of room beyond the reserve, then the reserve. */
+    struct sched_budget b = signal_budget(10, 1000);
+    size_t out[5], signals = 0;
+    size_t n = scheduler_plan_signals(out, 5, devs, 5, &b, 1100, &signals);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(out[0], 2);
+    cr_assert_eq(out[1], 3);
+    cr_assert_eq(signals, 2);
+    /* The reserve spent too: nothing. */
+    b.used = 12;
+    cr_assert_eq(scheduler_plan_signals(out, 5, devs, 5, &b, 1100, &signals), 0);
+    cr_assert_eq(signals, 0);
+    /* Blocked: nothing either. */
+    b.used = 0;
+    b.blocked_until = 2000;
+    cr_assert_eq(scheduler_plan_signals(out, 5, devs, 5, &b, 1100, NULL), 0);
+}
+
+Test(scheduler, without_signals_the_plan_is_the_round_robin)
+{
+    struct sched_device devs[4] = {{.last_poll = 40}, {.last_poll = 10}, {.last_poll = 20},
+                                   {.last_poll = 30}};
+    struct sched_budget b = signal_budget(3, 500);
+    size_t a[4], c[4];
+    size_t n = scheduler_plan_signals(a, 4, devs, 4, &b, 1000, NULL);
+    size_t m = scheduler_plan(c, 4, devs, 4, &b, 1000);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(m, n);
+    cr_assert_eq(a[0], 1);
+    cr_assert_eq(c[0], 1);
+}
+
+/* New devices get their first poll at once, as far as the room beyond
+ * the headroom goes: 12 new devices and an empty window make 9 calls, and
+ * leave 2 (and the reserve) for signals. */
+Test(scheduler, new_devices_are_polled_first_and_leave_the_headroom)
+{
+    struct sched_device devs[12] = {{0}};
+    devs[11].last_poll = 900;
+    struct sched_budget b = signal_budget(0, 0);
+    size_t out[12];
+    size_t n = scheduler_plan_signals(out, 12, devs, 12, &b, 1000, NULL);
+    cr_assert_eq(n, 9);
+    for (size_t k = 0; k < n; k++)
+        cr_assert_eq(out[k], k, "never-polled in pool order");
+    /* A signal still finds its room in the same window. */
+    devs[11].signal = true;
+    devs[11].signal_since = 990;
+    b.used = 9;
+    b.last_call = 1000;
+    n = scheduler_plan_signals(out, 12, devs, 12, &b, 1010, NULL);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(out[0], 11);
+}
+
+/* A day of runs every minute where every device but one always has a
+ * signal: the signals take every call they can, yet the quiet device is
+ * still looked at within the bound, and no sliding hour holds more than
+ * the platform's 12 calls. */
+Test(scheduler, the_bound_holds_when_signals_saturate_the_budget)
+{
+    enum { N = 12 };
+    struct sched_device devs[N];
+    long long calls[2000];
+    size_t n_calls = 0;
+    long long start = 1795000000, worst_gap = 0, last_quiet = start;
+    for (size_t i = 0; i < N; i++)
+        devs[i] = (struct sched_device){.last_poll = start - 60 * (long long)(N - i)};
+    for (long long now = start; now < start + 86400; now += 60) {
+        struct sched_budget b = signal_budget(0, n_calls ? calls[n_calls - 1] : 0);
+        for (size_t k = 0; k < n_calls; k++)
+            if (calls[k] >= now - 3600)
+                b.used++;
+        for (size_t i = 1; i < N; i++) {
+            devs[i].signal = true;
+            if (!devs[i].signal_since)
+                devs[i].signal_since = now;
+        }
+        size_t out[N];
+        size_t n = scheduler_plan_signals(out, N, devs, N, &b, now, NULL);
+        for (size_t k = 0; k < n; k++) {
+            devs[out[k]].last_poll = now;
+            devs[out[k]].signal_since = 0;
+            calls[n_calls++] = now;
+            cr_assert(n_calls < 2000);
+            if (out[k] == 0) {
+                if (now - last_quiet > worst_gap)
+                    worst_gap = now - last_quiet;
+                last_quiet = now;
+            }
+        }
+        size_t in_hour = 0;
+        for (size_t k = 0; k < n_calls; k++)
+            in_hour += calls[k] > now - 3600;
+        cr_assert(in_hour <= 12, "%zu calls in the hour before %lld", in_hour, now);
+    }
+    struct sched_budget b = signal_budget(0, 0);
+    cr_assert(worst_gap > 0, "the quiet device was never polled");
+    cr_assert(worst_gap <= scheduler_bound(&b, N),
+              "the quiet device waited %lld s (bound %lld)", worst_gap, scheduler_bound(&b, N));
+}

@@ -128,3 +128,30 @@ Test(selfcheck, texts_name_the_subject_and_what_to_do)
                         "failing since 11:06 UTC, for 30 min.");
     free(t);
 }
+
+/* Parked devices were confirmed by refusals in a row already: their
+ * condition opens at once, names them, and clears when none is left. */
+Test(selfcheck, refused_devices_open_at_once_and_name_the_serials)
+{
+    struct state_condition c = {0};
+    bool have = false;
+    struct selfcheck_input bad = {.what = SELFCHECK_DEVICES_REFUSED, .bad = true};
+    struct selfcheck_input good = {.what = SELFCHECK_DEVICES_REFUSED, .good = true};
+    cr_assert_str_eq(selfcheck_name(SELFCHECK_DEVICES_REFUSED), "devices-refused");
+    cr_assert_eq(step(&c, &have, &bad, T0), SELFCHECK_OPEN);
+    cr_assert_eq(step(&c, &have, &bad, T0 + 60), SELFCHECK_NONE, "once, not every run");
+    char *text = selfcheck_text(SELFCHECK_DEVICES_REFUSED, SELFCHECK_OPEN, "tbzz9999", "lab", &c,
+                                "5214000A (lab)", T0 + 60);
+    cr_expect(strstr(text, "5214000A (lab)"), "%s", text);
+    cr_expect(strstr(text, "every 6 hours"), "%s", text);
+    cr_expect(strstr(text, "exclude:"), "%s", text);
+    cr_expect_null(strstr(text, "Last error"), "%s", text);
+    free(text);
+    struct state_condition prev = {.since = c.since, .opened = c.opened};
+    cr_assert_eq(step(&c, &have, &good, T0 + 7200), SELFCHECK_CLOSE);
+    text = selfcheck_text(SELFCHECK_DEVICES_REFUSED, SELFCHECK_CLOSE, "tbzz9999", "lab", &prev,
+                          NULL, T0 + 7200);
+    cr_expect(strstr(text, "no longer refuses"), "%s", text);
+    free(text);
+    state_condition_clear(&c);
+}

@@ -54,6 +54,16 @@ static char *slurp(const char *p)
     return buf_steal(&b);
 }
 
+/* A file of tests/data/, whole; caller frees. */
+static char *read_fixture(const char *name)
+{
+    char *p = xasprintf("%s/tests/data/%s", WSRELAY_SOURCE_DIR, name);
+    char *text = slurp(p);
+    cr_assert_not_null(text, "%s", p);
+    free(p);
+    return text;
+}
+
 static void spew(const char *p, const char *text)
 {
     FILE *f = fopen(p, "w");
@@ -809,19 +819,19 @@ Test(state, refused_until_set_cleared_and_saved)
     static const char *const ab[] = {"A", "B"};
     struct state *s = open_ok();
     set_devices(s, "tokyo", ab, 1, 1000);
-    state_device_refused(s, "tokyo", "A", 5000);
+    state_device_refused(s, "tokyo", "A", 5000, 1);
     expect_times(s, "tokyo", "A", 1000, 0, 0, 5000);
     s = reopen(s);
     expect_times(s, "tokyo", "A", 1000, 0, 0, 5000);
     state_device_polled(s, "tokyo", "A", "X", 1100, false);
     expect_times(s, "tokyo", "A", 1000, 1100, 0, 5000);
-    state_device_refused(s, "tokyo", "A", 0);
+    state_device_refused(s, "tokyo", "A", 0, 0);
     s = reopen(s);
     expect_times(s, "tokyo", "A", 1000, 1100, 0, 0);
 
     /* Refusing an unlisted device lists nothing and does not make it
      * known; listed later, it keeps the refusal and becomes known then. */
-    state_device_refused(s, "tokyo", "B", 6000);
+    state_device_refused(s, "tokyo", "B", 6000, 1);
     cr_expect_eq(device_count(s, "tokyo"), 1);
     s = reopen(s);
     set_devices(s, "tokyo", ab, 2, 1200);
@@ -1024,10 +1034,10 @@ Test(state, clamp_clock_brings_future_times_back)
     /* Devices: P is known and polled in the past, F in the future. */
     set_devices(s, "tokyo", past, 1, now - 1000);
     state_device_polled(s, "tokyo", "P", "X", now - 5, true);
-    state_device_refused(s, "tokyo", "P", now + 86400);
+    state_device_refused(s, "tokyo", "P", now + 86400, 3);
     set_devices(s, "tokyo", fut, 2, now + 50);
     state_device_polled(s, "tokyo", "F", "X", now + 60, true);
-    state_device_refused(s, "tokyo", "F", now + 100000);
+    state_device_refused(s, "tokyo", "F", now + 100000, 3);
     state_set_discovered(s, "tokyo", now + 10);
     state_set_discovered(s, "osaka", now - 10);
     /* Outbox: queued in the future, and a next try far ahead. */
@@ -2179,4 +2189,452 @@ Test(state, an_unreadable_file_is_an_error_not_moved_aside)
     char *text = slurp(path);
     cr_expect_str_eq(text, "{\"version\":1}");
     free(text);
+}
+
+/* --- a state path of the wrong type ------------------------------------- */
+
+/* A symlink at the state's path is refused, never followed: not read,
+ * not moved aside, and its target (here a corrupt file, mode 0644, that
+ * the old move-aside would have made 0600) keeps its contents and mode. */
+Test(state, a_symlink_is_refused_and_its_target_untouched)
+{
+    struct state *s = NULL;
+    struct err e = {{0}};
+    char *target = xasprintf("%s/elsewhere", dir);
+    spew(target, "not json");
+    cr_assert_eq(chmod(target, 0644), 0);
+    cr_assert_eq(symlink(target, path), 0);
+    cr_expect_eq(state_open(&s, path, 0, &e), -1);
+    cr_expect_null(s);
+    cr_expect_not_null(strstr(e.msg, "symbolic link"), "%s", e.msg);
+    cr_expect_not_null(strstr(e.msg, path), "%s", e.msg);
+    struct stat st;
+    cr_assert_eq(stat(target, &st), 0);
+    cr_expect_eq(st.st_mode & 07777, 0644, "the target's mode was changed");
+    cr_assert_eq(lstat(path, &st), 0);
+    cr_expect(S_ISLNK(st.st_mode), "the symlink was moved");
+    char *text = slurp(target);
+    cr_expect_str_eq(text, "not json");
+    free(text);
+    cr_expect_eq(state_peek(&s, path, &e), -1);
+    cr_expect_not_null(strstr(e.msg, "symbolic link"), "%s", e.msg);
+    free(target);
+}
+
+/* A FIFO at the state's path (or its lock's) fails at once, for a run and
+ * for `status`, instead of blocking while holding the lock. The test runs
+ * the open in a child that an alarm kills, so a regression fails rather
+ * than hanging the suite. True when the open failed with `why`. */
+static bool fails_at_once(bool peek, const char *why)
+{
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        struct state *s = NULL;
+        struct err e;
+        alarm(5);
+        int rc = peek ? state_peek(&s, path, &e) : state_open(&s, path, 0, &e);
+        _exit(rc == -1 && strstr(e.msg, why) ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_expect(WIFEXITED(status), "status %#x: it blocked", status);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+Test(state, a_fifo_fails_at_once)
+{
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    cr_expect(fails_at_once(false, "not a regular file (a FIFO)"), "state_open");
+    cr_expect(fails_at_once(true, "not a regular file (a FIFO)"), "state_peek");
+    struct stat st;
+    cr_assert_eq(lstat(path, &st), 0);
+    cr_expect(S_ISFIFO(st.st_mode), "the FIFO was moved");
+}
+
+Test(state, a_fifo_as_lock_file_fails_at_once)
+{
+    char *lockpath = xasprintf("%s.lock", path);
+    cr_assert_eq(mkfifo(lockpath, 0600), 0);
+    cr_expect(fails_at_once(false, "is not a regular file"));
+    free(lockpath);
+}
+
+Test(state, a_directory_is_refused)
+{
+    struct state *s = NULL;
+    struct err e = {{0}};
+    cr_assert_eq(mkdir(path, 0700), 0);
+    cr_expect_eq(state_open(&s, path, 0, &e), -1);
+    cr_expect_not_null(strstr(e.msg, "not a regular file (a directory)"), "%s", e.msg);
+}
+
+/* When a corrupt file cannot be moved aside (every name of this second
+ * and the next few is taken), the message says why, whole: the reason it
+ * was corrupt is not overwritten by the message built from it. None of
+ * the files already there is touched. */
+Test(state, a_failed_move_aside_says_why_and_removes_nothing)
+{
+    struct state *s = NULL;
+    struct err e = {{0}};
+    spew(path, "not json");
+    time_t start = time(NULL);
+    for (time_t t = start; t < start + 5; t++) {
+        char stamp[32];
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+        for (int n = 1; n < 100; n++) {
+            char *name = n == 1 ? xasprintf("%s.corrupt-%s", path, stamp)
+                                : xasprintf("%s.corrupt-%s-%d", path, stamp, n);
+            spew(name, "earlier");
+            free(name);
+        }
+    }
+    cr_assert_lt(time(NULL), start + 5, "the machine is too slow for this test");
+    cr_expect_eq(state_open(&s, path, 0, &e), -1);
+    cr_expect_null(s);
+    cr_expect_not_null(strstr(e.msg, "cannot move the corrupt state file aside"), "%s", e.msg);
+    cr_expect_not_null(strstr(e.msg, "(" ), "%s", e.msg);
+    cr_expect_not_null(strstr(e.msg, "corrupt state file: "), "the reason is lost: %s", e.msg);
+    char *text = slurp(path);
+    cr_expect_str_eq(text, "not json");
+    free(text);
+    char *cmd = xasprintf("grep -l earlier '%s'/state.json.corrupt-* | wc -l", dir);
+    FILE *p = popen(cmd, "r");
+    int count = 0;
+    cr_assert_eq(fscanf(p, "%d", &count), 1);
+    pclose(p);
+    cr_expect_eq(count, 5 * 99, "an earlier file was removed or changed");
+    free(cmd);
+}
+
+/* A state file over the size wsrelay reads is set aside like a corrupt
+ * one, so that the relay works again instead of failing every run. */
+Test(state, an_oversized_file_is_moved_aside)
+{
+    struct state *s = NULL;
+    struct err e = {{0}};
+    int fd = open(path, O_WRONLY | O_CREAT, 0600);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(ftruncate(fd, (off_t)65 * 1024 * 1024), 0); /* sparse */
+    close(fd);
+    cr_assert_eq(state_open(&s, path, 0, &e), 0, "%s", e.msg);
+    const char *why = NULL;
+    const char *aside = state_set_aside(s, &why);
+    cr_assert_not_null(aside);
+    cr_expect_not_null(strstr(why, "MiB"), "%s", why);
+    unlink(aside);
+    state_close(s);
+}
+
+/* --- the floor of seen keys and refusals in a row ------------------------- */
+
+Test(state, pruning_raises_the_floor_and_never_lowers_it)
+{
+    struct state *s = open_ok();
+    cr_expect_eq(state_seen_floor(s, "A"), 0);
+    state_mark_seen(s, "A", 100, "ch1");
+    state_mark_seen(s, "A", 300, "ch1");
+    state_prune_seen(s, "A", 200);
+    cr_expect_eq(state_seen_floor(s, "A"), 200);
+    state_prune_seen(s, "A", 150); /* an older page: the floor stays */
+    cr_expect_eq(state_seen_floor(s, "A"), 200);
+    state_prune_seen(s, "A", 400); /* every key goes, the floor stays */
+    cr_expect_eq(state_seen_count(s, "A"), 0);
+    s = reopen(s);
+    cr_expect_eq(state_seen_floor(s, "A"), 400);
+    cr_expect_eq(state_seen_floor(s, "B"), 0);
+    state_close(s);
+}
+
+Test(state, refusals_count_until_a_successful_poll)
+{
+    static const char *const a[] = {"A"};
+    struct state *s = open_ok();
+    set_devices(s, "tokyo", a, 1, 1000);
+    state_device_refused(s, "tokyo", "A", 2000, 2);
+    s = reopen(s);
+    size_t n = 0;
+    struct state_device *d = state_devices(s, "tokyo", &n);
+    cr_assert_eq(n, 1);
+    cr_expect_eq(d[0].refusals, 2);
+    state_devices_free(d, n);
+    state_device_polled(s, "tokyo", "A", NULL, 2100, false); /* a failure is no success */
+    d = state_devices(s, "tokyo", &n);
+    cr_expect_eq(d[0].refusals, 2);
+    state_devices_free(d, n);
+    state_device_polled(s, "tokyo", "A", NULL, 2200, true);
+    s = reopen(s);
+    d = state_devices(s, "tokyo", &n);
+    cr_expect_eq(d[0].refusals, 0);
+    state_devices_free(d, n);
+    state_close(s);
+}
+
+Test(state, floors_and_refusals_of_the_wrong_shape_are_corrupt)
+{
+    static const char *const bad[] = {
+        "{\"version\":1,\"floors\":[]}",
+        "{\"version\":1,\"floors\":{\"A\":\"200\"}}",
+        "{\"version\":1,\"accounts\":{\"t\":{\"history\":{\"A\":{\"refusals\":\"x\"}}}}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct state *s = NULL;
+        struct err e;
+        spew(path, bad[i]);
+        cr_expect_eq(state_peek(&s, path, &e), -1, "%s", bad[i]);
+        cr_expect_not_null(strstr(e.msg, "corrupt state file"), "%s", e.msg);
+    }
+}
+
+/* --- the size limit of a save ------------------------------------------ */
+
+/* A save that would pass the limit gives up the oldest outbox items,
+ * whatever their receiver, says which, and writes a file under the limit
+ * that loads again. */
+Test(state, a_save_over_the_limit_gives_up_the_oldest_outbox_items)
+{
+    struct state *s = open_ok();
+    for (int i = 0; i < 300; i++) {
+        struct event ev = sample_event("5214000A", 1795000000 + i, "ch1");
+        state_enqueue(s, i % 3 ? "hook" : "mail", &ev, 1795000000 + i);
+        event_clear(&ev);
+    }
+    save_ok(s);
+    size_t n = 0;
+    cr_expect_null(state_take_trimmed(s, &n));
+    cr_expect_eq(n, 0);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    size_t full = (size_t)st.st_size;
+
+    state_set_max_bytes(s, full / 2);
+    save_ok(s);
+    cr_assert_eq(stat(path, &st), 0);
+    cr_expect_leq((size_t)st.st_size, full / 2);
+    cr_expect_gt((size_t)st.st_size, full / 2 - full / 20, "more was given up than needed");
+    struct state_trim *t = state_take_trimmed(s, &n);
+    cr_assert_eq(n, 2);
+    size_t gone = t[0].count + t[1].count;
+    cr_expect_eq(state_outbox_count(s, NULL), 300 - gone);
+    cr_expect_str_eq(t[0].receiver, "mail", "the oldest item was mail's");
+    cr_expect_str_eq(t[1].receiver, "hook");
+    state_trimmed_free(t, n);
+    cr_expect_null(state_take_trimmed(s, &n), "taken once");
+    state_close(s);
+
+    s = open_ok();
+    size_t due = 0;
+    struct outbox_item *items = state_outbox_due(s, "hook", 1795001000, &due);
+    cr_assert_gt(due, 0);
+    cr_expect_gt(items[0].event.unixtime, 1795000000 + 100, "the newest are kept");
+    state_outbox_free(items, due);
+    state_close(s);
+}
+
+/* --- a state written by the previous release ----------------------------- */
+
+/* tests/data/state/0.1.0.json was written by wsrelay 0.1.0 (commit
+ * 4efe218) against the simulator: three devices of account "lab", one of
+ * them refused for a day, 23 events waiting for a webhook that could not
+ * be reached. This release adds each device's floor of seen keys and its
+ * refusals in a row; the file loads as it is, with neither yet, and keeps
+ * everything it had through a save. */
+Test(state, a_state_of_0_1_0_loads_and_keeps_what_it_had)
+{
+    char *text = read_fixture("state/0.1.0.json");
+    spew(path, text);
+    free(text);
+    struct state *s = open_ok();
+    cr_expect_null(state_set_aside(s, NULL), "the old state was set aside");
+    cr_expect_eq(state_seen_count(s, "5214000A"), 20);
+    cr_expect_eq(state_seen_floor(s, "5214000A"), 0);
+    cr_expect_eq(state_outbox_count(s, "hook"), 23);
+    s = reopen(s);
+    size_t n = 0;
+    struct state_device *d = state_devices(s, "lab", &n);
+    cr_assert_eq(n, 3);
+    for (size_t i = 0; i < n; i++) {
+        cr_expect_eq(d[i].refusals, 0, "%s", d[i].serial);
+        if (strcmp(d[i].serial, "5214000B") == 0)
+            cr_expect_eq(d[i].refused_until, 1795086760);
+    }
+    state_devices_free(d, n);
+    cr_expect_eq(state_seen_count(s, "5214000A"), 20);
+    cr_expect_eq(state_outbox_count(s, "hook"), 23);
+    struct state_health h;
+    cr_expect(state_receiver_health(s, "hook", &h));
+    cr_expect_gt(h.failures, 0);
+    state_health_clear(&h);
+    state_close(s);
+}
+
+/* tests/data/state/0.1.0-3c9c2ca.json was written by wsrelay at commit
+ * 3c9c2ca (the release before signals, which still called itself 0.1.0)
+ * against the simulator's demo scenario: four devices of account "lab",
+ * 10 events waiting for a webhook that could not be reached. This release
+ * adds the readings memory, learnt limits and signal calls; the file loads
+ * as it is, with none of them yet, and keeps everything through a save. */
+Test(state, a_state_of_the_release_before_signals_loads_and_keeps_what_it_had)
+{
+    char *text = read_fixture("state/0.1.0-3c9c2ca.json");
+    spew(path, text);
+    free(text);
+    struct state *s = open_ok();
+    struct watch w;
+    struct watch_limit l;
+    cr_expect_null(state_set_aside(s, NULL), "the old state was set aside");
+    cr_expect_not(state_watch(s, "5214A001", &w));
+    cr_expect_not(state_learnt_limit(s, "5214A001", 1, &l));
+    cr_expect_eq(state_signal_calls_since(s, "demo0001", 0), 0);
+    cr_expect_eq(state_outbox_count(s, "hook"), 10);
+    state_set_watch(s, "5214A001", &(struct watch){.unixtime = 1795003600, .seen_at = 1795003600});
+    s = reopen(s);
+    size_t n = 0;
+    struct state_device *d = state_devices(s, "lab", &n);
+    cr_expect_eq(n, 4);
+    state_devices_free(d, n);
+    cr_expect_eq(state_seen_count(s, "5279B002"), 2);
+    cr_expect_eq(state_outbox_count(s, "hook"), 10);
+    cr_expect(state_watch(s, "5214A001", &w));
+    cr_expect_eq(w.unixtime, 1795003600);
+    struct state_condition c;
+    cr_expect(state_condition(s, "receiver-failing/hook", &c));
+    state_condition_clear(&c);
+    state_close(s);
+}
+
+/* --- readings (watch.h) ---------------------------------------------------- */
+
+Test(state, a_readings_memory_comes_back_as_it_was_saved)
+{
+    struct state *s = open_ok();
+    struct watch w = {.unixtime = 1795000000,
+                      .seen_at = 1795000030,
+                      .gaps = {60, 120, 60},
+                      .n_gaps = 3,
+                      .battery = 4,
+                      .silent = true,
+                      .pending = WATCH_LIMIT | WATCH_BAND,
+                      .pending_since = 1795000030,
+                      .recheck_at = 1795000300,
+                      .n_ch = 2};
+    w.ch[0] = (struct watch_channel){.num = 1, .value = -79.8, .step = 0.1, .n_history = 3,
+                                     .history = {-79.9, -80.1, -79.8}, .band = 1, .zone = 1,
+                                     .has_at_poll = true, .at_poll = -80.0,
+                                     .warned_at = 1794999000, .warned = 1};
+    w.ch[1] = (struct watch_channel){.num = 3, .error = true, .has_at_poll = true,
+                                     .at_poll_error = true, .zone = -1};
+    state_set_watch(s, "5214000A", &w);
+    s = reopen(s);
+    struct watch got;
+    cr_assert(state_watch(s, "5214000A", &got));
+    cr_expect_eq(got.unixtime, 1795000000);
+    cr_expect_eq(got.seen_at, 1795000030);
+    cr_expect_eq(got.n_gaps, 3);
+    cr_expect_eq(got.gaps[1], 120);
+    cr_expect_eq(got.battery, 4);
+    cr_expect(got.silent);
+    cr_expect_eq(got.pending, WATCH_LIMIT | WATCH_BAND);
+    cr_expect_eq(got.pending_since, 1795000030);
+    cr_expect_eq(got.recheck_at, 1795000300);
+    cr_assert_eq(got.n_ch, 2);
+    cr_expect_eq(got.ch[0].num, 1);
+    cr_expect_not(got.ch[0].error);
+    cr_expect_eq(got.ch[0].value, -79.8);
+    cr_expect_eq(got.ch[0].step, 0.1);
+    cr_expect_eq(got.ch[0].n_history, 3);
+    cr_expect_eq(got.ch[0].history[1], -80.1);
+    cr_expect_eq(got.ch[0].band, 1);
+    cr_expect_eq(got.ch[0].zone, 1);
+    cr_expect(got.ch[0].has_at_poll);
+    cr_expect_eq(got.ch[0].at_poll, -80.0);
+    cr_expect_eq(got.ch[0].warned_at, 1794999000);
+    cr_expect_eq(got.ch[0].warned, 1);
+    cr_expect_eq(got.ch[1].num, 3);
+    cr_expect(got.ch[1].error);
+    cr_expect(got.ch[1].at_poll_error);
+    cr_expect_eq(got.ch[1].zone, -1);
+    cr_expect_not(state_watch(s, "5214000B", &got));
+    cr_expect_eq(got.unixtime, 0);
+    /* What the file says of -79.8 is "-79.8", not its binary expansion. */
+    char *text = slurp(path);
+    cr_expect_not_null(strstr(text, "-79.8,"), "%s", text);
+    free(text);
+    state_close(s);
+}
+
+Test(state, learnt_limits_are_kept_per_serial_and_channel)
+{
+    struct state *s = open_ok();
+    struct watch_limit l;
+    cr_expect(state_learn_limit(s, "5214000A", 1, true, -75.0));
+    cr_expect_not(state_learn_limit(s, "5214000A", 1, true, -75.0), "nothing new");
+    cr_expect(state_learn_limit(s, "5214000A", 1, false, -90.5));
+    cr_expect(state_learn_limit(s, "5214000A", 2, true, 60));
+    s = reopen(s);
+    cr_assert(state_learnt_limit(s, "5214000A", 1, &l));
+    cr_expect(l.has_upper && l.has_lower);
+    cr_expect_eq(l.upper, -75.0);
+    cr_expect_eq(l.lower, -90.5);
+    cr_assert(state_learnt_limit(s, "5214000A", 2, &l));
+    cr_expect(l.has_upper && !l.has_lower);
+    cr_expect_not(state_learnt_limit(s, "5214000A", 3, &l));
+    cr_expect_not(l.has_upper || l.has_lower);
+    cr_expect_not(state_learnt_limit(s, "5214000B", 1, &l));
+    state_close(s);
+}
+
+Test(state, readings_unused_for_a_month_are_forgotten_with_their_limits)
+{
+    struct state *s = open_ok();
+    state_set_watch(s, "5214000A", &(struct watch){.unixtime = 100, .seen_at = 1000});
+    state_set_watch(s, "5214000B", &(struct watch){.unixtime = 100, .seen_at = 5000});
+    state_learn_limit(s, "5214000A", 1, true, 8);
+    state_learn_limit(s, "5214000B", 1, true, 8);
+    cr_expect_eq(state_prune_watches(s, 2000), 1);
+    struct watch w;
+    struct watch_limit l;
+    cr_expect_not(state_watch(s, "5214000A", &w));
+    cr_expect_not(state_learnt_limit(s, "5214000A", 1, &l));
+    cr_expect(state_watch(s, "5214000B", &w));
+    cr_expect(state_learnt_limit(s, "5214000B", 1, &l));
+    state_close(s);
+}
+
+Test(state, signal_calls_and_starvation_are_kept_per_login)
+{
+    struct state *s = open_ok();
+    state_record_signal_call(s, "tbzz9999", 1000);
+    state_record_signal_call(s, "tbzz9999", 9000);
+    state_record_signal_call(s, "tbzz9999", 9100); /* drops what is over two hours old */
+    state_set_signals_starved(s, "tbzz9999", 8000);
+    s = reopen(s);
+    cr_expect_eq(state_signal_calls_since(s, "tbzz9999", 0), 2);
+    cr_expect_eq(state_signal_calls_since(s, "tbzz9999", 9050), 1);
+    cr_expect_eq(state_signal_calls_since(s, "other", 0), 0);
+    cr_expect_eq(state_signals_starved(s, "tbzz9999"), 8000);
+    state_set_signals_starved(s, "tbzz9999", 0);
+    cr_expect_eq(state_signals_starved(s, "tbzz9999"), 0);
+    state_close(s);
+}
+
+Test(state, a_readings_memory_of_the_wrong_shape_is_corrupt)
+{
+    static const char *const bad[] = {
+        "{\"version\":1,\"watch\":{\"5214000A\":[]}}",
+        "{\"version\":1,\"watch\":{\"5214000A\":{\"t\":\"x\"}}}",
+        "{\"version\":1,\"watch\":{\"5214000A\":{\"ch\":[{\"value\":1}]}}}",
+        "{\"version\":1,\"watch\":{\"5214000A\":{\"ch\":[{\"num\":1,\"history\":[1,\"2\"]}]}}}",
+        "{\"version\":1,\"watch\":{\"5214000A\":{\"gaps\":[1.5]}}}",
+        "{\"version\":1,\"limits\":{\"5214000A\":{\"1\":{\"upper\":\"8\"}}}}",
+        "{\"version\":1,\"signals\":{\"tbzz9999\":{\"calls\":{}}}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        spew(path, bad[i]);
+        struct state *s = open_ok();
+        cr_expect_not_null(state_set_aside(s, NULL), "%s was taken as good", bad[i]);
+        state_close(s);
+    }
 }

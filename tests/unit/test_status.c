@@ -67,16 +67,19 @@ static void setup(void)
         "    login_id: tbzz9999\n"
         "    login_pass: " PASSWORD "\n"
         "    exclude: [\"3F36*\"]\n"
+        "    signals: false\n"
         "  - name: annex\n"
         "    base_url: http://127.0.0.1:9\n"
         "    api_key: " API_KEY "\n"
         "    login_id: tbzz9999\n"
         "    login_pass: " PASSWORD "\n"
+        "    signals: false\n"
         "  - name: museum\n"
         "    base_url: http://127.0.0.1:9\n"
         "    api_key: " API_KEY "\n"
         "    login_id: muse0001\n"
         "    login_pass: " PASSWORD "\n"
+        "    signals: false\n"
         "receivers:\n"
         "  - name: hook\n"
         "    webhook: {url: \"https://hooks.example.org/" HOOK_PATH "\",\n"
@@ -564,25 +567,27 @@ Test(status, refused_devices_are_warnings_and_all_refused_a_problem)
 {
     struct state *s = begin();
     healthy(s);
-    state_device_refused(s, "lab", "5214000B", NOW + 23 * 3600);
+    state_device_refused(s, "lab", "5214000B", NOW + 23 * 3600, 3);
     commit(s);
     struct result r = report(false);
     cr_expect_eq(r.verdict, STATUS_OK, "%s", r.text);
-    expect_line(r.text, "WARNING: device 5214000B (account lab): refused by the platform until "
-                        "2026-11-19 11:00 (in 23 h)");
-    expect_line(r.text, "      refused by the platform until 2026-11-19 11:00 (in 23 h); last "
+    expect_line(r.text, "WARNING: device 5214000B (account lab): refused by the platform (3 in a "
+                        "row) until 2026-11-19 11:00 (in 23 h)");
+    expect_line(r.text, "      refused by the platform (3 in a row) until 2026-11-19 11:00 (in 23 "
+                        "h); last "
                         "poll 11:58 (2 min ago), ok; 0 keys seen");
     expect_line(r.text, "  4 devices, each looked at about every 11 min (next polls are estimates)");
     free(r.text);
     struct json_object *o = report_json(NULL);
     expect_string(o, "logins.0.devices.1.state", "refused");
     expect_int(o, "logins.0.devices.1.refused_until", NOW + 23 * 3600);
+    expect_int(o, "logins.0.devices.1.refusals", 3);
     expect_null(o, "logins.0.devices.1.next_poll");
     expect_int(o, "logins.0.look_interval", 2 * SPACING);
     json_object_put(o);
 
     s = begin();
-    state_device_refused(s, "museum", "5A000001", NOW + 3600);
+    state_device_refused(s, "museum", "5A000001", NOW + 3600, 1);
     commit(s);
     r = report(false);
     cr_expect_eq(r.verdict, STATUS_PROBLEM);
@@ -798,4 +803,48 @@ Test(status, times_of_another_day_carry_the_date_and_long_spans_hours_or_days)
     expect_line(r.text, "    last success: 07:00 (5 h ago)");
     expect_line(r.text, "    last error: 2026-11-15 11:30 (3 d ago): old trouble");
     free(r.text);
+}
+
+/* With signals (the default; the other tests turn them off to check the
+ * round robin's arithmetic alone): the round robin runs 9 calls an hour,
+ * the bound is shown, and each device's last reading and signal. */
+Test(status, signals_show_the_readings_the_bound_and_the_calls)
+{
+    cfg->accounts[0].signals = true;
+    cfg->accounts[1].signals = true;
+    struct state *s = begin();
+    healthy(s);
+    struct watch w = {.unixtime = NOW - 90, .seen_at = NOW - 60, .battery = 2, .n_ch = 2,
+                      .pending = WATCH_LIMIT | WATCH_BATTERY, .pending_since = NOW - 60};
+    w.ch[0] = (struct watch_channel){.num = 1, .value = 9.4, .zone = 1};
+    w.ch[1] = (struct watch_channel){.num = 2, .error = true};
+    state_set_watch(s, "5214000A", &w);
+    state_record_signal_call(s, "tbzz9999", NOW - 500);
+    state_set_signals_starved(s, "tbzz9999", NOW - 7200);
+    commit(s);
+    struct result r = report(false);
+    expect_line(r.text, "  of those, 1 for signals and 3 for the round robin");
+    expect_line(r.text, "  signals have waited for alert calls since 10:00 (2 h ago) (a read-only "
+                        "login ID adds 12 calls an hour)");
+    /* 3 polled devices (one is excluded) at 400 s: 20 min; the bound 1.5
+     * rounds + 400 s. */
+    expect_line(r.text, "  4 devices: a signal is looked at within minutes; without one, each "
+                        "about every 20 min, and never more than 37 min apart (next polls are "
+                        "estimates)");
+    expect_line(r.text, "      reading 11:59 (1 min ago): ch1 9.4 (above its limit), ch2 error "
+                        "value; battery 2");
+    expect_line(r.text, "      signal since 11:59 (1 min ago) (limit, battery): its alert log is "
+                        "read at the next call");
+    cr_expect_not_null(strstr(r.text, "WARNING: login tbzz9999: devices with a signal have waited"),
+                       "%s", r.text);
+    free(r.text);
+    enum status_verdict v;
+    struct json_object *o = report_json(&v);
+    expect_int(o, "logins.0.round_robin_bound", 3 * 400 + 600 + 400);
+    expect_int(o, "logins.0.signal_calls_last_hour", 1);
+    expect_int(o, "logins.0.devices.0.reading.battery", 2);
+    expect_int(o, "logins.0.devices.0.reading.channels.0.zone", 1);
+    expect_null(o, "logins.0.devices.0.reading.channels.1.value");
+    expect_int(o, "logins.0.devices.0.reading.signal.since", NOW - 60);
+    json_object_put(o);
 }

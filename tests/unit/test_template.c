@@ -143,7 +143,7 @@ static char *render(const char *tpl, const char *data, enum template_escape esc)
 static void expect(const char *tpl, const char *data, enum template_escape esc, const char *want)
 {
     char *got = render(tpl, data, esc);
-    cr_assert_str_eq(got, want, "template %s", tpl);
+    cr_assert_str_eq(got, want, "template %s gave %s", tpl, got);
     free(got);
 }
 
@@ -206,6 +206,79 @@ Test(template, text_escaping_blanks_control_characters)
     expect("[{{s}}]\n", "{\"s\": \"a\\r\\nBcc: x\\t\\u001b[2J\\u007f 冷蔵庫\"}",
            TEMPLATE_ESCAPE_TEXT, "[a  Bcc: x  [2J  冷蔵庫]\n");
     expect("{{{s}}}", "{\"s\": \"a\\nb\"}", TEMPLATE_ESCAPE_TEXT, "a\nb");
+}
+
+/* Renders "{{s}}" over the raw bytes `s` (a string json-c holds as it
+ * is) with `esc`. */
+static char *render_bytes(const char *s, enum template_escape esc)
+{
+    struct json_object *ctx = json_object_new_object();
+    struct template *t = NULL;
+    struct err e = {{0}};
+    struct buf out;
+    buf_init(&out, 0);
+    json_object_object_add(ctx, "s", json_object_new_string(s));
+    cr_assert_eq(template_compile(&t, "{{s}}", 5, "t", &e), 0, "%s", e.msg);
+    cr_assert_eq(template_render(&out, t, ctx, esc, NULL, NULL, &e), 0, "%s", e.msg);
+    template_free(t);
+    json_object_put(ctx);
+    return buf_steal(&out);
+}
+
+Test(template, html_and_text_escaping_replace_bytes_that_are_not_utf8)
+{
+    char *got = render_bytes("<a\x80" "b\xe6\x97" "c\xed\xa0\x80\xFF>", TEMPLATE_ESCAPE_HTML);
+    cr_assert_str_eq(got, "&lt;a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD"
+                          "c\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD&gt;");
+    free(got);
+    got = render_bytes("a\xFF\x1b[2J\xC2\x9B" "1m冷", TEMPLATE_ESCAPE_TEXT);
+    cr_assert_str_eq(got, "a\xEF\xBF\xBD [2J 1m冷", "C1 controls blank too");
+    free(got);
+}
+
+/* Slack reads its markup in every text of a message: a value must not
+ * mention a channel or a person, nor hide a link. */
+Test(template, slack_escaping_makes_its_markup_inert)
+{
+    expect("{\"text\": \"{{s}}\"}",
+           "{\"s\": \"<!channel> <!here> <@U123> <http://evil|click> & \\\"q\\\" *b* \\n\"}",
+           TEMPLATE_ESCAPE_SLACK,
+           "{\"text\": \"&lt;!channel&gt; &lt;!here&gt; &lt;@U123&gt; "
+           "&lt;http://evil|click&gt; &amp; \\\"q\\\" *b* \\n\"}");
+    /* The template's own markup is the author's. */
+    expect("<{{u}}|{{s}}>", "{\"u\": \"https://x/?a=1&b=2\", \"s\": \"a<b\"}",
+           TEMPLATE_ESCAPE_SLACK, "<https://x/?a=1&amp;b=2|a&lt;b>");
+    expect("{{{s}}}", "{\"s\": \"<!channel>\"}", TEMPLATE_ESCAPE_SLACK, "<!channel>");
+    char *got = render_bytes("x\xFF<", TEMPLATE_ESCAPE_SLACK);
+    cr_assert_str_eq(got, "x\xEF\xBF\xBD&lt;");
+    free(got);
+}
+
+/* Teams reads TextBlocks and Facts as Markdown: a value must not make a
+ * link, emphasis, a list, a heading or a DATE() call. */
+Test(template, teams_escaping_makes_markdown_inert)
+{
+#define Z "\xE2\x80\x8B" /* a zero-width space, as JSON keeps it */
+    expect("{{s}}", "{\"s\": \"[link](http://evil) **bold** _it_ ~s~ `c` a\\\\b\"}",
+           TEMPLATE_ESCAPE_TEAMS,
+           "[link]" Z "(http://evil) \\\\*\\\\*bold\\\\*\\\\* \\\\_it\\\\_ \\\\~s\\\\~ "
+           "\\\\`c\\\\` a\\\\\\\\b");
+    /* A line that would start a block, the first one included. */
+    expect("{{s}}", "{\"s\": \"# title\\n- item\\n  + item\\n1. one\\n12) two\\n> quote\\n---\"}",
+           TEMPLATE_ESCAPE_TEAMS,
+           Z "# title\\n" Z "- item\\n  " Z "+ item\\n" Z "1. one\\n" Z "12) two\\n" Z
+             "> quote\\n" Z "---");
+    /* What is not a block stays as it is: values, times, serials. */
+    expect("{{a}}|{{b}}|{{c}}|{{d}}",
+           "{\"a\": \"-70.2°C\", \"b\": \"2026-11-18 20:07:00 +09:00\", \"c\": \"5214000A\", "
+           "\"d\": \"1.5 V\"}",
+           TEMPLATE_ESCAPE_TEAMS, "-70.2°C|2026-11-18 20:07:00 +09:00|5214000A|1.5 V");
+    expect("{{s}}", "{\"s\": \"{{DATE(2017-02-14T06:00:00Z)}}\"}", TEMPLATE_ESCAPE_TEAMS,
+           "{" Z "{DATE(2017-02-14T06:00:00Z)}}");
+    /* The template's own Markdown is the author's. */
+    expect("**{{s}}** [more](https://x/{{u}})", "{\"s\": \"a*b\", \"u\": \"5214000A\"}",
+           TEMPLATE_ESCAPE_TEAMS, "**a\\\\*b** [more](https://x/5214000A)");
+#undef Z
 }
 
 Test(template, values_interpolate_as_text)

@@ -475,6 +475,33 @@ static void all_strings(struct buf *out, struct json_object *v)
     }
 }
 
+/* `s` with & < > as Slack's entities, as a Slack message carries it. */
+static char *slack_entities(const char *s)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    for (; *s; s++) {
+        const char *with = *s == '&' ? "&amp;" : *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : NULL;
+        if (with)
+            buf_puts(&b, with);
+        else
+            buf_append(&b, s, 1);
+    }
+    return buf_steal(&b);
+}
+
+/* The escaping belongs to the role, so that a receiver's own slack.json
+ * or teams.json gets the same protection as the built-in one. */
+Test(templates, escape_follows_the_role)
+{
+    cr_assert_eq(templates_escape("slack.json"), TEMPLATE_ESCAPE_SLACK);
+    cr_assert_eq(templates_escape("teams.json"), TEMPLATE_ESCAPE_TEAMS);
+    cr_assert_eq(templates_escape("webhook.json"), TEMPLATE_ESCAPE_JSON);
+    cr_assert_eq(templates_escape("email.html"), TEMPLATE_ESCAPE_HTML);
+    cr_assert_eq(templates_escape("file.txt"), TEMPLATE_ESCAPE_TEXT);
+    cr_assert_eq(templates_escape(NULL), TEMPLATE_ESCAPE_NONE);
+}
+
 Test(templates, slack_json_is_a_block_kit_payload)
 {
     size_t n;
@@ -483,7 +510,7 @@ Test(templates, slack_json_is_a_block_kit_payload)
     for (size_t k = 1; k <= n; k++) {
         for (int test = 0; test < 2; test++) {
             struct json_object *ctx = context(evs, k, k != 2, test);
-            char *got = render(t, ctx, TEMPLATE_ESCAPE_JSON, NULL);
+            char *got = render(t, ctx, templates_escape("slack.json"), NULL);
             struct json_object *doc = parse_output(got, "slack.json");
             cr_assert(strstr(member_str(doc, "text"), "冷凍庫 A: CH1 上限値警報 -70.2℃"), "%s",
                       got);
@@ -504,8 +531,10 @@ Test(templates, slack_json_is_a_block_kit_payload)
             all_strings(&strings, blocks);
             for (size_t i = 0; i < k; i++) {
                 char local[40];
+                char *text = slack_entities(evs[i].text);
                 event_local_time(&evs[i], local, sizeof local);
-                cr_assert(strstr(buf_str(&strings), evs[i].text), "%s", got);
+                cr_assert(strstr(buf_str(&strings), text), "%s", got);
+                free(text);
                 cr_assert(strstr(buf_str(&strings), local), "%s", got);
             }
             buf_free(&strings);
@@ -529,7 +558,7 @@ Test(templates, teams_json_is_an_adaptive_card_message)
     struct template *t = builtin("teams.json");
     for (size_t k = 1; k <= n; k++) {
         struct json_object *ctx = context(evs, k, true, k == 3);
-        char *got = render(t, ctx, TEMPLATE_ESCAPE_JSON, NULL);
+        char *got = render(t, ctx, templates_escape("teams.json"), NULL);
         struct json_object *doc = parse_output(got, "teams.json");
         struct json_object *content =
             member(json_object_array_get_idx(member(doc, "attachments"), 0), "content");

@@ -1,0 +1,465 @@
+/* Finding secrets in echoed text. The text is read in views: as it is, and
+ * with one, two and three levels of escapes undone, each byte of a view
+ * remembering the bytes of the text it came from. A secret found in any
+ * view marks those bytes, and every run of marked bytes becomes one
+ * "[redacted]". Decoding the text rather than encoding the secrets covers
+ * every mix of escapes at once, where listing the encodings of a secret
+ * would grow with each choice of which characters a far end escapes. */
+#include "util/redact.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define REDACTED "[redacted]"
+#define DECODE_LEVELS 3 /* "%25252F" is "/" encoded three times */
+#define WORD_MAX 20
+
+struct redact {
+    char **secrets; /* each at least REDACT_MIN bytes, none twice */
+    size_t n, cap;
+};
+
+struct redact *redact_new(void)
+{
+    return xcalloc(1, sizeof(struct redact));
+}
+
+void redact_free(struct redact *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        free(r->secrets[i]);
+    free(r->secrets);
+    free(r);
+}
+
+static int hex_digit(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* The value of `n` hex digits at s (all there), or -1. */
+static long hex_value(const unsigned char *s, size_t n)
+{
+    long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        int d = hex_digit(s[i]);
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* Writes code point `cp` as UTF-8 into out; returns its length, or 0 for
+ * what must not be decoded (NUL, surrogates, beyond Unicode). */
+static size_t utf8_put(unsigned char out[4], long cp)
+{
+    if (cp <= 0 || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+        return 0;
+    if (cp < 0x80) {
+        out[0] = (unsigned char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (unsigned char)(0xC0 | cp >> 6);
+        out[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (unsigned char)(0xE0 | cp >> 12);
+        out[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+        out[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (unsigned char)(0xF0 | cp >> 18);
+    out[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+    out[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+    out[3] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* A JSON "\uXXXX" at s (n bytes available), with its low surrogate when it
+ * is a high one; the code point, or -1. *used is the bytes it took. */
+static long json_u(const unsigned char *s, size_t n, size_t *used)
+{
+    if (n < 6)
+        return -1;
+    long hi = hex_value(s + 2, 4);
+    *used = 6;
+    if (hi < 0xD800 || hi > 0xDBFF)
+        return hi;
+    if (n < 12 || s[6] != '\\' || s[7] != 'u')
+        return -1;
+    long lo = hex_value(s + 8, 4);
+    if (lo < 0xDC00 || lo > 0xDFFF)
+        return -1;
+    *used = 12;
+    return 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+}
+
+/* An HTML character reference at s ("&#47;", "&#x2F;", "&amp;"...); the
+ * code point, or -1. */
+static long html_ref(const unsigned char *s, size_t n, size_t *used)
+{
+    static const struct {
+        const char *name;
+        char c;
+    } named[] = {{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+    for (size_t k = 0; k < sizeof named / sizeof named[0]; k++) {
+        size_t len = strlen(named[k].name);
+        if (n >= len && memcmp(s, named[k].name, len) == 0) {
+            *used = len;
+            return named[k].c;
+        }
+    }
+    if (n < 4 || s[1] != '#')
+        return -1;
+    bool hex = s[2] == 'x' || s[2] == 'X';
+    size_t i = hex ? 3 : 2;
+    long v = 0;
+    size_t digits = 0;
+    for (; i < n && digits < 8; i++, digits++) {
+        int d = hex ? hex_digit(s[i]) : s[i] >= '0' && s[i] <= '9' ? s[i] - '0' : -1;
+        if (d < 0)
+            break;
+        v = v * (hex ? 16 : 10) + d;
+    }
+    if (!digits || i >= n || s[i] != ';')
+        return -1;
+    *used = i + 1;
+    return v;
+}
+
+/* Undoes the escape that starts at s (n bytes available), if any: writes
+ * what it stands for into out (*out_len bytes) and returns the bytes it
+ * took; 0 when no escape starts there. */
+static size_t decode_one(const unsigned char *s, size_t n, unsigned char out[4], size_t *out_len)
+{
+    size_t used = 0;
+    long cp = -1;
+    if (s[0] == '%' && n >= 3) {
+        cp = hex_value(s + 1, 2);
+        used = 3;
+    } else if (s[0] == '\\' && n >= 2) {
+        static const char from[] = "/\\\"'bfnrt", to[] = "/\\\"'\b\f\n\r\t";
+        const char *k = memchr(from, s[1], sizeof from - 1);
+        if (k) {
+            cp = (unsigned char)to[k - from];
+            used = 2;
+        } else if (s[1] == 'u') {
+            cp = json_u(s, n, &used);
+        } else if (s[1] == 'x' && n >= 4) {
+            cp = hex_value(s + 2, 2);
+            used = 4;
+        }
+    } else if (s[0] == '&') {
+        cp = html_ref(s, n, &used);
+    }
+    if (cp < 0)
+        return 0;
+    /* A percent or \x escape is one byte, maybe part of a UTF-8 sequence. */
+    if ((s[0] == '%' || (s[0] == '\\' && s[1] == 'x')) && cp > 0) {
+        out[0] = (unsigned char)cp;
+        *out_len = 1;
+        return used;
+    }
+    *out_len = utf8_put(out, cp);
+    return *out_len ? used : 0;
+}
+
+/* The text, or a decoding of it: byte k came from the text's bytes
+ * [from[k], to[k]). NUL-terminated: no escape decodes to NUL. */
+struct view {
+    unsigned char *b;
+    size_t len;
+    size_t *from, *to;
+};
+
+static void view_free(struct view *v)
+{
+    free(v->b);
+    free(v->from);
+    free(v->to);
+}
+
+/* `v` with one level of escapes undone, into *out; false (and *out left
+ * empty) when there was none to undo. */
+static bool view_decode(struct view *out, const struct view *v)
+{
+    bool changed = false;
+    *out = (struct view){0};
+    out->b = xmalloc(v->len + 1);
+    out->from = xreallocarray(NULL, v->len + 1, sizeof *out->from);
+    out->to = xreallocarray(NULL, v->len + 1, sizeof *out->to);
+    for (size_t i = 0; i < v->len;) {
+        unsigned char dec[4];
+        size_t dec_len = 0;
+        size_t used = decode_one(v->b + i, v->len - i, dec, &dec_len);
+        if (!used) {
+            dec[0] = v->b[i];
+            dec_len = 1;
+            used = 1;
+        } else {
+            changed = true;
+        }
+        for (size_t k = 0; k < dec_len; k++) {
+            out->b[out->len] = dec[k];
+            out->from[out->len] = v->from[i];
+            out->to[out->len] = v->to[i + used - 1];
+            out->len++;
+        }
+        i += used;
+    }
+    out->b[out->len] = '\0';
+    if (!changed)
+        view_free(out);
+    return changed;
+}
+
+/* Marks the text's bytes under every occurrence of every secret in `v`,
+ * and under the start of a secret that the end of `v` cuts short. */
+static void mark(bool *marked, size_t text_len, const struct view *v, const struct redact *r)
+{
+    for (size_t s = 0; s < r->n; s++) {
+        const char *secret = r->secrets[s];
+        size_t m = strlen(secret);
+        const char *text = (const char *)v->b;
+        for (const char *hit = strstr(text, secret); hit; hit = strstr(hit + 1, secret)) {
+            /* hit + 1: occurrences may overlap */
+            size_t k = (size_t)(hit - text);
+            for (size_t i = v->from[k]; i < v->to[k + m - 1]; i++)
+                marked[i] = true;
+        }
+        for (size_t k = m - 1 < v->len ? m - 1 : v->len; k >= REDACT_TAIL_MIN; k--) {
+            if (memcmp(v->b + v->len - k, secret, k) == 0) {
+                for (size_t i = v->from[v->len - k]; i < text_len; i++)
+                    marked[i] = true;
+                break;
+            }
+        }
+    }
+}
+
+char *redact_text(const struct redact *r, const char *text)
+{
+    size_t len = strlen(text);
+    if (!r || !r->n || !len)
+        return xstrdup(text);
+    bool *marked = xcalloc(len, sizeof *marked);
+    struct view v = {
+        .b = (unsigned char *)xstrdup(text),
+        .len = len,
+        .from = xreallocarray(NULL, len, sizeof *v.from),
+        .to = xreallocarray(NULL, len, sizeof *v.to),
+    };
+    for (size_t i = 0; i < len; i++)
+        v.from[i] = i, v.to[i] = i + 1;
+    mark(marked, len, &v, r);
+    for (int level = 0; level < DECODE_LEVELS; level++) {
+        struct view next;
+        if (!view_decode(&next, &v))
+            break;
+        view_free(&v);
+        v = next;
+        mark(marked, len, &v, r);
+    }
+    view_free(&v);
+    struct buf out;
+    buf_init(&out, 0);
+    for (size_t i = 0; i < len;) {
+        size_t j = i;
+        while (j < len && marked[j] == marked[i])
+            j++;
+        if (marked[i])
+            buf_puts(&out, REDACTED);
+        else
+            buf_append(&out, text + i, j - i);
+        i = j;
+    }
+    free(marked);
+    return buf_steal(&out);
+}
+
+/* Adds `s` as it is, if new and long enough. */
+static void add_one(struct redact *r, const char *s, size_t len)
+{
+    if (len < REDACT_MIN)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        if (strlen(r->secrets[i]) == len && memcmp(r->secrets[i], s, len) == 0)
+            return;
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 8;
+        r->secrets = xreallocarray(r->secrets, r->cap, sizeof *r->secrets);
+    }
+    r->secrets[r->n++] = xstrndup(s, len);
+}
+
+/* s[0..len) with its %XX escapes undone (but %00), as a new string of
+ * *out_len bytes. */
+static char *percent_decoded(const char *s, size_t len, size_t *out_len)
+{
+    char *dec = xmalloc(len + 1);
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        long v = s[i] == '%' && i + 2 < len ? hex_value((const unsigned char *)s + i + 1, 2) : -1;
+        if (v > 0) {
+            dec[n++] = (char)v;
+            i += 2;
+        } else {
+            dec[n++] = s[i];
+        }
+    }
+    dec[n] = '\0';
+    *out_len = n;
+    return dec;
+}
+
+/* Adds s[0..len) and, when it has %XX escapes, its percent-decoded form:
+ * a far end may echo a token as it decoded it. */
+static void add_len(struct redact *r, const char *s, size_t len)
+{
+    size_t n;
+    char *dec = percent_decoded(s, len, &n);
+    add_one(r, s, len);
+    if (n != len)
+        add_one(r, dec, n);
+    free(dec);
+}
+
+void redact_add(struct redact *r, const char *secret)
+{
+    if (secret)
+        add_len(r, secret, strlen(secret));
+}
+
+static bool is_lower(char c)
+{
+    return c >= 'a' && c <= 'z';
+}
+
+static bool is_upper(char c)
+{
+    return c >= 'A' && c <= 'Z';
+}
+
+/* redact_is_token over s[0..len). */
+static bool is_token(const char *s, size_t len)
+{
+    if (len < REDACT_PART_MIN)
+        return false;
+    if (len > WORD_MAX)
+        return true;
+    for (size_t i = 0; i < len; i++) {
+        bool separator = s[i] == '-' || s[i] == '_' || s[i] == '.';
+        if (!is_lower(s[i]) && !(i == 0 && is_upper(s[i])) && !separator)
+            return true;
+    }
+    return false;
+}
+
+bool redact_is_token(const char *part)
+{
+    return is_token(part, strlen(part));
+}
+
+/* Adds s[0..len) when it could be a token, as it is or percent-decoded. */
+static void add_if_token(struct redact *r, const char *s, size_t len)
+{
+    size_t n;
+    char *dec = percent_decoded(s, len, &n);
+    if (is_token(s, len) || is_token(dec, n))
+        add_len(r, s, len);
+    free(dec);
+}
+
+/* Adds every piece of s[0..len) between the characters of `seps` that
+ * could be a token; with `values`, the part after '=' of each piece too. */
+static void add_pieces(struct redact *r, const char *s, size_t len, const char *seps, bool values)
+{
+    for (size_t i = 0; i <= len;) {
+        size_t j = i;
+        while (j < len && !strchr(seps, s[j]))
+            j++;
+        add_if_token(r, s + i, j - i);
+        const char *eq = values ? memchr(s + i, '=', j - i) : NULL;
+        if (eq) {
+            add_if_token(r, s + i, (size_t)(eq - (s + i)));
+            add_if_token(r, eq + 1, (size_t)(s + j - eq - 1));
+        }
+        i = j + 1;
+    }
+}
+
+void redact_add_url(struct redact *r, const char *url)
+{
+    if (!url)
+        return;
+    const char *scheme_end = strstr(url, "://");
+    if (!scheme_end) {
+        redact_add(r, url);
+        return;
+    }
+    const char *authority = scheme_end + 3;
+    const char *rest = authority + strcspn(authority, "/?#");
+    const char *at = NULL;
+    for (const char *p = authority; p < rest; p++)
+        if (*p == '@')
+            at = p;
+    /* "scheme://host:port" alone holds no secret, and messages show it. */
+    if (at || (*rest && strcmp(rest, "/") != 0))
+        redact_add(r, url);
+    if (at) {
+        size_t user_len = strcspn(authority, ":@");
+        add_len(r, authority, (size_t)(at - authority));
+        add_if_token(r, authority, user_len);
+        if (authority[user_len] == ':')
+            add_len(r, authority + user_len + 1, (size_t)(at - authority - user_len - 1));
+    }
+    if (!*rest)
+        return;
+    add_len(r, rest, strlen(rest));
+    const char *query = rest + strcspn(rest, "?#");
+    add_len(r, rest, (size_t)(query - rest));
+    add_pieces(r, rest, (size_t)(query - rest), "/", false);
+    if (*query == '?') {
+        size_t n = strcspn(query + 1, "#");
+        add_len(r, query + 1, n);
+        add_pieces(r, query + 1, n, "&;", true);
+        query += 1 + n;
+    }
+    if (*query == '#') {
+        add_if_token(r, query + 1, strlen(query + 1));
+        add_pieces(r, query + 1, strlen(query + 1), "&;/", true);
+    }
+}
+
+void redact_add_header(struct redact *r, const char *value)
+{
+    if (!value)
+        return;
+    redact_add(r, value);
+    size_t scheme = 0;
+    while (is_lower(value[scheme]) || is_upper(value[scheme]) || value[scheme] == '-')
+        scheme++;
+    if (scheme && (value[scheme] == ' ' || value[scheme] == '\t')) {
+        const char *cred = value + scheme;
+        while (*cred == ' ' || *cred == '\t')
+            cred++;
+        size_t n = strlen(cred);
+        while (n && (cred[n - 1] == ' ' || cred[n - 1] == '\t'))
+            n--;
+        add_len(r, cred, n);
+    }
+    add_pieces(r, value, strlen(value), " \t,;", true);
+}

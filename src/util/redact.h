@@ -1,0 +1,68 @@
+/* Secrets taken out of text that came back from outside.
+ *
+ * A far end may echo what it was sent: a webhook URL, a token from it, a
+ * header value, a password. A `struct redact` is a set of secrets, and
+ * redact_text replaces every occurrence of any of them by "[redacted]",
+ * whatever form it comes back in:
+ *   - as it is, or percent-decoded when it has %XX escapes ("a%2Fb" as
+ *     "a/b");
+ *   - escaped by the far end, up to three levels deep, in any mix: JSON ("\/",
+ *     "\uXXXX", "\\", "\""), percent-encoding ("%2F" or "%2f") and HTML
+ *     ("&#47;", "&#x2F;", "&amp;", "&quot;", "&lt;", "&gt;", "&apos;");
+ *   - cut short at the very end of the text by a length cap, when at least
+ *     REDACT_TAIL_MIN bytes of it are left.
+ * Overlapping and adjacent occurrences become one "[redacted]".
+ *
+ * What counts as a secret: a value added with redact_add when it has at
+ * least REDACT_MIN bytes (shorter ones would match ordinary text), and the
+ * parts of URLs and header values that could be tokens (redact_add_url,
+ * redact_add_header). */
+#ifndef WSRELAY_REDACT_H
+#define WSRELAY_REDACT_H
+
+#include <stdbool.h>
+
+#define REDACT_MIN 4      /* bytes of the shortest secret looked for */
+#define REDACT_PART_MIN 6 /* bytes of the shortest part of a URL or header looked for alone */
+#define REDACT_TAIL_MIN 8 /* bytes of a secret cut at the end of a text that are caught */
+
+struct redact;
+
+/* An empty set; free it with redact_free. */
+struct redact *redact_new(void);
+
+void redact_free(struct redact *r);
+
+/* Adds `secret` (copied). NULL, or shorter than REDACT_MIN bytes: nothing. */
+void redact_add(struct redact *r, const char *secret);
+
+/* Adds a URL: whole (unless it is only "scheme://host[:port][/]", which
+ * messages show); what follows the host (path, query and fragment
+ * together, the path alone and the query alone); the userinfo and its
+ * password; and every path segment, query name and value, fragment and
+ * user name that could be a token (redact_is_token). Text that is not a
+ * URL is added whole. NULL: nothing. */
+void redact_add_url(struct redact *r, const char *url);
+
+/* Adds a header value: whole; what follows its first word when that word
+ * is an authentication scheme ("Bearer TOKEN", "Basic BLOB": TOKEN and
+ * BLOB); and every blank-separated word that could be a token. NULL:
+ * nothing. */
+void redact_add_header(struct redact *r, const char *value);
+
+/* True when `part` (a path segment, a query value, a word of a header)
+ * could be a token, and so is looked for on its own: at least
+ * REDACT_PART_MIN bytes and not a word. A word is ASCII letters, all lower
+ * case or with only the first one a capital, possibly with '-', '_' or '.'
+ * between, at most 20 bytes: "services", "workflows", "api-version",
+ * "Bearer". Anything with a digit, another character or mixed case counts
+ * as a token: "T0AB12CD", "2016-06-01", "XkqPzRtwLm", and so does a lower
+ * case string longer than 20 bytes. */
+bool redact_is_token(const char *part);
+
+/* A copy of `text` with every occurrence of every secret of `r`, in every
+ * form above, replaced by "[redacted]". Caller frees. `r` may be NULL or
+ * empty (then a plain copy). */
+char *redact_text(const struct redact *r, const char *text);
+
+#endif

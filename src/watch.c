@@ -1,0 +1,488 @@
+/* A device's readings memory: which readings are a signal worth an alert-log
+ * call, and which channels crossed a known limit.
+ *
+ * Why a band and not a difference: a test of "how far from the last value,
+ * in units of the usual change" fires on ordinary wobble and spends the
+ * budget on nothing. The band comes from the channel's own recent values,
+ * by its quartiles (one spike does not drag them), checked by its deciles
+ * (a small history whose middle half happens to be tight would make a
+ * band that noise leaves), widened by six times their spread (never less
+ * than a few steps of the value's writing), so that noise of any level
+ * stays inside it and only a real excursion leaves it. The newest values
+ * are left out of the band: the first readings of a slow ramp would
+ * otherwise drag it along (a fridge falling from 5 to -1 °C over 20
+ * minutes never left a band that included them, nor one widened by the
+ * history's range). Leaving and coming back each need a margin
+ * (hysteresis), as do the limits: a value that hovers at an edge makes one
+ * signal, not one a minute. The exact rules are in watch.h. */
+#include "watch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define QUANTILE_LOW 0.25   /* the band's quartiles: a ramp of a few readings */
+#define QUANTILE_HIGH 0.75  /* into an excursion must not drag them */
+#define DECILE_LOW 0.10     /* the deciles check the spread of a history */
+#define DECILE_HIGH 0.90    /* whose middle half happens to be tight */
+#define BAND_LAG 12         /* newest values the band leaves out */
+#define BAND_WIDEN 6.0      /* spreads added on each side to leave the band */
+#define BAND_FLOOR_STEPS 5   /* the widening is never less than this many steps */
+#define ZONE_MARGIN_STEPS 3  /* leaving a zone needs at least this many steps */
+#define SILENCE_INTERVALS 3  /* usual intervals without a reading make silence */
+#define SILENCE_MIN 180      /* seconds; silence is never shorter */
+#define NUMBER_MAX 32        /* characters of a number, sign and point included */
+#define GAP_MAX 2147483647LL /* seconds; a longer gap is kept as this */
+
+const char *watch_reason_text(unsigned reasons, char *out, size_t size)
+{
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } names[] = {{WATCH_LIMIT, "limit"},
+                 {WATCH_BAND, "band"},
+                 {WATCH_ERROR, "error"},
+                 {WATCH_BATTERY, "battery"},
+                 {WATCH_SILENT, "silent"}};
+    size_t len = 0;
+
+    if (size == 0)
+        return out;
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (!(reasons & names[i].bit))
+            continue;
+        int n = snprintf(out + len, size - len, "%s%s", len ? ", " : "", names[i].name);
+        if (n < 0 || (size_t)n >= size - len) {
+            out[len] = '\0'; /* no name cut in half */
+            break;
+        }
+        len += (size_t)n;
+    }
+    return out;
+}
+
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+bool watch_parse_value(const char *text, double *value, double *step)
+{
+    if (!text)
+        return false;
+    const char *p = text;
+    while (is_blank(*p))
+        p++;
+    const char *start = p;
+    bool negative = *p == '-';
+    if (*p == '-' || *p == '+')
+        p++;
+
+    double mantissa = 0, scale = 1;
+    size_t digits = 0, decimals = 0;
+    for (; is_digit(*p); p++, digits++)
+        mantissa = mantissa * 10 + (*p - '0');
+    if (digits == 0)
+        return false;
+    if (*p == '.') {
+        p++;
+        for (; is_digit(*p); p++, decimals++) {
+            mantissa = mantissa * 10 + (*p - '0');
+            scale *= 10;
+        }
+        if (decimals == 0)
+            return false;
+    }
+    if ((size_t)(p - start) > NUMBER_MAX)
+        return false;
+    while (is_blank(*p))
+        p++;
+    if (*p != '\0')
+        return false;
+
+    if (value)
+        *value = (negative ? -mantissa : mantissa) / scale;
+    if (step)
+        *step = 1 / scale;
+    return true;
+}
+
+/* Whether `model` begins with `prefix`, letters in either case. */
+static bool model_is(const char *model, const char *prefix)
+{
+    for (; *prefix; model++, prefix++) {
+        char c = *model;
+        if (c >= 'a' && c <= 'z')
+            c = (char)(c - 'a' + 'A');
+        if (c != *prefix)
+            return false;
+    }
+    return true;
+}
+
+int watch_battery_low(const char *model)
+{
+    if (!model)
+        return 2;
+    if (model_is(model, "TR-7"))
+        return 2;
+    if (model_is(model, "RTR") || model_is(model, "TR-4"))
+        return 4;
+    return 2;
+}
+
+struct watch_channel *watch_channel(struct watch *w, int num)
+{
+    for (int i = 0; i < w->n_ch; i++) {
+        if (w->ch[i].num == num)
+            return &w->ch[i];
+    }
+    return NULL;
+}
+
+/* A new channel `num` in its place (ch[] is sorted by num), or NULL when
+ * the device has WATCH_CHANNELS already. */
+static struct watch_channel *channel_add(struct watch *w, int num)
+{
+    if (w->n_ch >= WATCH_CHANNELS)
+        return NULL;
+    int at = w->n_ch;
+    while (at > 0 && w->ch[at - 1].num > num)
+        at--;
+    memmove(&w->ch[at + 1], &w->ch[at], (size_t)(w->n_ch - at) * sizeof w->ch[0]);
+    w->n_ch++;
+    memset(&w->ch[at], 0, sizeof w->ch[at]);
+    w->ch[at].num = num;
+    return &w->ch[at];
+}
+
+static const struct watch_limit *limit_of(const struct watch_limit *limits, size_t n_limits,
+                                          int num)
+{
+    if (!limits || num < 1 || (size_t)num > n_limits)
+        return NULL;
+    return &limits[num - 1];
+}
+
+/* The channel's band: its quantiles and their spread, from the history. */
+struct band {
+    bool known;
+    double low, high, spread;
+};
+
+static double quantile(const double *sorted, int n, double q)
+{
+    double pos = q * (n - 1);
+    int i = (int)pos;
+    if (i >= n - 1)
+        return sorted[n - 1];
+    double frac = pos - i;
+    return sorted[i] + (sorted[i + 1] - sorted[i]) * frac;
+}
+
+static struct band band_of(const struct watch_channel *c)
+{
+    struct band b = {0};
+    if (c->n_history < WATCH_BAND_MIN)
+        return b;
+    int n = c->n_history - BAND_LAG;
+    if (n < WATCH_BAND_MIN)
+        n = WATCH_BAND_MIN;
+    double sorted[WATCH_HISTORY];
+    for (int i = 0; i < n; i++) {
+        double v = c->history[i];
+        int j = i;
+        for (; j > 0 && sorted[j - 1] > v; j--)
+            sorted[j] = sorted[j - 1];
+        sorted[j] = v;
+    }
+    b.known = true;
+    b.low = quantile(sorted, n, QUANTILE_LOW);
+    b.high = quantile(sorted, n, QUANTILE_HIGH);
+    b.spread = b.high - b.low;
+    double deciles = (quantile(sorted, n, DECILE_HIGH) - quantile(sorted, n, DECILE_LOW)) / 2;
+    if (deciles > b.spread)
+        b.spread = deciles;
+    return b;
+}
+
+/* Where `v` stands against the band, coming from position `from`. */
+static int band_position(const struct band *b, double step, int from, double v)
+{
+    if (!b->known)
+        return 0;
+    double widen = BAND_WIDEN * b->spread;
+    if (widen < BAND_FLOOR_STEPS * step)
+        widen = BAND_FLOOR_STEPS * step;
+    double out_low = b->low - widen, out_high = b->high + widen;
+    double in_low = b->low - widen / 2, in_high = b->high + widen / 2;
+
+    if (v > out_high)
+        return 1;
+    if (v < out_low)
+        return -1;
+    if (from == 1 && v > in_high)
+        return 1;
+    if (from == -1 && v < in_low)
+        return -1;
+    return 0;
+}
+
+static void history_push(struct watch_channel *c, double v)
+{
+    if (c->n_history == WATCH_HISTORY) {
+        memmove(&c->history[0], &c->history[1], (WATCH_HISTORY - 1) * sizeof c->history[0]);
+        c->n_history--;
+    }
+    c->history[c->n_history++] = v;
+}
+
+static void history_drop_oldest(struct watch_channel *c)
+{
+    memmove(&c->history[0], &c->history[1], (size_t)(c->n_history - 1) * sizeof c->history[0]);
+    c->n_history--;
+}
+
+/* The margin by which a value must be back inside a limit to leave its zone. */
+static double zone_margin(const struct watch_channel *c, const struct band *b)
+{
+    double margin = ZONE_MARGIN_STEPS * c->step;
+    if (b->known && b->spread > margin)
+        margin = b->spread;
+    return margin;
+}
+
+/* The zone of `v` coming from zone `from`, against limit `l` (NULL: none). */
+static int zone_of(const struct watch_limit *l, int from, double v, double margin)
+{
+    bool upper = l && l->has_upper, lower = l && l->has_lower;
+    if (upper && v > l->upper)
+        return 1;
+    if (lower && v < l->lower)
+        return -1;
+    if (from == 1 && upper && v > l->upper - margin)
+        return 1;
+    if (from == -1 && lower && v < l->lower + margin)
+        return -1;
+    return 0;
+}
+
+/* A channel's first value: its memory starts here, its zone where the value
+ * is, taken as announced. */
+static void channel_start(struct watch_channel *c, const char *text, const struct watch_limit *l)
+{
+    double v, step;
+    if (!watch_parse_value(text, &v, &step)) {
+        c->error = true;
+        return;
+    }
+    c->error = false;
+    c->value = v;
+    c->step = step;
+    history_push(c, v);
+    c->zone = zone_of(l, 0, v, 0);
+    c->warned = c->zone;
+}
+
+/* A channel's next value: the reasons it raises; a crossing goes to *cross
+ * (its zone changed) when `crossed` is set. */
+static unsigned channel_take(struct watch_channel *c, const char *text, const struct watch_limit *l,
+                             struct watch_crossing *cross, bool *crossed)
+{
+    unsigned reasons = 0;
+    double v, step;
+    *crossed = false;
+
+    if (!watch_parse_value(text, &v, &step)) {
+        if (!c->error)
+            reasons |= WATCH_ERROR;
+        c->error = true;
+        return reasons;
+    }
+    if (c->error)
+        reasons |= WATCH_ERROR;
+    if (c->step == 0) {
+        /* The channel's first number (it showed only errors so far). */
+        channel_start(c, text, l);
+        return reasons;
+    }
+    c->error = false;
+    c->value = v;
+    if (step < c->step)
+        c->step = step;
+
+    struct band b = band_of(c);
+    int from = c->band;
+    int pos = band_position(&b, c->step, from, v);
+    if (pos != from)
+        reasons |= WATCH_BAND;
+    if (pos == 0) {
+        history_push(c, v);
+    } else if (from != 0) {
+        /* Still out: the old normal fades; once only WATCH_BAND_MIN
+         * values of it are left, this level is the new normal. */
+        if (c->n_history > WATCH_BAND_MIN) {
+            history_drop_oldest(c);
+        } else {
+            c->n_history = 0;
+            history_push(c, v);
+            pos = 0;
+        }
+    }
+    c->band = pos;
+
+    /* A bound no longer known cannot hold the channel in its zone. */
+    if ((c->zone == 1 && !(l && l->has_upper)) || (c->zone == -1 && !(l && l->has_lower)))
+        c->zone = 0;
+    int zone = zone_of(l, c->zone, v, zone_margin(c, &b));
+    if (zone != c->zone) {
+        reasons |= WATCH_LIMIT;
+        cross->num = c->num;
+        cross->zone = zone;
+        cross->from = c->zone;
+        cross->value = v;
+        cross->limit = (zone == 1 || (zone == 0 && c->zone == 1)) ? l->upper : l->lower;
+        *crossed = true;
+        c->zone = zone;
+    }
+    return reasons;
+}
+
+/* Whether `num` appears before index `i` of the reading's values. */
+static bool seen_before(const struct watch_reading *r, size_t i)
+{
+    for (size_t j = 0; j < i; j++) {
+        if (r->values[j].num == r->values[i].num)
+            return true;
+    }
+    return false;
+}
+
+unsigned watch_take(struct watch *w, const struct watch_reading *r,
+                    const struct watch_limit *limits, size_t n_limits, long long seen_at,
+                    struct watch_crossing *out, size_t max, size_t *n_out)
+{
+    unsigned reasons = 0;
+    size_t n = 0;
+    bool first = w->unixtime == 0;
+
+    if (r->unixtime <= w->unixtime)
+        goto out;
+
+    if (!first) {
+        long long gap = r->unixtime - w->unixtime;
+        if (gap > GAP_MAX)
+            gap = GAP_MAX;
+        if (w->n_gaps == WATCH_GAPS) {
+            memmove(&w->gaps[0], &w->gaps[1], (WATCH_GAPS - 1) * sizeof w->gaps[0]);
+            w->n_gaps--;
+        }
+        w->gaps[w->n_gaps++] = (long)gap;
+        if (w->silent)
+            reasons |= WATCH_SILENT;
+        if (r->battery > 0 && w->battery > 0 && r->battery < w->battery &&
+            r->battery <= watch_battery_low(r->model))
+            reasons |= WATCH_BATTERY;
+    }
+    w->silent = false;
+    w->unixtime = r->unixtime;
+    w->seen_at = seen_at;
+    if (r->battery > 0)
+        w->battery = r->battery;
+
+    for (size_t i = 0; i < r->n_values; i++) {
+        const struct watch_value *val = &r->values[i];
+        if (val->num < 1 || seen_before(r, i))
+            continue;
+        const struct watch_limit *l = limit_of(limits, n_limits, val->num);
+        const char *text = val->text ? val->text : "";
+        struct watch_channel *c = watch_channel(w, val->num);
+        if (!c) {
+            c = channel_add(w, val->num);
+            if (c)
+                channel_start(c, text, l);
+            continue;
+        }
+        struct watch_crossing cross;
+        bool crossed;
+        reasons |= channel_take(c, text, l, &cross, &crossed);
+        if (crossed && n < max) {
+            out[n++] = cross;
+            c->warned = cross.zone;
+            c->warned_at = r->unixtime;
+        }
+    }
+
+out:
+    if (n_out)
+        *n_out = n;
+    return reasons;
+}
+
+/* The median of the recent gaps, or 0 when fewer than 2 are known. */
+static long long usual_interval(const struct watch *w)
+{
+    long sorted[WATCH_GAPS];
+    int n = w->n_gaps;
+    if (n < 2)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        long g = w->gaps[i];
+        int j = i;
+        for (; j > 0 && sorted[j - 1] > g; j--)
+            sorted[j] = sorted[j - 1];
+        sorted[j] = g;
+    }
+    if (n % 2)
+        return sorted[n / 2];
+    return ((long long)sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+unsigned watch_idle(struct watch *w, long long now)
+{
+    if (w->unixtime == 0 || w->silent)
+        return 0;
+    long long interval = usual_interval(w);
+    if (interval == 0)
+        return 0;
+    long long threshold = SILENCE_INTERVALS * interval;
+    if (threshold < SILENCE_MIN)
+        threshold = SILENCE_MIN;
+    if (now - w->seen_at <= threshold)
+        return 0;
+    w->silent = true;
+    return WATCH_SILENT;
+}
+
+void watch_relimit(struct watch *w, const struct watch_limit *limits, size_t n_limits)
+{
+    for (int i = 0; i < w->n_ch; i++) {
+        struct watch_channel *c = &w->ch[i];
+        const struct watch_limit *l = limit_of(limits, n_limits, c->num);
+        if (c->step == 0) {
+            c->zone = 0; /* never a number: nowhere yet */
+        } else {
+            struct band b = band_of(c);
+            c->zone = zone_of(l, c->zone, c->value, zone_margin(c, &b));
+        }
+        c->warned = c->zone;
+    }
+}
+
+void watch_polled(struct watch *w)
+{
+    for (int i = 0; i < w->n_ch; i++) {
+        struct watch_channel *c = &w->ch[i];
+        c->has_at_poll = c->error || c->step != 0;
+        c->at_poll_error = c->error;
+        c->at_poll = c->error ? 0 : c->value;
+    }
+    w->pending = 0;
+    w->pending_since = 0;
+    w->recheck_at = 0;
+}

@@ -1,0 +1,226 @@
+/* Watching a device's current readings: what they say about its alert log.
+ *
+ * Get Current Readings is cheap (10 calls per 2 minutes, every device of a
+ * login in one reply) while an alert-log call is one of 12 an hour shared by
+ * every device of the login. wsrelay reads the readings every run, keeps a
+ * short memory per device (struct watch, saved in the state), and spends
+ * the alert budget first on the devices whose readings moved: a signal.
+ * A normal reading never makes a signal; noise must not spend the budget.
+ *
+ * The same memory decides the early warnings: a reading beyond a known
+ * limit is announced once per crossing, without waiting for the alert
+ * log, and the way back inside needs a margin (hysteresis) so that a value
+ * hovering at the limit pages nobody every minute.
+ *
+ * Pure: no I/O, no clock (times are arguments), no JSON. */
+#ifndef WSRELAY_WATCH_H
+#define WSRELAY_WATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define WATCH_HISTORY 32  /* recent values kept per channel */
+#define WATCH_CHANNELS 8  /* channels kept per device (the platform has up to 6) */
+#define WATCH_GAPS 8      /* recent gaps between uploads kept */
+#define WATCH_BAND_MIN 12 /* values a channel needs before its band is used */
+
+/* The rules, exactly:
+ *
+ * Band. A channel's band is known once its history holds WATCH_BAND_MIN
+ * values; the new value is judged against the history without it, and
+ * without its 12 newest values as long as WATCH_BAND_MIN older ones remain
+ * (the oldest WATCH_BAND_MIN otherwise), so that the first readings of a
+ * slow ramp do not drag the band along with them. With q10, q25, q75 and
+ * q90 the quantiles of those values (linear between ranks), step the
+ * channel's step, and
+ *     spread = max(q75 - q25, (q90 - q10) / 2)
+ *     widen = max(6 * spread, 5 * step)
+ * a value leaves the band above q75 + widen or below q25 - widen, and
+ * comes back (hysteresis) only within q25 - widen / 2 .. q75 + widen / 2.
+ * (The quartiles alone, from a small history whose middle half happens
+ * to be tight, make a band that ordinary noise leaves; the deciles check
+ * them. No term for the history's range: a band that followed its
+ * extremes moved along with a ramp.)
+ * WATCH_BAND is raised when the position (-1, 0, +1) changes. A value in
+ * the band enters the history (the oldest goes when it is full); a value
+ * out of it does not (it would widen the band towards itself and bring an
+ * excursion "back" while it lasts). Instead each further reading out drops
+ * the oldest value, so the old normal fades; when only WATCH_BAND_MIN
+ * values are left and the reading is still out, the level is the new
+ * normal: the history restarts from that value, position 0, no signal
+ * (from a full history, the 22nd reading in a row out of the band). A
+ * return within the next WATCH_BAND_MIN - 1 readings makes no band signal
+ * (no band yet); one after that leaves the new band and does.
+ *
+ * Zones. Zone +1 when value > upper, -1 when value < lower (a bound that
+ * is not known makes no zone; a zone whose bound is no longer given falls
+ * back to 0 without a crossing). Leaving a zone towards 0 needs the value
+ * inside by margin = max(3 * step, spread) (spread as above, 0 while the
+ * band is not known): back below upper - margin, above lower + margin.
+ * A jump from one side to the other is one crossing.
+ *
+ * Errors, battery, silence: see enum watch_reason; a value is judged by
+ * watch_parse_value. An error value changes neither the history, nor the
+ * band position, nor the zone. A channel's first number (first reading, or
+ * a channel that showed only error values) sets its zone and takes it as
+ * announced, as the first reading does.
+ *
+ * Channels are matched by num (>= 1; a later duplicate in one reading is
+ * ignored) and ch[] is kept sorted by num; a channel missing from a
+ * reading keeps its memory; channels met after WATCH_CHANNELS are ignored.
+ * A channel's step is the finest step its values were written in. */
+
+/* Why a device has a signal: bits, several at once. */
+enum watch_reason {
+    WATCH_LIMIT = 1 << 0,   /* a channel crossed a known limit, either way */
+    WATCH_BAND = 1 << 1,    /* a channel left, or came back into, the band of its
+                               own recent readings */
+    WATCH_ERROR = 1 << 2,   /* a value became an error value ("E…", "Sensor Error"),
+                               or stopped being one */
+    WATCH_BATTERY = 1 << 3, /* the battery fell to a low level of its family */
+    WATCH_SILENT = 1 << 4,  /* uploads stopped (nothing new for more than three
+                               usual intervals), or started again */
+};
+
+/* "limit, band, error, battery, silent" for the bits set in `reasons`, in
+ * that order, joined by ", " into `out` (at least 48 bytes); "" for 0.
+ * Returns `out`. */
+const char *watch_reason_text(unsigned reasons, char *out, size_t size);
+
+/* A channel's known limits; a bound that is not known is absent. */
+struct watch_limit {
+    bool has_upper, has_lower;
+    double upper, lower;
+};
+
+/* What is remembered of one channel. */
+struct watch_channel {
+    int num;                        /* channel number, 1-based */
+    bool error;                     /* the last value was an error value */
+    double value;                   /* the last numeric value (kept while
+                                       the channel shows an error value) */
+    double step;                    /* the finest step the values are written in
+                                       (0.1 for "-79.8"); 0: not known yet */
+    double history[WATCH_HISTORY];  /* recent numeric values, oldest first */
+    int n_history;
+    int band;                       /* the last value against the band: -1 below,
+                                       +1 above, 0 inside or no band yet */
+    int zone;                       /* against the known limits, with hysteresis:
+                                       -1 below lower, +1 above upper, 0 inside */
+    bool has_at_poll;               /* a value was recorded at the last alert-log poll */
+    bool at_poll_error;
+    double at_poll;                 /* that value (when !at_poll_error) */
+    long long warned_at;            /* unixtime of the reading of the last early
+                                       warning of this channel; 0: none */
+    int warned;                     /* the zone that warning announced; the
+                                       zone the first number or watch_relimit
+                                       set. warned != zone: a crossing that did
+                                       not fit in watch_take's `out` */
+};
+
+/* What is remembered of one device between runs. */
+struct watch {
+    long long unixtime;  /* the last reading's time (the device's clock); 0: none yet */
+    long long seen_at;   /* when wsrelay first saw that reading (its own clock) */
+    long gaps[WATCH_GAPS]; /* seconds between recent readings, oldest first */
+    int n_gaps;
+    int battery;         /* the last battery level; 0: unknown */
+    bool silent;         /* WATCH_SILENT was raised and uploads have not resumed */
+    struct watch_channel ch[WATCH_CHANNELS];
+    int n_ch;
+    /* Kept by the caller (run.c) for the scheduler: */
+    unsigned pending;        /* reasons raised since the last alert-log poll */
+    long long pending_since; /* when the first of them was raised; 0: none */
+    long long recheck_at;    /* look once more at this time (a poll found nothing
+                                that explains the signal); 0: no */
+};
+
+/* One channel of a reading, as the platform gives it. */
+struct watch_value {
+    int num;           /* 1-based */
+    const char *text;  /* the value as written: a number, or an error value */
+};
+
+struct watch_reading {
+    long long unixtime;              /* the reading's time */
+    const char *model;               /* the device's model, for its battery family */
+    int battery;                     /* 0: not given */
+    const struct watch_value *values;
+    size_t n_values;
+};
+
+/* One channel that crossed a limit (its zone changed), for an early warning. */
+struct watch_crossing {
+    int num;        /* the channel */
+    int zone;       /* where it is now: +1 above upper, -1 below lower, 0 back inside */
+    int from;       /* where it was */
+    double value;   /* the reading's value */
+    double limit;   /* the bound crossed (for zone 0: the one it came back from) */
+};
+
+/* Whether `text` is a number as the platform writes readings ("-79.8",
+ * "12", "+3.5"); if so *value (may be NULL) holds it and *step (may be
+ * NULL) the step it is written in (0.1 for one decimal, 1 for none).
+ * Accepted: spaces or tabs around, an optional sign, digits, and an
+ * optional '.' followed by digits, at most 32 characters without the
+ * spaces. Anything else is an error value: "", "E01", "Sensor Error",
+ * "----", "nan", "1e5", "12.", ".5", "12.3.4", "12,5". Locale-free; exact
+ * (as the nearest double) up to 15 significant digits. */
+bool watch_parse_value(const char *text, double *value, double *step);
+
+/* The battery level at or below which a device of `model` counts as low:
+ * 2 for the 7-series standalone devices (TR-7…: 1 very low, 2 low), 4 for
+ * base-attached series and the 4-series (RTR…, TR-4…: 1 to 3 very low, 4
+ * low), 2 when the model is unknown. By the model's prefix, letters in
+ * either case: "TR-7" gives 2; "RTR" and "TR-4" give 4. WATCH_BATTERY is
+ * raised when a reading's level (> 0) is below the last known one (> 0)
+ * and at or below this; a rise or a first level never is. */
+int watch_battery_low(const char *model);
+
+/* Takes a reading into `w`. A reading no newer than w->unixtime changes
+ * nothing and returns 0. The first reading (w->unixtime 0) sets the memory
+ * and returns 0: there is nothing to compare it with, and zones start where
+ * the values are, so an excursion under way at installation warns nobody
+ * (its alert-log entries will tell). Otherwise returns the reasons this
+ * reading raises (watch_reason bits; 0 for a normal reading) and writes
+ * into `out` (at most `max` of them; `out` may be NULL when max is 0) the
+ * channels whose zone changed; *n_out (may be NULL) gets their count.
+ * `limits[i]` are the limits of channel i + 1, for i < n_limits (missing
+ * ones are unknown). `seen_at` is wsrelay's clock now. Clears `silent`
+ * (returning WATCH_SILENT) when uploads resume. Channels beyond
+ * WATCH_CHANNELS are ignored. A crossing that does not fit in `out` still
+ * moves the zone (and raises WATCH_LIMIT) but is not counted and leaves
+ * `warned` as it was; a written one sets warned and warned_at. Each newer
+ * reading adds its gap (capped at 2^31 - 1 s) to gaps[], dropping the
+ * oldest beyond WATCH_GAPS. */
+unsigned watch_take(struct watch *w, const struct watch_reading *r, const struct watch_limit *limits,
+                    size_t n_limits, long long seen_at, struct watch_crossing *out, size_t max,
+                    size_t *n_out);
+
+/* At `now`, with no new reading: returns WATCH_SILENT (and sets `silent`)
+ * the first time nothing new has come for more than three usual intervals
+ * (the median of the recent gaps, the mean of the middle two for an even
+ * count; unknown before 2 gaps, and never less than 3 minutes), counted
+ * from seen_at, else 0: silence is raised when now - seen_at > max(3 *
+ * median, 180). Once silent, 0 until a new reading (which returns
+ * WATCH_SILENT from watch_take). */
+unsigned watch_idle(struct watch *w, long long now);
+
+/* The limits changed (learnt from an alert text, or configured anew):
+ * recomputes each channel's zone from its last value without a signal or a
+ * crossing, and takes that zone as announced (no early warning for an
+ * excursion already under way when its limit became known). The zone's
+ * margin applies as in watch_take (a value inside by less than the margin
+ * stays where it was); a channel that never had a number gets zone 0. */
+void watch_relimit(struct watch *w, const struct watch_limit *limits, size_t n_limits);
+
+/* An alert-log poll of the device was made: records each channel's value
+ * as at_poll (at_poll_error for an error value; has_at_poll for every
+ * channel that has shown a value) and clears `pending`, `pending_since`
+ * and `recheck_at`. */
+void watch_polled(struct watch *w);
+
+/* The channel `num` of `w`, or NULL. */
+struct watch_channel *watch_channel(struct watch *w, int num);
+
+#endif
