@@ -789,8 +789,6 @@ static void watch_device(struct tick *t, const struct account_conf *a, const str
             continue;
         if (a->early_warning)
             send_early_warning(t, a, d, &cross[i], wc);
-        wc->warned = cross[i].zone;
-        wc->warned_at = cross[i].zone ? d->unixtime : wc->warned_at;
     }
     if (known || w.unixtime)
         state_set_watch(t->st, d->serial, &w);

@@ -414,7 +414,8 @@ unsigned watch_take(struct watch *w, const struct watch_reading *r,
         if (crossed && n < max) {
             out[n++] = cross;
             c->warned = cross.zone;
-            c->warned_at = r->unixtime;
+            if (cross.zone != 0) /* a way back keeps the time of the warning it ends */
+                c->warned_at = r->unixtime;
         }
     }
 

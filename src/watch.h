@@ -111,7 +111,8 @@ struct watch_channel {
     bool at_poll_error;
     double at_poll;                 /* that value (when !at_poll_error) */
     long long warned_at;            /* unixtime of the reading of the last early
-                                       warning of this channel; 0: none */
+                                       warning of this channel beyond a limit
+                                       (a way back keeps it); 0: none */
     int warned;                     /* the zone that warning announced; the
                                        zone the first number or watch_relimit
                                        set. warned != zone: a crossing that did
@@ -190,7 +191,8 @@ int watch_battery_low(const char *model);
  * (returning WATCH_SILENT) when uploads resume. Channels beyond
  * WATCH_CHANNELS are ignored. A crossing that does not fit in `out` still
  * moves the zone (and raises WATCH_LIMIT) but is not counted and leaves
- * `warned` as it was; a written one sets warned and warned_at. Each newer
+ * `warned` as it was; a written one sets warned, and warned_at when it
+ * goes beyond a limit. Each newer
  * reading adds its gap (capped at 2^31 - 1 s) to gaps[], dropping the
  * oldest beyond WATCH_GAPS. */
 unsigned watch_take(struct watch *w, const struct watch_reading *r, const struct watch_limit *limits,

@@ -975,8 +975,9 @@ static char *lone_id(const struct receiver_conf *r, const struct event *ev, long
 /* The Message-ID this mail follows up, or NULL. A recovery mail belongs
  * under the mail of the alarm it ends: when every event is a recovery of
  * one serial and kind that ends the alarm of unixtime R (`recovers`), that
- * alarm's mail had the id mime_message_id(r->name, serial, kind, R, 1,
- * host) when the alarm was alone in its mail, as an alarm usually is.
+ * alarm's mail had the id lone_id(r, event, R, 1, host) when the alarm
+ * was alone in its mail, as an alarm usually is (an early warning's way
+ * back ends the warning of its channel the same way).
  * Likewise an alert-log alarm that an early warning announced belongs
  * under that warning's mail: every event of one serial and kind with the
  * same `early_warning` W, whose mail was "…SERIAL.reading-ch1.W…". */
@@ -993,7 +994,7 @@ static char *email_parent_id(const struct receiver_conf *r, const struct event *
         warned = warned && ev->early_warning && ev->early_warning == first->early_warning;
     }
     if (recovers)
-        return mime_message_id(r->name, first->serial, first->kind, first->recovers, 1, host);
+        return lone_id(r, first, first->recovers, 1, host);
     if (warned && strncmp(first->kind, "ch", 2) == 0) {
         struct event warning = {.serial = first->serial,
                                 .kind = (char *)"reading",

@@ -176,8 +176,16 @@ char *hook_keys(struct hooksink *h, size_t from, size_t to, size_t *count)
             struct json_object *t;
             cr_assert(json_object_object_get_ex(ev, "unixtime", &t));
             cr_assert_gt(strlen(member_string(ev, "text")), 0);
+            /* An early warning's key names its channel (kind "reading"). */
+            const char *kind = member_string(ev, "kind");
+            struct json_object *ch = NULL;
+            char reading[32];
+            if (!strcmp(kind, "reading") && json_object_object_get_ex(ev, "channel", &ch)) {
+                snprintf(reading, sizeof reading, "reading-ch%d", json_object_get_int(ch));
+                kind = reading;
+            }
             char *key = xasprintf("%s/%lld/%s", member_string(ev, "serial"),
-                                  (long long)json_object_get_int64(t), member_string(ev, "kind"));
+                                  (long long)json_object_get_int64(t), kind);
             cr_assert_str_eq(member_string(ev, "id"), key, "the id is the dedup key");
             buf_printf(&keys, "%s\n", key);
             free(key);

@@ -60,8 +60,8 @@ int relay_run_at(struct relay *r, long long now, char **err);
 int relay_run_with(struct relay *r, long long now, const char *look, char **err);
 
 /* Every event of every webhook request so far as "SERIAL/UNIXTIME/KIND\n"
- * lines in arrival order, checking each document's shape on the way;
- * caller frees. */
+ * lines (KIND "reading-chN" for an early warning: its id) in arrival
+ * order, checking each document's shape on the way; caller frees. */
 char *relay_hook_keys(struct relay *r, size_t *count);
 
 /* The same for requests [from, to) of any webhook sink whose receiver

@@ -1,0 +1,291 @@
+/* Signals and early warnings end to end: `wsrelay run` every simulated
+ * minute against a simulator whose freezer uploads a reading a minute and
+ * whose alert log lags the readings as the platform's does. A reading
+ * beyond a configured limit reaches the webhook at once, its alert-log
+ * alarm follows (marked with the warning it follows) and a mail receiver
+ * threads it under the warning's mail. */
+#include "relay.h"
+#include "smtpd.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define T0 1795000000LL
+#define SERIAL "5214000A"
+#define ALARM_AT (T0 + 300)    /* the first reading beyond -70 */
+#define RECOVER_AT (T0 + 900)  /* the first reading back below */
+#define LOG_LAG 100            /* the platform logs an entry this long after */
+#define LAST_RUN (T0 + 1800)
+
+static struct relay R;
+static struct smtpd S;
+
+static void teardown(void)
+{
+    smtpd_stop(&S);
+    relay_stop(&R);
+}
+
+TestSuite(signals, .fini = teardown, .timeout = 180);
+
+/* The freezer's reading at `t`: -80 with a small wobble; from ALARM_AT -65
+ * and then hovering at the limit (-69.9 .. -70.1, never back by its
+ * margin); from RECOVER_AT -78 and back to -80. */
+static const char *reading_at(long long t)
+{
+    static const char *const wobble[] = {"-80.1", "-79.9", "-80.0", "-80.2", "-79.8"};
+    static const char *const hover[] = {"-69.9", "-70.1", "-70.0", "-69.8"};
+    long i = (long)((t - T0) / 60);
+    i = i < 0 ? -i : i;
+    if (t < ALARM_AT || t >= RECOVER_AT + 120)
+        return wobble[i % 5];
+    if (t == ALARM_AT)
+        return "-65.0";
+    if (t < RECOVER_AT)
+        return hover[i % 4];
+    return "-78.0";
+}
+
+/* One freezer uploading every minute (each reading 20 s after its
+ * measurement), with the alarm and recovery its log holds once the
+ * platform has logged them. */
+static char *scenario(void)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_printf(&b,
+               "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
+               "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": ["
+               "{\"serial\": \"" SERIAL "\", \"model\": \"TR-71A\", \"name\": \"Freezer 3\","
+               " \"time_diff\": 540,"
+               " \"channels\": [{\"name\": \"Temperature\", \"unit\": \"°C\", \"value\": \"-80.0\"}],"
+               " \"readings\": [",
+               T0);
+    for (long long t = T0 - 1800; t <= LAST_RUN; t += 60)
+        buf_printf(&b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%s\"]}",
+                   t > T0 - 1800 ? "," : "", t + 20, t, reading_at(t));
+    buf_printf(&b,
+               "], \"alerts\": ["
+               "{\"unixtime\": %lld, \"logged_at\": %lld,"
+               " \"ch1\": \"CH1 Upper Limit Exceeded -65.0°C (limit -70.0°C)\"},"
+               "{\"unixtime\": %lld, \"logged_at\": %lld,"
+               " \"ch1\": \"CH1 Measurement Recovery -78.0°C\"}]}]}]}",
+               ALARM_AT, ALARM_AT + LOG_LAG, RECOVER_AT, RECOVER_AT + LOG_LAG);
+    return buf_steal(&b);
+}
+
+static const char account[] = "  - name: lab\n"
+                              "    base_url: @BASE_URL@\n"
+                              "    api_key: \"${TEST_API_KEY}\"\n"
+                              "    login_id: " RELAY_LOGIN "\n"
+                              "    login_pass_file: pass.txt\n"
+                              "    limits:\n"
+                              "      - {serial: \"5214*\", channel: 1, upper: -70}\n";
+
+static void start(const char *receivers)
+{
+    char *scen = scenario();
+    relay_start(&R, scen);
+    free(scen);
+    relay_config(&R, account, receivers);
+}
+
+/* Runs `wsrelay run` every minute from `from` to `to` (inclusive), 20 s
+ * into the minute, as the readings arrive. */
+static void run_minutes(long long from, long long to)
+{
+    for (long long t = from; t <= to; t += 60) {
+        char *err = NULL;
+        int status = relay_run_at(&R, t + 30, &err);
+        cr_assert_eq(status, 0, "run at T+%lld failed:\n%s", t - T0, err);
+        free(err);
+    }
+}
+
+/* The webhook's event whose id is `id`, as a new reference; NULL when none
+ * arrived. */
+static struct json_object *hook_event(const char *id)
+{
+    struct json_object *found = NULL;
+    for (size_t i = 0; i < hooksink_count(R.hook) && !found; i++) {
+        struct hook_request *rq = hooksink_request(R.hook, i);
+        struct json_object *doc = json_tokener_parse(rq->body), *events, *v;
+        cr_assert(json_object_object_get_ex(doc, "events", &events));
+        for (size_t k = 0; k < json_object_array_length(events) && !found; k++) {
+            struct json_object *ev = json_object_array_get_idx(events, k);
+            if (json_object_object_get_ex(ev, "id", &v) && !strcmp(json_object_get_string(v), id))
+                found = json_object_get(ev);
+        }
+        json_object_put(doc);
+        hook_request_free(rq);
+    }
+    return found;
+}
+
+static long long member_int(struct json_object *o, const char *key)
+{
+    struct json_object *v;
+    cr_assert(json_object_object_get_ex(o, key, &v), "no '%s'", key);
+    return json_object_get_int64(v);
+}
+
+static const char *member_str(struct json_object *o, const char *key)
+{
+    struct json_object *v;
+    cr_assert(json_object_object_get_ex(o, key, &v), "no '%s'", key);
+    return json_object_get_string(v);
+}
+
+static char *key_of(long long t, const char *kind)
+{
+    return xasprintf(SERIAL "/%lld/%s\n", t, kind);
+}
+
+Test(signals, a_reading_beyond_its_limit_is_announced_before_the_alert_log)
+{
+    start(NULL);
+    run_minutes(T0 - 600, ALARM_AT);
+    size_t n = 0;
+    char *keys = relay_hook_keys(&R, &n);
+    char *warning = key_of(ALARM_AT, "reading-ch1"), *alarm = key_of(ALARM_AT, "ch1");
+    cr_assert_eq(occurrences(keys, warning), 1, "the run that saw -65.0 warned:\n%s", keys);
+    cr_assert_eq(occurrences(keys, alarm), 0, "the platform had not logged it yet:\n%s", keys);
+    free(keys);
+
+    /* The alarm is logged 100 s later: a signal's poll that found nothing
+     * looks once more 4 minutes later. */
+    run_minutes(ALARM_AT + 60, ALARM_AT + 300);
+    keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(occurrences(keys, alarm), 1, "within 5 minutes of the reading:\n%s", keys);
+    free(keys);
+
+    /* Hovering at the limit warns nobody again; the way back does, then the
+     * platform's recovery follows. */
+    run_minutes(ALARM_AT + 360, LAST_RUN);
+    keys = relay_hook_keys(&R, &n);
+    char *back = key_of(RECOVER_AT, "reading-ch1"), *recovery = key_of(RECOVER_AT, "ch1");
+    cr_assert_eq(occurrences(keys, warning), 1, "%s", keys);
+    cr_assert_eq(occurrences(keys, alarm), 1, "%s", keys);
+    cr_assert_eq(occurrences(keys, back), 1, "%s", keys);
+    cr_assert_eq(occurrences(keys, recovery), 1, "%s", keys);
+    cr_assert_eq(n, 4, "nothing else was sent:\n%s", keys);
+    free(keys);
+
+    struct json_object *ev = hook_event(SERIAL "/1795000300/reading-ch1");
+    cr_assert_not_null(ev);
+    cr_expect_str_eq(member_str(ev, "kind"), "reading");
+    cr_expect_str_eq(member_str(ev, "state"), "alarm");
+    cr_expect_eq(member_int(ev, "channel"), 1);
+    cr_expect_str_eq(member_str(ev, "value"), "-65.0°C");
+    cr_expect_str_eq(member_str(ev, "limit"), "-70°C");
+    cr_expect(strstr(member_str(ev, "text"), "current readings"), "%s", member_str(ev, "text"));
+    struct json_object *v;
+    cr_assert(json_object_object_get_ex(ev, "is_reading", &v));
+    cr_expect(json_object_get_boolean(v));
+    json_object_put(ev);
+
+    ev = hook_event(SERIAL "/1795000300/ch1");
+    cr_assert_not_null(ev);
+    cr_expect_eq(member_int(ev, "early_warning"), ALARM_AT, "the alarm names the warning");
+    json_object_put(ev);
+    ev = hook_event(SERIAL "/1795000900/reading-ch1");
+    cr_assert_not_null(ev);
+    cr_expect_str_eq(member_str(ev, "state"), "recovered");
+    json_object_put(ev);
+    free(warning);
+    free(alarm);
+    free(back);
+    free(recovery);
+}
+
+Test(signals, early_warning_false_waits_for_the_alert_log)
+{
+    start(NULL);
+    char *accounts = xasprintf("%s    early_warning: false\n", account);
+    relay_config(&R, accounts, NULL);
+    free(accounts);
+    run_minutes(T0 - 600, LAST_RUN);
+    size_t n = 0;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(occurrences(keys, "reading"), 0, "%s", keys);
+    cr_assert_eq(n, 2, "the alarm and the recovery:\n%s", keys);
+    free(keys);
+}
+
+Test(signals, a_rule_routes_early_warnings_by_kind)
+{
+    start(NULL);
+    char *rules = xasprintf("%s/rules.yaml", R.dir);
+    write_file(rules, "- name: warnings-to-log\n"
+                      "  match: {kind: reading}\n"
+                      "  receivers: [log]\n"
+                      "- name: the-rest\n"
+                      "  receivers: [hook]\n");
+    relay_config_extra(&R, account, NULL, "rules: @DIR@/rules.yaml\n");
+    run_minutes(T0 - 600, LAST_RUN);
+    size_t n = 0;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(occurrences(keys, "reading"), 0, "%s", keys);
+    cr_assert_eq(n, 2, "%s", keys);
+    free(keys);
+    char *log = read_file_str(R.out_path);
+    cr_assert_not_null(log);
+    cr_assert_eq(occurrences(log, "in the current readings"), 2, "%s", log);
+    free(log);
+    free(rules);
+}
+
+/* The Message-ID and In-Reply-To of the i-th mail. */
+static void mail_ids(size_t i, char **id, char **reply_to)
+{
+    struct json_object *mail = smtpd_mail(&S, i), *headers, *list;
+    cr_assert_not_null(mail, "no mail %zu", i);
+    cr_assert(json_object_object_get_ex(mail, "headers", &headers));
+    cr_assert(json_object_object_get_ex(headers, "message-id", &list));
+    *id = xstrdup(json_object_get_string(json_object_array_get_idx(list, 0)));
+    *reply_to = json_object_object_get_ex(headers, "in-reply-to", &list)
+                    ? xstrdup(json_object_get_string(json_object_array_get_idx(list, 0)))
+                    : NULL;
+    json_object_put(mail);
+}
+
+Test(signals, mail_threads_the_alarm_under_its_early_warning)
+{
+    start(NULL);
+    smtpd_start(&S, R.dir, NULL);
+    char *mail = xasprintf("  - name: mail\n"
+                           "    email:\n"
+                           "      host: 127.0.0.1\n"
+                           "      port: %d\n"
+                           "      starttls: \"off\"\n"
+                           "      from: \"wsrelay <relay@example.org>\"\n"
+                           "      to: \"oncall@example.org\"\n",
+                           S.port);
+    relay_config(&R, account, mail);
+    free(mail);
+    run_minutes(T0 - 600, LAST_RUN);
+    cr_assert_eq(smtpd_count(&S), 4, "the warning, the alarm, the way back, the recovery");
+
+    char *ids[4], *parents[4];
+    for (size_t i = 0; i < 4; i++)
+        mail_ids(i, &ids[i], &parents[i]);
+    cr_expect(strstr(ids[0], ".5214000A.reading-ch1.1795000300"), "%s", ids[0]);
+    cr_expect_null(parents[0], "the first warning starts a thread");
+    cr_expect(strstr(ids[1], ".5214000A.ch1.1795000300"), "%s", ids[1]);
+    cr_assert_not_null(parents[1]);
+    cr_expect_str_eq(parents[1], ids[0], "the alarm follows its early warning");
+    cr_expect(strstr(ids[2], ".5214000A.reading-ch1.1795000900"), "%s", ids[2]);
+    cr_assert_not_null(parents[2]);
+    cr_expect_str_eq(parents[2], ids[0], "the way back ends the warning");
+    cr_assert_not_null(parents[3]);
+    cr_expect_str_eq(parents[3], ids[1], "the recovery ends the alarm");
+    for (size_t i = 0; i < 4; i++) {
+        free(ids[i]);
+        free(parents[i]);
+    }
+}
