@@ -2,7 +2,7 @@
 #include "budget.h"
 
 #define ALERT_RESERVE 1
-#define ALERT_HEADROOM 2
+#define ALERT_HEADROOM 5 /* budget.h says why */
 
 int budget_reserve(enum platform_op op)
 {

@@ -24,7 +24,11 @@ long budget_spacing(enum platform_op op);
 
 /* Alert calls of each hour that the round robin leaves free, so that a
  * device whose readings moved (a signal) can be looked at at once, when
- * signals are on (scheduler.h, `headroom`). */
+ * signals are on (scheduler.h, `headroom`): 5, so the round robin makes 6
+ * calls an hour, one every 10 minutes. With 2, the communication error of
+ * a silent device among 12 arrived 20 minutes after the platform logged
+ * it: the looks for it waited for calls the round robin had taken
+ * (tests/integration/test_signals.c); with 5, within 10. */
 int budget_headroom(void);
 
 /* The budget of `login` for `op` at `now`. */

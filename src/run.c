@@ -50,7 +50,9 @@
 
 #define DISCOVERY_INTERVAL 600 /* seconds between two device lists without signals */
 #define READINGS_GAP 50        /* least seconds between two readings of a login (one a minute) */
+#define SIGNAL_SETTLE 90       /* a signal's reading is this old before its first look */
 #define RECHECK_AFTER 240      /* a signal poll that found nothing looks once more after this */
+#define SILENT_LOOKS 21600     /* a silent device is looked at again for this long */
 #define SATURATED_AFTER 7200   /* signals waiting this long for the budget make a relay event */
 #define WATCH_KEEP (30 * 86400) /* a device's readings memory unused this long is forgotten */
 #define WARNING_FOLLOWS 3600   /* an alert-log alarm this close to an early warning follows it */
@@ -471,10 +473,10 @@ static void learn_limits(struct tick *t, const struct pooled *pd, const struct e
 }
 
 /* Queues the events of one alert-log reply that were not seen before;
- * *n_fresh (may be NULL) gets how many. Returns -1 when the reply could
- * not be used. */
+ * *newest gets the unixtime of the newest of them (0: none). Returns -1
+ * when the reply could not be used. */
 static int take_events(struct tick *t, const struct pooled *pd, const struct json_object *body,
-                       size_t *n_fresh)
+                       long long *newest)
 {
     const struct state_device *dev = &pd->dev;
     const char *account = pd->a->name;
@@ -483,6 +485,7 @@ static int take_events(struct tick *t, const struct pooled *pd, const struct jso
     size_t fresh = 0, old = 0, known = 0, stale = 0;
     long long floor = state_seen_floor(t->st, dev->serial);
     int rc = -1;
+    *newest = 0;
     if (event_parse_alert_log(&list, body, account, &e) < 0) {
         log_error("account %s, device %s: %s", account, dev->serial, e.msg);
         goto out;
@@ -512,6 +515,8 @@ static int take_events(struct tick *t, const struct pooled *pd, const struct jso
             route_event(t, pd, ev);
             fresh++;
         }
+        if (ev->unixtime > *newest)
+            *newest = ev->unixtime;
         state_mark_seen(t->st, ev->serial, ev->unixtime, ev->kind);
     }
     if (list.entries >= FULL_PAGE) {
@@ -529,8 +534,6 @@ static int take_events(struct tick *t, const struct pooled *pd, const struct jso
         state_prune_seen(t->st, dev->serial, list.oldest);
     }
     learn_limits(t, pd, &list);
-    if (n_fresh)
-        *n_fresh = fresh + old;
     if (stale)
         log_warn("account %s, device %s: the reply holds %zu event%s older than entries already "
                  "handled (an older copy of the log?); not sent again",
@@ -544,21 +547,35 @@ out:
     return rc;
 }
 
-/* A poll of the device answered whatever signal it had: a poll that
- * found new entries explains it; one that found none may have come before
- * the platform logged the alarm (it can take up to a monitoring interval
- * after the reading), so it looks once more RECHECK_AFTER later, and then
- * waits until the readings move again. */
-static void answer_signal(struct tick *t, const struct pooled *pd, size_t fresh)
+/* A poll of the device answered whatever signal it had. A new entry
+ * newer than the reading before the signal explains it (an older one, say
+ * the communication error of an outage that just ended, does not). A poll
+ * that found none may have come before the platform logged the alarm (it
+ * can take up to a monitoring interval after the reading), so it looks
+ * once more RECHECK_AFTER later, and then waits until the readings move
+ * again. A device whose uploads stopped is looked at again and again, each
+ * wait half as long as the silence so far (RECHECK_AFTER to an hour),
+ * until the platform's communication error is found or the silence has
+ * lasted SILENT_LOOKS: the platform logs that error only after the device
+ * missed its own interval, which wsrelay does not know. */
+static void answer_signal(struct tick *t, const struct pooled *pd, long long newest)
 {
     struct watch w;
     if (!state_watch(t->st, pd->dev.serial, &w))
         return;
-    bool first_look = w.pending != 0;
+    bool first_look = w.pending != 0, rechecking = w.recheck_at != 0;
+    bool explained = newest > w.pending_after;
     watch_polled(&w);
-    if (first_look && fresh == 0) {
-        w.recheck_at = t->opt->now + RECHECK_AFTER;
-        log_debug("account %s, device %s: nothing new yet; looking once more at %lld",
+    bool silent_looks = w.silent && t->opt->now - w.seen_at < SILENT_LOOKS;
+    if (!explained && (first_look || (rechecking && silent_looks))) {
+        long long wait = RECHECK_AFTER;
+        if (w.silent) {
+            wait = (t->opt->now - w.seen_at) / 2;
+            wait = wait < RECHECK_AFTER ? RECHECK_AFTER : wait > 3600 ? 3600 : wait;
+        }
+        w.recheck_at = t->opt->now + wait;
+        log_debug("account %s, device %s: nothing that explains its signal yet; looking once "
+                  "more at %lld",
                   pd->a->name, pd->dev.serial, w.recheck_at);
     }
     state_set_watch(t->st, pd->dev.serial, &w);
@@ -575,9 +592,9 @@ static bool take_poll(struct tick *t, const struct pooled *pd, const struct plat
     bool ok = false, more = true;
     char *what = xasprintf("account %s, device %s, alert logs", a->name, dev->serial);
     metrics_count_call(t->st, a->login_id, PLATFORM_ALERT, rq->rc == 0, r->http_status);
-    size_t fresh = 0;
+    long long newest = 0;
     if (rq->rc == 0) {
-        ok = take_events(t, pd, r->body, &fresh) == 0;
+        ok = take_events(t, pd, r->body, &newest) == 0;
         if (!ok)
             t->failures++;
         note_result(t, a->login_id, r->http_status, what,
@@ -614,7 +631,7 @@ static bool take_poll(struct tick *t, const struct pooled *pd, const struct plat
     /* Polled, successfully or not: the device goes to the back of the line. */
     state_device_polled(t->st, a->name, dev->serial, dev->base, t->opt->now, ok);
     if (ok)
-        answer_signal(t, pd, fresh);
+        answer_signal(t, pd, newest);
     note_reply(t, a->login_id, PLATFORM_ALERT, r);
     free(what);
     return more;
@@ -777,8 +794,11 @@ static void watch_device(struct tick *t, const struct account_conf *a, const str
     if (w.unixtime == before)
         reasons |= watch_idle(&w, t->opt->now);
     if (reasons) {
-        if (!w.pending)
+        if (!w.pending) {
             w.pending_since = t->opt->now;
+            w.pending_after = before;
+            w.pending_at = w.unixtime;
+        }
         w.pending |= reasons;
         log_info("account %s, device %s: signal (%s): its alert log is read next", a->name,
                  d->serial, watch_reason_text(reasons, why, sizeof why));
@@ -940,7 +960,16 @@ static size_t plan_looks(struct tick *t, struct login_run *lr, struct sched_budg
             t->failures++;
             continue;
         }
-        log_info("account %s, device %s: an urgent look", pd->a->name, pd->dev.serial);
+        struct watch w;
+        char what[512], why[64];
+        if (state_watch(t->st, pd->dev.serial, &w) && w.unixtime)
+            log_info("account %s, device %s: an urgent look; its last reading: %s%s%s%s",
+                     pd->a->name, pd->dev.serial, watch_summary(&w, what, sizeof what),
+                     w.pending ? "; a signal (" : "",
+                     w.pending ? watch_reason_text(w.pending, why, sizeof why) : "",
+                     w.pending ? ")" : "");
+        else
+            log_info("account %s, device %s: an urgent look", pd->a->name, pd->dev.serial);
         lr->order[n++] = i;
         b->used++;
         b->last_call = t->opt->now; /* routine polling waits a spacing after it */
@@ -957,8 +986,15 @@ static bool signal_of(const struct tick *t, const char *serial, long long *since
     if (!state_watch(t->st, serial, &w))
         return false;
     if (w.pending) {
+        /* The platform logs what a reading shows a little after the
+         * upload: a look in the same minute finds nothing and costs a
+         * second one. The reading's age by the device's clock, or by
+         * wsrelay's when the device's runs ahead. */
+        long long due = w.pending_at + SIGNAL_SETTLE;
+        if (w.pending_since + SIGNAL_SETTLE < due)
+            due = w.pending_since + SIGNAL_SETTLE;
         *since = w.pending_since;
-        return true;
+        return t->opt->now >= due;
     }
     if (w.recheck_at && w.recheck_at <= t->opt->now) {
         *since = w.recheck_at;

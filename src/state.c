@@ -65,7 +65,8 @@
  *                                                    "creds":HEX},...},
  *            "last_relay":N,"heartbeat":{...health...}},
  *    "watch":{"5214000A":{"t":N,"seen":N,"gaps":[N,...],"battery":N,"silent":false,
- *                         "pending":N,"pending_since":N,"recheck_at":N,
+ *                         "pending":N,"pending_since":N,"pending_after":N,"pending_at":N,
+ *                         "recheck_at":N,
  *                         "ch":[{"num":1,"error":false,"value":X,"step":X,"history":[X,...],
  *                                "band":N,"zone":N,"at_poll":X|null,"warned_at":N,
  *                                "warned":N},...]},...},
@@ -685,8 +686,9 @@ static int check_watch_channel(const struct json_object *c, const char *where, s
 
 static int check_watches(struct json_object *watch, struct err *e)
 {
-    static const char *const ints[] = {"t", "seen", "battery", "pending", "pending_since",
-                                       "recheck_at"};
+    static const char *const ints[] = {"t",          "seen",          "battery",
+                                       "pending",    "pending_since", "pending_after",
+                                       "pending_at", "recheck_at"};
     char where[256];
     if (check_type(watch, json_type_object, "watch", e) < 0)
         return -1;
@@ -2505,6 +2507,8 @@ bool state_watch(const struct state *s, const char *serial, struct watch *out)
     out->silent = json_object_get_boolean(member(w, "silent", json_type_boolean));
     out->pending = (unsigned)small_int(w, "pending", 0, 0xffff);
     out->pending_since = int_member(w, "pending_since", 0);
+    out->pending_after = int_member(w, "pending_after", 0);
+    out->pending_at = int_member(w, "pending_at", 0);
     out->recheck_at = int_member(w, "recheck_at", 0);
     struct json_object *ch = member(w, "ch", json_type_array);
     n = ch ? json_object_array_length(ch) : 0;
@@ -2547,6 +2551,8 @@ void state_set_watch(struct state *s, const char *serial, const struct watch *w)
     jsonv_put(o, "silent", jsonv_need(json_object_new_boolean(w->silent)));
     jsonv_put_int(o, "pending", w->pending);
     jsonv_put_int(o, "pending_since", w->pending_since);
+    jsonv_put_int(o, "pending_after", w->pending_after);
+    jsonv_put_int(o, "pending_at", w->pending_at);
     jsonv_put_int(o, "recheck_at", w->recheck_at);
     for (int i = 0; i < w->n_ch && i < WATCH_CHANNELS; i++)
         jsonv_append(ch, watch_channel_object(&w->ch[i]));

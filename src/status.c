@@ -590,21 +590,9 @@ static void write_verdict(struct buf *b, const struct report *r)
  *   signal since 10:02 (limit): its alert log is read at the next call */
 static void write_reading(struct buf *b, const struct watch *w, long long now)
 {
-    char why[64];
-    buf_printf(b, "      reading %s:", when(w->seen_at, now, false).s);
-    for (int i = 0; i < w->n_ch; i++) {
-        const struct watch_channel *c = &w->ch[i];
-        if (c->error)
-            buf_printf(b, "%s ch%d error value", i ? "," : "", c->num);
-        else
-            buf_printf(b, "%s ch%d %.10g%s", i ? "," : "", c->num, c->value,
-                       c->zone > 0 ? " (above its limit)" : c->zone < 0 ? " (below its limit)" : "");
-    }
-    if (w->battery)
-        buf_printf(b, "; battery %d", w->battery);
-    if (w->silent)
-        buf_puts(b, "; uploads have stopped");
-    buf_puts(b, "\n");
+    char why[64], what[512];
+    buf_printf(b, "      reading %s: %s\n", when(w->seen_at, now, false).s,
+               watch_summary(w, what, sizeof what));
     if (w->pending)
         buf_printf(b, "      signal since %s (%s): its alert log is read at the next call\n",
                    when(w->pending_since, now, false).s,

@@ -17,6 +17,7 @@
  * signal, not one a minute. The exact rules are in watch.h. */
 #include "watch.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -134,6 +135,42 @@ int watch_battery_low(const char *model)
     if (model_is(model, "RTR") || model_is(model, "TR-4"))
         return 4;
     return 2;
+}
+
+/* Appends to out[*len] like snprintf, never past `size`. */
+static void append(char *out, size_t size, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void append(char *out, size_t size, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    if (*len + 1 >= size)
+        return;
+    va_start(ap, fmt);
+    int n = vsnprintf(out + *len, size - *len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *len = (size_t)n < size - *len ? *len + (size_t)n : size - 1;
+}
+
+const char *watch_summary(const struct watch *w, char *out, size_t size)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; i < w->n_ch; i++) {
+        const struct watch_channel *c = &w->ch[i];
+        if (c->error)
+            append(out, size, &len, "%sch%d error value", i ? ", " : "", c->num);
+        else
+            append(out, size, &len, "%sch%d %.10g%s", i ? ", " : "", c->num, c->value,
+                   c->zone > 0   ? " (above its limit)"
+                   : c->zone < 0 ? " (below its limit)"
+                                 : "");
+    }
+    if (w->battery)
+        append(out, size, &len, "%sbattery %d", len ? "; " : "", w->battery);
+    if (w->silent)
+        append(out, size, &len, "%suploads have stopped", len ? "; " : "");
+    return out;
 }
 
 struct watch_channel *watch_channel(struct watch *w, int num)
@@ -272,6 +309,16 @@ static int zone_of(const struct watch_limit *l, int from, double v, double margi
     return 0;
 }
 
+/* Whether the known limits watch the side(s) of a band change already:
+ * the platform alarms at its limits, so leaving the band towards a known
+ * limit (or coming back from that side) tells nothing the limit will not,
+ * and a poll for it would only spend the budget. */
+static bool limits_cover(const struct watch_limit *l, int from, int to)
+{
+    bool up = from == 1 || to == 1, down = from == -1 || to == -1;
+    return (!up || (l && l->has_upper)) && (!down || (l && l->has_lower));
+}
+
 /* A channel's first value: its memory starts here, its zone where the value
  * is, taken as announced. */
 static void channel_start(struct watch_channel *c, const char *text, const struct watch_limit *l)
@@ -319,7 +366,7 @@ static unsigned channel_take(struct watch_channel *c, const char *text, const st
     struct band b = band_of(c);
     int from = c->band;
     int pos = band_position(&b, c->step, from, v);
-    if (pos != from)
+    if (pos != from && !limits_cover(l, from, pos))
         reasons |= WATCH_BAND;
     if (pos == 0) {
         history_push(c, v);

@@ -41,7 +41,10 @@
  * to be tight, make a band that ordinary noise leaves; the deciles check
  * them. No term for the history's range: a band that followed its
  * extremes moved along with a ramp.)
- * WATCH_BAND is raised when the position (-1, 0, +1) changes. A value in
+ * WATCH_BAND is raised when the position (-1, 0, +1) changes, unless
+ * known limits watch that side: a change to or from +1 with a known upper
+ * limit, or -1 with a known lower one, raises nothing (the limit's own
+ * crossing will tell, and the platform alarms only at its limits). A value in
  * the band enters the history (the oldest goes when it is full); a value
  * out of it does not (it would widen the band towards itself and bring an
  * excursion "back" while it lasts). Instead each further reading out drops
@@ -132,6 +135,11 @@ struct watch {
     /* Kept by the caller (run.c) for the scheduler: */
     unsigned pending;        /* reasons raised since the last alert-log poll */
     long long pending_since; /* when the first of them was raised; 0: none */
+    long long pending_after; /* the device's time after which what the signal
+                                is about lies: its reading before the one that
+                                raised it (for silence, its last reading) */
+    long long pending_at;    /* the device's time of the reading that raised it
+                                (for silence, its last reading) */
     long long recheck_at;    /* look once more at this time (a poll found nothing
                                 that explains the signal); 0: no */
 };
@@ -219,8 +227,14 @@ void watch_relimit(struct watch *w, const struct watch_limit *limits, size_t n_l
 /* An alert-log poll of the device was made: records each channel's value
  * as at_poll (at_poll_error for an error value; has_at_poll for every
  * channel that has shown a value) and clears `pending`, `pending_since`
- * and `recheck_at`. */
+ * and `recheck_at` (`pending_after` stays: a look once more still needs
+ * it). */
 void watch_polled(struct watch *w);
+
+/* The last reading in words, into `out` (cut to `size`, at least 1):
+ * "ch1 -65 (above its limit), ch2 error value; battery 4; uploads have
+ * stopped". Returns `out`. */
+const char *watch_summary(const struct watch *w, char *out, size_t size);
 
 /* The channel `num` of `w`, or NULL. */
 struct watch_channel *watch_channel(struct watch *w, int num);

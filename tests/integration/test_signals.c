@@ -11,6 +11,7 @@
 
 #include <criterion/criterion.h>
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,6 +204,19 @@ Test(signals, a_reading_beyond_its_limit_is_announced_before_the_alert_log)
     free(recovery);
 }
 
+Test(signals, an_urgent_look_shows_the_last_reading_and_its_signal)
+{
+    start(NULL);
+    run_minutes(T0 - 600, ALARM_AT - 60);
+    char *err = NULL;
+    /* The run that sees -65.0 raises the signal; the look is made in it. */
+    cr_assert_eq(relay_run_with(&R, ALARM_AT + 30, SERIAL, &err), 0, "%s", err);
+    cr_assert(strstr(err, "device " SERIAL ": an urgent look; its last reading: ch1 -65 (above "
+                          "its limit); battery 5; a signal (limit)"),
+              "%s", err);
+    free(err);
+}
+
 Test(signals, early_warning_false_waits_for_the_alert_log)
 {
     start(NULL);
@@ -238,6 +252,162 @@ Test(signals, a_rule_routes_early_warnings_by_kind)
     cr_assert_eq(occurrences(log, "in the current readings"), 2, "%s", log);
     free(log);
     free(rules);
+}
+
+/* Twelve fridges uploading every minute; the first stops uploading at
+ * SILENT_FROM for an hour. The platform logs its communication error 20
+ * minutes after the last upload and the recovery at the first upload
+ * after the outage, half a minute late. */
+#define FRIDGES 12
+#define SILENT_FROM (T0 + 60)
+#define SILENT_UNTIL (T0 + 3660)
+#define COMM_ERROR_AT (T0 + 60 + 1200)
+
+static char *silent_scenario(void)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
+                   "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": [",
+               T0);
+    for (int k = 0; k < FRIDGES; k++) {
+        buf_printf(&b,
+                   "%s{\"serial\": \"5214F0%02d\", \"model\": \"TR-72A2\", "
+                   "\"channels\": [{\"name\": \"T\", \"unit\": \"C\", \"value\": \"5.0\"}], "
+                   "\"readings\": [",
+                   k ? "," : "", k);
+        bool first = true;
+        for (long long t = T0 - 4800; t <= SILENT_UNTIL + 1200; t += 60) {
+            if (k == 0 && t > SILENT_FROM && t < SILENT_UNTIL)
+                continue;
+            buf_printf(&b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%s\"]}",
+                       first ? "" : ",", t + 10, t, t / 60 % 2 ? "5.0" : "5.1");
+            first = false;
+        }
+        buf_puts(&b, "]");
+        if (k == 0)
+            buf_printf(&b,
+                       ", \"alerts\": [{\"unixtime\": %lld, \"communication-status\": "
+                       "\"Communication Error\"}, {\"unixtime\": %lld, \"logged_at\": %lld, "
+                       "\"communication-status\": \"Communication Recovery\"}]",
+                       (long long)COMM_ERROR_AT, (long long)SILENT_UNTIL,
+                       (long long)SILENT_UNTIL + 40);
+        buf_puts(&b, "}");
+    }
+    buf_puts(&b, "]}]}");
+    return buf_steal(&b);
+}
+
+/* The time of the first run after which `key` had reached the webhook,
+ * running every minute from `from`; 0 when it never did by `to`. */
+static long long arrival_of(const char *key, long long from, long long to)
+{
+    for (long long t = from; t <= to; t += 60) {
+        run_minutes(t, t);
+        size_t n = 0;
+        char *keys = relay_hook_keys(&R, &n);
+        bool there = occurrences(keys, key) > 0;
+        free(keys);
+        if (there)
+            return t;
+    }
+    return 0;
+}
+
+Test(signals, a_silent_device_is_looked_at_until_its_communication_error)
+{
+    /* With 12 devices the round robin looks at each every 80 minutes; the
+     * silence makes wsrelay look again and again (each wait half the
+     * silence so far) until the platform's error is there, and the
+     * resumption looks once the recovery is logged, though the first look
+     * after it finds only the outage's error. */
+    char *scen = silent_scenario();
+    relay_start(&R, scen);
+    free(scen);
+    relay_config(&R,
+                 "  - name: lab\n"
+                 "    base_url: @BASE_URL@\n"
+                 "    api_key: \"${TEST_API_KEY}\"\n"
+                 "    login_id: " RELAY_LOGIN "\n"
+                 "    login_pass_file: pass.txt\n",
+                 NULL);
+    /* An hour and a quarter before: the first polls leave the budget's
+     * window before the outage. */
+    run_minutes(T0 - 4500, T0);
+    char *error = xasprintf("5214F000/%lld/communication-status\n", (long long)COMM_ERROR_AT);
+    long long at = arrival_of(error, T0 + 60, SILENT_UNTIL);
+    cr_assert_neq(at, 0, "the communication error never arrived");
+    cr_expect_leq(at - COMM_ERROR_AT, 600, "it arrived %lld s after it was logged",
+                  at - COMM_ERROR_AT);
+    char *recovery = xasprintf("5214F000/%lld/communication-status\n", (long long)SILENT_UNTIL);
+    at = arrival_of(recovery, at + 60, SILENT_UNTIL + 1200);
+    cr_assert_neq(at, 0, "the recovery never arrived");
+    cr_expect_leq(at - SILENT_UNTIL, 360, "it arrived %lld s after it was logged",
+                  at - SILENT_UNTIL);
+    struct json_object *stats = sim_stats(&R.sim), *per_hour, *calls;
+    cr_assert(json_object_object_get_ex(stats, "max_alert_calls_per_hour", &per_hour));
+    cr_assert(json_object_object_get_ex(per_hour, RELAY_LOGIN, &calls));
+    cr_expect_leq(json_object_get_int(calls), 12);
+    json_object_put(stats);
+    free(error);
+    free(recovery);
+}
+
+/* Twenty devices whose sensor fails and recovers with every upload: each
+ * reading is a signal, twenty a minute against 12 alert calls an hour. */
+static char *flapping_scenario(long long from, long long to)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
+                   "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": [",
+               T0);
+    for (int k = 0; k < 20; k++) {
+        buf_printf(&b,
+                   "%s{\"serial\": \"5214E0%02d\", \"model\": \"TR-72A2\", "
+                   "\"channels\": [{\"name\": \"T\", \"unit\": \"C\", \"value\": \"5.0\"}], "
+                   "\"readings\": [",
+                   k ? "," : "", k);
+        for (long long t = from; t <= to; t += 60)
+            buf_printf(&b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%s\"]}",
+                       t > from ? "," : "", t + 10, t, t / 60 % 2 ? "5.0" : "Sensor Error");
+        buf_puts(&b, "]}");
+    }
+    buf_puts(&b, "]}]}");
+    return buf_steal(&b);
+}
+
+Test(signals, signals_beyond_the_budget_for_hours_say_so_once)
+{
+    long long from = T0 - 3 * 3600;
+    char *scen = flapping_scenario(from, T0);
+    relay_start(&R, scen);
+    free(scen);
+    relay_config(&R,
+                 "  - name: lab\n"
+                 "    base_url: @BASE_URL@\n"
+                 "    api_key: \"${TEST_API_KEY}\"\n"
+                 "    login_id: " RELAY_LOGIN "\n"
+                 "    login_pass_file: pass.txt\n",
+                 NULL);
+    size_t relays = 0;
+    for (long long t = from; t <= T0; t += 60) {
+        run_minutes(t, t);
+        relays = 0;
+        for (size_t i = 0; i < hooksink_count(R.hook); i++) {
+            struct hook_request *rq = hooksink_request(R.hook, i);
+            relays += occurrences(rq->body, "read-only login ID");
+            hook_request_free(rq);
+        }
+        if (t - from < 2 * 3600)
+            cr_assert_eq(relays, 0, "reported after %lld min", (t - from) / 60);
+    }
+    cr_assert_eq(relays, 1, "one relay event names the fix");
+    struct json_object *stats = sim_stats(&R.sim), *per_hour, *calls;
+    cr_assert(json_object_object_get_ex(stats, "max_alert_calls_per_hour", &per_hour));
+    cr_assert(json_object_object_get_ex(per_hour, RELAY_LOGIN, &calls));
+    cr_expect_leq(json_object_get_int(calls), 12);
+    json_object_put(stats);
 }
 
 /* The Message-ID and In-Reply-To of the i-th mail. */

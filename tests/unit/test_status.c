@@ -826,10 +826,10 @@ Test(status, signals_show_the_readings_the_bound_and_the_calls)
     expect_line(r.text, "  of those, 1 for signals and 3 for the round robin");
     expect_line(r.text, "  signals have waited for alert calls since 10:00 (2 h ago) (a read-only "
                         "login ID adds 12 calls an hour)");
-    /* 3 polled devices (one is excluded) at 400 s: 20 min; the bound 1.5
-     * rounds + 400 s. */
+    /* 3 polled devices (one is excluded) at 600 s (the round robin's 6
+     * calls an hour): 30 min; the bound 1.5 rounds + 600 s. */
     expect_line(r.text, "  4 devices: a signal is looked at within minutes; without one, each "
-                        "about every 20 min, and never more than 37 min apart (next polls are "
+                        "about every 30 min, and never more than 55 min apart (next polls are "
                         "estimates)");
     expect_line(r.text, "      reading 11:59 (1 min ago): ch1 9.4 (above its limit), ch2 error "
                         "value; battery 2");
@@ -840,7 +840,7 @@ Test(status, signals_show_the_readings_the_bound_and_the_calls)
     free(r.text);
     enum status_verdict v;
     struct json_object *o = report_json(&v);
-    expect_int(o, "logins.0.round_robin_bound", 3 * 400 + 600 + 400);
+    expect_int(o, "logins.0.round_robin_bound", 3 * 600 + 900 + 600);
     expect_int(o, "logins.0.signal_calls_last_hour", 1);
     expect_int(o, "logins.0.devices.0.reading.battery", 2);
     expect_int(o, "logins.0.devices.0.reading.channels.0.zone", 1);

@@ -614,11 +614,12 @@ Test(watch, noise_never_signals)
 
 /* A freezer at -80 +-0.3 whose door opens: up to -70 over a few readings,
  * held there, back after the door closes. Returns the indices of the band
- * signals (at most 8) and their count; crossings of the -75 limit too. */
-static int freezer_door(long interval, int held, int *band_at, int *limit_at, int *n_limit)
+ * signals (at most 8) and their count; crossings of `limit` (NULL: none
+ * known) too. */
+static int freezer_door(long interval, int held, const struct watch_limit *limit, int *band_at,
+                        int *limit_at, int *n_limit)
 {
     struct watch w = {0};
-    struct watch_limit limit = {.has_upper = true, .upper = -75.0};
     struct watch_crossing out[4];
     size_t n;
     int n_band = 0;
@@ -637,7 +638,7 @@ static int freezer_door(long interval, int held, int *band_at, int *limit_at, in
             v = j == held + 2 ? -74 : -78; /* closing */
         char buf[32];
         unsigned got =
-            take1(&w, T0 + interval * i, written(buf, sizeof buf, v, 1), &limit, out, &n);
+            take1(&w, T0 + interval * i, written(buf, sizeof buf, v, 1), limit, out, &n);
         cr_assert_eq(got & ~(unsigned)(WATCH_BAND | WATCH_LIMIT), 0u);
         if ((got & WATCH_BAND) && n_band < 8)
             band_at[n_band++] = i;
@@ -649,15 +650,33 @@ static int freezer_door(long interval, int held, int *band_at, int *limit_at, in
 
 Test(watch, freezer_door_signals_leaving_and_coming_back)
 {
-    /* Uploads every 5 minutes, 30 minutes open: 6 readings at -70. */
+    /* Uploads every 5 minutes, 30 minutes open: 6 readings at -70. No
+     * limit known: the band tells. */
     int band_at[8], limit_at[8], n_limit;
-    int n_band = freezer_door(300, 6, band_at, limit_at, &n_limit);
+    int n_band = freezer_door(300, 6, NULL, band_at, limit_at, &n_limit);
     cr_assert_eq(n_band, 2);
     cr_assert_eq(band_at[0], 200, "the first reading of the opening");
     cr_assert_eq(band_at[1], 200 + 6 + 4, "the first reading back to normal");
+    cr_assert_eq(n_limit, 0);
+}
+
+Test(watch, a_known_limit_on_that_side_makes_the_band_quiet)
+{
+    /* The same door with the upper limit -75 known: its crossings tell,
+     * the band's leaving and coming back above would only repeat them. */
+    struct watch_limit upper = {.has_upper = true, .upper = -75.0};
+    int band_at[8], limit_at[8], n_limit;
+    int n_band = freezer_door(300, 6, &upper, band_at, limit_at, &n_limit);
+    cr_assert_eq(n_band, 0);
     cr_assert_eq(n_limit, 2);
     cr_assert_eq(limit_at[0], 201, "-74.0 is above -75.0");
     cr_assert_eq(limit_at[1], 200 + 6 + 3, "-78.0 is inside by more than the margin");
+
+    /* A lower limit alone does not watch the side the door went. */
+    struct watch_limit lower = {.has_lower = true, .lower = -90.0};
+    n_band = freezer_door(300, 6, &lower, band_at, limit_at, &n_limit);
+    cr_assert_eq(n_band, 2);
+    cr_assert_eq(n_limit, 0);
 }
 
 Test(watch, long_excursion_becomes_the_new_normal)
@@ -667,11 +686,10 @@ Test(watch, long_excursion_becomes_the_new_normal)
      * out (silently), and has a band WATCH_BAND_MIN readings later; the
      * way back leaves that new band: still two signals. */
     int band_at[8], limit_at[8], n_limit;
-    int n_band = freezer_door(60, 32, band_at, limit_at, &n_limit);
+    int n_band = freezer_door(60, 32, NULL, band_at, limit_at, &n_limit);
     cr_assert_eq(n_band, 2);
     cr_assert_eq(band_at[0], 200);
     cr_assert_eq(band_at[1], 200 + 32 + 2, "-74.0 leaves the band of -70");
-    cr_assert_eq(n_limit, 2);
 }
 
 /* A fridge at 5 with noise of up to 0.5 either way, falling from reading
@@ -735,6 +753,27 @@ Test(watch, band_needs_band_min_values)
     t += 60;
     cr_assert_eq(take1(&f, t, "-80.0", NULL, NULL, NULL), (unsigned)WATCH_BAND);
     cr_assert_eq(f.ch[0].band, 0);
+}
+
+Test(watch, summary_in_words)
+{
+    struct watch w = {0};
+    struct watch_limit limit = {.has_upper = true, .upper = -70.0};
+    struct watch_value v[2] = {{1, "-80.0"}, {2, "E01"}};
+    struct watch_reading r = {.unixtime = T0, .battery = 4, .values = v, .n_values = 2};
+    char out[128];
+    watch_take(&w, &r, &limit, 1, T0, NULL, 0, NULL);
+    cr_assert_str_eq(watch_summary(&w, out, sizeof out), "ch1 -80, ch2 error value; battery 4");
+    v[0].text = "-65.5";
+    r.unixtime += 60;
+    watch_take(&w, &r, &limit, 1, T0 + 60, NULL, 0, NULL);
+    w.silent = true;
+    cr_assert_str_eq(watch_summary(&w, out, sizeof out),
+                     "ch1 -65.5 (above its limit), ch2 error value; battery 4; uploads have "
+                     "stopped");
+    cr_assert_str_eq(watch_summary(&w, out, 12), "ch1 -65.5 (");
+    struct watch empty = {.battery = 3};
+    cr_assert_str_eq(watch_summary(&empty, out, sizeof out), "battery 3");
 }
 
 Test(watch, extremes_do_not_crash)
