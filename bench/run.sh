@@ -9,6 +9,7 @@
 #   bench/run.sh --repeat 3          fewer repetitions
 #   bench/run.sh --only parallel     one benchmark: parallel, size, outbox or config
 #   bench/run.sh --warm-hours 24     the size benchmark after a simulated day
+#   bench/run.sh --signals           accounts with signals (readings every run)
 set -euo pipefail
 wsrelay_root=$(cd "$(dirname "$0")/.." && pwd)
 . "$wsrelay_root/scripts/deps.sh"

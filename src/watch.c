@@ -21,12 +21,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#define QUANTILE_LOW 0.25   /* the band's quartiles: a ramp of a few readings */
-#define QUANTILE_HIGH 0.75  /* into an excursion must not drag them */
-#define DECILE_LOW 0.10     /* the deciles check the spread of a history */
-#define DECILE_HIGH 0.90    /* whose middle half happens to be tight */
-#define BAND_LAG 12         /* newest values the band leaves out */
-#define BAND_WIDEN 6.0      /* spreads added on each side to leave the band */
+#define QUANTILE_LOW 0.25    /* the band's quartiles: a ramp of a few readings */
+#define QUANTILE_HIGH 0.75   /* into an excursion must not drag them */
+#define DECILE_LOW 0.10      /* the deciles check the spread of a history */
+#define DECILE_HIGH 0.90     /* whose middle half happens to be tight */
+#define BAND_LAG 12          /* newest values the band leaves out */
+#define BAND_WIDEN 6.0       /* spreads added on each side to leave the band */
 #define BAND_FLOOR_STEPS 5   /* the widening is never less than this many steps */
 #define ZONE_MARGIN_STEPS 3  /* leaving a zone needs at least this many steps */
 #define SILENCE_INTERVALS 3  /* usual intervals without a reading make silence */

@@ -18,9 +18,9 @@
 
 #define T0 1795000000LL
 #define SERIAL "5214000A"
-#define ALARM_AT (T0 + 300)    /* the first reading beyond -70 */
-#define RECOVER_AT (T0 + 900)  /* the first reading back below */
-#define LOG_LAG 100            /* the platform logs an entry this long after */
+#define ALARM_AT (T0 + 300)   /* the first reading beyond -70 */
+#define RECOVER_AT (T0 + 900) /* the first reading back below */
+#define LOG_LAG 100           /* the platform logs an entry this long after */
 #define LAST_RUN (T0 + 1800)
 
 static struct relay R;
@@ -59,14 +59,15 @@ static char *scenario(void)
 {
     struct buf b;
     buf_init(&b, 0);
-    buf_printf(&b,
-               "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
-               "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": ["
-               "{\"serial\": \"" SERIAL "\", \"model\": \"TR-71A\", \"name\": \"Freezer 3\","
-               " \"time_diff\": 540,"
-               " \"channels\": [{\"name\": \"Temperature\", \"unit\": \"°C\", \"value\": \"-80.0\"}],"
-               " \"readings\": [",
-               T0);
+    buf_printf(
+        &b,
+        "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
+        "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": ["
+        "{\"serial\": \"" SERIAL "\", \"model\": \"TR-71A\", \"name\": \"Freezer 3\","
+        " \"time_diff\": 540,"
+        " \"channels\": [{\"name\": \"Temperature\", \"unit\": \"°C\", \"value\": \"-80.0\"}],"
+        " \"readings\": [",
+        T0);
     for (long long t = T0 - 1800; t <= LAST_RUN; t += 60)
         buf_printf(&b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%s\"]}",
                    t > T0 - 1800 ? "," : "", t + 20, t, reading_at(t));
@@ -80,13 +81,16 @@ static char *scenario(void)
     return buf_steal(&b);
 }
 
-static const char account[] = "  - name: lab\n"
-                              "    base_url: @BASE_URL@\n"
-                              "    api_key: \"${TEST_API_KEY}\"\n"
-                              "    login_id: " RELAY_LOGIN "\n"
-                              "    login_pass_file: pass.txt\n"
-                              "    limits:\n"
-                              "      - {serial: \"5214*\", channel: 1, upper: -70}\n";
+/* The account with signals on (the default), without and with limits. */
+#define PLAIN_ACCOUNT                                                                              \
+    "  - name: lab\n"                                                                              \
+    "    base_url: @BASE_URL@\n"                                                                   \
+    "    api_key: \"${TEST_API_KEY}\"\n"                                                           \
+    "    login_id: " RELAY_LOGIN "\n"                                                              \
+    "    login_pass_file: pass.txt\n"
+static const char plain_account[] = PLAIN_ACCOUNT;
+static const char account[] = PLAIN_ACCOUNT "    limits:\n"
+                                            "      - {serial: \"5214*\", channel: 1, upper: -70}\n";
 
 static void start(const char *receivers)
 {
@@ -267,8 +271,9 @@ static char *silent_scenario(void)
 {
     struct buf b;
     buf_init(&b, 0);
-    buf_printf(&b, "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
-                   "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": [",
+    buf_printf(&b,
+               "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
+               "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": [",
                T0);
     for (int k = 0; k < FRIDGES; k++) {
         buf_printf(&b,
@@ -324,13 +329,7 @@ Test(signals, a_silent_device_is_looked_at_until_its_communication_error)
     char *scen = silent_scenario();
     relay_start(&R, scen);
     free(scen);
-    relay_config(&R,
-                 "  - name: lab\n"
-                 "    base_url: @BASE_URL@\n"
-                 "    api_key: \"${TEST_API_KEY}\"\n"
-                 "    login_id: " RELAY_LOGIN "\n"
-                 "    login_pass_file: pass.txt\n",
-                 NULL);
+    relay_config(&R, plain_account, NULL);
     /* An hour and a quarter before: the first polls leave the budget's
      * window before the outage. */
     run_minutes(T0 - 4500, T0);
@@ -359,8 +358,9 @@ static char *flapping_scenario(long long from, long long to)
 {
     struct buf b;
     buf_init(&b, 0);
-    buf_printf(&b, "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
-                   "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": [",
+    buf_printf(&b,
+               "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
+               "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": [",
                T0);
     for (int k = 0; k < 20; k++) {
         buf_printf(&b,
@@ -383,13 +383,7 @@ Test(signals, signals_beyond_the_budget_for_hours_say_so_once)
     char *scen = flapping_scenario(from, T0);
     relay_start(&R, scen);
     free(scen);
-    relay_config(&R,
-                 "  - name: lab\n"
-                 "    base_url: @BASE_URL@\n"
-                 "    api_key: \"${TEST_API_KEY}\"\n"
-                 "    login_id: " RELAY_LOGIN "\n"
-                 "    login_pass_file: pass.txt\n",
-                 NULL);
+    relay_config(&R, plain_account, NULL);
     size_t relays = 0;
     for (long long t = from; t <= T0; t += 60) {
         run_minutes(t, t);

@@ -2518,6 +2518,8 @@ Test(state, a_readings_memory_comes_back_as_it_was_saved)
                       .silent = true,
                       .pending = WATCH_LIMIT | WATCH_BAND,
                       .pending_since = 1795000030,
+                      .pending_after = 1794999940,
+                      .pending_at = 1795000000,
                       .recheck_at = 1795000300,
                       .n_ch = 2};
     w.ch[0] = (struct watch_channel){.num = 1, .value = -79.8, .step = 0.1, .n_history = 3,
@@ -2538,6 +2540,8 @@ Test(state, a_readings_memory_comes_back_as_it_was_saved)
     cr_expect(got.silent);
     cr_expect_eq(got.pending, WATCH_LIMIT | WATCH_BAND);
     cr_expect_eq(got.pending_since, 1795000030);
+    cr_expect_eq(got.pending_after, 1794999940);
+    cr_expect_eq(got.pending_at, 1795000000);
     cr_expect_eq(got.recheck_at, 1795000300);
     cr_assert_eq(got.n_ch, 2);
     cr_expect_eq(got.ch[0].num, 1);
