@@ -69,7 +69,7 @@
  *                         "recheck_at":N,
  *                         "ch":[{"num":1,"error":false,"value":X,"step":X,"history":[X,...],
  *                                "band":N,"zone":N,"at_poll":X|null,"warned_at":N,
- *                                "warned":N},...]},...},
+ *                                "warned":N,"back":true},...]},...},
  *    "limits":{"5214000A":{"1":{"upper":X,"lower":X},...},...},
  *    "signals":{"tbzz9999":{"calls":[N,...],"starved_since":N}}}
  *
@@ -673,6 +673,7 @@ static int check_watch_channel(const struct json_object *c, const char *where, s
     if (check_type(c, json_type_object, where, e) < 0 ||
         check_req(c, "num", json_type_int, where, e) < 0 ||
         check_opt(c, "error", json_type_boolean, where, e) < 0 ||
+        check_opt(c, "back", json_type_boolean, where, e) < 0 ||
         check_number(c, "value", where, e) < 0 || check_number(c, "step", where, e) < 0 ||
         check_numbers(c, "history", false, where, e) < 0)
         return -1;
@@ -2489,6 +2490,7 @@ static void read_watch_channel(struct watch_channel *c, const struct json_object
     }
     c->warned_at = int_member(o, "warned_at", 0);
     c->warned = small_int(o, "warned", -1, 1);
+    c->back = json_object_get_boolean(member(o, "back", json_type_boolean));
 }
 
 bool state_watch(const struct state *s, const char *serial, struct watch *out)
@@ -2534,6 +2536,8 @@ static struct json_object *watch_channel_object(const struct watch_channel *c)
         jsonv_put(o, "at_poll", c->at_poll_error ? NULL : number_object(c->at_poll));
     jsonv_put_int(o, "warned_at", c->warned_at);
     jsonv_put_int(o, "warned", c->warned);
+    if (c->back)
+        jsonv_put(o, "back", jsonv_need(json_object_new_boolean(true)));
     return o;
 }
 

@@ -384,11 +384,22 @@ static unsigned channel_take(struct watch_channel *c, const char *text, const st
     c->band = pos;
 
     /* A bound no longer known cannot hold the channel in its zone. */
-    if ((c->zone == 1 && !(l && l->has_upper)) || (c->zone == -1 && !(l && l->has_lower)))
+    if ((c->zone == 1 && !(l && l->has_upper)) || (c->zone == -1 && !(l && l->has_lower))) {
         c->zone = 0;
+        c->back = false;
+    }
     int zone = zone_of(l, c->zone, v, zone_margin(c, &b));
-    if (zone != c->zone) {
+    if (zone == c->zone && zone != 0 && !c->back && zone_of(l, 0, v, 0) != zone) {
+        /* Inside the bare limit, not yet by the margin: the platform logs
+         * its recovery now, so this is the signal of the way back; the
+         * warning waits for the margin. */
         reasons |= WATCH_LIMIT;
+        c->back = true;
+    }
+    if (zone != c->zone) {
+        if (!(zone == 0 && c->back))
+            reasons |= WATCH_LIMIT;
+        c->back = false;
         cross->num = c->num;
         cross->zone = zone;
         cross->from = c->zone;
@@ -519,6 +530,7 @@ void watch_relimit(struct watch *w, const struct watch_limit *limits, size_t n_l
             c->zone = zone_of(l, c->zone, c->value, zone_margin(c, &b));
         }
         c->warned = c->zone;
+        c->back = false;
     }
 }
 

@@ -60,7 +60,11 @@
  * back to 0 without a crossing). Leaving a zone towards 0 needs the value
  * inside by margin = max(3 * step, spread) (spread as above, 0 while the
  * band is not known): back below upper - margin, above lower + margin.
- * A jump from one side to the other is one crossing.
+ * A jump from one side to the other is one crossing. WATCH_LIMIT is raised
+ * by a crossing into a zone, and once per zone for the way back: by the
+ * first value inside the bare limit (the platform logs its recovery then;
+ * `back` is set), or, when no value was, by the crossing to 0. So a value
+ * hovering at a limit raises at most two signals per excursion.
  *
  * Errors, battery, silence: see enum watch_reason; a value is judged by
  * watch_parse_value. An error value changes neither the history, nor the
@@ -120,6 +124,9 @@ struct watch_channel {
                                        zone the first number or watch_relimit
                                        set. warned != zone: a crossing that did
                                        not fit in watch_take's `out` */
+    bool back;                      /* beyond a limit (zone != 0), a value came
+                                       back inside the bare limit: the way
+                                       back's signal was raised */
 };
 
 /* What is remembered of one device between runs. */

@@ -2525,7 +2525,7 @@ Test(state, a_readings_memory_comes_back_as_it_was_saved)
     w.ch[0] = (struct watch_channel){.num = 1, .value = -79.8, .step = 0.1, .n_history = 3,
                                      .history = {-79.9, -80.1, -79.8}, .band = 1, .zone = 1,
                                      .has_at_poll = true, .at_poll = -80.0,
-                                     .warned_at = 1794999000, .warned = 1};
+                                     .warned_at = 1794999000, .warned = 1, .back = true};
     w.ch[1] = (struct watch_channel){.num = 3, .error = true, .has_at_poll = true,
                                      .at_poll_error = true, .zone = -1};
     state_set_watch(s, "5214000A", &w);
@@ -2556,6 +2556,8 @@ Test(state, a_readings_memory_comes_back_as_it_was_saved)
     cr_expect_eq(got.ch[0].at_poll, -80.0);
     cr_expect_eq(got.ch[0].warned_at, 1794999000);
     cr_expect_eq(got.ch[0].warned, 1);
+    cr_expect(got.ch[0].back);
+    cr_expect_not(got.ch[1].back);
     cr_expect_eq(got.ch[1].num, 3);
     cr_expect(got.ch[1].error);
     cr_expect(got.ch[1].at_poll_error);

@@ -333,13 +333,14 @@ Test(watch, hovering_at_a_limit_crosses_once)
     struct watch_limit limit = {.has_upper = true, .upper = -75.0};
     struct watch_crossing out[4];
     size_t n;
-    int crossings = 0;
+    int crossings = 0, signals = 0;
     unsigned all = 0;
 
     take1(&w, T0, "-75.1", &limit, out, &n);
     for (int i = 1; i <= 200; i++) {
         unsigned got = take1(&w, T0 + 60 * i, i % 2 ? "-74.9" : "-75.1", &limit, out, &n);
         all |= got;
+        signals += got != 0;
         crossings += (int)n;
         if (i == 1) {
             cr_assert_eq(got, (unsigned)WATCH_LIMIT);
@@ -352,6 +353,7 @@ Test(watch, hovering_at_a_limit_crosses_once)
         }
     }
     cr_assert_eq(crossings, 1);
+    cr_assert_eq(signals, 2, "above, then the first value inside the bare limit");
     cr_assert_eq(all, (unsigned)WATCH_LIMIT, "no band signal either");
     struct watch_channel *c = watch_channel(&w, 1);
     cr_assert_eq(c->zone, 1);
@@ -361,8 +363,9 @@ Test(watch, hovering_at_a_limit_crosses_once)
     /* Inside by less than the margin (3 steps here): still above. */
     cr_assert_eq(take1(&w, T0 + 60 * 201, "-75.2", &limit, out, &n), 0u);
     cr_assert_eq(c->zone, 1);
-    cr_assert_eq(take1(&w, T0 + 60 * 202, "-75.4", &limit, out, &n), (unsigned)WATCH_LIMIT);
-    cr_assert_eq(n, 1);
+    cr_assert_eq(take1(&w, T0 + 60 * 202, "-75.4", &limit, out, &n), 0u,
+                 "the way back was signalled by the first value inside the bare limit");
+    cr_assert_eq(n, 1, "and is announced now");
     cr_assert_eq(out[0].zone, 0);
     cr_assert_eq(out[0].from, 1);
     cr_assert_eq(out[0].value, -75.4);
@@ -388,12 +391,16 @@ Test(watch, margin_grows_with_the_band_spread)
     /* 8.5 is inside the band (5.5 + 6 x 1.125) but above the limit. */
     cr_assert_eq(take1(&w, t, "8.5", &limit, out, &n), (unsigned)WATCH_LIMIT);
     t += 60;
-    cr_assert_eq(take1(&w, t, "7.2", &limit, out, &n), 0u, "inside by less than the spread");
+    cr_assert_eq(take1(&w, t, "7.2", &limit, out, &n), (unsigned)WATCH_LIMIT,
+                 "inside the bare limit: the platform's recovery is due");
+    cr_assert_eq(n, 0, "inside by less than the spread: no warning yet");
     cr_assert_eq(watch_channel(&w, 1)->zone, 1);
     t += 60;
     cr_assert_eq(take1(&w, t, "6.9", &limit, out, &n), 0u);
+    cr_assert_eq(n, 0);
     t += 60;
-    cr_assert_eq(take1(&w, t, "6.8", &limit, out, &n), (unsigned)WATCH_LIMIT);
+    cr_assert_eq(take1(&w, t, "6.8", &limit, out, &n), 0u);
+    cr_assert_eq(n, 1);
     cr_assert_eq(out[0].zone, 0);
 }
 
@@ -407,7 +414,9 @@ Test(watch, lower_limit_and_a_jump_across_both)
     cr_assert_eq(take1(&w, T0 + 60, "1.9", &limit, out, &n), (unsigned)WATCH_LIMIT);
     cr_assert_eq(out[0].zone, -1);
     cr_assert_eq(out[0].limit, 2.0);
-    cr_assert_eq(take1(&w, T0 + 120, "2.1", &limit, out, &n), 0u, "inside by less than 3 steps");
+    cr_assert_eq(take1(&w, T0 + 120, "2.1", &limit, out, &n), (unsigned)WATCH_LIMIT,
+                 "inside the bare limit");
+    cr_assert_eq(n, 0, "inside by less than 3 steps");
     cr_assert_eq(take1(&w, T0 + 180, "9.0", &limit, out, &n), (unsigned)WATCH_LIMIT);
     cr_assert_eq(n, 1);
     cr_assert_eq(out[0].zone, 1);
