@@ -391,14 +391,13 @@ static unsigned channel_take(struct watch_channel *c, const char *text, const st
     int zone = zone_of(l, c->zone, v, zone_margin(c, &b));
     if (zone == c->zone && zone != 0 && !c->back && zone_of(l, 0, v, 0) != zone) {
         /* Inside the bare limit, not yet by the margin: the platform logs
-         * its recovery now, so this is the signal of the way back; the
-         * warning waits for the margin. */
+         * its recovery now, so the way back signals now; the warning waits
+         * for the margin. */
         reasons |= WATCH_LIMIT;
         c->back = true;
     }
     if (zone != c->zone) {
-        if (!(zone == 0 && c->back))
-            reasons |= WATCH_LIMIT;
+        reasons |= WATCH_LIMIT;
         c->back = false;
         cross->num = c->num;
         cross->zone = zone;

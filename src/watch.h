@@ -61,10 +61,12 @@
  * inside by margin = max(3 * step, spread) (spread as above, 0 while the
  * band is not known): back below upper - margin, above lower + margin.
  * A jump from one side to the other is one crossing. WATCH_LIMIT is raised
- * by a crossing into a zone, and once per zone for the way back: by the
- * first value inside the bare limit (the platform logs its recovery then;
- * `back` is set), or, when no value was, by the crossing to 0. So a value
- * hovering at a limit raises at most two signals per excursion.
+ * by every crossing, and once more per zone by the first value inside the
+ * bare limit while the zone holds (the platform logs its recovery then;
+ * `back` is set). The crossing to 0 still raises it: while the value
+ * hovered near the limit the platform may have logged more alarms and
+ * recoveries than the uploads showed. So a value hovering at a limit
+ * raises at most three signals per excursion.
  *
  * Errors, battery, silence: see enum watch_reason; a value is judged by
  * watch_parse_value. An error value changes neither the history, nor the

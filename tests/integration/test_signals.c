@@ -35,8 +35,8 @@ static void teardown(void)
 TestSuite(signals, .fini = teardown, .timeout = 180);
 
 /* The freezer's reading at `t`: -80 with a small wobble; from ALARM_AT -65
- * and then hovering at the limit (-69.9 .. -70.1, never back by its
- * margin); from RECOVER_AT -78 and back to -80. */
+ * and then hovering at the limit (-69.8 .. -70.1: inside the bare limit
+ * now and then, never by the margin); from RECOVER_AT -78 and back to -80. */
 static const char *reading_at(long long t)
 {
     static const char *const wobble[] = {"-80.1", "-79.9", "-80.0", "-80.2", "-79.8"};
@@ -100,8 +100,8 @@ static void start(const char *receivers)
     relay_config(&R, account, receivers);
 }
 
-/* Runs `wsrelay run` every minute from `from` to `to` (inclusive), 20 s
- * into the minute, as the readings arrive. */
+/* Runs `wsrelay run` every minute from `from` to `to` (inclusive), 30 s
+ * into the minute, after that minute's reading was uploaded (at 20 s). */
 static void run_minutes(long long from, long long to)
 {
     for (long long t = from; t <= to; t += 60) {
