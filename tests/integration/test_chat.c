@@ -28,9 +28,7 @@ static void start(int devices, int alerts, size_t text_len, const char *receiver
 {
     struct buf b;
     buf_init(&b, 0);
-    buf_printf(&b, "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
-                   "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": [",
-               T0);
+    relay_scenario_open(&b, T0);
     for (int d = 0; d < devices; d++) {
         buf_printf(&b, "%s{\"serial\": \"5214A0%02d\", \"name\": \"冷凍庫 %d\", \"alerts\": [",
                    d ? "," : "", d, d);

@@ -39,9 +39,7 @@ static char *scenario_of(int n, int entries)
 {
     struct buf b;
     buf_init(&b, 0);
-    buf_printf(&b, "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
-                   "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": [",
-               T0);
+    relay_scenario_open(&b, T0);
     for (int i = 0; i < n; i++) {
         buf_printf(&b, "%s{\"serial\": \"5214C0%02d\", \"model\": \"TR-72A2\", \"name\": \"F%d\", "
                        "\"alerts\": [",

@@ -32,9 +32,7 @@ static char *scenario_of(int n, long long alert_at, bool refuse_first)
 {
     struct buf b;
     buf_init(&b, 0);
-    buf_printf(&b, "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
-                   "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": [",
-               T0);
+    relay_scenario_open(&b, T0);
     for (int i = 0; i < n; i++) {
         buf_printf(&b, "%s{\"serial\": \"5214A0%02d\", \"model\": \"TR-72A2\", \"name\": \"F%d\"",
                    i ? "," : "", i, i);

@@ -59,15 +59,12 @@ static char *scenario(void)
 {
     struct buf b;
     buf_init(&b, 0);
-    buf_printf(
-        &b,
-        "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
-        "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": ["
-        "{\"serial\": \"" SERIAL "\", \"model\": \"TR-71A\", \"name\": \"Freezer 3\","
-        " \"time_diff\": 540,"
-        " \"channels\": [{\"name\": \"Temperature\", \"unit\": \"°C\", \"value\": \"-80.0\"}],"
-        " \"readings\": [",
-        T0);
+    relay_scenario_open(&b, T0);
+    buf_puts(&b, "{\"serial\": \"" SERIAL "\", \"model\": \"TR-71A\", \"name\": \"Freezer 3\","
+                 " \"time_diff\": 540,"
+                 " \"channels\": [{\"name\": \"Temperature\", \"unit\": \"°C\", \"value\": "
+                 "\"-80.0\"}],"
+                 " \"readings\": [");
     for (long long t = T0 - 1800; t <= LAST_RUN; t += 60)
         buf_printf(&b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%s\"]}",
                    t > T0 - 1800 ? "," : "", t + 20, t, reading_at(t));
@@ -221,6 +218,17 @@ Test(signals, an_urgent_look_shows_the_last_reading_and_its_signal)
     free(err);
 }
 
+/* The webhook got the alarm and the recovery of the alert log, and no
+ * early warning. */
+static void expect_only_the_log_at_the_hook(void)
+{
+    size_t n = 0;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(occurrences(keys, "reading"), 0, "%s", keys);
+    cr_assert_eq(n, 2, "the alarm and the recovery:\n%s", keys);
+    free(keys);
+}
+
 Test(signals, early_warning_false_waits_for_the_alert_log)
 {
     start(NULL);
@@ -228,11 +236,7 @@ Test(signals, early_warning_false_waits_for_the_alert_log)
     relay_config(&R, accounts, NULL);
     free(accounts);
     run_minutes(T0 - 600, LAST_RUN);
-    size_t n = 0;
-    char *keys = relay_hook_keys(&R, &n);
-    cr_assert_eq(occurrences(keys, "reading"), 0, "%s", keys);
-    cr_assert_eq(n, 2, "the alarm and the recovery:\n%s", keys);
-    free(keys);
+    expect_only_the_log_at_the_hook();
 }
 
 Test(signals, a_rule_routes_early_warnings_by_kind)
@@ -246,11 +250,7 @@ Test(signals, a_rule_routes_early_warnings_by_kind)
                       "  receivers: [hook]\n");
     relay_config_extra(&R, account, NULL, "rules: @DIR@/rules.yaml\n");
     run_minutes(T0 - 600, LAST_RUN);
-    size_t n = 0;
-    char *keys = relay_hook_keys(&R, &n);
-    cr_assert_eq(occurrences(keys, "reading"), 0, "%s", keys);
-    cr_assert_eq(n, 2, "%s", keys);
-    free(keys);
+    expect_only_the_log_at_the_hook();
     char *log = read_file_str(R.out_path);
     cr_assert_not_null(log);
     cr_assert_eq(occurrences(log, "in the current readings"), 2, "%s", log);
@@ -271,10 +271,7 @@ static char *silent_scenario(void)
 {
     struct buf b;
     buf_init(&b, 0);
-    buf_printf(&b,
-               "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
-               "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": [",
-               T0);
+    relay_scenario_open(&b, T0);
     for (int k = 0; k < FRIDGES; k++) {
         buf_printf(&b,
                    "%s{\"serial\": \"5214F0%02d\", \"model\": \"TR-72A2\", "
@@ -358,10 +355,7 @@ static char *flapping_scenario(long long from, long long to)
 {
     struct buf b;
     buf_init(&b, 0);
-    buf_printf(&b,
-               "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
-               "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": [",
-               T0);
+    relay_scenario_open(&b, T0);
     for (int k = 0; k < 20; k++) {
         buf_printf(&b,
                    "%s{\"serial\": \"5214E0%02d\", \"model\": \"TR-72A2\", "

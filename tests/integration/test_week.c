@@ -175,10 +175,7 @@ static char *scenario_json(const struct device *devs, size_t n)
 {
     struct buf b;
     buf_init(&b, 0);
-    buf_printf(&b,
-               "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
-               "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": [",
-               T0);
+    relay_scenario_open(&b, T0);
     for (size_t i = 0; i < n; i++) {
         const struct device *d = &devs[i];
         buf_printf(&b,

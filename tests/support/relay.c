@@ -150,6 +150,14 @@ static const char *member_string(struct json_object *obj, const char *key)
     return json_object_get_string(v);
 }
 
+void relay_scenario_open(struct buf *b, long long now)
+{
+    buf_printf(b,
+               "{\"now\": %lld, \"accounts\": [{\"api_key\": \"@API_KEY@\", "
+               "\"login_id\": \"@LOGIN@\", \"login_pass\": \"@PASSWORD@\", \"devices\": [",
+               now);
+}
+
 char *relay_hook_keys(struct relay *r, size_t *count)
 {
     return hook_keys(r->hook, 0, hooksink_count(r->hook), count);

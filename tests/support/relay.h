@@ -7,6 +7,7 @@
 
 #include "hooksink.h"
 #include "simctl.h"
+#include "util/buf.h"
 
 #include <stddef.h>
 
@@ -51,6 +52,11 @@ void relay_config_platform(struct relay *r, const char *base_url);
  * replacements; NULL adds nothing. */
 void relay_config_extra(struct relay *r, const char *accounts_yaml, const char *receivers_yaml,
                         const char *extra_yaml);
+
+/* Appends the opening of a scenario of one account with the relay's
+ * credentials to `b`: `{"now": NOW, "accounts": [{..., "devices": [`. The
+ * caller appends the devices and closes with "]}]}". */
+void relay_scenario_open(struct buf *b, long long now);
 
 /* Moves the simulator's clock to `now` and runs `wsrelay run --now NOW`;
  * returns its exit status and, when asked, its stderr (caller frees). */
