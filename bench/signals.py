@@ -566,6 +566,7 @@ def measure(entries, delivered, stats):
     return {
         "entries": len(entries),
         "log_latency_min": summary(latencies),
+        "platform_logged_min": summary([(e.logged_at - e.unixtime) / 60.0 for e in entries]),
         "log_latency_by_category_min": {c: summary(by_cat[c]) for c in CATEGORIES},
         "missed": sum(missed.values()),
         "missed_by_category": missed,

@@ -335,8 +335,9 @@ static long long warned_before(const struct tick *t, const struct event *ev)
 
 /* Queues a new event for the receivers its rules name, each copy carrying
  * the rule's name, severity and what its throttle held back. The device's
- * list entry fills in what the alert log leaves out. */
-static void route_event(struct tick *t, const struct pooled *pd, const struct event *parsed)
+ * list entry fills in what the alert log leaves out. Returns whether it
+ * goes to someone now (not dropped, held back or sent nowhere). */
+static bool route_event(struct tick *t, const struct pooled *pd, const struct event *parsed)
 {
     const struct state_device *dev = &pd->dev;
     struct event ev;
@@ -379,9 +380,11 @@ static void route_event(struct tick *t, const struct pooled *pd, const struct ev
                  ev.account, ev.serial, id);
         break;
     }
+    bool sent = rt.outcome == ROUTE_SENT;
     free(id);
     route_free(&rt);
     event_clear(&ev);
+    return sent;
 }
 
 /* A poll returned a full page none of which had been seen, and its oldest
@@ -564,7 +567,7 @@ static void answer_signal(struct tick *t, const struct pooled *pd, long long new
     if (!state_watch(t->st, pd->dev.serial, &w))
         return;
     bool first_look = w.pending != 0, rechecking = w.recheck_at != 0;
-    bool explained = newest > w.pending_after;
+    bool explained = newest > w.pending_after, told = w.pending_told;
     watch_polled(&w);
     bool silent_looks = w.silent && t->opt->now - w.seen_at < SILENT_LOOKS;
     if (!explained && (first_look || (rechecking && silent_looks))) {
@@ -574,6 +577,7 @@ static void answer_signal(struct tick *t, const struct pooled *pd, long long new
             wait = wait < RECHECK_AFTER ? RECHECK_AFTER : wait > 3600 ? 3600 : wait;
         }
         w.recheck_at = t->opt->now + wait;
+        w.pending_told = told; /* the look once more waits as its signal did */
         log_debug("account %s, device %s: nothing that explains its signal yet; looking once "
                   "more at %lld",
                   pd->a->name, pd->dev.serial, w.recheck_at);
@@ -713,8 +717,9 @@ static char *shown(double v, const char *unit)
 
 /* An early warning: the reading of channel c->num crossed a known limit
  * (or came back inside). It goes through the rules like any event (kind
- * "reading"); the platform's alert log is still read and delivered. */
-static void send_early_warning(struct tick *t, const struct account_conf *a,
+ * "reading"); the platform's alert log is still read and delivered.
+ * Returns whether it goes to someone now. */
+static bool send_early_warning(struct tick *t, const struct account_conf *a,
                                const struct device_info *d, const struct watch_crossing *c,
                                const struct watch_channel *wc)
 {
@@ -764,13 +769,17 @@ static void send_early_warning(struct tick *t, const struct account_conf *a,
                                 .group = d->group_name}};
     log_info("account %s, device %s: early warning: %s", a->name, d->serial, ev.text);
     state_count(t->st, METRICS_EVENTS_EARLY, 1);
-    route_event(t, &pd, &ev);
+    bool sent = route_event(t, &pd, &ev);
     event_clear(&ev);
+    return sent;
 }
 
 /* Takes one device's reading into its memory (watch.h): a signal makes
  * its alert log the next to be read, a crossing an early warning. A
- * device whose reading is not newer may have gone silent. */
+ * signal that is only crossings beyond a limit whose warnings went out is
+ * "told": people know, and its look may wait behind signals they do not
+ * know of yet (scheduler.h). A device whose reading is not newer may have
+ * gone silent. */
 static void watch_device(struct tick *t, const struct account_conf *a, const struct device_info *d)
 {
     struct watch w;
@@ -793,22 +802,30 @@ static void watch_device(struct tick *t, const struct account_conf *a, const str
                                   WATCH_CHANNELS, &n_cross);
     if (w.unixtime == before)
         reasons |= watch_idle(&w, t->opt->now);
-    if (reasons) {
-        if (!w.pending) {
-            w.pending_since = t->opt->now;
-            w.pending_after = before;
-            w.pending_at = w.unixtime;
-        }
-        w.pending |= reasons;
-        log_info("account %s, device %s: signal (%s): its alert log is read next", a->name,
-                 d->serial, watch_reason_text(reasons, why, sizeof why));
-    }
+    bool told = reasons == WATCH_LIMIT && n_cross > 0;
     for (size_t i = 0; i < n_cross; i++) {
         struct watch_channel *wc = watch_channel(&w, cross[i].num);
-        if (!wc)
-            continue;
-        if (a->early_warning)
-            send_early_warning(t, a, d, &cross[i], wc);
+        bool sent = wc && a->early_warning && send_early_warning(t, a, d, &cross[i], wc);
+        told = told && sent && cross[i].zone != 0;
+    }
+    if (reasons) {
+        /* A told signal that news nobody has joins starts again, as that
+         * news: its look must wait for this reading and find it explained,
+         * or a look due since long would be made before the platform can
+         * have logged it. (Once per signal: an untold one stays untold, so
+         * a device raising reasons every minute is still looked at.) */
+        if (!w.pending || (w.pending_told && !told)) {
+            w.pending_since = t->opt->now;
+            w.pending_after = before;
+            w.pending_at = w.unixtime < t->opt->now ? w.unixtime : t->opt->now;
+            w.pending_told = told;
+        }
+        w.pending |= reasons;
+        log_info("account %s, device %s: signal (%s): %s", a->name, d->serial,
+                 watch_reason_text(reasons, why, sizeof why),
+                 told ? "its warning is out; its alert log is read after the signals "
+                        "not announced yet"
+                      : "its alert log is read next");
     }
     if (known || w.unixtime)
         state_set_watch(t->st, d->serial, &w);
@@ -979,8 +996,9 @@ static size_t plan_looks(struct tick *t, struct login_run *lr, struct sched_budg
 
 /* Whether the device's readings ask for a look at its alert log now: a
  * signal since its last poll, or the second look a signal poll that found
- * nothing asked for. When so, *since is when that began. */
-static bool signal_of(const struct tick *t, const char *serial, long long *since)
+ * nothing asked for. When so, *since is when that began and *told whether
+ * its news is out already (watch.h). */
+static bool signal_of(const struct tick *t, const char *serial, long long *since, bool *told)
 {
     struct watch w;
     if (!state_watch(t->st, serial, &w))
@@ -988,16 +1006,15 @@ static bool signal_of(const struct tick *t, const char *serial, long long *since
     if (w.pending) {
         /* The platform logs what a reading shows a little after the
          * upload: a look in the same minute finds nothing and costs a
-         * second one. The reading's age by the device's clock, or by
-         * wsrelay's when the device's runs ahead. */
+         * second one. */
         long long due = w.pending_at + SIGNAL_SETTLE;
-        if (w.pending_since + SIGNAL_SETTLE < due)
-            due = w.pending_since + SIGNAL_SETTLE;
         *since = w.pending_since;
+        *told = w.pending_told;
         return t->opt->now >= due;
     }
     if (w.recheck_at && w.recheck_at <= t->opt->now) {
         *since = w.recheck_at;
+        *told = w.pending_told;
         return true;
     }
     return false;
@@ -1059,7 +1076,7 @@ static void login_plan(struct tick *t, struct login_run *lr)
         sd[i].last_poll = pl->items[i].dev.last_poll;
         sd[i].priority = (unsigned)account_device_priority(pl->items[i].a, pl->items[i].dev.serial);
         sd[i].signal = pl->items[i].a->signals &&
-                       signal_of(t, pl->items[i].dev.serial, &sd[i].signal_since);
+                       signal_of(t, pl->items[i].dev.serial, &sd[i].signal_since, &sd[i].told);
     }
     struct sched_budget b = budget_read(t->st, lr->login, PLATFORM_ALERT, t->opt->now);
     b.headroom = lr->signals ? budget_headroom() : 0;

@@ -235,8 +235,14 @@ static bool polled_earlier(const struct sched_device *a, const struct sched_devi
     return a->last_poll < b->last_poll;
 }
 
+/* Signals whose news is not out yet first: an alarm that an early warning
+ * announced can wait for its log entry, while a sensor error, a low
+ * battery, silence, or the alarms a value on its way back may have set off
+ * between two uploads reach people only by a look. */
 static bool signalled_earlier(const struct sched_device *a, const struct sched_device *b)
 {
+    if (a->told != b->told)
+        return !a->told;
     return a->signal_since < b->signal_since;
 }
 
@@ -255,17 +261,19 @@ size_t scheduler_plan_signals(size_t *out, size_t max_out, const struct sched_de
         *n_signal = 0;
     if (b->limit <= 0 || b->span <= 0 || now < b->blocked_until)
         return 0;
-    while (count < max_out && count < room) {
+    /* One overdue device a run: several fall due together when signals
+     * held the window for long, and taking them all at once would spend
+     * the headroom that the next signals need. */
+    if (count < max_out && count < room) {
         size_t i = pick(out, count, devs, n, is_overdue, before, polled_earlier);
-        if (i == n)
-            break;
-        out[count++] = i;
+        if (i < n)
+            out[count++] = i;
     }
     while (count < max_out) {
         size_t i = pick(out, count, devs, n, has_signal, 0, signalled_earlier);
         if (i == n)
             break;
-        if (count >= room && !(reserve && count == room))
+        if (count >= room && !(reserve && count == room && !devs[i].told))
             break;
         out[count++] = i;
         signals++;

@@ -19,6 +19,8 @@ struct sched_device {
     unsigned priority;      /* the config's `priority:`; 0 counts as 1 */
     bool signal;            /* its readings moved (watch.h): poll it before the round */
     long long signal_since; /* when that signal was raised */
+    bool told;              /* an early warning told people its news already: it
+                               waits behind the signals whose news is not out */
 };
 
 struct sched_budget {
@@ -64,17 +66,20 @@ size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *de
 /* How long a device may wait for the round robin when signals take
  * calls: one and a half rounds of a pool of `n` devices at the routine
  * spacing, plus a spacing for the window to free a call. A device polled
- * longer ago than one and a half rounds goes before signals. */
+ * longer ago than one and a half rounds goes before signals (one a run,
+ * so k devices overdue together wait up to k - 1 runs more). */
 long long scheduler_bound(const struct sched_budget *b, size_t n);
 
 /* Like scheduler_plan, for a pool where some devices have a signal. The
  * calls come from two sources: the window's room beyond the reserve (what
  * the headroom keeps free, and any routine call not yet made) and, for one
  * signal, the reserve. In order:
- *   1. devices polled longer ago than scheduler_bound, least recently
- *      first, while the window has room beyond the reserve;
- *   2. devices with a signal, the oldest signal first, while the window
- *      has room beyond the reserve, then one more from the reserve;
+ *   1. the device polled longest ago, if that is longer ago than
+ *      scheduler_bound and the window has room beyond the reserve (one a
+ *      run: the others wait a run each);
+ *   2. devices with a signal, those not `told` first, the oldest signal
+ *      first among equals, while the window has room beyond the reserve,
+ *      then one more (not told) from the reserve;
  *   3. devices never polled, while the room beyond the headroom lasts:
  *      a first poll teaches a device's limits;
  *   4. scheduler_allowance's calls, as far as the room left goes, in

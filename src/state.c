@@ -66,7 +66,7 @@
  *            "last_relay":N,"heartbeat":{...health...}},
  *    "watch":{"5214000A":{"t":N,"seen":N,"gaps":[N,...],"battery":N,"silent":false,
  *                         "pending":N,"pending_since":N,"pending_after":N,"pending_at":N,
- *                         "recheck_at":N,
+ *                         "recheck_at":N,"told":true,
  *                         "ch":[{"num":1,"error":false,"value":X,"step":X,"history":[X,...],
  *                                "band":N,"zone":N,"at_poll":X|null,"warned_at":N,
  *                                "warned":N,"back":true},...]},...},
@@ -700,6 +700,7 @@ static int check_watches(struct json_object *watch, struct err *e)
         snprintf(where, sizeof where, "watch.%s", json_object_iter_peek_name(&it));
         if (check_type(w, json_type_object, where, e) < 0 ||
             check_opt(w, "silent", json_type_boolean, where, e) < 0 ||
+            check_opt(w, "told", json_type_boolean, where, e) < 0 ||
             check_numbers(w, "gaps", true, where, e) < 0 ||
             check_opt(w, "ch", json_type_array, where, e) < 0)
             return -1;
@@ -1813,6 +1814,7 @@ static void clamp_watches(struct state *s, long long now)
         struct json_object *w = json_object_iter_peek_value(&it);
         clamp_member(w, "seen", now);
         clamp_member(w, "pending_since", now);
+        clamp_member(w, "pending_at", now);
         clamp_member(w, "recheck_at", now + 3600);
     }
     struct json_object *signals = section(s, "signals");
@@ -2512,6 +2514,7 @@ bool state_watch(const struct state *s, const char *serial, struct watch *out)
     out->pending_after = int_member(w, "pending_after", 0);
     out->pending_at = int_member(w, "pending_at", 0);
     out->recheck_at = int_member(w, "recheck_at", 0);
+    out->pending_told = json_object_get_boolean(member(w, "told", json_type_boolean));
     struct json_object *ch = member(w, "ch", json_type_array);
     n = ch ? json_object_array_length(ch) : 0;
     for (size_t i = 0; i < n && out->n_ch < WATCH_CHANNELS; i++)
@@ -2558,6 +2561,8 @@ void state_set_watch(struct state *s, const char *serial, const struct watch *w)
     jsonv_put_int(o, "pending_after", w->pending_after);
     jsonv_put_int(o, "pending_at", w->pending_at);
     jsonv_put_int(o, "recheck_at", w->recheck_at);
+    if (w->pending_told)
+        jsonv_put(o, "told", jsonv_need(json_object_new_boolean(true)));
     for (int i = 0; i < w->n_ch && i < WATCH_CHANNELS; i++)
         jsonv_append(ch, watch_channel_object(&w->ch[i]));
     jsonv_put(o, "ch", ch);

@@ -594,9 +594,11 @@ static void write_reading(struct buf *b, const struct watch *w, long long now)
     buf_printf(b, "      reading %s: %s\n", when(w->seen_at, now, false).s,
                watch_summary(w, what, sizeof what));
     if (w->pending)
-        buf_printf(b, "      signal since %s (%s): its alert log is read at the next call\n",
-                   when(w->pending_since, now, false).s,
-                   watch_reason_text(w->pending, why, sizeof why));
+        buf_printf(b, "      signal since %s (%s): %s\n", when(w->pending_since, now, false).s,
+                   watch_reason_text(w->pending, why, sizeof why),
+                   w->pending_told ? "its warning is out; its alert log is read after the "
+                                     "signals not announced yet"
+                                   : "its alert log is read at the next call");
     else if (w->recheck_at)
         buf_printf(b, "      a signal's poll found nothing yet: looked at once more %s\n",
                    when(w->recheck_at, now, true).s);
@@ -837,6 +839,7 @@ static struct json_object *reading_json(const struct watch *w)
             if (w->pending & reasons[i].bit)
                 jsonv_append(why, jsonv_need(json_object_new_string(reasons[i].name)));
         jsonv_put(sig, "reasons", why);
+        jsonv_put(sig, "told", jsonv_need(json_object_new_boolean(w->pending_told)));
     }
     jsonv_put(o, "signal", sig);
     put_time(o, "recheck_at", w->recheck_at);

@@ -543,5 +543,6 @@ void watch_polled(struct watch *w)
     }
     w->pending = 0;
     w->pending_since = 0;
+    w->pending_told = false;
     w->recheck_at = 0;
 }

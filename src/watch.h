@@ -148,9 +148,17 @@ struct watch {
                                 is about lies: its reading before the one that
                                 raised it (for silence, its last reading) */
     long long pending_at;    /* the device's time of the reading that raised it
-                                (for silence, its last reading) */
+                                (for silence, its last reading), never later than
+                                wsrelay's clock then: the look waits until this is
+                                run.c's SIGNAL_SETTLE old */
     long long recheck_at;    /* look once more at this time (a poll found nothing
                                 that explains the signal); 0: no */
+    bool pending_told;       /* every reason of the signal was a limit crossing
+                                (into a zone) that an early warning announced to
+                                someone: the news is out, so its look waits behind
+                                signals whose news is not. A reason that is not
+                                told, joining, starts the signal again (since,
+                                after, at) as that reason */
 };
 
 /* One channel of a reading, as the platform gives it. */
@@ -235,8 +243,8 @@ void watch_relimit(struct watch *w, const struct watch_limit *limits, size_t n_l
 
 /* An alert-log poll of the device was made: records each channel's value
  * as at_poll (at_poll_error for an error value; has_at_poll for every
- * channel that has shown a value) and clears `pending`, `pending_since`
- * and `recheck_at` (`pending_after` stays: a look once more still needs
+ * channel that has shown a value) and clears `pending`, `pending_since`,
+ * `pending_told` and `recheck_at` (`pending_after` stays: a look once more still needs
  * it). */
 void watch_polled(struct watch *w);
 

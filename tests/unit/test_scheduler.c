@@ -506,3 +506,59 @@ Test(scheduler, the_bound_holds_when_signals_saturate_the_budget)
     cr_assert(worst_gap <= scheduler_bound(&b, N),
               "the quiet device waited %lld s (bound %lld)", worst_gap, scheduler_bound(&b, N));
 }
+
+/* Signals whose news is out (an early warning told people of the alarm)
+ * wait behind those whose news is not, whatever their age, and never take
+ * the reserve. */
+Test(scheduler, announced_signals_wait_behind_the_others_and_leave_the_reserve)
+{
+    struct sched_device devs[4] = {
+        {.last_poll = 10, .signal = true, .signal_since = 100, .told = true},
+        {.last_poll = 10, .signal = true, .signal_since = 300},
+        {.last_poll = 10, .signal = true, .signal_since = 200, .told = true},
+        {.last_poll = 10, .signal = true, .signal_since = 400},
+    };
+    struct sched_budget b = signal_budget(0, 1000);
+    size_t out[4], signals = 0;
+    size_t n = scheduler_plan_signals(out, 4, devs, 4, &b, 1100, &signals);
+    cr_assert_eq(n, 4);
+    cr_assert_eq(out[0], 1);
+    cr_assert_eq(out[1], 3);
+    cr_assert_eq(out[2], 0);
+    cr_assert_eq(out[3], 2);
+    /* One call of room beyond the reserve: the oldest signal not told
+     * takes it, and the reserve goes to the other one not told. */
+    b.used = 10;
+    n = scheduler_plan_signals(out, 4, devs, 4, &b, 1100, &signals);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(out[0], 1);
+    cr_assert_eq(out[1], 3);
+    /* Only told signals left: the room, not the reserve. */
+    devs[1].told = devs[3].told = true;
+    n = scheduler_plan_signals(out, 4, devs, 4, &b, 1100, &signals);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(out[0], 0);
+}
+
+/* Devices that fell overdue together (signals held the window) come back
+ * one a run, least recently polled first, and leave the rest of the room
+ * to the signals. */
+Test(scheduler, overdue_devices_come_back_one_a_run)
+{
+    struct sched_budget b = signal_budget(0, 0);
+    long long now = 1000000, bound = scheduler_bound(&b, 6);
+    struct sched_device devs[6];
+    for (size_t i = 0; i < 6; i++)
+        devs[i] = (struct sched_device){.last_poll = now - 1000 + (long long)i};
+    devs[1].last_poll = devs[3].last_poll = now - bound - 200;
+    devs[4].last_poll = now - bound - 300;
+    devs[5].signal = true;
+    devs[5].signal_since = now - 120;
+    b.last_call = now - 30;
+    size_t out[6], signals = 0;
+    size_t n = scheduler_plan_signals(out, 6, devs, 6, &b, now, &signals);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(out[0], 4);
+    cr_assert_eq(out[1], 5);
+    cr_assert_eq(signals, 1);
+}

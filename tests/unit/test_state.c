@@ -2521,6 +2521,7 @@ Test(state, a_readings_memory_comes_back_as_it_was_saved)
                       .pending_after = 1794999940,
                       .pending_at = 1795000000,
                       .recheck_at = 1795000300,
+                      .pending_told = true,
                       .n_ch = 2};
     w.ch[0] = (struct watch_channel){.num = 1, .value = -79.8, .step = 0.1, .n_history = 3,
                                      .history = {-79.9, -80.1, -79.8}, .band = 1, .zone = 1,
@@ -2543,6 +2544,7 @@ Test(state, a_readings_memory_comes_back_as_it_was_saved)
     cr_expect_eq(got.pending_after, 1794999940);
     cr_expect_eq(got.pending_at, 1795000000);
     cr_expect_eq(got.recheck_at, 1795000300);
+    cr_expect(got.pending_told);
     cr_assert_eq(got.n_ch, 2);
     cr_expect_eq(got.ch[0].num, 1);
     cr_expect_not(got.ch[0].error);

@@ -848,3 +848,25 @@ Test(status, signals_show_the_readings_the_bound_and_the_calls)
     expect_int(o, "logins.0.devices.0.reading.signal.since", NOW - 60);
     json_object_put(o);
 }
+
+/* A signal an early warning told of says that it waits. */
+Test(status, an_announced_signal_says_it_waits)
+{
+    cfg->accounts[0].signals = true;
+    struct state *s = begin();
+    healthy(s);
+    struct watch w = {.unixtime = NOW - 90, .seen_at = NOW - 60, .n_ch = 1,
+                      .pending = WATCH_LIMIT, .pending_since = NOW - 60, .pending_told = true};
+    w.ch[0] = (struct watch_channel){.num = 1, .value = 9.4, .zone = 1};
+    state_set_watch(s, "5214000A", &w);
+    commit(s);
+    struct result r = report(false);
+    expect_line(r.text, "      signal since 11:59 (1 min ago) (limit): its warning is out; its "
+                        "alert log is read after the signals not announced yet");
+    free(r.text);
+    enum status_verdict v;
+    struct json_object *o = report_json(&v);
+    struct json_object *told = at(o, "logins.0.devices.0.reading.signal.told");
+    cr_expect(json_object_is_type(told, json_type_boolean) && json_object_get_boolean(told));
+    json_object_put(o);
+}
