@@ -14,7 +14,7 @@
 #include "alerttext.h"
 #include "event.h"
 #include "glob.h"
-#include "notify/mime.h"
+#include "mime.h"
 #include "regexp.h"
 #include "serial.h"
 #include "watch.h"
@@ -22,7 +22,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -283,12 +282,15 @@ static const struct key account_keys[] = {
      .kind = K_GLOBS,
      .off = AT(account_conf, include),
      .count_off = AT(account_conf, n_include),
-     .help = "Only serials matching one of these globs are polled (default: all)."},
+     .check = check_glob,
+     .help = "Only serials matching one of these globs are polled (default: all); globs as in "
+             "rules (letters in either case)."},
     {.name = "exclude",
      .kind = K_GLOBS,
      .off = AT(account_conf, exclude),
      .count_off = AT(account_conf, n_exclude),
-     .help = "Serials matching one of these globs are never polled."},
+     .check = check_glob,
+     .help = "Serials matching one of these globs are never polled; globs as in rules."},
     {.name = "priorities",
      .kind = K_LIST,
      .off = AT(account_conf, priorities),
@@ -2258,7 +2260,7 @@ long account_device_priority(const struct account_conf *a, const char *serial)
         if (!strcmp(a->devices[i].serial, serial) && a->devices[i].priority)
             return a->devices[i].priority;
     for (size_t i = 0; i < a->n_priorities; i++)
-        if (fnmatch(a->priorities[i].serial, serial, 0) == 0)
+        if (glob_match(a->priorities[i].serial, serial))
             return a->priorities[i].priority;
     return 1;
 }
@@ -2292,9 +2294,9 @@ bool account_wants_serial(const struct account_conf *a, const char *serial)
 {
     bool wanted = a->n_include == 0;
     for (size_t i = 0; i < a->n_include && !wanted; i++)
-        wanted = fnmatch(a->include[i], serial, 0) == 0;
+        wanted = glob_match(a->include[i], serial);
     for (size_t i = 0; i < a->n_exclude && wanted; i++)
-        wanted = fnmatch(a->exclude[i], serial, 0) != 0;
+        wanted = !glob_match(a->exclude[i], serial);
     return wanted;
 }
 

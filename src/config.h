@@ -43,7 +43,7 @@ struct device_conf {
 
 /* One item of an account's `priorities:` list. */
 struct priority_conf {
-    char *serial;  /* a glob on serials, matched like `include:` and `exclude:` (fnmatch) */
+    char *serial;  /* a glob on serials (glob.h), as `include:` and `exclude:` */
     long priority; /* 1 to 10 */
 };
 

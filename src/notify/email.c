@@ -27,7 +27,7 @@
  * reports over a pipe which step it is in, and at the end its verdict.
  * That covers every part of it alike, name lookup and TLS handshake
  * included, and the child's memory and sockets go with it. */
-#include "notify/mime.h"
+#include "mime.h"
 #include "notify/notify.h"
 #include "util/buf.h"
 #include "util/timebox.h"

@@ -1421,6 +1421,31 @@ Test(config, account_wants_serial)
     cr_assert_not(account_wants_serial(both, "3F360001"));
 }
 
+/* include, exclude and priorities speak the rules' glob dialect: ASCII
+ * letters in either case, UTF-8 characters, and a bad glob refused where
+ * it is written. */
+Test(config, serial_globs_are_the_rules_globs)
+{
+    expect_ok("accounts:\n"
+              "  - {name: a, api_key: k, login_id: a, login_pass: p, include: [\"5214ab*\"],\n"
+              "     exclude: \"*[ef]\", priorities: [{serial: \"*cd\", priority: 4}]}\n" RECEIVER);
+    const struct account_conf *a = &cfg->accounts[0];
+    cr_assert(account_wants_serial(a, "5214ABCD"));
+    cr_assert(account_wants_serial(a, "5214abcd"));
+    cr_assert_not(account_wants_serial(a, "5214ABCE"), "excluded whatever the case");
+    cr_assert_not(account_wants_serial(a, "5215ABCD"));
+    cr_assert_eq(account_device_priority(a, "5214ABCD"), 4);
+    cr_assert_eq(account_device_priority(a, "5214ABCC"), 1);
+    expect_error("accounts:\n"
+                 "  - {name: a, api_key: k, login_id: a, login_pass: p, include: [\"52[14\"]}\n"
+                 RECEIVER,
+                 "2:65: accounts[0].include[0]: column 3: '[' is not closed");
+    expect_error("accounts:\n"
+                 "  - {name: a, api_key: k, login_id: a, login_pass: p, exclude: \"[z-a]*\"}\n"
+                 RECEIVER,
+                 "2:64: accounts[0].exclude: column 2: range 'z-a' ends before it starts");
+}
+
 Test(config, receiver_lookup_and_free_null)
 {
     expect_ok(ACCOUNT RECEIVER "  - name: hook\n"
@@ -1880,9 +1905,9 @@ Test(config, device_priority)
 }
 
 /* A device's own priority: comes first, then the first item of
- * priorities: whose glob matches its serial (as include: and exclude:
- * match, letters in their case), then 1; for listed and discovered devices
- * alike. */
+ * priorities: whose glob matches its serial (globs as in rules, include:
+ * and exclude:, ASCII letters in either case), then 1; for listed and
+ * discovered devices alike. */
 Test(config, priorities_by_serial_glob)
 {
     expect_ok(ACCOUNT "    devices:\n"
@@ -1914,7 +1939,7 @@ Test(config, priorities_by_serial_glob)
     cr_assert(osaka->devices_auto);
     cr_assert_eq(osaka->n_priorities, 1);
     cr_assert_eq(account_device_priority(osaka, "X0000001"), 10);
-    cr_assert_eq(account_device_priority(osaka, "x0000001"), 1);
+    cr_assert_eq(account_device_priority(osaka, "x0000001"), 10);
     cr_assert_eq(account_device_priority(osaka, "5214ABCD"), 1);
     expect_ok(ACCOUNT RECEIVER);
     cr_assert_eq(cfg->accounts[0].n_priorities, 0);
@@ -2029,7 +2054,7 @@ Test(config, account_limit_takes_the_first_match)
     cr_assert_not(l.has_lower); /* the first item, not the second */
     cr_assert_eq(l.upper, -75.0);
     cr_assert_eq(l.lower, 0.0);
-    cr_assert(account_limit(a, "5214abcd", 1, &l)); /* "5214AB*", not fnmatch's case */
+    cr_assert(account_limit(a, "5214abcd", 1, &l)); /* "5214AB*": letters in either case */
     cr_assert_eq(l.upper, -75.0);
     cr_assert(account_limit(a, "5214ABCD", 2, &l));
     cr_assert(l.has_upper && l.has_lower);

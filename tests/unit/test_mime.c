@@ -2,7 +2,7 @@
  * and quoted-printable decode back to exactly what went in (decoded here
  * by small independent decoders), the MIME structure, the date, and the
  * Message-ID that retries and threading rely on. */
-#include "notify/mime.h"
+#include "mime.h"
 #include "util/buf.h"
 #include "util/xalloc.h"
 

@@ -7,8 +7,8 @@
  * quoted-printable are involved), and no value can add a header line: CR,
  * LF and the other control characters are removed from everything that
  * reaches a header, and addresses must parse. */
-#ifndef WSRELAY_NOTIFY_MIME_H
-#define WSRELAY_NOTIFY_MIME_H
+#ifndef WSRELAY_MIME_H
+#define WSRELAY_MIME_H
 
 #include "util/err.h"
 

@@ -1,7 +1,7 @@
 /* Composing mail: addresses, header lines with RFC 2047 encoded-words,
  * quoted-printable bodies and the multipart frame. Nothing here reads the
  * clock or the environment, so equal input gives equal bytes. */
-#include "notify/mime.h"
+#include "mime.h"
 #include "util/buf.h"
 #include "util/xalloc.h"
 
