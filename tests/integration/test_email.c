@@ -28,17 +28,6 @@
 #define PASSWORD "s3cret-Pa55word"
 #define WRONG_PASSWORD "wr0ng-Pa55word"
 
-static const char scenario[] =
-    "{\"now\": 1795000000, \"accounts\": [{"
-    "  \"api_key\": \"@API_KEY@\", \"login_id\": \"@LOGIN@\","
-    "  \"login_pass\": \"@PASSWORD@\","
-    "  \"devices\": ["
-    "   {\"serial\": \"5214000A\", \"model\": \"TR-72A2\", \"name\": \"" DEVICE "\","
-    "    \"time_diff\": 540,"
-    "    \"channels\": [{\"name\": \"温度\", \"unit\": \"C\", \"value\": \"-80.0\"}],"
-    "    \"alerts\": ["
-    "      {\"unixtime\": 1794999000, \"ch1\": \"CH1 上限値警報 -70.2℃\"}]}"
-    "  ]}]}";
 
 static struct relay R;
 static struct smtpd S;
@@ -47,7 +36,7 @@ static char *server_cert, *server_key;
 
 static void setup(void)
 {
-    relay_start(&R, scenario);
+    relay_start_world(&R, "freezer-ja");
     test_ca_make(&CA, R.dir, "ca");
     test_cert_make(&server_cert, &server_key, &CA, R.dir, "server", "DNS:localhost,IP:127.0.0.1");
     char *pass = xasprintf("%s/smtp.pass", R.dir);

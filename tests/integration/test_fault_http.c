@@ -31,20 +31,10 @@
 static struct relay R;
 static struct rawhttp *S;
 
-/* One device with one recent alert. */
-static const char scenario[] =
-    "{\"now\": 1795000000, \"accounts\": [{"
-    "  \"api_key\": \"@API_KEY@\", \"login_id\": \"@LOGIN@\","
-    "  \"login_pass\": \"@PASSWORD@\","
-    "  \"devices\": ["
-    "   {\"serial\": \"5214000A\", \"model\": \"TR-72A2\", \"name\": \"Freezer A\","
-    "    \"alerts\": ["
-    "      {\"unixtime\": 1794999000, \"ch1\": \"CH1 Upper Limit Exceeded -70.2\"}]}"
-    "  ]}]}";
 
 static void setup(void)
 {
-    relay_start(&R, scenario);
+    relay_start_world(&R, "freezer-a");
 }
 
 static void teardown(void)

@@ -28,16 +28,6 @@
 /* Without the timeout a drip lasts minutes: past this, the test fails. */
 #define RUN_KILL_S 45
 
-static const char scenario[] =
-    "{\"now\": 1795000000, \"accounts\": [{"
-    "  \"api_key\": \"@API_KEY@\", \"login_id\": \"@LOGIN@\","
-    "  \"login_pass\": \"@PASSWORD@\","
-    "  \"devices\": ["
-    "   {\"serial\": \"5214000A\", \"model\": \"TR-72A2\", \"name\": \"Freezer 3\","
-    "    \"channels\": [{\"name\": \"Temp\", \"unit\": \"C\", \"value\": \"-80.0\"}],"
-    "    \"alerts\": ["
-    "      {\"unixtime\": 1794999000, \"ch1\": \"CH1 Upper limit -70.2C\"}]}"
-    "  ]}]}";
 
 static struct relay R;
 static struct brokensmtp B;
@@ -45,7 +35,7 @@ static struct smtpd S;
 
 static void setup(void)
 {
-    relay_start(&R, scenario);
+    relay_start_world(&R, "freezer-3");
 }
 
 static void teardown(void)

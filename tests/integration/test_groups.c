@@ -14,24 +14,10 @@
 
 static struct relay R;
 
-/* A device in a group, one whose group the platform leaves unnamed, and a
- * remote unit without any. */
-static const char scenario[] =
-    "{\"now\": 1795000000, \"accounts\": [{"
-    "  \"api_key\": \"@API_KEY@\", \"login_id\": \"@LOGIN@\","
-    "  \"login_pass\": \"@PASSWORD@\","
-    "  \"devices\": ["
-    "   {\"serial\": \"5214000A\", \"model\": \"TR-72A2\", \"name\": \"Freezer A\","
-    "    \"group\": {\"num\": 1, \"name\": \"冷凍庫 \\\"B1\\\"\"}},"
-    "   {\"serial\": \"5214000B\", \"model\": \"TR-72A2\", \"name\": \"Freezer B\","
-    "    \"group\": {\"num\": 2, \"name\": \"\"}},"
-    "   {\"serial\": \"52F00001\", \"model\": \"RTR501B\", \"name\": \"Room 1\","
-    "    \"base\": {\"serial\": \"58B20000\", \"model\": \"RTR500BW\", \"name\": \"Base 1\"}}"
-    "  ]}]}";
 
 static void setup(void)
 {
-    relay_start(&R, scenario);
+    relay_start_world(&R, "groups");
 }
 
 static void teardown(void)

@@ -17,22 +17,10 @@
 
 static struct relay R;
 
-/* 0xFF in the name and in the text, raw: JSON text cannot escape a byte
- * that is not a character, and json-c (in the simulator as in wsrelay)
- * takes it as it is. */
-static const char scenario[] =
-    "{\"now\": 1795000000, \"accounts\": [{"
-    "  \"api_key\": \"@API_KEY@\", \"login_id\": \"@LOGIN@\","
-    "  \"login_pass\": \"@PASSWORD@\","
-    "  \"devices\": ["
-    "   {\"serial\": \"5214000A\", \"model\": \"TR-72A2\", \"name\": \"Freezer\xFF A\","
-    "    \"alerts\": ["
-    "      {\"unixtime\": 1794999000, \"ch1\": \"CH1 Upper Limit Exceeded\xFF -70.2\"}]}"
-    "  ]}]}";
 
 static void setup(void)
 {
-    relay_start(&R, scenario);
+    relay_start_world(&R, "not-utf8");
 }
 
 static void teardown(void)

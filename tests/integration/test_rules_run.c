@@ -199,53 +199,6 @@ static void assert_lines(const char *got, const char *want, const char *receiver
 
 /* --- a day at the lab: every kind of match --------------------------------- */
 
-/* Six devices, polled one per run (five minutes apart, in serial order):
- * two freezers of group "Lab A" (one with a Japanese name), a warehouse
- * logger, a door sensor behind a base unit in "Office", and two cold rooms
- * of "Lab B". Texts in English and Japanese: alarms, a recovery, a battery
- * warning, a sensor error, communication errors, and texts wsrelay does not
- * know. */
-static const char lab_scenario[] =
-    "{\"now\": 1795000000, \"accounts\": [{"
-    "  \"api_key\": \"@API_KEY@\", \"login_id\": \"@LOGIN@\","
-    "  \"login_pass\": \"@PASSWORD@\","
-    "  \"devices\": ["
-    "   {\"serial\": \"5214000A\", \"model\": \"TR-72A2\", \"name\": \"Freezer -80 A\","
-    "    \"group\": {\"num\": 1, \"name\": \"Lab A\"}, \"time_diff\": 540,"
-    "    \"alerts\": ["
-    "      {\"unixtime\": 1794998800,"
-    "       \"ch1\": \"CH1 Upper Limit Exceeded -70.2°C (limit -75.0°C)\"},"
-    "      {\"unixtime\": 1794999400, \"ch1\": \"CH1 Measurement Recovery -79.5°C\"}]},"
-    "   {\"serial\": \"5214000B\", \"model\": \"TR-72A2\", \"name\": \"冷凍庫二号\","
-    "    \"group\": {\"num\": 1, \"name\": \"Lab A\"}, \"time_diff\": 540,"
-    "    \"alerts\": ["
-    "      {\"unixtime\": 1794998900, \"ch1\": \"CH1 上限値警報 -60.1℃ (上限 -70.0℃)\","
-    "       \"battery-level\": \"電池残量警報\"}]},"
-    "   {\"serial\": \"5279B002\", \"model\": \"TR-75wb\", \"name\": \"Warehouse East\","
-    "    \"group\": {\"num\": 3, \"name\": \"Warehouse\"}, \"time_diff\": 540,"
-    "    \"alerts\": ["
-    "      {\"unixtime\": 1794999000, \"ch2\": \"CH2 Sensor Error\","
-    "       \"communication-status\": \"Communication Error\"},"
-    "      {\"unixtime\": 1794999100, \"ch1\": \"CH1 Something unexpected happened\"}]},"
-    "   {\"serial\": \"52F00001\", \"model\": \"RTR501B\", \"name\": \"Door Sensor 1\","
-    "    \"base\": {\"serial\": \"58B20000\", \"model\": \"RTR500BW\", \"name\": \"Base 1\"},"
-    "    \"group\": {\"num\": 2, \"name\": \"Office\"}, \"time_diff\": 540,"
-    "    \"alerts\": ["
-    "      {\"unixtime\": 1794999200, \"ch1\": \"CH1 DOOR OPEN\","
-    "       \"ch2\": \"CH2 扉が開いています\"},"
-    "      {\"unixtime\": 1794999300, \"communication-status\": \"通信異常\"}]},"
-    "   {\"serial\": \"5820D101\", \"model\": \"RTR501B\", \"name\": \"Cold Room 1\","
-    "    \"base\": {\"serial\": \"5893C000\", \"model\": \"RTR500B\", \"name\": \"Base 2\"},"
-    "    \"group\": {\"num\": 4, \"name\": \"Lab B\"}, \"time_diff\": 540,"
-    "    \"alerts\": ["
-    "      {\"unixtime\": 1794999500,"
-    "       \"ch1\": \"CH1 Lower Limit Exceeded 1.0°C (limit 2.0°C)\"}]},"
-    "   {\"serial\": \"5820D102\", \"model\": \"RTR503B\", \"name\": \"Cold Room 2\","
-    "    \"base\": {\"serial\": \"5893C000\", \"model\": \"RTR500B\", \"name\": \"Base 2\"},"
-    "    \"group\": {\"num\": 4, \"name\": \"Lab B\"}, \"time_diff\": 540,"
-    "    \"alerts\": ["
-    "      {\"unixtime\": 1794999600, \"ch1\": \"CH1 下限値警報 0.5℃\"}]}"
-    "  ]}]}";
 
 /* The webhook sink, and two file receivers that write one line per event
  * with what routed it. */
@@ -311,7 +264,7 @@ static const char lab_rules_20[] = "- name: doors\n"
 
 static void start_lab(void)
 {
-    relay_start(&R, lab_scenario);
+    relay_start_world(&R, "lab-groups");
     make_rules_dir();
     put_file("rules.d/10-lab.yaml", lab_rules_10);
     put_file("rules.d/20-office.yaml", lab_rules_20);

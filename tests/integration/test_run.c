@@ -15,35 +15,10 @@
 
 static struct relay R;
 
-/* Three devices: a standalone freezer, and two remote units of one base
- * unit. Each has one entry older than catch_up (1 h) and recent ones; the
- * freezer's recent entry carries two kinds at once. */
-static const char scenario[] =
-    "{\"now\": 1795000000, \"accounts\": [{"
-    "  \"api_key\": \"@API_KEY@\", \"login_id\": \"@LOGIN@\","
-    "  \"login_pass\": \"@PASSWORD@\","
-    "  \"devices\": ["
-    "   {\"serial\": \"5214000A\", \"model\": \"TR-72A2\", \"name\": \"Freezer A\","
-    "    \"time_diff\": 540,"
-    "    \"channels\": [{\"name\": \"Temperature\", \"unit\": \"C\", \"value\": \"-80.0\"}],"
-    "    \"alerts\": ["
-    "      {\"unixtime\": 1794990000, \"ch1\": \"CH1 Upper Limit Exceeded (old)\"},"
-    "      {\"unixtime\": 1794999000, \"ch1\": \"CH1 Upper Limit Exceeded -70.2\","
-    "       \"battery-level\": \"Low Battery Warning\"}]},"
-    "   {\"serial\": \"52F00001\", \"model\": \"RTR501B\", \"name\": \"冷蔵室 1\","
-    "    \"base\": {\"serial\": \"58B20000\", \"model\": \"RTR500BW\", \"name\": \"Base 1\"},"
-    "    \"alerts\": ["
-    "      {\"unixtime\": 1794980000, \"ch1\": \"CH1 上限値警報 (old)\"},"
-    "      {\"unixtime\": 1794998000, \"ch1\": \"CH1 上限値警報 12.3\"}]},"
-    "   {\"serial\": \"52F00002\", \"model\": \"RTR502B\", \"name\": \"Warehouse\","
-    "    \"base\": {\"serial\": \"58B20000\", \"model\": \"RTR500BW\", \"name\": \"Base 1\"},"
-    "    \"alerts\": ["
-    "      {\"unixtime\": 1794999400, \"communication-status\": \"Communication Error\"}]}"
-    "  ]}]}";
 
 static void setup(void)
 {
-    relay_start(&R, scenario);
+    relay_start_world(&R, "lab");
 }
 
 static void teardown(void)

@@ -18,22 +18,10 @@
 
 static struct relay R;
 
-/* One standalone device with an alert 50 min before T0 (sent by the first
- * run: within catch_up) and one a day before (never sent). */
-static const char scenario[] =
-    "{\"now\": 1795000000, \"accounts\": [{"
-    "  \"api_key\": \"@API_KEY@\", \"login_id\": \"@LOGIN@\","
-    "  \"login_pass\": \"@PASSWORD@\","
-    "  \"devices\": ["
-    "   {\"serial\": \"5214000A\", \"model\": \"TR-72A2\", \"name\": \"Freezer A\","
-    "    \"alerts\": ["
-    "      {\"unixtime\": 1794913600, \"ch1\": \"CH1 Upper Limit Exceeded (yesterday)\"},"
-    "      {\"unixtime\": 1794997000, \"ch1\": \"CH1 Upper Limit Exceeded -70.2\"}]}"
-    "  ]}]}";
 
 static void setup(void)
 {
-    relay_start(&R, scenario);
+    relay_start_world(&R, "freezer-a-yesterday");
 }
 
 static void teardown(void)

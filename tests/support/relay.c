@@ -83,6 +83,22 @@ void relay_start(struct relay *r, const char *scenario)
     relay_start_slow(r, scenario, 0);
 }
 
+char *relay_world(const char *name)
+{
+    char *path = xasprintf("%s/tests/data/scenarios/%s.json", WSRELAY_SOURCE_DIR, name);
+    char *text = read_file_str(path);
+    cr_assert_not_null(text, "cannot read the scenario %s", path);
+    free(path);
+    return text;
+}
+
+void relay_start_world(struct relay *r, const char *name)
+{
+    char *scenario = relay_world(name);
+    relay_start(r, scenario);
+    free(scenario);
+}
+
 void relay_start_slow(struct relay *r, const char *scenario, unsigned latency_ms)
 {
     memset(r, 0, sizeof *r);

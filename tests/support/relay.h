@@ -32,6 +32,14 @@ struct relay {
  * The password comes from pass.txt, the API key from $TEST_API_KEY. */
 void relay_start(struct relay *r, const char *scenario);
 
+/* The scenario tests/data/scenarios/NAME.json, a world that tests share
+ * (JSON with the placeholders above); caller frees. Fails the test when
+ * the file cannot be read. */
+char *relay_world(const char *name);
+
+/* relay_start on relay_world(name). */
+void relay_start_world(struct relay *r, const char *name);
+
 /* relay_start with a simulator that holds every platform reply
  * `latency_ms`, as a distant platform would (see sim_start_slow). */
 void relay_start_slow(struct relay *r, const char *scenario, unsigned latency_ms);
