@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Measures wsrelay against the bundled platform simulator on 127.0.0.1.
 
-Four benchmarks, each reported as the median of several runs: parallel
+Five benchmarks, each reported as the median of several runs: parallel
 login IDs (one run's wall time with 1, 10 and 50 login IDs, the simulator
 holding each reply a while), one run's cost with a large state (1048
-devices on 201 login IDs, a run every simulated minute), the delivery
+devices on 201 login IDs, a run every simulated minute), quiet runs (48
+and 2000 devices on one login ID, nothing due; against a naive Python
+relay), the delivery
 of 1000 queued events to a file receiver, and `wsrelay check` on
 configurations of up to 1 MiB built to be expensive (deep nesting, long
 lists, many rules, an alias bomb). Prints Markdown tables and
@@ -25,7 +27,7 @@ import urllib.request
 
 T0 = 1795000000  # the scenarios' clock at the first run
 API_KEY = "BENCH-API-KEY-000000000000000000000000000000"
-BENCHMARKS = ("parallel", "size", "outbox", "config")
+BENCHMARKS = ("parallel", "size", "quiet", "outbox", "config")
 
 # Alert texts in the platform's wording (see "What an alert says" in the README).
 ALARM = "CH1 Upper Limit Exceeded 9.1°C (limit 8.0°C)"
@@ -110,6 +112,11 @@ def run_wsrelay(bindir, config, args, log_path, expect=(0,)):
     """Runs `wsrelay -c config ARGS`, its output appended to log_path, and
     measures it with wsrelay-rusage (bench/rusage.c says why not from here)."""
     cmd = [os.path.join(bindir, "wsrelay"), "-c", config] + args
+    return run_measured(bindir, cmd, log_path, expect)
+
+
+def run_measured(bindir, cmd, log_path, expect=(0,)):
+    """Runs `cmd` under wsrelay-rusage, its output appended to log_path."""
     usage = log_path + ".rusage"
     with open(log_path, "ab") as log:
         subprocess.run([os.path.join(bindir, "wsrelay-rusage"), usage] + cmd, stdout=log,
@@ -358,6 +365,86 @@ def bench_size(bindir, work, minutes, warm_hours):
             "rss_kib": max(s.rss_kib for s in every), "state_bytes": summary["bytes"]}
 
 
+# --- the runs that make no call, or only the readings call ---------------------------------
+
+QUIET_SIZES = (48, 2000)  # devices on one login ID
+
+
+def bench_quiet(bindir, work, repeat):
+    """The runs wsrelay makes most: one login ID of N devices whose state
+    knows every device (each polled once, its 20 entries seen), then runs
+    with nothing due. Without signals such a run makes no platform call;
+    with signals it makes its one Get Current Readings call and finds
+    nothing new. The state is filled by runs an hour apart (each makes the
+    hour's calls), so 2000 devices take about 190 runs. The baseline is
+    bench/naive_relay.py: Python reading the same state, deciding that
+    nothing is due and saving it again."""
+    print("## Quiet runs\n")
+    print("One login ID of N devices, each polled once (a full log of 20 entries seen), "
+          "then runs with nothing due: without signals they make no platform call, with "
+          "signals one Get Current Readings call that finds nothing new. The naive Python "
+          "relay (`bench/naive_relay.py`) reads the same state, decides that no call is due "
+          "and saves it. Median of %d runs (min to max).\n" % repeat)
+    print("| devices | run | platform calls | wall time | CPU (user+sys) | max RSS | state file |")
+    print("|---:|---|---|---|---|---|---:|")
+    result = {}
+    global SIGNALS
+    for n in QUIET_SIZES:
+        d = os.path.join(work, "quiet-%d" % n)
+        logins = [[full_log("5%03d%04d" % (n % 1000, k)) for k in range(n)]]
+        with Sim(bindir, d, scenario(logins)) as sim:
+            sink = os.path.join(d, "sink.txt")
+            log = os.path.join(d, "wsrelay.log")
+            state = os.path.join(d, "state.json")
+            configs = {}
+            for signals in (False, True):
+                SIGNALS = signals
+                configs[signals] = os.path.join(d, "wsrelay-%s.yaml" % signals)
+                write_config(configs[signals], d, sim, 1, sink, CATCH_ALL)
+            SIGNALS = False
+            now = T0
+            runs = 0
+            while True:
+                sim.set_clock(now)
+                run_wsrelay(bindir, configs[False], ["run", "--now", str(now)], log)
+                runs += 1
+                if runs % 10 == 0 and not unpolled(bindir, configs[False], now):
+                    break
+                if runs > n // 8 + 40:
+                    raise BenchError("%d devices still not all polled after %d runs" % (n, runs))
+                now += 3700  # the previous run's calls have left the window
+            last = now
+            rows = []
+            for signals, label in ((False, "no call due"), (True, "readings, nothing new")):
+                samples, calls = [], set()
+                for k in range(repeat):
+                    # Before the routine's next slot (0.9 spacing after the last
+                    # alert call: 294 s, 540 s with signals); readings runs a
+                    # minute apart, as readings are read at most once a minute.
+                    now = last + 200 + 60 * k if signals else last + 30 + 40 * k
+                    sim.set_clock(now)
+                    before = sim.calls()
+                    samples.append(run_wsrelay(bindir, configs[signals],
+                                               ["run", "--now", str(now)], log))
+                    calls.add(tuple(a - b for a, b in zip(sim.calls(), before)))
+                rows.append((label, calls, samples))
+            size = os.path.getsize(state)
+            naive = [run_measured(bindir, [sys.executable, os.path.join(
+                os.path.dirname(os.path.abspath(__file__)), "naive_relay.py"), state,
+                os.path.join(d, "naive-state.json"), str(last + 60)], log)
+                for _ in range(repeat)]
+            rows.append(("naive Python relay, no call due", {(0, 0)}, naive))
+        for label, calls, samples in rows:
+            shown = ", ".join("%d readings + %d alert" % c for c in sorted(calls))
+            print("| %d | %s | %s | %s | %s | %s | %d |" %
+                  (n, label, shown, spread([x.wall for x in samples], ms),
+                   spread([x.cpu for x in samples], ms),
+                   mib(statistics.median(x.rss_kib for x in samples)), size))
+            result[(n, label)] = samples
+    print()
+    return result
+
+
 # --- delivery of a full outbox -------------------------------------------------------------
 
 OUTBOX_LOGINS = 50
@@ -593,6 +680,8 @@ def main():
             parallel = bench_parallel(bindir, opt.work, opt.repeat)
         if "size" in chosen:
             size = bench_size(bindir, opt.work, opt.minutes, opt.warm_hours)
+        if "quiet" in chosen:
+            bench_quiet(bindir, opt.work, opt.repeat)
         if "outbox" in chosen:
             outbox = bench_outbox(bindir, opt.work, opt.repeat)
         if "config" in chosen:

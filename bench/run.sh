@@ -7,7 +7,7 @@
 # unless something failed.
 #   bench/run.sh                     everything, each measurement 5 times
 #   bench/run.sh --repeat 3          fewer repetitions
-#   bench/run.sh --only parallel     one benchmark: parallel, size, outbox or config
+#   bench/run.sh --only parallel     one benchmark: parallel, size, quiet, outbox or config
 #   bench/run.sh --warm-hours 24     the size benchmark after a simulated day
 #   bench/run.sh --signals           accounts with signals (readings every run)
 set -euo pipefail
