@@ -89,7 +89,7 @@ void event_list_free(struct event_list *l)
     memset(l, 0, sizeof *l);
 }
 
-void event_local_time(const struct event *ev, char *out, size_t size)
+void event_local_time(char *out, size_t size, const struct event *ev)
 {
     time_t t = (time_t)(ev->unixtime + (long long)ev->utc_offset * 60);
     struct tm tm;
@@ -101,7 +101,7 @@ void event_local_time(const struct event *ev, char *out, size_t size)
              off % 60);
 }
 
-void event_utc_time(const struct event *ev, char *out, size_t size)
+void event_utc_time(char *out, size_t size, const struct event *ev)
 {
     time_t t = (time_t)ev->unixtime;
     struct tm tm;
@@ -235,8 +235,8 @@ struct json_object *event_to_json(const struct event *ev)
                            json_object_new_boolean(!strcmp(ev->kind, "reading")));
     json_object_object_add(obj, "early_warning", json_object_new_int64(ev->early_warning));
     json_object_object_add(obj, "utc_offset", json_object_new_int(ev->utc_offset));
-    event_local_time(ev, local, sizeof local);
-    event_utc_time(ev, utc, sizeof utc);
+    event_local_time(local, sizeof local, ev);
+    event_utc_time(utc, sizeof utc, ev);
     put_string(obj, "local_time", local);
     put_string(obj, "utc_time", utc);
     put_string(obj, "rule", ev->rule);

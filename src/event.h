@@ -102,10 +102,10 @@ void event_copy(struct event *out, const struct event *ev);
 
 /* "YYYY-MM-DD HH:MM:SS +HH:MM" in the device's local time; `out` of at least
  * 32 bytes. */
-void event_local_time(const struct event *ev, char *out, size_t size);
+void event_local_time(char *out, size_t size, const struct event *ev);
 
 /* "YYYY-MM-DDTHH:MM:SSZ"; `out` of at least 24 bytes. */
-void event_utc_time(const struct event *ev, char *out, size_t size);
+void event_utc_time(char *out, size_t size, const struct event *ev);
 
 /* "SERIAL/UNIXTIME/KIND": the dedup key, unique per event; for an early
  * warning (kind "reading") "SERIAL/UNIXTIME/reading-chN", since channels

@@ -102,7 +102,7 @@ static void print_event(FILE *out, const struct event *ev)
 {
     char when[32];
     char *id = event_id(ev);
-    event_local_time(ev, when, sizeof when);
+    event_local_time(when, sizeof when, ev);
     fprintf(out, "%s  %s\n", id, when);
     fprintf(out, "  device %s (%s%s%s), account %s, group %s\n", *ev->name ? ev->name : ev->serial,
             ev->model, *ev->model ? ", " : "", ev->serial, ev->account,

@@ -265,9 +265,9 @@ static void send_gap(struct tick *t, const struct pooled *pd, const struct event
     char since[32], until[32];
     event_copy(&gap, &list->items[0]); /* the device's names and offset */
     gap.unixtime = from;
-    event_local_time(&gap, since, sizeof since);
+    event_local_time(since, sizeof since, &gap);
     gap.unixtime = list->oldest;
-    event_local_time(&gap, until, sizeof until);
+    event_local_time(until, sizeof until, &gap);
     set_field(&gap.kind, "gap");
     set_field(&gap.state, "other");
     set_field(&gap.value, NULL);
@@ -683,7 +683,7 @@ static void watch_device(struct tick *t, const struct account_conf *a, const str
         }
         w.pending |= reasons;
         log_info("account %s, device %s: signal (%s): %s", a->name, d->serial,
-                 watch_reason_text(reasons, why, sizeof why),
+                 watch_reason_text(why, sizeof why, reasons),
                  told ? "its warning is out; its alert log is read after the signals "
                         "not announced yet"
                       : "its alert log is read next");
@@ -842,9 +842,9 @@ static size_t plan_looks(struct tick *t, struct login_run *lr, struct sched_budg
         char what[512], why[64];
         if (state_watch(t->st, pd->dev.serial, &w) && w.unixtime)
             log_info("account %s, device %s: an urgent look; its last reading: %s%s%s%s",
-                     pd->a->name, pd->dev.serial, watch_summary(&w, what, sizeof what),
+                     pd->a->name, pd->dev.serial, watch_summary(what, sizeof what, &w),
                      w.pending ? "; a signal (" : "",
-                     w.pending ? watch_reason_text(w.pending, why, sizeof why) : "",
+                     w.pending ? watch_reason_text(why, sizeof why, w.pending) : "",
                      w.pending ? ")" : "");
         else
             log_info("account %s, device %s: an urgent look", pd->a->name, pd->dev.serial);

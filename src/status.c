@@ -592,10 +592,10 @@ static void write_reading(struct buf *b, const struct watch *w, long long now)
 {
     char why[64], what[512];
     buf_printf(b, "      reading %s: %s\n", when(w->seen_at, now, false).s,
-               watch_summary(w, what, sizeof what));
+               watch_summary(what, sizeof what, w));
     if (w->pending)
         buf_printf(b, "      signal since %s (%s): %s\n", when(w->pending_since, now, false).s,
-                   watch_reason_text(w->pending, why, sizeof why),
+                   watch_reason_text(why, sizeof why, w->pending),
                    w->pending_told ? "its warning is out; its alert log is read after the "
                                      "signals not announced yet"
                                    : "its alert log is read at the next call");

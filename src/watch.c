@@ -34,7 +34,7 @@
 #define NUMBER_MAX 32        /* characters of a number, sign and point included */
 #define GAP_MAX 2147483647LL /* seconds; a longer gap is kept as this */
 
-const char *watch_reason_text(unsigned reasons, char *out, size_t size)
+const char *watch_reason_text(char *out, size_t size, unsigned reasons)
 {
     static const struct {
         unsigned bit;
@@ -152,7 +152,7 @@ static void append(char *out, size_t size, size_t *len, const char *fmt, ...)
         *len = (size_t)n < size - *len ? *len + (size_t)n : size - 1;
 }
 
-const char *watch_summary(const struct watch *w, char *out, size_t size)
+const char *watch_summary(char *out, size_t size, const struct watch *w)
 {
     size_t len = 0;
     out[0] = '\0';

@@ -94,7 +94,7 @@ enum watch_reason {
 /* "limit, band, error, battery, silent" for the bits set in `reasons`, in
  * that order, joined by ", " into `out` (at least 48 bytes); "" for 0.
  * Returns `out`. */
-const char *watch_reason_text(unsigned reasons, char *out, size_t size);
+const char *watch_reason_text(char *out, size_t size, unsigned reasons);
 
 /* A channel's known limits; a bound that is not known is absent. */
 struct watch_limit {
@@ -251,7 +251,7 @@ void watch_polled(struct watch *w);
 /* The last reading in words, into `out` (cut to `size`, at least 1):
  * "ch1 -65 (above its limit), ch2 error value; battery 4; uploads have
  * stopped". Returns `out`. */
-const char *watch_summary(const struct watch *w, char *out, size_t size);
+const char *watch_summary(char *out, size_t size, const struct watch *w);
 
 /* The channel `num` of `w`, or NULL. */
 struct watch_channel *watch_channel(struct watch *w, int num);

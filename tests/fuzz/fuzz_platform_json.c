@@ -60,7 +60,7 @@ static void check_round_trip(const struct event *ev)
     struct event back;
     struct err e;
     char local[40];
-    event_local_time(ev, local, sizeof local);
+    event_local_time(local, sizeof local, ev);
     if (event_from_json(&back, obj, &e) < 0)
         abort();
     if (!same(ev->serial, back.serial) || !same(ev->kind, back.kind) ||

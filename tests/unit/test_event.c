@@ -372,9 +372,9 @@ Test(event, local_time_plus_nine)
     parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"time-diff\":\"540\",\"dst-flg\":\"0\","
                  "\"alert-logs\":[{\"unixtime\":\"1700000000\",\"ch1\":\"x\"}]}");
     cr_assert_eq(l.items[0].utc_offset, 540);
-    event_local_time(&l.items[0], local, sizeof local);
+    event_local_time(local, sizeof local, &l.items[0]);
     cr_assert_str_eq(local, "2023-11-15 07:13:20 +09:00");
-    event_utc_time(&l.items[0], utc, sizeof utc);
+    event_utc_time(utc, sizeof utc, &l.items[0]);
     cr_assert_str_eq(utc, "2023-11-14T22:13:20Z");
     event_list_free(&l);
 }
@@ -386,12 +386,12 @@ Test(event, local_time_negative)
     parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"time_diff\":-300,\"dst_flg\":\"0\","
                  "\"alert-logs\":[{\"unixtime\":\"1700000000\",\"ch1\":\"x\"}]}");
     cr_assert_eq(l.items[0].utc_offset, -300);
-    event_local_time(&l.items[0], local, sizeof local);
+    event_local_time(local, sizeof local, &l.items[0]);
     cr_assert_str_eq(local, "2023-11-14 17:13:20 -05:00");
     event_list_free(&l);
     parse_ok(&l, "{\"remote-serial\":\"52C10001\",\"time-diff\":\"-210\","
                  "\"alert-logs\":[{\"unixtime\":\"1700000000\",\"ch1\":\"x\"}]}");
-    event_local_time(&l.items[0], local, sizeof local);
+    event_local_time(local, sizeof local, &l.items[0]);
     cr_assert_str_eq(local, "2023-11-14 18:43:20 -03:30");
     event_list_free(&l);
 }
@@ -405,7 +405,7 @@ Test(event, daylight_saving)
                  "\"dst-flg\":\"1\",\"dst-bias\":\"60\","
                  "\"alert-logs\":[{\"unixtime\":\"1700000000\",\"ch1\":\"x\"}]}");
     cr_assert_eq(l.items[0].utc_offset, 120);
-    event_local_time(&l.items[0], local, sizeof local);
+    event_local_time(local, sizeof local, &l.items[0]);
     cr_assert_str_eq(local, "2023-11-15 00:13:20 +02:00");
     event_list_free(&l);
     /* dst-bias missing: 60. */

@@ -532,7 +532,7 @@ Test(templates, slack_json_is_a_block_kit_payload)
             for (size_t i = 0; i < k; i++) {
                 char local[40];
                 char *text = slack_entities(evs[i].text);
-                event_local_time(&evs[i], local, sizeof local);
+                event_local_time(local, sizeof local, &evs[i]);
                 cr_assert(strstr(buf_str(&strings), text), "%s", got);
                 free(text);
                 cr_assert(strstr(buf_str(&strings), local), "%s", got);

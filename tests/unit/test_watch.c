@@ -80,16 +80,16 @@ Test(watch, parse_table)
 Test(watch, reason_text)
 {
     char out[48];
-    cr_assert_str_eq(watch_reason_text(0, out, sizeof out), "");
-    cr_assert_str_eq(watch_reason_text(WATCH_SILENT | WATCH_LIMIT, out, sizeof out),
+    cr_assert_str_eq(watch_reason_text(out, sizeof out, 0), "");
+    cr_assert_str_eq(watch_reason_text(out, sizeof out, WATCH_SILENT | WATCH_LIMIT),
                      "limit, silent");
     cr_assert_str_eq(
-        watch_reason_text(WATCH_LIMIT | WATCH_BAND | WATCH_ERROR | WATCH_BATTERY | WATCH_SILENT,
-                          out, sizeof out),
+        watch_reason_text(out, sizeof out,
+                          WATCH_LIMIT | WATCH_BAND | WATCH_ERROR | WATCH_BATTERY | WATCH_SILENT),
         "limit, band, error, battery, silent");
-    cr_assert_str_eq(watch_reason_text(WATCH_BATTERY, out, sizeof out), "battery");
+    cr_assert_str_eq(watch_reason_text(out, sizeof out, WATCH_BATTERY), "battery");
     char small[9];
-    cr_assert_str_eq(watch_reason_text(WATCH_LIMIT | WATCH_BAND, small, sizeof small), "limit");
+    cr_assert_str_eq(watch_reason_text(small, sizeof small, WATCH_LIMIT | WATCH_BAND), "limit");
 }
 
 Test(watch, battery_families)
@@ -646,8 +646,7 @@ static int freezer_door(long interval, int held, const struct watch_limit *limit
         else
             v = j == held + 2 ? -74 : -78; /* closing */
         char buf[32];
-        unsigned got =
-            take1(&w, T0 + interval * i, written(buf, sizeof buf, v, 1), limit, out, &n);
+        unsigned got = take1(&w, T0 + interval * i, written(buf, sizeof buf, v, 1), limit, out, &n);
         cr_assert_eq(got & ~(unsigned)(WATCH_BAND | WATCH_LIMIT), 0u);
         if ((got & WATCH_BAND) && n_band < 8)
             band_at[n_band++] = i;
@@ -712,8 +711,7 @@ static int fridge_falls(double slope, unsigned long long seed)
         double fall = i < 100 ? 0 : (i - 99) * slope;
         double v = 5 - (fall > 6 ? 6 : fall) + 0.5 * (2 * uniform01() - 1);
         char buf[32];
-        if (take1(&w, T0 + 60LL * i, written(buf, sizeof buf, v, 1), NULL, NULL, NULL) &&
-            i >= 100)
+        if (take1(&w, T0 + 60LL * i, written(buf, sizeof buf, v, 1), NULL, NULL, NULL) && i >= 100)
             return i - 100;
     }
     return -1;
@@ -772,17 +770,17 @@ Test(watch, summary_in_words)
     struct watch_reading r = {.unixtime = T0, .battery = 4, .values = v, .n_values = 2};
     char out[128];
     watch_take(&w, &r, &limit, 1, T0, NULL, 0, NULL);
-    cr_assert_str_eq(watch_summary(&w, out, sizeof out), "ch1 -80, ch2 error value; battery 4");
+    cr_assert_str_eq(watch_summary(out, sizeof out, &w), "ch1 -80, ch2 error value; battery 4");
     v[0].text = "-65.5";
     r.unixtime += 60;
     watch_take(&w, &r, &limit, 1, T0 + 60, NULL, 0, NULL);
     w.silent = true;
-    cr_assert_str_eq(watch_summary(&w, out, sizeof out),
+    cr_assert_str_eq(watch_summary(out, sizeof out, &w),
                      "ch1 -65.5 (above its limit), ch2 error value; battery 4; uploads have "
                      "stopped");
-    cr_assert_str_eq(watch_summary(&w, out, 12), "ch1 -65.5 (");
+    cr_assert_str_eq(watch_summary(out, 12, &w), "ch1 -65.5 (");
     struct watch empty = {.battery = 3};
-    cr_assert_str_eq(watch_summary(&empty, out, sizeof out), "battery 3");
+    cr_assert_str_eq(watch_summary(out, sizeof out, &empty), "battery 3");
 }
 
 Test(watch, extremes_do_not_crash)
