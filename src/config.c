@@ -1,15 +1,16 @@
 /* The configuration file: YAML in, a validated `struct config` out. Every key
- * is a row of a table (kind, flags, default, check, help); one walker checks a
- * mapping against its rows, so validation, freeing and the key reference all
- * come from the same tables. */
+ * is a row of a table here (kind, flags, default, check, help) and schema.c
+ * reads, frees and documents by the rows, so validation, freeing and the key
+ * reference all come from the same tables. What this file adds is wsrelay's
+ * own: the checks of values, what depends on several keys, and the rule
+ * files with the receivers they name. */
 #include "config.h"
+#include "schema.h"
 #include "util/buf.h"
-#include "util/duration.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/url.h"
 #include "util/xalloc.h"
-#include "util/yamlfile.h"
 
 #include "alerttext.h"
 #include "event.h"
@@ -22,10 +23,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <math.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -34,7 +31,6 @@
 #include <yaml.h>
 
 #define CONFIG_MAX_BYTES (1024 * 1024)
-#define SECRET_MAX_BYTES (64 * 1024)
 #define CATCH_UP_DEFAULT "1h"
 #define RUN_TIME_DEFAULT "3m"
 #define SELF_AFTER_DEFAULT "15m"
@@ -49,66 +45,6 @@
 #define RECEIVER_TIMEOUT_DEFAULT "60s"
 #define RECEIVER_TIMEOUT_MIN 5
 #define RECEIVER_TIMEOUT_MAX 120
-
-/* How a key's YAML value becomes a C value, and where that value lives. */
-enum kind {
-    K_STRING,       /* char *: a string, ${VAR} expanded */
-    K_PATH,         /* char *: a path; a relative one is taken from the config's directory */
-    K_SECRET_FILE,  /* char *: the contents of the file the value names */
-    K_GLOB,         /* char *: one glob, passed to `check` like a string */
-    K_DURATION,     /* long: seconds, written "90s", "30m", "1h"; from `min` to `max`
-                       when `max` is not 0 */
-    K_BOOL,         /* bool: the plain words true or false */
-    K_INT,          /* long: a decimal integer from `min` to `max` */
-    K_NUMBER,       /* double: a finite decimal number, "-75", "8.5", "1e3"; and the bool
-                       at `count_off` is set when the key is given */
-    K_ENUM,         /* an enum (int-sized): the index of the value in `words` */
-    K_GLOBS,        /* char ** and a size_t count: one string or a list of strings */
-    K_STRINGS,      /* like K_GLOBS, each string passed to `check`; a list must not be empty */
-    K_LIST,         /* an array of `sub` structs and a size_t count: a non-empty list */
-    K_AUTO_OR_LIST, /* the word "auto" (the list stays empty) or a K_LIST */
-    K_MAP,          /* a `sub` struct embedded at `off` */
-    K_HEADERS,      /* an array of struct header_conf and a size_t count */
-};
-
-enum {
-    F_REQUIRED = 1 << 0,
-    F_SECRET = 1 << 1, /* never echoed; may not contain a line break (for a K_SECRET_FILE
-                          row: the file holds a secret, its path is not one) */
-    F_UNIQUE = 1 << 2, /* unique among the elements of the enclosing list */
-    F_GROUP_OPTIONAL = 1 << 3, /* the key's group may be left out: at most one of it */
-    F_NOT_EMPTY = 1 << 4, /* K_GLOBS: an empty list is an error, not "all" */
-    F_DEFAULTS = 1 << 5,  /* K_MAP: when the mapping is absent, its keys take their defaults */
-};
-
-struct schema;
-
-struct key {
-    const char *name;
-    enum kind kind;
-    unsigned flags;
-    int group;        /* non-zero: exactly one key of this group must be given */
-    size_t off;       /* where the value is stored */
-    size_t count_off; /* K_GLOBS, K_LIST, K_AUTO_OR_LIST, K_HEADERS: the element count;
-                         K_NUMBER: a bool, true when the key is given */
-    const char *def;  /* default, as it would be written in the file */
-    long min, max;    /* K_INT, and K_DURATION when max is not 0: the bounds */
-    const char *const *words; /* K_ENUM: the values, NULL-terminated, in enum order */
-    int (*check)(char *value, struct err *e); /* -1 with what is wrong in e; may normalise */
-    const struct schema *sub;
-    const char *help;
-};
-
-struct schema {
-    const char *what; /* names an element in messages: "duplicate receiver name" */
-    const struct key *keys;
-    size_t n_keys;
-    size_t size;
-    void (*finish)(void *obj); /* fills in what depends on several keys */
-    /* Checks what depends on several keys, once all are read: -1 with what is
-     * wrong in e, and in *off the `off` of the key to point at. */
-    int (*check)(const void *obj, size_t *off, struct err *e);
-};
 
 static int check_name(char *v, struct err *e);
 static int check_base_url(char *v, struct err *e);
@@ -135,6 +71,7 @@ static void finish_device(void *obj);
 static void finish_account(void *obj);
 static void finish_receiver(void *obj);
 static int check_heartbeat_url(char *v, struct err *e);
+static int check_header_name(char *v, struct err *e);
 
 #define N(rows) (sizeof(rows) / sizeof((rows)[0]))
 #define AT(type, member) offsetof(struct type, member)
@@ -276,6 +213,7 @@ static const struct key account_keys[] = {
      .off = AT(account_conf, devices),
      .count_off = AT(account_conf, n_devices),
      .def = "auto",
+     .shape = "{serial, base}",
      .sub = &device_schema,
      .help = "`auto` to discover the account's devices, or a list of {serial, base}."},
     {.name = "include",
@@ -325,7 +263,8 @@ static const struct schema account_schema = {.what = "account",
                                              .size = sizeof(struct account_conf),
                                              .finish = finish_account};
 
-/* Only used to free header arrays; parse_headers reads them. */
+/* Where K_HEADERS puts a header's name (the first row) and value (the
+ * second), and how schema_clear frees them; the reference does not list them. */
 static const struct key header_keys[] = {
     {.name = "name", .kind = K_STRING, .off = AT(header_conf, name)},
     {.name = "value", .kind = K_STRING, .flags = F_SECRET, .off = AT(header_conf, value)},
@@ -360,6 +299,7 @@ static const struct key webhook_keys[] = {
      .kind = K_HEADERS,
      .off = WEBHOOK_AT(headers),
      .count_off = WEBHOOK_AT(n_headers),
+     .check = check_header_name,
      .sub = &header_schema,
      .help = "Extra request headers, name: value (not Content-Type or Content-Length)."},
     {.name = "template",
@@ -893,6 +833,17 @@ static int check_base_url(char *v, struct err *e)
     return 0;
 }
 
+/* wsrelay sets these itself on every webhook request (notify/http.c);
+ * the header names' grammar is schema.c's. */
+static int check_header_name(char *v, struct err *e)
+{
+    static const char *const reserved[] = {"Content-Type", "Content-Length"};
+    for (size_t i = 0; i < N(reserved); i++)
+        if (!strcasecmp(v, reserved[i]))
+            return err_set(e, "%s is set by wsrelay and cannot be overridden", reserved[i]);
+    return 0;
+}
+
 /* https://, or http:// to this machine: the heartbeat URL may carry a token. */
 static int check_heartbeat_url(char *v, struct err *e)
 {
@@ -1073,938 +1024,13 @@ static int check_webhook(const void *obj, size_t *off, struct err *e)
     return 0;
 }
 
-/* ---- the walker ---- */
-
-struct ctx {
-    const char *file; /* for messages */
-    char *dir;        /* relative paths start here */
-    yaml_document_t *doc;
-    struct err *e;
-    char key[512]; /* the key path being read: "receivers[1].webhook.url" */
-    size_t key_len;
-    char **warned; /* secret files already warned about */
-    size_t n_warned;
-    bool literal;  /* no ${VAR} expansion (rule files: '$' belongs to patterns) */
-    size_t n_inline;      /* secrets written out in the file, without a ${VAR} */
-    char inline_key[512]; /* the key path of the first */
-};
-
-/* `arr`, holding `n` elements of `size`, with room for one more. The
- * capacity is the power of two at or above `n`, doubled when full: adding
- * one element at a time with realloc would copy the whole array each time,
- * the square of its length (minutes for a long list under the sanitizers).
- * Every append to such an array goes through here. */
-static void *grow(void *arr, size_t n, size_t size)
-{
-    if (n & (n - 1))
-        return arr; /* not a power of two, nor 0: there is room */
-    return xreallocarray(arr, n ? 2 * n : 1, size);
-}
-
-static size_t key_push(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static size_t key_push(struct ctx *c, const char *fmt, ...)
-{
-    size_t old = c->key_len;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(c->key + old, sizeof c->key - old, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        c->key_len = old + (size_t)n < sizeof c->key ? old + (size_t)n : sizeof c->key - 1;
-    return old;
-}
-
-static size_t key_push_name(struct ctx *c, const char *name)
-{
-    return key_push(c, c->key_len ? ".%s" : "%s", name);
-}
-
-static void key_pop(struct ctx *c, size_t old)
-{
-    c->key_len = old;
-    c->key[old] = '\0';
-}
-
-/* "FILE:LINE:COL: KEY: message"; libyaml counts from 0, people from 1. */
-static int fail(struct ctx *c, yaml_mark_t at, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(struct ctx *c, yaml_mark_t at, const char *fmt, ...)
-{
-    char msg[ERR_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return err_set(c->e, "%s:%zu:%zu: %s%s%s", c->file, at.line + 1, at.column + 1, c->key,
-                   c->key_len ? ": " : "", msg);
-}
-
-static yaml_node_t *node(struct ctx *c, int id)
-{
-    return yaml_document_get_node(c->doc, id);
-}
-
-static const char *scalar(const yaml_node_t *n)
-{
-    return (const char *)n->data.scalar.value;
-}
-
-/* A plain empty scalar, `~` or `null`: YAML's way of writing nothing. */
-static bool is_null(const yaml_node_t *n)
-{
-    static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
-    if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-        return false;
-    for (size_t i = 0; i < N(nulls); i++)
-        if (!strcmp(scalar(n), nulls[i]))
-            return true;
-    return false;
-}
-
-static const char *kind_name(const yaml_node_t *n)
-{
-    if (n->type == YAML_MAPPING_NODE)
-        return "a mapping";
-    if (n->type == YAML_SEQUENCE_NODE)
-        return "a list";
-    return is_null(n) ? "an empty value" : "a string";
-}
-
-static bool is_name_start(char ch)
-{
-    return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_';
-}
-
-/* ${NAME} becomes the variable's value, $${ a literal ${. In a secret, a
- * message names no part of the value, not even a variable's name: an inline
- * password may well contain "${". */
-static int expand(struct ctx *c, yaml_mark_t at, const char *in, bool secret, char **out,
-                  bool *from_env)
-{
-    *from_env = false;
-    if (c->literal) {
-        *out = xstrdup(in);
-        return 0;
-    }
-    int rc = -1;
-    struct buf b;
-    buf_init(&b, 0);
-    char *var = NULL;
-    const char *p = in;
-    while (*p) {
-        const char *dollar = strchr(p, '$');
-        if (!dollar) {
-            buf_puts(&b, p);
-            break;
-        }
-        buf_append(&b, p, (size_t)(dollar - p));
-        p = dollar;
-        if (!strncmp(p, "$${", 3)) {
-            buf_puts(&b, "${");
-            p += 3;
-        } else if (!strncmp(p, "${", 2)) {
-            const char *name = p + 2, *end = name;
-            if (is_name_start(*end))
-                while (is_name_start(*end) || (*end >= '0' && *end <= '9'))
-                    end++;
-            if (end == name || *end != '}') {
-                fail(c, at,
-                     "malformed ${...}: expected ${NAME}, NAME made of letters, digits "
-                     "and '_' (write $${ for a literal ${)");
-                goto out;
-            }
-            var = xstrndup(name, (size_t)(end - name));
-            const char *value = getenv(var);
-            if (!value && secret) {
-                fail(c, at,
-                     "the value refers to an environment variable that is not set (write $${ "
-                     "for a literal ${)");
-                goto out;
-            }
-            if (!value) {
-                fail(c, at, "environment variable '%s' is not set", var);
-                goto out;
-            }
-            buf_puts(&b, value);
-            *from_env = true;
-            free(var);
-            var = NULL;
-            p = end + 1;
-        } else {
-            buf_append(&b, p, 1);
-            p++;
-        }
-    }
-    *out = buf_steal(&b);
-    rc = 0;
-out:
-    free(var);
-    buf_free(&b);
-    return rc;
-}
-
-static bool is_space(char ch)
-{
-    return ch == ' ' || (ch >= '\t' && ch <= '\r');
-}
-
-/* A secret is one line of printable text, wherever it comes from: the
- * whitespace at its end (the newline an editor adds, a CRLF, a stray
- * space) is dropped, and what is left may hold no control character, so
- * that it can never split a header or a request line. Returns the length
- * left, or -1 when a control character remains. */
-static long secret_trim(const char *v, size_t len)
-{
-    while (len && is_space(v[len - 1]))
-        len--;
-    for (size_t i = 0; i < len; i++)
-        if (is_ctl(v[i]))
-            return -1;
-    return (long)len;
-}
-
-/* Counts a secret written out in the configuration, for warn_if_exposed. */
-static void note_inline_secret(struct ctx *c)
-{
-    if (!c->n_inline++)
-        snprintf(c->inline_key, sizeof c->inline_key, "%s", c->key);
-}
-
-/* The expanded text of a scalar node that should be a string; `secret`: the
- * text is a secret (see expand and secret_trim). A value that takes an
- * environment variable may hold no control character either. */
-static int string_of(struct ctx *c, yaml_node_t *n, const char *expected, bool secret, char **out)
-{
-    bool from_env;
-    if (n->type != YAML_SCALAR_NODE || is_null(n))
-        return fail(c, n->start_mark, "expected %s, got %s", expected, kind_name(n));
-    if (memchr(n->data.scalar.value, '\0', n->data.scalar.length))
-        return fail(c, n->start_mark, "the value contains a NUL character");
-    if (expand(c, n->start_mark, scalar(n), secret, out, &from_env) < 0)
-        return -1;
-    long len = (long)strlen(*out);
-    if (secret) {
-        len = secret_trim(*out, (size_t)len);
-        if (len >= 0)
-            (*out)[len] = '\0';
-        if (!from_env && !c->literal)
-            note_inline_secret(c);
-    } else if (from_env && secret_trim(*out, (size_t)len) < 0) {
-        len = -1;
-    }
-    if (len < 0) {
-        free(*out);
-        *out = NULL;
-        return fail(c, n->start_mark, "the value must not contain a line break or other control "
-                                      "character%s",
-                    from_env ? " (it comes from an environment variable)" : "");
-    }
-    return 0;
-}
-
-static char *resolve_path(struct ctx *c, const char *path)
-{
-    if (path[0] == '/' || !strcmp(path, "-"))
-        return xstrdup(path);
-    return xasprintf("%s/%s", c->dir, path);
-}
-
-static void warn_if_readable(struct ctx *c, const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) < 0 || !(st.st_mode & (S_IRGRP | S_IROTH)))
-        return;
-    for (size_t i = 0; i < c->n_warned; i++)
-        if (!strcmp(c->warned[i], path))
-            return;
-    c->warned = grow(c->warned, c->n_warned, sizeof *c->warned);
-    c->warned[c->n_warned++] = xstrdup(path);
-    log_warn("secret file %s is readable by group or others; make it mode 0600 (chmod 600 %s)",
-             path, path);
-}
-
-/* The contents of the secret file `name`, less trailing whitespace (see
- * secret_trim). */
-static int read_secret(struct ctx *c, yaml_mark_t at, const char *name, char **out)
-{
-    int rc = -1;
-    char *path = resolve_path(c, name);
-    struct buf b;
-    buf_init(&b, SECRET_MAX_BYTES);
-    struct err fe;
-    if (file_read(&b, path, &fe) < 0) {
-        fail(c, at, "cannot read secret file: %s", fe.msg);
-        goto out;
-    }
-    long len = secret_trim(b.data, b.len);
-    if (!len) {
-        fail(c, at, "secret file %s is empty", path);
-        goto out;
-    }
-    if (len < 0) {
-        fail(c, at,
-             "secret file %s contains a line break, tab, NUL or other control character "
-             "before its end; a secret is one line (whitespace at its end is removed)",
-             path);
-        goto out;
-    }
-    warn_if_readable(c, path);
-    *out = xstrndup(b.data, (size_t)len);
-    rc = 0;
-out:
-    buf_free(&b);
-    free(path);
-    return rc;
-}
-
-/* "a, b or c" from a NULL-terminated list of words. */
-static char *words_text(const char *const *words)
-{
-    struct buf b;
-    buf_init(&b, 0);
-    for (size_t i = 0; words[i]; i++)
-        buf_printf(&b, "%s%s", i == 0 ? "" : words[i + 1] ? ", " : " or ", words[i]);
-    return buf_steal(&b);
-}
-
-/* A number as YAML writes a decimal int or float: an optional sign, digits
- * with at most one '.', an optional exponent ("-75", "-75.0", "8.5",
- * "+.5", "1e3"); finite once read. Not hexadecimal, not .inf or .nan. */
-static bool number_parse(double *out, const char *text)
-{
-    const char *p = text;
-    size_t digits = 0;
-    if (*p == '+' || *p == '-')
-        p++;
-    for (; *p >= '0' && *p <= '9'; p++)
-        digits++;
-    if (*p == '.')
-        for (p++; *p >= '0' && *p <= '9'; p++)
-            digits++;
-    if (!digits)
-        return false;
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        if (*p == '+' || *p == '-')
-            p++;
-        if (*p < '0' || *p > '9')
-            return false;
-        while (*p >= '0' && *p <= '9')
-            p++;
-    }
-    if (*p)
-        return false;
-    double d = strtod(text, NULL); /* the C locale: wsrelay never calls setlocale */
-    if (!isfinite(d))
-        return false;
-    *out = d;
-    return true;
-}
-
-/* Stores the expanded text `text` (taken over) for a scalar row. */
-static int store_scalar(struct ctx *c, const struct key *k, yaml_mark_t at, char *text, void *obj)
-{
-    int rc = -1;
-    char *value = NULL;
-    char *field = (char *)obj + k->off;
-    if (k->kind == K_DURATION) {
-        long seconds;
-        if (duration_parse(&seconds, text) < 0) {
-            fail(c, at, "expected a duration such as 90s, 30m, 1h");
-            goto out;
-        }
-        if (k->max && (seconds < k->min || seconds > k->max)) {
-            char lo[24], hi[24];
-            duration_format(lo, sizeof lo, k->min);
-            duration_format(hi, sizeof hi, k->max);
-            fail(c, at, "expected a duration from %s to %s", lo, hi);
-            goto out;
-        }
-        *(long *)(void *)field = seconds;
-        rc = 0;
-        goto out;
-    }
-    if (k->kind == K_BOOL) {
-        if (strcmp(text, "true") && strcmp(text, "false")) {
-            fail(c, at, "expected true or false");
-            goto out;
-        }
-        *(bool *)(void *)field = !strcmp(text, "true");
-        rc = 0;
-        goto out;
-    }
-    if (k->kind == K_INT) {
-        char *end;
-        errno = 0;
-        long n = strtol(text, &end, 10);
-        if (*text < '0' || *text > '9' || *end || errno || n < k->min || n > k->max) {
-            fail(c, at, "expected a whole number from %ld to %ld", k->min, k->max);
-            goto out;
-        }
-        *(long *)(void *)field = n;
-        rc = 0;
-        goto out;
-    }
-    if (k->kind == K_NUMBER) {
-        double d;
-        if (!number_parse(&d, text)) {
-            fail(c, at, "expected a number such as -75, -75.0 or 8.5");
-            goto out;
-        }
-        *(double *)(void *)field = d;
-        *(bool *)(void *)((char *)obj + k->count_off) = true;
-        rc = 0;
-        goto out;
-    }
-    if (k->kind == K_ENUM) {
-        int i = 0;
-        while (k->words[i] && strcmp(k->words[i], text))
-            i++;
-        if (!k->words[i]) {
-            char *words = words_text(k->words);
-            fail(c, at, "expected %s", words);
-            free(words);
-            goto out;
-        }
-        *(int *)(void *)field = i;
-        rc = 0;
-        goto out;
-    }
-    if (!*text) {
-        fail(c, at, "expected a non-empty %s", k->kind == K_GLOB ? "glob" : "string");
-        goto out;
-    }
-    if (k->kind == K_PATH) {
-        value = resolve_path(c, text);
-    } else if (k->kind == K_SECRET_FILE) {
-        if (read_secret(c, at, text, &value) < 0)
-            goto out;
-    } else {
-        value = text;
-        text = NULL;
-    }
-    struct err problem;
-    if (k->check && k->check(value, &problem) < 0) {
-        fail(c, at, "%s", problem.msg);
-        goto out;
-    }
-    *(char **)(void *)field = value;
-    value = NULL;
-    rc = 0;
-out:
-    free(text);
-    free(value);
-    return rc;
-}
-
-static int parse_map(struct ctx *c, const struct schema *s, yaml_node_t *map, void *obj);
-
-/* One item of a K_GLOBS or K_STRINGS row, passed through the row's check. */
-static int add_string(struct ctx *c, const struct key *k, yaml_node_t *n, char ***items,
-                      size_t *count)
-{
-    const char *what = k->kind == K_GLOBS ? "glob" : "string";
-    char *text = NULL;
-    struct err problem;
-    char an[32];
-    snprintf(an, sizeof an, "a %s", what);
-    if (string_of(c, n, an, false, &text) < 0)
-        return -1;
-    if (!*text) {
-        free(text);
-        return fail(c, n->start_mark, "expected a non-empty %s", what);
-    }
-    if (k->check && k->check(text, &problem) < 0) {
-        free(text);
-        return fail(c, n->start_mark, "%s", problem.msg);
-    }
-    *items = grow(*items, *count, sizeof **items);
-    (*items)[(*count)++] = text;
-    return 0;
-}
-
-/* One string or a list of strings; for K_STRINGS the list must not be
- * empty (an empty `include:` list of globs means "all"). */
-static int parse_strings(struct ctx *c, const struct key *k, yaml_node_t *n, void *obj)
-{
-    const char *what = k->kind == K_GLOBS ? "glob" : "string";
-    char ***items = (char ***)(void *)((char *)obj + k->off);
-    size_t *count = (size_t *)(void *)((char *)obj + k->count_off);
-    if (n->type == YAML_SCALAR_NODE && !is_null(n))
-        return add_string(c, k, n, items, count);
-    if (n->type != YAML_SEQUENCE_NODE)
-        return fail(c, n->start_mark, "expected a %s or a list of %ss, got %s", what, what,
-                    kind_name(n));
-    yaml_node_item_t *start = n->data.sequence.items.start;
-    if ((k->kind == K_STRINGS || (k->flags & F_NOT_EMPTY)) && start == n->data.sequence.items.top)
-        return fail(c, n->start_mark, "the list is empty; give at least one");
-    for (size_t i = 0; start + i < n->data.sequence.items.top; i++) {
-        size_t mark = key_push(c, "[%zu]", i);
-        if (add_string(c, k, node(c, start[i]), items, count) < 0)
-            return -1;
-        key_pop(c, mark);
-    }
-    return 0;
-}
-
-/* The value node of key `name` in mapping `map`, or NULL. */
-static yaml_node_t *map_value(struct ctx *c, yaml_node_t *map, const char *name)
-{
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
-         p++) {
-        yaml_node_t *k = node(c, p->key);
-        if (k->type == YAML_SCALAR_NODE && !strcmp(scalar(k), name))
-            return node(c, p->value);
-    }
-    return NULL;
-}
-
-/* One value of a list and where it stands, for first_repeat. */
-struct ranked {
-    const char *value;
-    size_t index;
-};
-
-static int ranked_cmp(const void *a, const void *b)
-{
-    const struct ranked *x = a, *y = b;
-    int by_value = strcmp(x->value, y->value);
-    return by_value ? by_value : (x->index > y->index) - (x->index < y->index);
-}
-
-static int ranked_casecmp(const void *a, const void *b)
-{
-    const struct ranked *x = a, *y = b;
-    int by_value = strcasecmp(x->value, y->value);
-    return by_value ? by_value : (x->index > y->index) - (x->index < y->index);
-}
-
-/* Where the `n` values of `v` (reordered) first repeat one: the smallest
- * index whose value an earlier one has (*second), and the earliest of
- * those (*first). Sorting keeps a long list from costing the square of its
- * length, as comparing every pair would. */
-static bool first_repeat(struct ranked *v, size_t n, bool nocase, size_t *first, size_t *second)
-{
-    bool found = false;
-    if (n < 2)
-        return false;
-    qsort(v, n, sizeof *v, nocase ? ranked_casecmp : ranked_cmp);
-    for (size_t k = 1, start = 0; k < n; k++) {
-        if ((nocase ? strcasecmp : strcmp)(v[start].value, v[k].value)) {
-            start = k;
-            continue;
-        }
-        if (k == start + 1 && (!found || v[k].index < *second)) {
-            *first = v[start].index;
-            *second = v[k].index;
-            found = true;
-        }
-    }
-    return found;
-}
-
-/* Reports the second of two list elements that share a F_UNIQUE value. */
-static int check_unique(struct ctx *c, const struct schema *s, yaml_node_t *seq, char *arr)
-{
-    int rc = -1;
-    yaml_node_item_t *items = seq->data.sequence.items.start;
-    size_t n = (size_t)(seq->data.sequence.items.top - items);
-    struct ranked *v = xcalloc(n ? n : 1, sizeof *v);
-    for (const struct key *k = s->keys; k < s->keys + s->n_keys; k++) {
-        if (!(k->flags & F_UNIQUE))
-            continue;
-        size_t m = 0, i, j;
-        for (size_t at = 0; at < n; at++) {
-            const char *value = *(char **)(void *)(arr + at * s->size + k->off);
-            if (value)
-                v[m++] = (struct ranked){value, at};
-        }
-        if (!first_repeat(v, m, false, &i, &j))
-            continue;
-        yaml_node_t *first = node(c, items[i]), *second = node(c, items[j]);
-        yaml_node_t *v1 = map_value(c, first, k->name);
-        yaml_node_t *v2 = map_value(c, second, k->name);
-        const char *b = *(char **)(void *)(arr + j * s->size + k->off);
-        key_push(c, "[%zu].%s", j, k->name);
-        fail(c, (v2 ? v2 : second)->start_mark, "duplicate %s %s '%s' (first at line %zu)", s->what,
-             k->name, b, (v1 ? v1 : first)->start_mark.line + 1);
-        goto out;
-    }
-    rc = 0;
-out:
-    free(v);
-    return rc;
-}
-
-/* A list of mappings, each read with the row's sub-schema; or, for
- * K_AUTO_OR_LIST, the word auto. */
-static int parse_list(struct ctx *c, const struct key *k, yaml_node_t *n, void *obj)
-{
-    int rc = -1;
-    char *text = NULL;
-    bool allow_auto = k->kind == K_AUTO_OR_LIST;
-    const char *expected = allow_auto ? "'auto' or a list" : "a list";
-    if (allow_auto && n->type == YAML_SCALAR_NODE && !is_null(n)) {
-        if (string_of(c, n, expected, false, &text) < 0)
-            goto out;
-        if (strcmp(text, "auto")) {
-            fail(c, n->start_mark, "expected 'auto' or a list of {serial, base}");
-            goto out;
-        }
-        rc = 0;
-        goto out;
-    }
-    if (n->type != YAML_SEQUENCE_NODE) {
-        fail(c, n->start_mark, "expected %s, got %s", expected, kind_name(n));
-        goto out;
-    }
-    yaml_node_item_t *items = n->data.sequence.items.start;
-    size_t count = (size_t)(n->data.sequence.items.top - items);
-    if (!count) {
-        fail(c, n->start_mark, "the list is empty; give at least one %s", k->sub->what);
-        goto out;
-    }
-    const struct schema *s = k->sub;
-    char *arr = xcalloc(count, s->size);
-    *(void **)(void *)((char *)obj + k->off) = arr;
-    *(size_t *)(void *)((char *)obj + k->count_off) = count;
-    for (size_t i = 0; i < count; i++) {
-        yaml_node_t *item = node(c, items[i]);
-        size_t mark = key_push(c, "[%zu]", i);
-        if (item->type != YAML_MAPPING_NODE) {
-            fail(c, item->start_mark, "expected a mapping, got %s", kind_name(item));
-            goto out;
-        }
-        if (parse_map(c, s, item, arr + i * s->size) < 0)
-            goto out;
-        key_pop(c, mark);
-    }
-    if (check_unique(c, s, n, arr) < 0)
-        goto out;
-    rc = 0;
-out:
-    free(text);
-    return rc;
-}
-
-static bool is_token_char(char ch)
-{
-    return is_alnum(ch) || (ch && strchr("!#$%&'*+.^_`|~-", ch));
-}
-
-/* name: value pairs, built so that no header can smuggle in another. */
-static int parse_headers(struct ctx *c, const struct key *k, yaml_node_t *n, void *obj)
-{
-    static const char *const reserved[] = {"Content-Type", "Content-Length"};
-    struct header_conf **headers = (struct header_conf **)(void *)((char *)obj + k->off);
-    size_t *count = (size_t *)(void *)((char *)obj + k->count_off);
-    if (n->type != YAML_MAPPING_NODE)
-        return fail(c, n->start_mark, "expected a mapping of header names to values, got %s",
-                    kind_name(n));
-    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-        yaml_node_t *kn = node(c, p->key), *vn = node(c, p->value);
-        if (kn->type != YAML_SCALAR_NODE)
-            return fail(c, kn->start_mark, "expected a header name, got %s", kind_name(kn));
-        const char *name = scalar(kn);
-        size_t mark = key_push(c, ".%s", name);
-        int rc = -1;
-        char *value = NULL;
-        const char *bad = name;
-        while (is_token_char(*bad))
-            bad++;
-        if (!*name || *bad || bad != name + kn->data.scalar.length) {
-            fail(c, kn->start_mark,
-                 "expected a header name made of letters, digits and "
-                 "!#$%%&'*+.^_`|~-");
-            goto next;
-        }
-        for (size_t i = 0; i < N(reserved); i++)
-            if (!strcasecmp(name, reserved[i])) {
-                fail(c, kn->start_mark, "%s is set by wsrelay and cannot be overridden",
-                     reserved[i]);
-                goto next;
-            }
-        if (string_of(c, vn, "a string", true, &value) < 0)
-            goto next;
-        if (!*value) {
-            fail(c, vn->start_mark, "expected a non-empty string");
-            goto next;
-        }
-        *headers = grow(*headers, *count, sizeof **headers);
-        (*headers)[*count].name = xstrdup(name);
-        (*headers)[*count].value = value;
-        (*count)++;
-        value = NULL;
-        rc = 0;
-    next:
-        free(value);
-        key_pop(c, mark);
-        if (rc < 0)
-            return -1;
-    }
-    /* One header per pair, in order: header i was written at pair i. */
-    struct ranked *v = xcalloc(*count ? *count : 1, sizeof *v);
-    for (size_t i = 0; i < *count; i++)
-        v[i] = (struct ranked){(*headers)[i].name, i};
-    size_t first, second;
-    bool repeated = first_repeat(v, *count, true, &first, &second);
-    free(v);
-    if (!repeated)
-        return 0;
-    const char *name = (*headers)[second].name;
-    key_push(c, ".%s", name);
-    return fail(c, node(c, n->data.mapping.pairs.start[second].key)->start_mark,
-                "duplicate header '%s' (header names ignore case)", name);
-}
-
-static int parse_value(struct ctx *c, const struct key *k, yaml_node_t *n, void *obj)
-{
-    char *text = NULL;
-    switch (k->kind) {
-    case K_DURATION:
-        if (string_of(c, n, "a duration such as 90s, 30m, 1h", false, &text) < 0)
-            return -1;
-        return store_scalar(c, k, n->start_mark, text, obj);
-    case K_INT:
-        if (string_of(c, n, "a whole number", false, &text) < 0)
-            return -1;
-        return store_scalar(c, k, n->start_mark, text, obj);
-    case K_NUMBER:
-        if (string_of(c, n, "a number", false, &text) < 0)
-            return -1;
-        return store_scalar(c, k, n->start_mark, text, obj);
-    case K_ENUM:
-        if (string_of(c, n, "one of the words listed", false, &text) < 0)
-            return -1;
-        return store_scalar(c, k, n->start_mark, text, obj);
-    case K_BOOL:
-        /* Only YAML's plain true and false; no ${VAR}, no "yes", no quotes. */
-        if (n->type != YAML_SCALAR_NODE || is_null(n))
-            return fail(c, n->start_mark, "expected true or false, got %s", kind_name(n));
-        if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-            return fail(c, n->start_mark, "expected true or false, without quotes");
-        return store_scalar(c, k, n->start_mark, xstrdup(scalar(n)), obj);
-    case K_GLOB:
-        if (string_of(c, n, "a glob", false, &text) < 0)
-            return -1;
-        return store_scalar(c, k, n->start_mark, text, obj);
-    case K_STRING:
-    case K_PATH:
-    case K_SECRET_FILE:
-        /* A *_file value is where a secret is, not the secret. */
-        if (string_of(c, n, "a string", k->kind == K_STRING && (k->flags & F_SECRET), &text) < 0)
-            return -1;
-        return store_scalar(c, k, n->start_mark, text, obj);
-    case K_GLOBS:
-    case K_STRINGS:
-        return parse_strings(c, k, n, obj);
-    case K_LIST:
-    case K_AUTO_OR_LIST:
-        return parse_list(c, k, n, obj);
-    case K_MAP:
-        if (n->type != YAML_MAPPING_NODE)
-            return fail(c, n->start_mark, "expected a mapping, got %s", kind_name(n));
-        return parse_map(c, k->sub, n, (char *)obj + k->off);
-    case K_HEADERS:
-        return parse_headers(c, k, n, obj);
-    }
-    return fail(c, n->start_mark, "internal error: unknown key kind");
-}
-
-/* "a, b or c", each name optionally quoted. */
-static char *group_names(const struct schema *s, int group, bool quote)
-{
-    struct buf b;
-    buf_init(&b, 0);
-    size_t total = 0, seen = 0;
-    for (size_t i = 0; i < s->n_keys; i++)
-        total += s->keys[i].group == group;
-    for (size_t i = 0; i < s->n_keys; i++) {
-        if (s->keys[i].group != group)
-            continue;
-        if (seen++)
-            buf_puts(&b, seen == total ? " or " : ", ");
-        buf_printf(&b, quote ? "'%s'" : "%s", s->keys[i].name);
-    }
-    return buf_steal(&b);
-}
-
-/* The defaults of the scalar keys of `s`, for a mapping left out. */
-static int defaults_of(struct ctx *c, const struct schema *s, yaml_mark_t at, void *obj)
-{
-    for (const struct key *k = s->keys; k < s->keys + s->n_keys; k++) {
-        bool scalar_kind = k->kind == K_DURATION || k->kind == K_BOOL || k->kind == K_INT ||
-                           k->kind == K_NUMBER || k->kind == K_ENUM;
-        if (k->def && scalar_kind && store_scalar(c, k, at, xstrdup(k->def), obj) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* Checks the keys of `map` against the rows of `s`, then reads each value. */
-static int parse_map(struct ctx *c, const struct schema *s, yaml_node_t *map, void *obj)
-{
-    int rc = -1;
-    char *names = NULL;
-    yaml_node_t **given = xcalloc(s->n_keys, sizeof *given);
-    yaml_node_pair_t *pairs = map->data.mapping.pairs.start;
-    size_t n_pairs = (size_t)(map->data.mapping.pairs.top - pairs);
-    size_t *row_of = xcalloc(n_pairs, sizeof *row_of); /* the row each pair was found in */
-
-    for (size_t p = 0; p < n_pairs; p++) {
-        yaml_node_t *kn = node(c, pairs[p].key);
-        if (kn->type != YAML_SCALAR_NODE) {
-            fail(c, kn->start_mark, "expected a key name, got %s", kind_name(kn));
-            goto out;
-        }
-        const char *name = scalar(kn);
-        size_t i = 0;
-        while (i < s->n_keys && strcmp(s->keys[i].name, name))
-            i++;
-        if (i == s->n_keys) {
-            struct buf list;
-            buf_init(&list, 0);
-            for (size_t j = 0; j < s->n_keys; j++)
-                buf_printf(&list, "%s%s", j ? ", " : "", s->keys[j].name);
-            fail(c, kn->start_mark, "unknown key '%s' (expected one of: %s)", name, buf_str(&list));
-            buf_free(&list);
-            goto out;
-        }
-        if (given[i]) {
-            fail(c, kn->start_mark, "duplicate key '%s' (first at line %zu)", name,
-                 given[i]->start_mark.line + 1);
-            goto out;
-        }
-        for (size_t j = 0; s->keys[i].group && j < s->n_keys; j++)
-            if (given[j] && s->keys[j].group == s->keys[i].group) {
-                names = group_names(s, s->keys[i].group, false);
-                fail(c, kn->start_mark, "give %s, not both", names);
-                goto out;
-            }
-        given[i] = kn;
-        row_of[p] = i;
-    }
-    for (size_t i = 0; i < s->n_keys; i++) {
-        const struct key *k = &s->keys[i];
-        if ((k->flags & F_REQUIRED) && !given[i]) {
-            fail(c, map->start_mark, "missing required key '%s'", k->name);
-            goto out;
-        }
-        bool group_given = false;
-        for (size_t j = 0; k->group && j < s->n_keys; j++)
-            group_given |= given[j] && s->keys[j].group == k->group;
-        if (k->group && !group_given && !(k->flags & F_GROUP_OPTIONAL)) {
-            names = group_names(s, k->group, true);
-            fail(c, map->start_mark, "missing required key %s", names);
-            goto out;
-        }
-    }
-    for (size_t p = 0; p < n_pairs; p++) {
-        const struct key *k = &s->keys[row_of[p]];
-        size_t mark = key_push_name(c, k->name);
-        if (parse_value(c, k, node(c, pairs[p].value), obj) < 0)
-            goto out;
-        key_pop(c, mark);
-    }
-    for (size_t i = 0; i < s->n_keys; i++) {
-        const struct key *k = &s->keys[i];
-        /* A list's default is its absence (devices: auto); finish hooks do the rest. */
-        bool scalar_kind = k->kind == K_STRING || k->kind == K_PATH || k->kind == K_GLOB ||
-                           k->kind == K_DURATION || k->kind == K_BOOL || k->kind == K_INT ||
-                           k->kind == K_NUMBER || k->kind == K_ENUM;
-        if (!given[i] && k->kind == K_MAP && (k->flags & F_DEFAULTS)) {
-            if (defaults_of(c, k->sub, map->start_mark, (char *)obj + k->off) < 0)
-                goto out;
-            continue;
-        }
-        if (given[i] || !k->def || !scalar_kind)
-            continue;
-        size_t mark = key_push_name(c, k->name);
-        int r = store_scalar(c, k, map->start_mark, xstrdup(k->def), obj);
-        key_pop(c, mark);
-        if (r < 0)
-            goto out;
-    }
-    size_t off = 0;
-    struct err problem;
-    if (s->check && s->check(obj, &off, &problem) < 0) {
-        /* Point at the value of the given key that holds the field. */
-        yaml_node_t *at = NULL;
-        for (size_t i = 0; i < s->n_keys && !at; i++)
-            if (given[i] && s->keys[i].off == off && (at = map_value(c, map, s->keys[i].name)))
-                key_push_name(c, s->keys[i].name);
-        fail(c, (at ? at : map)->start_mark, "%s", problem.msg);
-        goto out;
-    }
-    if (s->finish)
-        s->finish(obj);
-    rc = 0;
-out:
-    free(names);
-    free(given);
-    free(row_of);
-    return rc;
-}
-
-/* ---- freeing, from the same rows ---- */
-
-static void free_obj(const struct schema *s, void *obj)
-{
-    for (const struct key *k = s->keys; k < s->keys + s->n_keys; k++) {
-        char *field = (char *)obj + k->off;
-        switch (k->kind) {
-        case K_STRING:
-        case K_PATH:
-        case K_SECRET_FILE:
-        case K_GLOB: {
-            char **p = (char **)(void *)field;
-            free(*p);
-            *p = NULL; /* api_key and api_key_file share one field */
-            break;
-        }
-        case K_DURATION:
-        case K_BOOL:
-        case K_INT:
-        case K_NUMBER:
-        case K_ENUM:
-            break;
-        case K_GLOBS:
-        case K_STRINGS: {
-            char ***v = (char ***)(void *)field;
-            size_t *n = (size_t *)(void *)((char *)obj + k->count_off);
-            for (size_t i = 0; i < *n; i++)
-                free((*v)[i]);
-            free(*v);
-            *v = NULL;
-            *n = 0;
-            break;
-        }
-        case K_LIST:
-        case K_AUTO_OR_LIST:
-        case K_HEADERS: {
-            char **arr = (char **)(void *)field;
-            size_t *n = (size_t *)(void *)((char *)obj + k->count_off);
-            for (size_t i = 0; i < *n; i++)
-                free_obj(k->sub, *arr + i * k->sub->size);
-            free(*arr);
-            *arr = NULL;
-            *n = 0;
-            break;
-        }
-        case K_MAP:
-            free_obj(k->sub, field);
-            break;
-        }
-    }
-}
-
 /* ---- loading ---- */
 
 /* The node naming item `i` of a string-or-list value `n`. */
-static yaml_node_t *string_item(struct ctx *c, yaml_node_t *n, size_t i)
+static yaml_node_t *string_item(struct schema_doc *d, yaml_node_t *n, size_t i)
 {
     if (n->type == YAML_SEQUENCE_NODE)
-        return node(c, n->data.sequence.items.start[i]);
+        return schema_node(d, n->data.sequence.items.start[i]);
     return n;
 }
 
@@ -2022,8 +1048,8 @@ static int str_cmp(const void *a, const void *b)
 }
 
 /* Each name of `names` (read from value node `n`) is a configured receiver. */
-static int check_receivers(struct ctx *c, const struct config *cfg, const struct lookup *lk,
-                           char **names, size_t n_names, yaml_node_t *n)
+static int check_receivers(struct schema_doc *d, const struct config *cfg, const struct lookup *lk,
+                           char **names, size_t n_names, yaml_node_t *n, struct err *e)
 {
     for (size_t i = 0; i < n_names; i++) {
         const char *name = names[i];
@@ -2034,9 +1060,9 @@ static int check_receivers(struct ctx *c, const struct config *cfg, const struct
         for (size_t j = 0; j < cfg->n_receivers; j++)
             buf_printf(&known, "%s%s", j ? ", " : "", cfg->receivers[j].name);
         if (n->type == YAML_SEQUENCE_NODE)
-            key_push(c, "[%zu]", i);
-        fail(c, string_item(c, n, i)->start_mark, "unknown receiver '%s' (the receivers are: %s)",
-             names[i], buf_str(&known));
+            schema_push(d, "[%zu]", i);
+        schema_fail(d, string_item(d, n, i)->start_mark, e,
+                    "unknown receiver '%s' (the receivers are: %s)", names[i], buf_str(&known));
         buf_free(&known);
         return -1;
     }
@@ -2047,51 +1073,50 @@ static int check_receivers(struct ctx *c, const struct config *cfg, const struct
 static int load_rule_file(struct config *cfg, struct lookup *lk, const char *path, struct err *e)
 {
     int rc = -1;
-    struct yamlfile y;
-    struct ctx c = {.file = path, .dir = file_dirname(path), .e = e, .literal = true};
-    if (yamlfile_open(&y, path, CONFIG_MAX_BYTES, e) < 0)
+    struct schema_doc *d = NULL;
+    if (schema_open(&d, path, CONFIG_MAX_BYTES, SCHEMA_LITERAL, e) < 0)
         goto out;
-    c.doc = &y.doc;
-    yaml_node_t *root = yaml_document_get_root_node(&y.doc);
-    if (!root || is_null(root)) {
+    yaml_node_t *root = schema_root(d);
+    if (!root || schema_is_null(root)) {
         log_warn("%s: no rules in the file", path);
         rc = 0;
         goto out;
     }
     if (root->type != YAML_SEQUENCE_NODE) {
-        fail(&c, root->start_mark, "expected a list of rules (each starting with '- name:'), "
-                                   "got %s", kind_name(root));
+        schema_fail(d, root->start_mark, e,
+                    "expected a list of rules (each starting with '- name:'), got %s",
+                    schema_describe(root));
         goto out;
     }
     for (yaml_node_item_t *it = root->data.sequence.items.start;
          it < root->data.sequence.items.top; it++) {
-        yaml_node_t *item = node(&c, *it);
+        yaml_node_t *item = schema_node(d, *it);
         if (item->type != YAML_MAPPING_NODE) {
-            fail(&c, item->start_mark, "expected a rule (a mapping with name, match, receivers), "
-                                       "got %s", kind_name(item));
+            schema_fail(d, item->start_mark, e,
+                        "expected a rule (a mapping with name, match, receivers), got %s",
+                        schema_describe(item));
             goto out;
         }
-        cfg->rules = grow(cfg->rules, cfg->n_rules, sizeof *cfg->rules);
-        lk->rule_name_at = grow(lk->rule_name_at, cfg->n_rules, sizeof *lk->rule_name_at);
+        cfg->rules = xgrowarray(cfg->rules, cfg->n_rules, sizeof *cfg->rules);
+        lk->rule_name_at = xgrowarray(lk->rule_name_at, cfg->n_rules, sizeof *lk->rule_name_at);
         struct rule_conf *r = &cfg->rules[cfg->n_rules++];
         memset(r, 0, sizeof *r);
         r->file = xstrdup(path);
         r->line = (long)item->start_mark.line + 1;
         r->col = (long)item->start_mark.column + 1;
-        if (parse_map(&c, &rule_schema, item, r) < 0)
+        if (schema_parse(r, &rule_schema, d, item, e) < 0)
             goto out;
-        lk->rule_name_at[cfg->n_rules - 1] = map_value(&c, item, "name")->start_mark;
-        size_t mark = key_push(&c, "rule '%s'", r->name);
-        yaml_node_t *rv = map_value(&c, item, "receivers");
-        key_push_name(&c, "receivers");
-        if (rv && check_receivers(&c, cfg, lk, r->receivers, r->n_receivers, rv) < 0)
+        lk->rule_name_at[cfg->n_rules - 1] = schema_lookup(d, item, "name")->start_mark;
+        size_t mark = schema_push(d, "rule '%s'", r->name);
+        yaml_node_t *rv = schema_lookup(d, item, "receivers");
+        schema_push_key(d, "receivers");
+        if (rv && check_receivers(d, cfg, lk, r->receivers, r->n_receivers, rv, e) < 0)
             goto out;
-        key_pop(&c, mark);
+        schema_pop(d, mark);
     }
     rc = 0;
 out:
-    yamlfile_close(&y);
-    free(c.dir);
+    schema_close(d);
     return rc;
 }
 
@@ -2099,12 +1124,12 @@ out:
  * reported, where its name is written. */
 static int check_rule_names(const struct config *cfg, const struct lookup *lk, struct err *e)
 {
-    struct ranked *v = xcalloc(cfg->n_rules ? cfg->n_rules : 1, sizeof *v);
+    const char **names = xcalloc(cfg->n_rules ? cfg->n_rules : 1, sizeof *names);
     for (size_t i = 0; i < cfg->n_rules; i++)
-        v[i] = (struct ranked){cfg->rules[i].name, i};
+        names[i] = cfg->rules[i].name;
     size_t i, j;
-    bool repeated = first_repeat(v, cfg->n_rules, false, &i, &j);
-    free(v);
+    bool repeated = schema_find_repeat(&i, &j, names, cfg->n_rules, false);
+    free(names);
     if (!repeated)
         return 0;
     const struct rule_conf *first = &cfg->rules[i], *second = &cfg->rules[j];
@@ -2140,7 +1165,7 @@ static int load_rules(struct config *cfg, struct lookup *lk, struct err *e)
         size_t len = strlen(de->d_name);
         if (de->d_name[0] == '.' || len < 6 || strcmp(de->d_name + len - 5, ".yaml"))
             continue;
-        names = grow(names, n, sizeof *names);
+        names = xgrowarray(names, n, sizeof *names);
         names[n++] = xasprintf("%s/%s", path, de->d_name);
     }
     if (n) /* an empty directory leaves names NULL, which qsort must not get */
@@ -2158,68 +1183,53 @@ out:
     return rc;
 }
 
-/* A configuration that others may read should not hold secrets: warns,
- * once per load, when it holds some written out and gives "other" any
- * permission. Secrets from *_file keys or ${VAR} are not in the file. */
-static void warn_if_exposed(const struct ctx *c, mode_t mode)
-{
-    if (!c->n_inline || !(mode & S_IRWXO))
-        return;
-    char more[48] = "";
-    if (c->n_inline > 1)
-        snprintf(more, sizeof more, " and %zu more", c->n_inline - 1);
-    log_warn("%s is mode %04o, open to other users, and holds secrets written out in it (%s%s); "
-             "chmod 0640 %s (or 0600), or move the secrets to *_file keys, ${VAR} or systemd "
-             "credentials",
-             c->file, (unsigned)(mode & 07777), c->inline_key, more, c->file);
-}
-
 int config_load(struct config **out, const char *path, struct err *e)
 {
     int rc = -1;
     struct config *cfg = xcalloc(1, sizeof *cfg);
-    struct ctx c = {.file = path, .dir = file_dirname(path), .e = e};
-    struct yamlfile y;
+    struct schema_doc *d = NULL;
     struct lookup lk = {0};
 
     *out = NULL;
     cfg->path = xstrdup(path);
-    if (yamlfile_open(&y, path, CONFIG_MAX_BYTES, e) < 0)
+    if (schema_open(&d, path, CONFIG_MAX_BYTES, 0, e) < 0)
         goto out;
-    c.doc = &y.doc;
-    yaml_node_t *root = yaml_document_get_root_node(&y.doc);
+    yaml_node_t *root = schema_root(d);
     if (!root) {
         err_set(e, "%s:1:1: the file is empty; it needs at least accounts and receivers", path);
         goto out;
     }
     if (root->type != YAML_MAPPING_NODE) {
-        fail(&c, root->start_mark, "expected a mapping with accounts and receivers, got %s",
-             kind_name(root));
+        schema_fail(d, root->start_mark, e,
+                    "expected a mapping with accounts and receivers, got %s",
+                    schema_describe(root));
         goto out;
     }
-    if (parse_map(&c, &top_schema, root, cfg) < 0)
+    if (schema_parse(cfg, &top_schema, d, root, e) < 0)
         goto out;
-    warn_if_exposed(&c, y.mode);
+    /* Once per load: rule files have no secret keys. */
+    schema_warn_exposed(d);
     lk.n_receivers = cfg->n_receivers;
     lk.receivers = xcalloc(lk.n_receivers ? lk.n_receivers : 1, sizeof *lk.receivers);
     for (size_t i = 0; i < cfg->n_receivers; i++)
         lk.receivers[i] = cfg->receivers[i].name;
     qsort(lk.receivers, lk.n_receivers, sizeof *lk.receivers, str_cmp);
-    yaml_node_t *dr = map_value(&c, root, "default_receivers");
-    size_t mark = key_push_name(&c, "default_receivers");
-    if (dr && check_receivers(&c, cfg, &lk, cfg->default_receivers, cfg->n_default_receivers, dr) < 0)
+    yaml_node_t *dr = schema_lookup(d, root, "default_receivers");
+    size_t mark = schema_push_key(d, "default_receivers");
+    if (dr &&
+        check_receivers(d, cfg, &lk, cfg->default_receivers, cfg->n_default_receivers, dr, e) < 0)
         goto out;
-    key_pop(&c, mark);
-    yaml_node_t *self = map_value(&c, root, "self");
-    yaml_node_t *sr = self ? map_value(&c, self, "receivers") : NULL;
-    mark = key_push_name(&c, "self");
-    key_push_name(&c, "receivers");
-    if (sr && check_receivers(&c, cfg, &lk, cfg->self.receivers, cfg->self.n_receivers, sr) < 0)
+    schema_pop(d, mark);
+    yaml_node_t *self = schema_lookup(d, root, "self");
+    yaml_node_t *sr = self ? schema_lookup(d, self, "receivers") : NULL;
+    mark = schema_push_key(d, "self");
+    schema_push_key(d, "receivers");
+    if (sr && check_receivers(d, cfg, &lk, cfg->self.receivers, cfg->self.n_receivers, sr, e) < 0)
         goto out;
-    key_pop(&c, mark);
+    schema_pop(d, mark);
     /* The default rules directory is optional; a configured one is not. */
     struct stat st;
-    if (!map_value(&c, root, "rules") && stat(cfg->rules_path, &st) < 0 && errno == ENOENT) {
+    if (!schema_lookup(d, root, "rules") && stat(cfg->rules_path, &st) < 0 && errno == ENOENT) {
         free(cfg->rules_path);
         cfg->rules_path = NULL;
     }
@@ -2229,13 +1239,9 @@ int config_load(struct config **out, const char *path, struct err *e)
     cfg = NULL;
     rc = 0;
 out:
-    yamlfile_close(&y);
+    schema_close(d);
     free(lk.receivers);
     free(lk.rule_name_at);
-    for (size_t i = 0; i < c.n_warned; i++)
-        free(c.warned[i]);
-    free(c.warned);
-    free(c.dir);
     config_free(cfg);
     return rc;
 }
@@ -2244,9 +1250,9 @@ void config_free(struct config *c)
 {
     if (!c)
         return;
-    free_obj(&top_schema, c);
+    schema_clear(&top_schema, c);
     for (size_t i = 0; i < c->n_rules; i++) {
-        free_obj(&rule_schema, &c->rules[i]);
+        schema_clear(&rule_schema, &c->rules[i]);
         free(c->rules[i].file);
     }
     free(c->rules);
@@ -2310,96 +1316,12 @@ const struct receiver_conf *config_receiver(const struct config *c, const char *
 
 /* ---- the key reference ---- */
 
-static const char *kind_text(enum kind kind)
-{
-    switch (kind) {
-    case K_STRING:
-        return "string";
-    case K_PATH:
-        return "path";
-    case K_SECRET_FILE:
-        return "path of a secret file";
-    case K_GLOB:
-        return "glob";
-    case K_DURATION:
-        return "duration";
-    case K_BOOL:
-        return "boolean";
-    case K_INT:
-        return "whole number";
-    case K_NUMBER:
-        return "number";
-    case K_ENUM:
-        return "word";
-    case K_GLOBS:
-        return "glob or list of globs";
-    case K_STRINGS:
-        return "string or list of strings";
-    case K_LIST:
-        return "list";
-    case K_AUTO_OR_LIST:
-        return "auto or list";
-    case K_MAP:
-        return "mapping";
-    case K_HEADERS:
-        return "mapping of header names to values";
-    }
-    return "?";
-}
-
-static void reference(struct buf *b, const struct schema *s, const char *prefix)
-{
-    for (const struct key *k = s->keys; k < s->keys + s->n_keys; k++) {
-        buf_printf(b, "%s%s (", prefix, k->name);
-        if (k->kind == K_INT) {
-            buf_printf(b, "whole number from %ld to %ld", k->min, k->max);
-        } else if (k->kind == K_DURATION && k->max) {
-            char lo[24], hi[24];
-            duration_format(lo, sizeof lo, k->min);
-            duration_format(hi, sizeof hi, k->max);
-            buf_printf(b, "duration from %s to %s", lo, hi);
-        } else if (k->kind == K_ENUM) {
-            char *words = words_text(k->words);
-            buf_printf(b, "%s", words);
-            free(words);
-        } else {
-            buf_puts(b, kind_text(k->kind));
-        }
-        if (k->flags & F_REQUIRED)
-            buf_puts(b, "; required");
-        if (k->group) {
-            char *names = group_names(s, k->group, false);
-            buf_printf(b, "; give %s of %s",
-                       k->flags & F_GROUP_OPTIONAL ? "at most one" : "exactly one", names);
-            free(names);
-        }
-        if (k->def)
-            buf_printf(b, "; default %s", k->def);
-        if (k->flags & F_SECRET)
-            buf_puts(b, "; secret");
-        if (k->flags & F_UNIQUE)
-            buf_puts(b, "; unique");
-        buf_printf(b, ")\n    %s\n", k->help);
-        if (k->sub && k->kind != K_HEADERS) {
-            char *sub = xasprintf("%s%s%s", prefix, k->name, k->kind == K_MAP ? "." : "[].");
-            reference(b, k->sub, sub);
-            free(sub);
-        }
-    }
-}
-
 char *config_reference(void)
 {
-    struct buf b;
-    buf_init(&b, 0);
-    reference(&b, &top_schema, "");
-    return buf_steal(&b);
+    return schema_reference(&top_schema);
 }
 
 char *config_rules_reference(void)
 {
-    struct buf b;
-    buf_init(&b, 0);
-    reference(&b, &rule_schema, "");
-    return buf_steal(&b);
+    return schema_reference(&rule_schema);
 }

@@ -11,6 +11,11 @@ void *xcalloc(size_t nmemb, size_t size);
 void *xrealloc(void *ptr, size_t size);
 /* Grows an array of `nmemb` elements of `size` bytes; checks for overflow. */
 void *xreallocarray(void *ptr, size_t nmemb, size_t size);
+/* `ptr`, an array holding `n` elements of `size` bytes, with room for one
+ * more. The capacity is the power of two at or above `n`, doubled when
+ * full, so appending one at a time costs linear time, not the square of
+ * the length: every append through it must start from n = 0. */
+void *xgrowarray(void *ptr, size_t n, size_t size);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 /* NULL in, NULL out. */
