@@ -56,7 +56,7 @@ static int check_host(char *v, struct err *e);
 static int check_address(char *v, struct err *e);
 static int check_readable_file(char *v, struct err *e);
 static int check_directory(char *v, struct err *e);
-static int check_chat_url(char *v, struct err *e);
+static int check_https_url(char *v, struct err *e);
 static int check_email(const void *obj, size_t *off, struct err *e);
 static int check_glob(char *v, struct err *e);
 static int check_kind(char *v, struct err *e);
@@ -70,7 +70,6 @@ static int check_limit(const void *obj, size_t *off, struct err *e);
 static void finish_device(void *obj);
 static void finish_account(void *obj);
 static void finish_receiver(void *obj);
-static int check_heartbeat_url(char *v, struct err *e);
 static int check_header_name(char *v, struct err *e);
 
 #define N(rows) (sizeof(rows) / sizeof((rows)[0]))
@@ -417,14 +416,14 @@ static const struct key chat_keys[] = {
      .flags = F_SECRET,
      .group = 1,
      .off = AT(chat_conf, url),
-     .check = check_chat_url,
+     .check = check_https_url,
      .help = "The incoming-webhook URL: https://, or http:// to this machine."},
     {.name = "url_file",
      .kind = K_SECRET_FILE,
      .flags = F_SECRET,
      .group = 1,
      .off = AT(chat_conf, url),
-     .check = check_chat_url,
+     .check = check_https_url,
      .help = "A file holding the URL (mode 0600)."},
     {.name = "template",
      .kind = K_PATH,
@@ -615,7 +614,7 @@ static const struct key self_keys[] = {
      .flags = F_SECRET | F_GROUP_OPTIONAL,
      .group = 1,
      .off = SELF_AT(heartbeat),
-     .check = check_heartbeat_url,
+     .check = check_https_url,
      .help = "A URL that gets an HTTP GET after each run without failure (a dead man's switch): "
              "https://, or http:// to this machine."},
     {.name = "heartbeat_file",
@@ -623,7 +622,7 @@ static const struct key self_keys[] = {
      .flags = F_SECRET | F_GROUP_OPTIONAL,
      .group = 1,
      .off = SELF_AT(heartbeat),
-     .check = check_heartbeat_url,
+     .check = check_https_url,
      .help = "A file holding the heartbeat URL (mode 0600)."},
 };
 static const struct schema self_schema = {.what = "self",
@@ -764,13 +763,14 @@ static int check_serial(char *v, struct err *e)
 /* The form only; whether plain http may go to its host is check_webhook's. */
 static int check_webhook_url(char *v, struct err *e)
 {
-    return url_check(v, URL_HTTP_ANY, NULL, e) < 0 ? -1 : 0;
+    return url_check(NULL, v, URL_HTTP_ANY, e) < 0 ? -1 : 0;
 }
 
-/* Slack and Teams: https://, or http:// to this machine only. */
-static int check_chat_url(char *v, struct err *e)
+/* Slack, Teams and the heartbeat: https://, or http:// to this machine
+ * only (their URLs carry a token). */
+static int check_https_url(char *v, struct err *e)
 {
-    return url_check(v, URL_HTTP_LOOPBACK_ONLY, NULL, e) < 0 ? -1 : 0;
+    return url_check(NULL, v, URL_HTTP_LOOPBACK_ONLY, e) < 0 ? -1 : 0;
 }
 
 /* A host name (letters, digits, '-' and dots) or an IPv4 address; made
@@ -825,7 +825,7 @@ static int check_directory(char *v, struct err *e)
 static int check_base_url(char *v, struct err *e)
 {
     struct url u;
-    if (url_check(v, URL_BASE, &u, e) < 0)
+    if (url_check(&u, v, URL_BASE, e) < 0)
         return -1;
     size_t len = strlen(v);
     while (len > u.path_start && v[len - 1] == '/')
@@ -842,12 +842,6 @@ static int check_header_name(char *v, struct err *e)
         if (!strcasecmp(v, reserved[i]))
             return err_set(e, "%s is set by wsrelay and cannot be overridden", reserved[i]);
     return 0;
-}
-
-/* https://, or http:// to this machine: the heartbeat URL may carry a token. */
-static int check_heartbeat_url(char *v, struct err *e)
-{
-    return url_check(v, URL_HTTP_LOOPBACK_ONLY, NULL, e) < 0 ? -1 : 0;
 }
 
 /* ---- rule values ---- */
@@ -1018,7 +1012,7 @@ static int check_webhook(const void *obj, size_t *off, struct err *e)
     const char *url = *(char *const *)(const void *)((const char *)obj + WEBHOOK_AT(url));
     bool allow_http = *(const bool *)(const void *)((const char *)obj + WEBHOOK_AT(allow_http));
     *off = WEBHOOK_AT(url);
-    if (url && !allow_http && url_check(url, URL_HTTP_LOOPBACK_ONLY, NULL, NULL) == URL_E_HTTP)
+    if (url && !allow_http && url_check(NULL, url, URL_HTTP_LOOPBACK_ONLY, NULL) == URL_E_HTTP)
         return err_set(e, "http:// sends the URL and headers unencrypted; use https://, or set "
                           "allow_http: true for a trusted network");
     return 0;

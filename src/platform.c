@@ -123,7 +123,7 @@ out:
 static int check_base_url(bool *loopback, const char *url, struct err *e)
 {
     struct url u;
-    if (url_check(url, URL_BASE, &u, e) < 0)
+    if (url_check(&u, url, URL_BASE, e) < 0)
         return err_prefix(e, "base_url");
     *loopback = url_host_is_loopback(u.host);
     return 0;

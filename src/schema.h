@@ -42,8 +42,9 @@ enum key_kind {
     K_NUMBER,       /* double: a finite decimal number, "-75", "8.5", "1e3"; and the bool
                        at `count_off` is set when the key is given */
     K_ENUM,         /* an enum (int-sized): the index of the value in `words` */
-    K_GLOBS,        /* char ** and a size_t count: one string or a list of strings */
-    K_STRINGS,      /* like K_GLOBS, each string passed to `check`; a list must not be empty */
+    K_GLOBS,        /* char ** and a size_t count: one string or a list of strings, each
+                       passed to `check`; an empty list unless F_NOT_EMPTY */
+    K_STRINGS,      /* like K_GLOBS, but a list must not be empty */
     K_LIST,         /* an array of `sub` structs and a size_t count: a non-empty list */
     K_AUTO_OR_LIST, /* the word "auto" (the list stays empty) or a K_LIST */
     K_MAP,          /* a `sub` struct embedded at `off` */

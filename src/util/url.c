@@ -154,7 +154,7 @@ bool url_host_is_loopback(const char *host)
     return ((const unsigned char *)&a4.s_addr)[0] == 127;
 }
 
-int url_check(const char *text, unsigned flags, struct url *out, struct err *e)
+int url_check(struct url *out, const char *text, unsigned flags, struct err *e)
 {
     struct url parsed;
     struct url *u = out ? out : &parsed;

@@ -58,6 +58,6 @@ enum {
  * with the reason in `e` (which never quotes the URL). URL_E_HTTP lets a
  * caller give its own advice for plain http. `out` (may be NULL) receives
  * the parts when the URL parses. */
-int url_check(const char *text, unsigned flags, struct url *out, struct err *e);
+int url_check(struct url *out, const char *text, unsigned flags, struct err *e);
 
 #endif

@@ -181,7 +181,7 @@ Test(url, loopback_hosts)
 static int check(const char *text, unsigned flags, struct err *e)
 {
     memset(e, 0, sizeof *e);
-    return url_check(text, flags, NULL, e);
+    return url_check(NULL, text, flags, e);
 }
 
 Test(url, https_goes_anywhere)
@@ -257,12 +257,12 @@ Test(url, check_fills_in_the_parts)
 {
     struct url u;
     struct err e = {{0}};
-    cr_assert_eq(url_check("http://[::1]:9000/sim/", URL_BASE, &u, &e), 0, "%s", e.msg);
+    cr_assert_eq(url_check(&u, "http://[::1]:9000/sim/", URL_BASE, &e), 0, "%s", e.msg);
     cr_assert_str_eq(u.host, "[::1]");
     cr_assert_eq(u.port, 9000);
     cr_assert_eq(u.path_start, strlen("http://[::1]:9000"));
-    cr_assert_eq(url_check("https://h", 0, NULL, NULL), 0);
-    cr_assert_eq(url_check("http://h", 0, NULL, NULL), URL_E_INVALID);
+    cr_assert_eq(url_check(NULL, "https://h", 0, NULL), 0);
+    cr_assert_eq(url_check(NULL, "http://h", 0, NULL), URL_E_INVALID);
 }
 
 /* No message, whatever the flags, carries a piece of the URL. */
