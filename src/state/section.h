@@ -95,8 +95,9 @@ struct state {
     size_t n_trimmed;
 };
 
-/* The bounds of state_clamp_clock (state.h lists what each section does
- * with them). */
+/* What state_clamp_clock corrects to: each section's clamp lowers its
+ * times above `now` to `now`, and a time set ahead on purpose (a block, a
+ * next try, a refusal) to a bound above `now` when it is further. */
 struct state_clamp {
     long long now;
     long long max_block; /* the furthest a ledger's blocked_until may be ahead; >= 0 */
@@ -130,7 +131,7 @@ extern const struct state_section state_section_watch;     /* watch.c */
 extern const struct state_section state_section_limits;    /* watch.c */
 extern const struct state_section state_section_signals;   /* signals.c */
 
-/* --- what sections lend each other ------------------------------------ */
+/* --- what sections lend each other ------------------------------------- */
 
 /* Checks "next_id" of the root and raises it above every id of the
  * (checked, sorted) outbox, whatever a hand edit did (outbox.c). Runs
