@@ -271,7 +271,7 @@ def full_log(serial):
 
 
 def state_summary(path):
-    """The state file's size and what it holds (see src/state.c for its form)."""
+    """The state file's size and what it holds (see src/state/section.h for its form)."""
     with open(path, encoding="utf-8") as f:
         st = json.load(f)
     seen = sum(len(keys) for keys in st.get("seen", {}).values())

@@ -1,0 +1,567 @@
+/* Opening, locking, loading and saving the state file: the lock, the
+ * checks a loaded document passes (each section's own, in the order of the
+ * list below), the atomic save and the read without the lock for `wsrelay
+ * status`. What the sections hold lives in the other files of src/state/.
+ *
+ * The lock file PATH.lock is never removed: removing a lock file that
+ * others may have opened would let two runs hold "the" lock at once. */
+#include "state.h"
+#include "state/section.h"
+#include "util/buf.h"
+#include "util/fileio.h"
+#include "util/jsonv.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STATE_VERSION 1
+#define STATE_MAX_BYTES ((size_t)64 * 1024 * 1024)
+#define STATE_WRITE_MAX (STATE_MAX_BYTES / 2) /* what a save may write: half of what is read */
+#define LOCK_POLL_NS 100000000L
+
+/* The sections, in the order a new file writes them and a loaded one is
+ * checked in: a file with two faults is always reported by the first. */
+static const struct state_section *const sections[] = {
+    &state_section_seen,      /* seen.c */
+    &state_section_floors,    /* seen.c */
+    &state_section_accounts,  /* devices.c */
+    &state_section_logins,    /* ledger.c */
+    &state_section_outbox,    /* outbox.c */
+    &state_section_throttles, /* throttles.c */
+    &state_section_counters,  /* counters.c */
+    &state_section_receivers, /* health.c */
+    &state_section_self,      /* self.c */
+    &state_section_watch,     /* watch.c */
+    &state_section_limits,    /* watch.c */
+    &state_section_signals,   /* signals.c */
+};
+
+#define N_SECTIONS (sizeof sections / sizeof sections[0])
+
+/* --- checking a loaded document ---------------------------------------- */
+
+/* An empty section. */
+static struct json_object *new_section(const struct state_section *sec)
+{
+    return jsonv_need(sec->type == json_type_array ? json_object_new_array()
+                                                   : json_object_new_object());
+}
+
+/* Checks a parsed document and adds the sections it lacks. */
+static int check_root(struct json_object *root, struct err *e)
+{
+    struct json_object *v = NULL;
+    for (size_t i = 0; i < N_SECTIONS; i++) {
+        if (!json_object_object_get_ex(root, sections[i]->name, &v)) {
+            jsonv_put(root, sections[i]->name, new_section(sections[i]));
+            continue;
+        }
+        if (sections[i]->check(v, e) < 0)
+            return -1;
+    }
+    return outbox_check_next_id(root, e);
+}
+
+static struct json_object *new_root(void)
+{
+    struct json_object *root = jsonv_need(json_object_new_object());
+    jsonv_put_int(root, "version", STATE_VERSION);
+    jsonv_put_int(root, "next_id", 1);
+    for (size_t i = 0; i < N_SECTIONS; i++)
+        jsonv_put(root, sections[i]->name, new_section(sections[i]));
+    return root;
+}
+
+/* Reads and checks `path` into *out; a missing file is an empty state.
+ * The file is opened without following a symlink and without blocking
+ * (a FIFO or a device there is refused, never waited on or moved), and
+ * with *fd (may be NULL) the caller keeps the descriptor of what was read,
+ * -1 when nothing was: state_open moves a corrupt file aside through it.
+ * *corrupt (may be NULL) tells a file that was read but is not a state
+ * this version understands (including one over the size limit) from one
+ * that could not be read at all. */
+static int load(struct json_object **out, int *fd, const char *path, bool *corrupt, struct err *e)
+{
+    bool read = false;
+    int rc = -1;
+    int in = -1;
+    struct buf text;
+    struct json_tokener *tok = NULL;
+    struct json_object *root = NULL;
+    struct json_object *v = NULL;
+    struct stat st;
+
+    buf_init(&text, STATE_MAX_BYTES);
+    in = file_open_regular(path, FILE_NOFOLLOW, &st, e);
+    if (in < 0 && errno == ENOENT) {
+        root = new_root();
+        rc = 0;
+        goto out;
+    }
+    if (in < 0)
+        goto out;
+    if ((size_t)st.st_size > STATE_MAX_BYTES) {
+        read = true;
+        err_set(e, "%s: corrupt state file: %lld bytes, more than the %zu MiB wsrelay reads", path,
+                (long long)st.st_size, STATE_MAX_BYTES >> 20);
+        goto out;
+    }
+    if (file_read_fd(&text, in, path, e) < 0)
+        goto out;
+    read = true;
+    if (text.len == 0) {
+        err_set(e, "%s: corrupt state file: empty", path);
+        goto out;
+    }
+    tok = json_tokener_new();
+    if (!tok)
+        xalloc_die();
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    /* The length includes the final NUL so that the tokener knows the text
+     * ends there; it must then have consumed everything before it. */
+    root = json_tokener_parse_ex(tok, text.data, (int)text.len + 1);
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    if (jerr != json_tokener_success) {
+        err_set(e, "%s: corrupt state file: %s at offset %zu", path,
+                jerr == json_tokener_continue ? "unexpected end of data"
+                                              : json_tokener_error_desc(jerr),
+                json_tokener_get_parse_end(tok));
+        goto out;
+    }
+    if (json_tokener_get_parse_end(tok) < text.len) {
+        err_set(e, "%s: corrupt state file: unexpected data at offset %zu", path,
+                json_tokener_get_parse_end(tok));
+        goto out;
+    }
+    if (!json_object_is_type(root, json_type_object)) {
+        err_set(e, "%s: corrupt state file: not a JSON object", path);
+        goto out;
+    }
+    if (!json_object_object_get_ex(root, "version", &v) || !json_object_is_type(v, json_type_int)) {
+        err_set(e, "%s: corrupt state file: no integer 'version'", path);
+        goto out;
+    }
+    long long version = (long long)json_object_get_int64(v);
+    if (version > STATE_VERSION) {
+        err_set(e, "%s: written by a newer wsrelay (version %lld)", path, version);
+        goto out;
+    }
+    if (version < 1) {
+        err_set(e, "%s: corrupt state file: version %lld", path, version);
+        goto out;
+    }
+    if (check_root(root, e) < 0) {
+        err_prefix(e, "%s: corrupt state file", path);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (corrupt)
+        *corrupt = rc < 0 && read;
+    if (fd)
+        *fd = in;
+    else if (in >= 0)
+        close(in);
+    if (rc < 0) {
+        json_object_put(root);
+        root = NULL;
+    }
+    *out = root;
+    if (tok)
+        json_tokener_free(tok);
+    buf_free(&text);
+    return rc;
+}
+
+/* --- locking ----------------------------------------------------------- */
+
+static long long monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The pid written in the lock file by its holder; 0 when unreadable. */
+static long lock_holder(int fd)
+{
+    char text[32];
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    if (n <= 0)
+        return 0;
+    text[n] = '\0';
+    char *end = NULL;
+    long pid = strtol(text, &end, 10);
+    return end != text && pid > 0 ? pid : 0;
+}
+
+/* Opens and locks PATH.lock, waiting up to `wait` seconds, and writes our
+ * pid into it. Creating the file also proves that the directory is
+ * writable, which is checked again for a lock file that already existed. */
+static int lock(int *out, const char *path, int wait, struct err *e)
+{
+    int rc = -1;
+    char *lockpath = xasprintf("%s.lock", path);
+    char *dir = file_dirname(path);
+    /* Not blocking, not following a link: a FIFO or a symlink planted as
+     * the lock file must make the run fail, not wait or write elsewhere. */
+    int fd =
+        open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
+    struct stat lst;
+    if (fd >= 0 && (fstat(fd, &lst) < 0 || !S_ISREG(lst.st_mode))) {
+        err_set(e, "%s: lock file %s is not a regular file", path, lockpath);
+        goto out;
+    }
+    if (fd < 0) {
+        int err = errno;
+        struct stat st;
+        if (err == ENOENT || err == ENOTDIR || err == EROFS ||
+            ((err == EACCES || err == EPERM) && lstat(lockpath, &st) < 0))
+            err_set(e, "%s: state directory %s is not writable: %s", path, dir, strerror(err));
+        else
+            err_set(e, "%s: cannot open lock file %s: %s", path, lockpath, strerror(err));
+        goto out;
+    }
+    long long deadline = monotonic_ms() + (wait > 0 ? (long long)wait * 1000 : 0);
+    while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            err_set(e, "%s: cannot lock %s: %s", path, lockpath, strerror(errno));
+            goto out;
+        }
+        if (monotonic_ms() >= deadline) {
+            long pid = lock_holder(fd);
+            if (pid)
+                err_set(e, "%s: locked by another wsrelay run (pid %ld)", path, pid);
+            else
+                err_set(e, "%s: locked by another wsrelay run (pid unknown)", path);
+            goto out;
+        }
+        struct timespec pause = {0, LOCK_POLL_NS};
+        nanosleep(&pause, NULL);
+    }
+    if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) < 0) {
+        err_set(e, "%s: state directory %s is not writable: %s", path, dir, strerror(errno));
+        goto out;
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+        err_set(e, "%s: cannot write lock file %s: %s", path, lockpath, strerror(errno));
+        goto out;
+    }
+    *out = fd;
+    fd = -1;
+    rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    free(lockpath);
+    free(dir);
+    return rc;
+}
+
+/* --- open, save, close ------------------------------------------------- */
+
+/* Whether `path` names the very file open as `fd`, without following a
+ * symlink: the name may have been replaced since it was opened. */
+static bool same_file(const char *path, int fd)
+{
+    struct stat a, b;
+    return lstat(path, &a) == 0 && fstat(fd, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
+/* Moves the corrupt file open as `fd` (the one load read at s->path)
+ * aside, to PATH.corrupt-YYYYmmddTHHMMSSZ (with "-N" added when that name
+ * is taken), mode 0600, so that a person can look at it while the relay
+ * starts over. link() + unlink() rather than rename(): rename would replace
+ * an earlier file of the same name. Everything is done to what was opened:
+ * the mode is set through `fd`, and each name is checked to still be that
+ * file before it is linked or removed, so a file swapped in meanwhile (a
+ * symlink to something else, say) is never touched. `why` is copied
+ * first: it may be e->msg itself. */
+static int set_aside(struct state *s, int fd, const char *why, struct err *e)
+{
+    int rc = -1;
+    char stamp[32];
+    char *reason = xstrdup(why);
+    char *aside = NULL;
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    if (fchmod(fd, 0600) < 0) {
+        err_set(e, "%s: cannot move the corrupt state file aside: %s (%s)", s->path,
+                strerror(errno), reason);
+        goto out;
+    }
+    bool linked = false;
+    for (int n = 1; n < 100 && !linked; n++) {
+        free(aside);
+        aside = n == 1 ? xasprintf("%s.corrupt-%s", s->path, stamp)
+                       : xasprintf("%s.corrupt-%s-%d", s->path, stamp, n);
+        if (!same_file(s->path, fd)) {
+            err_set(e,
+                    "%s: the corrupt state file was replaced while being read; not moved "
+                    "(%s)",
+                    s->path, reason);
+            goto out;
+        }
+        linked = link(s->path, aside) == 0;
+        if (!linked && errno != EEXIST) {
+            err_set(e, "%s: cannot move the corrupt state file aside to %s: %s (%s)", s->path,
+                    aside, strerror(errno), reason);
+            goto out;
+        }
+    }
+    if (!linked) {
+        err_set(e,
+                "%s: cannot move the corrupt state file aside: %s and 98 more names are taken "
+                "(%s)",
+                s->path, aside, reason);
+        goto out;
+    }
+    if (!same_file(aside, fd) || !same_file(s->path, fd)) {
+        if (!same_file(aside, fd))
+            unlink(aside); /* our own new link, to whatever was swapped in */
+        err_set(e, "%s: the corrupt state file was replaced while being moved; not moved (%s)",
+                s->path, reason);
+        goto out;
+    }
+    if (unlink(s->path) < 0) {
+        err_set(e, "%s: cannot move the corrupt state file aside to %s: %s (%s)", s->path, aside,
+                strerror(errno), reason);
+        goto out;
+    }
+    char *dir = file_dirname(s->path);
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd >= 0) {
+        fsync(dirfd);
+        close(dirfd);
+    }
+    free(dir);
+    log_error("%s; moved aside to %s: starting over with an empty state (catch_up applies)", reason,
+              aside);
+    s->aside = aside;
+    s->aside_why = reason;
+    aside = reason = NULL;
+    rc = 0;
+out:
+    free(aside);
+    free(reason);
+    return rc;
+}
+
+const char *state_set_aside(const struct state *s, const char **why)
+{
+    if (why)
+        *why = s->aside_why;
+    return s->aside;
+}
+
+int state_open(struct state **out, const char *path, int lock_wait, struct err *e)
+{
+    int rc = -1;
+    int fd = -1;
+    struct state *s = xcalloc(1, sizeof *s);
+    s->lock_fd = -1;
+    s->max_bytes = STATE_WRITE_MAX;
+    *out = NULL;
+    if (!path || !*path) {
+        err_set(e, "no state file given");
+        goto out;
+    }
+    s->path = xstrdup(path);
+    if (lock(&s->lock_fd, path, lock_wait, e) < 0)
+        goto out;
+    bool corrupt = false;
+    if (load(&s->root, &fd, path, &corrupt, e) < 0) {
+        if (!corrupt || set_aside(s, fd, e->msg, e) < 0)
+            goto out;
+        s->root = new_root();
+    }
+    *out = s;
+    s = NULL;
+    rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    state_close(s);
+    return rc;
+}
+
+/* No lock: a run holding it must not make `wsrelay status` wait, and
+ * status must not make a run wait either. Saves are renames, so the file
+ * read is a whole save, old or new. */
+int state_peek(struct state **out, const char *path, struct err *e)
+{
+    int rc = -1;
+    struct state *s = xcalloc(1, sizeof *s);
+    s->lock_fd = -1;
+    s->read_only = true;
+    *out = NULL;
+    if (!path || !*path) {
+        err_set(e, "no state file given");
+        goto out;
+    }
+    s->path = xstrdup(path);
+    if (load(&s->root, NULL, path, NULL, e) < 0)
+        goto out;
+    *out = s;
+    s = NULL;
+    rc = 0;
+out:
+    state_close(s);
+    return rc;
+}
+
+/* Writes `json` (the text of a root, `len` bytes) and a newline to `path`
+ * atomically. */
+static int write_text(const char *path, const char *json, size_t len, struct err *e)
+{
+    int rc = -1;
+    struct buf text;
+    buf_init(&text, 0);
+    if (!json) {
+        err_set(e, "cannot serialise the state");
+        goto out;
+    }
+    buf_append(&text, json, len);
+    buf_puts(&text, "\n");
+    if (file_write_atomic(path, text.data, text.len, 0600, e) < 0)
+        goto out;
+    rc = 0;
+out:
+    buf_free(&text);
+    return rc;
+}
+
+/* Writes `root` to `path` atomically; on failure the old file is intact. */
+static int write_root(const char *path, struct json_object *root, struct err *e)
+{
+    size_t len = 0;
+    const char *json = json_object_to_json_string_length(root, JSON_FLAGS, &len);
+    return write_text(path, json, len, e);
+}
+
+/* A state read without the lock must never overwrite what a run that
+ * holds it saves. */
+static int refuse_read_only(const struct state *s, struct err *e)
+{
+    return err_set(e, "%s: read without the lock (state_peek): never saved", s->path);
+}
+
+/* The state must stay small enough to be read again: a file over the
+ * loader's limit would stop every later run. Only the outbox can grow
+ * without bound (receivers that fail for days), so a save that would
+ * write more than max_bytes gives up its oldest items first, and tells
+ * (state_take_trimmed): the caller reports them like outbox.max_items
+ * does. Seen keys, devices and the ledger are bounded by the fleet. */
+int state_save(struct state *s, struct err *e)
+{
+    if (s->read_only)
+        return refuse_read_only(s, e);
+    size_t size = 0;
+    const char *json = json_object_to_json_string_length(s->root, JSON_FLAGS, &size);
+    /* Down to 15/16 of the limit: the relay event that reports it, and
+     * the next events, must not make every following save trim again. */
+    for (int tries = 0; json && size + 1 > s->max_bytes && tries < 3; tries++) {
+        if (!outbox_shed(s, size + 1 - s->max_bytes / 16 * 15))
+            break;
+        json = json_object_to_json_string_length(s->root, JSON_FLAGS, &size);
+    }
+    if (json && size + 1 > s->max_bytes)
+        log_error("%s: the state holds %zu bytes, more than the %zu it should, with an empty "
+                  "outbox",
+                  s->path, size + 1, s->max_bytes);
+    if (write_text(s->path, json, size, e) < 0)
+        return err_prefix(e, "%s: cannot save state", s->path);
+    return 0;
+}
+
+void state_set_max_bytes(struct state *s, size_t max)
+{
+    s->max_bytes = max;
+}
+
+struct state_trim *state_take_trimmed(struct state *s, size_t *n)
+{
+    struct state_trim *t = s->trimmed;
+    *n = s->n_trimmed;
+    s->trimmed = NULL;
+    s->n_trimmed = 0;
+    return t;
+}
+
+void state_trimmed_free(struct state_trim *t, size_t n)
+{
+    for (size_t i = 0; t && i < n; i++)
+        free(t[i].receiver);
+    free(t);
+}
+
+/* The file on disk is the one state_open loaded or the last save wrote:
+ * the lock keeps every other run away from it. Loading it again with the
+ * full check (rather than only parsing it) means a file this version
+ * would refuse is not rewritten either. */
+int state_save_budget(struct state *s, struct err *e)
+{
+    int rc = -1;
+    struct json_object *disk = NULL;
+    struct json_object *copy = NULL;
+    if (s->read_only)
+        return refuse_read_only(s, e);
+    if (load(&disk, NULL, s->path, NULL, e) < 0)
+        goto out;
+    if (json_object_deep_copy(section(s, &state_section_logins), &copy, NULL) < 0 || !copy)
+        xalloc_die();
+    jsonv_put(disk, state_section_logins.name, copy);
+    if (write_root(s->path, disk, e) < 0)
+        goto out;
+    rc = 0;
+out:
+    if (rc < 0)
+        err_prefix(e, "%s: cannot save the budget", s->path);
+    json_object_put(disk);
+    return rc;
+}
+
+void state_close(struct state *s)
+{
+    if (!s)
+        return;
+    if (s->lock_fd >= 0) {
+        /* An empty lock file says nobody holds it; a failure here is
+         * harmless, the pid is only shown to a run that waits. */
+        if (ftruncate(s->lock_fd, 0) < 0)
+            log_debug("%s.lock: %s", s->path, strerror(errno));
+        flock(s->lock_fd, LOCK_UN);
+        close(s->lock_fd);
+    }
+    json_object_put(s->root);
+    state_trimmed_free(s->trimmed, s->n_trimmed);
+    free(s->path);
+    free(s->aside);
+    free(s->aside_why);
+    free(s);
+}
+
+/* --- a clock that jumped ----------------------------------------------- */
+
+void state_clamp_clock(struct state *s, long long now, long max_block)
+{
+    struct state_clamp to = {.now = now, .max_block = max_block > 0 ? max_block : 0};
+    for (size_t i = 0; i < N_SECTIONS; i++)
+        if (sections[i]->clamp)
+            sections[i]->clamp(section(s, sections[i]), &to);
+}

@@ -1,0 +1,313 @@
+/* The insides of the state file, shared by the files of src/state/ and by
+ * nobody else: the definition of struct state, the json-c helpers every
+ * section uses, and the table of sections.
+ *
+ * In memory the state stays a json-c tree (objects are hash tables),
+ * checked once on load so that every accessor can trust it. Each top-level
+ * member of the document is a section, described by one row (struct
+ * state_section) that the file of that section exports: the member's name
+ * and type, the check a loaded document's member must pass, and what a
+ * clock that jumped back must correct in it. file.c walks its list of rows
+ * when it loads a file (checks, in the list's order, so that a file with
+ * several faults always names the same one) and in state_clamp_clock. A
+ * new section is one file exporting one row (or a row beside a related
+ * one, as floors beside seen) and one entry in file.c's list.
+ *
+ * The file (one line; a new file has its keys in this order):
+ *
+ *   {"version":1,"next_id":7,
+ *    "seen":{"5214000A":{"1795000000/ch1":1,...},...},
+ *    "floors":{"5214000A":1794990000,...},
+ *    "accounts":{"tokyo":{"discovered_at":N,
+ *                "devices":[{"serial":S,"base":S,"model":S,"name":S,"group":S},...],
+ *                "history":{"5214000A":{"first_known":N,"last_poll":N,"last_ok":N,
+ *                                       "refused_until":N,"refusals":N},...}}},
+ *    "logins":{"tbzz9999":{"alert":{"calls":[N,...],"blocked_until":N,
+ *                                   "ratelimit":{"limit":12,"remaining":3,"reset":3600,"at":N}},
+ *                          "current":{...},
+ *                          "health":{"last_ok":N,"failures":N,"error_at":N,"status":401,
+ *                                    "error":S}}},
+ *    "outbox":[{"id":1,"receiver":"ops-hook","event":{...event_to_json...},"attempts":0,
+ *               "queued_at":N,"next_try":N,"last_error":null},...],
+ *    "throttles":[{"rule":"freezer-critical","serial":"5214000A","kind":"ch1",
+ *                  "last_sent":N,"held":12,"held_since":N},...],
+ *    "counters":{"dropped":N,"throttled":N,"unrouted":N},
+ *    "receivers":{"ops-hook":{"last_ok":N,"failures":N,"error_at":N,"error":S},...},
+ *    "self":{"conditions":{"login-refused/tbzz9999":{"since":N,"opened":N,"retry_at":N,
+ *                                                    "creds":HEX},...},
+ *            "last_relay":N,"heartbeat":{...health...}},
+ *    "watch":{"5214000A":{"t":N,"seen":N,"gaps":[N,...],"battery":N,"silent":false,
+ *                         "pending":N,"pending_since":N,"pending_after":N,"pending_at":N,
+ *                         "recheck_at":N,"told":true,
+ *                         "ch":[{"num":1,"error":false,"value":X,"step":X,"history":[X,...],
+ *                                "band":N,"zone":N,"at_poll":X|null,"warned_at":N,
+ *                                "warned":N,"back":true},...]},...},
+ *    "limits":{"5214000A":{"1":{"upper":X,"lower":X},...},...},
+ *    "signals":{"tbzz9999":{"calls":[N,...],"starved_since":N}}}
+ *
+ * (X: a number, written with at most 10 significant digits.)
+ *
+ * The sections live in: seen.c (seen, floors), devices.c (accounts),
+ * ledger.c (logins, but for each login's health), outbox.c (outbox and
+ * next_id), throttles.c, counters.c, health.c (receivers, and the health
+ * objects of logins and of the heartbeat), self.c, watch.c (watch,
+ * limits), signals.c; file.c holds the rest: version, locking, loading,
+ * saving.
+ *
+ * Every section may be missing (it is then empty). Members this version
+ * does not know are kept as they are; members it knows must have the shape
+ * above, or the file is reported corrupt rather than guessed at. Files
+ * written before the history existed kept last_poll and last_ok in the
+ * device list; loading moves them into the history; files written before
+ * device groups, throttles or counters existed lack "group" (read as "")
+ * and those sections; files written before the health of logins and
+ * receivers lack "health" and "receivers" (nothing recorded yet),
+ * files written before self-monitoring lack "self", and files of 0.1.0
+ * lack "floors" and "refusals" (no floor, no refusal in a row yet), and
+ * files of 0.2.0 lack "watch", "limits" and "signals" (no reading seen,
+ * no limit learnt, no signal call made). */
+#ifndef WSRELAY_STATE_SECTION_H
+#define WSRELAY_STATE_SECTION_H
+
+#include "state.h"
+#include "util/err.h"
+#include "util/jsonv.h"
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+#define LEDGER_KEEP 7200 /* seconds of call times kept: two of the longest span */
+
+/* How json-c writes the document (and measures an outbox item's share). */
+#define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+struct state {
+    char *path;
+    int lock_fd;
+    bool read_only; /* from state_peek: never saved */
+    struct json_object *root;
+    char *aside;                /* state_open moved a corrupt file here; NULL when not */
+    char *aside_why;            /* what was wrong with it */
+    size_t max_bytes;           /* the size a save keeps the file under */
+    struct state_trim *trimmed; /* what saves gave up for it, not yet taken */
+    size_t n_trimmed;
+};
+
+/* What state_clamp_clock corrects to: each section's clamp lowers its
+ * times above `now` to `now`, and a time set ahead on purpose (a block, a
+ * next try, a refusal) to a bound above `now` when it is further. */
+struct state_clamp {
+    long long now;
+    long long max_block; /* the furthest a ledger's blocked_until may be ahead; >= 0 */
+};
+
+/* One top-level member of the document. */
+struct state_section {
+    const char *name;    /* the member */
+    enum json_type type; /* json_type_object or json_type_array; a missing
+                            member is made an empty one */
+    /* Checks the member of a loaded document (any type: the check says
+     * when it is not `type`), and may repair what the format allows
+     * (sorting, moving an older file's members); fails with a message
+     * naming the member, e.g. "seen.5214000A: not an object". */
+    int (*check)(struct json_object *v, struct err *e);
+    /* Lowers the times a clock that jumped back left in the future (the
+     * member has passed its check); NULL when the section keeps no time. */
+    void (*clamp)(struct json_object *v, const struct state_clamp *to);
+};
+
+extern const struct state_section state_section_seen;      /* seen.c */
+extern const struct state_section state_section_floors;    /* seen.c */
+extern const struct state_section state_section_accounts;  /* devices.c */
+extern const struct state_section state_section_logins;    /* ledger.c */
+extern const struct state_section state_section_outbox;    /* outbox.c */
+extern const struct state_section state_section_throttles; /* throttles.c */
+extern const struct state_section state_section_counters;  /* counters.c */
+extern const struct state_section state_section_receivers; /* health.c */
+extern const struct state_section state_section_self;      /* self.c */
+extern const struct state_section state_section_watch;     /* watch.c */
+extern const struct state_section state_section_limits;    /* watch.c */
+extern const struct state_section state_section_signals;   /* signals.c */
+
+/* --- what sections lend each other ------------------------------------- */
+
+/* Checks "next_id" of the root and raises it above every id of the
+ * (checked, sorted) outbox, whatever a hand edit did (outbox.c). Runs
+ * after every section's check. */
+int outbox_check_next_id(struct json_object *root, struct err *e);
+
+/* Gives up the oldest outbox items until about `excess` bytes of the
+ * serialised file are gone, counting them in s->trimmed for
+ * state_take_trimmed; false when the outbox was empty (outbox.c). */
+bool outbox_shed(struct state *s, size_t excess);
+
+/* The health of a login ID, a receiver or the heartbeat (struct
+ * state_health) as an object `h` of the document (health.c):
+ * health_check checks one, naming it `where`; health_clamp lowers its
+ * last_ok and error_at to `now`; health_record records one attempt in it
+ * (the message fit for the file and for `wsrelay status`); health_get
+ * reads it into *out (false, *out zeroed, when `h` is NULL). */
+int health_check(struct json_object *h, const char *where, struct err *e);
+void health_clamp(struct json_object *h, long long now);
+void health_record(struct json_object *h, bool ok, long status, const char *error, long long now);
+bool health_get(const struct json_object *h, struct state_health *out);
+
+/* --- json-c helpers ---------------------------------------------------- */
+
+/* The member `key` of `obj` when it has type `type`; else NULL. */
+static inline struct json_object *member(const struct json_object *obj, const char *key,
+                                         enum json_type type)
+{
+    struct json_object *v = NULL;
+    if (!obj || !json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, type))
+        return NULL;
+    return v;
+}
+
+static inline long long int_member(const struct json_object *obj, const char *key, long long dflt)
+{
+    struct json_object *v = member(obj, key, json_type_int);
+    return v ? (long long)json_object_get_int64(v) : dflt;
+}
+
+static inline const char *str_member(const struct json_object *obj, const char *key)
+{
+    struct json_object *v = member(obj, key, json_type_string);
+    return v ? json_object_get_string(v) : NULL;
+}
+
+/* The object member `key` of `obj`, created (or replacing a member of
+ * another type) when needed. */
+static inline struct json_object *child_object(struct json_object *obj, const char *key)
+{
+    struct json_object *v = member(obj, key, json_type_object);
+    if (!v) {
+        v = jsonv_need(json_object_new_object());
+        jsonv_put(obj, key, v);
+    }
+    return v;
+}
+
+static inline struct json_object *child_array(struct json_object *obj, const char *key)
+{
+    struct json_object *v = member(obj, key, json_type_array);
+    if (!v) {
+        v = jsonv_need(json_object_new_array());
+        jsonv_put(obj, key, v);
+    }
+    return v;
+}
+
+/* A top-level section of the state; loading made sure each exists. */
+static inline struct json_object *section(const struct state *s, const struct state_section *sec)
+{
+    return member(s->root, sec->name, sec->type);
+}
+
+/* Lowers the integer member `key` of `obj` to `max` when it is above. */
+static inline void clamp_member(struct json_object *obj, const char *key, long long max)
+{
+    struct json_object *v = member(obj, key, json_type_int);
+    if (v && (long long)json_object_get_int64(v) > max)
+        jsonv_put_int(obj, key, max);
+}
+
+/* For qsort over an array of strings. */
+static inline int by_string(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* --- checking a loaded document ---------------------------------------- */
+
+/* Each check fails with a message naming the member, e.g.
+ * "seen.5214000A: not an object". */
+
+static inline const char *type_name(enum json_type type)
+{
+    switch (type) {
+    case json_type_null:
+        return "null";
+    case json_type_boolean:
+        return "a boolean";
+    case json_type_double:
+        return "a number";
+    case json_type_int:
+        return "an integer";
+    case json_type_object:
+        return "an object";
+    case json_type_array:
+        return "an array";
+    case json_type_string:
+        return "a string";
+    }
+    return "?";
+}
+
+static inline int check_type(const struct json_object *v, enum json_type type, const char *where,
+                             struct err *e)
+{
+    if (json_object_is_type(v, type))
+        return 0;
+    return err_set(e, "%s: not %s", where, type_name(type));
+}
+
+/* A member that may be absent but, when present, has type `type`. */
+static inline int check_opt(const struct json_object *obj, const char *key, enum json_type type,
+                            const char *where, struct err *e)
+{
+    struct json_object *v = NULL;
+    if (!json_object_object_get_ex(obj, key, &v) || json_object_is_type(v, type))
+        return 0;
+    return err_set(e, "%s.%s: not %s", where, key, type_name(type));
+}
+
+static inline int check_req(const struct json_object *obj, const char *key, enum json_type type,
+                            const char *where, struct err *e)
+{
+    if (!json_object_object_get_ex(obj, key, NULL))
+        return err_set(e, "%s: no '%s'", where, key);
+    return check_opt(obj, key, type, where, e);
+}
+
+/* An object whose every member is an integer. */
+static inline int check_ints(struct json_object *obj, const char *where, struct err *e)
+{
+    if (check_type(obj, json_type_object, where, e) < 0)
+        return -1;
+    struct json_object_iterator it = json_object_iter_begin(obj);
+    struct json_object_iterator end = json_object_iter_end(obj);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+        if (!json_object_is_type(json_object_iter_peek_value(&it), json_type_int))
+            return err_set(e, "%s.%s: not an integer", where, json_object_iter_peek_name(&it));
+    return 0;
+}
+
+/* A number: JSON's integers and doubles alike. */
+static inline bool is_number(const struct json_object *v)
+{
+    return json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double);
+}
+
+/* An array (when present) of numbers (`ints`: of integers). */
+static inline int check_numbers(const struct json_object *obj, const char *key, bool ints,
+                                const char *where, struct err *e)
+{
+    struct json_object *arr = NULL;
+    if (!json_object_object_get_ex(obj, key, &arr))
+        return 0;
+    if (!json_object_is_type(arr, json_type_array))
+        return err_set(e, "%s.%s: not an array", where, key);
+    size_t n = json_object_array_length(arr);
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *v = json_object_array_get_idx(arr, i);
+        if (ints ? !json_object_is_type(v, json_type_int) : !is_number(v))
+            return err_set(e, "%s.%s[%zu]: not %s", where, key, i,
+                           ints ? "an integer" : "a number");
+    }
+    return 0;
+}
+
+#endif

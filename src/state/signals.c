@@ -1,0 +1,87 @@
+/* Per login ID, the alert calls a signal asked for (for `wsrelay status`:
+ * signal calls against routine ones) and since when signals have waited
+ * for the budget, in the "signals" section. */
+#include "state.h"
+#include "state/section.h"
+#include "util/jsonv.h"
+
+#include <json-c/json.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* --- checking a loaded document ---------------------------------------- */
+
+static int check_signals(struct json_object *signals, struct err *e)
+{
+    char where[256];
+    if (check_type(signals, json_type_object, "signals", e) < 0)
+        return -1;
+    struct json_object_iterator it = json_object_iter_begin(signals);
+    struct json_object_iterator end = json_object_iter_end(signals);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        struct json_object *l = json_object_iter_peek_value(&it);
+        snprintf(where, sizeof where, "signals.%s", json_object_iter_peek_name(&it));
+        if (check_type(l, json_type_object, where, e) < 0 ||
+            check_numbers(l, "calls", true, where, e) < 0 ||
+            check_opt(l, "starved_since", json_type_int, where, e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* --- a clock that jumped ----------------------------------------------- */
+
+static void clamp_signals(struct json_object *signals, const struct state_clamp *to)
+{
+    struct json_object_iterator it = json_object_iter_begin(signals);
+    struct json_object_iterator end = json_object_iter_end(signals);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+        clamp_member(json_object_iter_peek_value(&it), "starved_since", to->now);
+}
+
+/* --- signal calls ------------------------------------------------------ */
+
+void state_record_signal_call(struct state *s, const char *login, long long now)
+{
+    struct json_object *l = child_object(section(s, &state_section_signals), login);
+    struct json_object *old = member(l, "calls", json_type_array);
+    struct json_object *calls = jsonv_need(json_object_new_array());
+    size_t n = old ? json_object_array_length(old) : 0;
+    for (size_t i = 0; i < n; i++) {
+        long long t = (long long)json_object_get_int64(json_object_array_get_idx(old, i));
+        if (t >= now - LEDGER_KEEP)
+            jsonv_append(calls, jsonv_need(json_object_new_int64((int64_t)t)));
+    }
+    jsonv_append(calls, jsonv_need(json_object_new_int64((int64_t)now)));
+    jsonv_put(l, "calls", calls);
+}
+
+size_t state_signal_calls_since(const struct state *s, const char *login, long long since)
+{
+    struct json_object *calls =
+        member(member(section(s, &state_section_signals), login, json_type_object), "calls",
+               json_type_array);
+    size_t n = calls ? json_object_array_length(calls) : 0, count = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((long long)json_object_get_int64(json_object_array_get_idx(calls, i)) >= since)
+            count++;
+    return count;
+}
+
+long long state_signals_starved(const struct state *s, const char *login)
+{
+    return int_member(member(section(s, &state_section_signals), login, json_type_object),
+                      "starved_since", 0);
+}
+
+void state_set_signals_starved(struct state *s, const char *login, long long since)
+{
+    jsonv_put_int(child_object(section(s, &state_section_signals), login), "starved_since", since);
+}
+
+const struct state_section state_section_signals = {
+    .name = "signals",
+    .type = json_type_object,
+    .check = check_signals,
+    .clamp = clamp_signals,
+};
