@@ -7,7 +7,7 @@ wsrelay_packages=(
   build-essential cmake pkg-config ca-certificates curl
   libcurl4-openssl-dev libjson-c-dev libyaml-dev libesmtp-dev libssl-dev libpcre2-dev
   libcriterion-dev libmicrohttpd-dev
-  python3-aiosmtpd openssl
+  python3-aiosmtpd openssl clang-format
 )
 
 wsrelay_install_deps() {

@@ -431,10 +431,8 @@ static const struct key chat_keys[] = {
      .check = check_readable_file,
      .help = "A template for the whole JSON payload (default: slack.json or teams.json)."},
 };
-static const struct schema chat_schema = {.what = "chat",
-                                          .keys = chat_keys,
-                                          .n_keys = N(chat_keys),
-                                          .size = sizeof(struct chat_conf)};
+static const struct schema chat_schema = {
+    .what = "chat", .keys = chat_keys, .n_keys = N(chat_keys), .size = sizeof(struct chat_conf)};
 
 static const struct key receiver_keys[] = {
     {.name = "name",
@@ -625,10 +623,8 @@ static const struct key self_keys[] = {
      .check = check_https_url,
      .help = "A file holding the heartbeat URL (mode 0600)."},
 };
-static const struct schema self_schema = {.what = "self",
-                                          .keys = self_keys,
-                                          .n_keys = N(self_keys),
-                                          .size = sizeof(struct self_conf)};
+static const struct schema self_schema = {
+    .what = "self", .keys = self_keys, .n_keys = N(self_keys), .size = sizeof(struct self_conf)};
 
 static const struct key outbox_keys[] = {
     {.name = "max_age",
@@ -861,8 +857,10 @@ static int check_kind(char *v, struct err *e)
             return 0;
     if (!strcmp(v, "gap") || !strcmp(v, "reading") || !strcmp(v, "relay"))
         return 0;
-    return err_set(e, "unknown kind '%s' (expected ch1 to ch6, battery-level, "
-                      "communication-status, gap, reading or relay)", v);
+    return err_set(e,
+                   "unknown kind '%s' (expected ch1 to ch6, battery-level, "
+                   "communication-status, gap, reading or relay)",
+                   v);
 }
 
 static int check_event_state(char *v, struct err *e)
@@ -870,8 +868,10 @@ static int check_event_state(char *v, struct err *e)
     enum alert_state st;
     if (alert_state_from_name(&st, v))
         return 0;
-    return err_set(e, "unknown event '%s' (expected alarm, recovered, sensor-error, battery, "
-                      "communication or other)", v);
+    return err_set(e,
+                   "unknown event '%s' (expected alarm, recovered, sensor-error, battery, "
+                   "communication or other)",
+                   v);
 }
 
 static int check_regex(char *v, struct err *e)
@@ -895,8 +895,10 @@ static int check_window(char *v, struct err *e)
 static int check_timezone(char *v, struct err *e)
 {
     if (!window_zone_known(v))
-        return err_set(e, "unknown time zone '%s' (expected an IANA name such as Asia/Tokyo, "
-                          "as in /usr/share/zoneinfo)", v);
+        return err_set(e,
+                       "unknown time zone '%s' (expected an IANA name such as Asia/Tokyo, "
+                       "as in /usr/share/zoneinfo)",
+                       v);
     return 0;
 }
 
@@ -928,7 +930,9 @@ static int check_rule(const void *obj, size_t *off, struct err *e)
                : r->cont   ? AT(rule_conf, cont)
                            : AT(rule_conf, severity);
         return err_set(e, "%s does nothing with drop: true",
-                       r->throttle ? "throttle" : r->cont ? "continue" : "severity");
+                       r->throttle ? "throttle"
+                       : r->cont   ? "continue"
+                                   : "severity");
     }
     return 0;
 }
@@ -1082,8 +1086,8 @@ static int load_rule_file(struct config *cfg, struct lookup *lk, const char *pat
                     schema_describe(root));
         goto out;
     }
-    for (yaml_node_item_t *it = root->data.sequence.items.start;
-         it < root->data.sequence.items.top; it++) {
+    for (yaml_node_item_t *it = root->data.sequence.items.start; it < root->data.sequence.items.top;
+         it++) {
         yaml_node_t *item = schema_node(d, *it);
         if (item->type != YAML_MAPPING_NODE) {
             schema_fail(d, item->start_mark, e,
@@ -1129,8 +1133,8 @@ static int check_rule_names(const struct config *cfg, const struct lookup *lk, s
     const struct rule_conf *first = &cfg->rules[i], *second = &cfg->rules[j];
     yaml_mark_t at = lk->rule_name_at[j];
     return err_set(e, "%s:%zu:%zu: rule '%s': duplicate rule name (first at %s:%ld:%ld)",
-                   second->file, at.line + 1, at.column + 1, second->name, first->file,
-                   first->line, first->col);
+                   second->file, at.line + 1, at.column + 1, second->name, first->file, first->line,
+                   first->col);
 }
 
 /* `rules:` names a file or a directory of *.yaml files (read in name

@@ -35,8 +35,8 @@ struct watch_limit;
 
 /* One device named in an account's `devices:` list. */
 struct device_conf {
-    char *serial; /* 8 characters */
-    char *base;   /* the base unit's serial; equals `serial` when not given */
+    char *serial;  /* 8 characters */
+    char *base;    /* the base unit's serial; equals `serial` when not given */
     long priority; /* 1 to 10: looked at about this many times as often as priority 1;
                       0 when not given (see account_device_priority) */
 };
@@ -61,10 +61,10 @@ struct limit_conf {
 
 struct account_conf {
     char *name;
-    char *base_url;   /* without trailing slash; https, or http to a loopback host */
-    char *api_key;    /* secret */
+    char *base_url; /* without trailing slash; https, or http to a loopback host */
+    char *api_key;  /* secret */
     char *login_id;
-    char *login_pass; /* secret */
+    char *login_pass;  /* secret */
     bool devices_auto; /* `devices: auto` (the default): discover them */
     struct device_conf *devices;
     size_t n_devices;
@@ -133,7 +133,7 @@ struct receiver_conf {
         size_t n_to;
         char **cc;
         size_t n_cc;
-        char *template;              /* readable files, or NULL */
+        char *template; /* readable files, or NULL */
         char *html_template;
     } email;
     struct chat_conf slack;
@@ -147,45 +147,45 @@ struct receiver_conf {
 struct rule_match {
     char **account; /* globs (glob.h) on the config's account name */
     size_t n_account;
-    char **serial;  /* globs on the device's serial */
+    char **serial; /* globs on the device's serial */
     size_t n_serial;
-    char **device;  /* globs on the device's name */
+    char **device; /* globs on the device's name */
     size_t n_device;
-    char **model;   /* globs on the device's model */
+    char **model; /* globs on the device's model */
     size_t n_model;
-    char **group;   /* globs on the device's group name */
+    char **group; /* globs on the device's group name */
     size_t n_group;
-    char **kind;    /* event kinds, each one of event_kinds */
+    char **kind; /* event kinds, each one of event_kinds */
     size_t n_kind;
-    char **event;   /* event states, each an alert_state_name */
+    char **event; /* event states, each an alert_state_name */
     size_t n_event;
-    char *text;     /* a PCRE2 pattern (UTF mode) searched in the raw text; NULL: any */
+    char *text; /* a PCRE2 pattern (UTF mode) searched in the raw text; NULL: any */
 };
 
 /* One rule of a rule file, checked when the file was read: its globs,
  * pattern and windows are valid, its receivers exist. */
 struct rule_conf {
-    char *name;      /* unique among all rules */
-    char *file;      /* the rule file, and the line and column of the rule in it */
+    char *name; /* unique among all rules */
+    char *file; /* the rule file, and the line and column of the rule in it */
     long line, col;
     struct rule_match match;
-    char **when;     /* time windows (window.h), any of which must hold; none: always */
+    char **when; /* time windows (window.h), any of which must hold; none: always */
     size_t n_when;
     char **receivers; /* names of configured receivers; none exactly when drop */
     size_t n_receivers;
-    char *severity;  /* a free label for templates, or NULL */
-    long throttle;   /* seconds; 0: no throttle */
-    bool cont;       /* `continue:` later rules may match too */
-    bool drop;       /* matched events go nowhere (recorded as seen and counted) */
+    char *severity; /* a free label for templates, or NULL */
+    long throttle;  /* seconds; 0: no throttle */
+    bool cont;      /* `continue:` later rules may match too */
+    bool drop;      /* matched events go nowhere (recorded as seen and counted) */
 };
 
 /* `self:`: how wsrelay reports on its own health (selfcheck.h). */
 struct self_conf {
-    char **receivers;  /* configured receivers of relay events; none: every receiver */
+    char **receivers; /* configured receivers of relay events; none: every receiver */
     size_t n_receivers;
-    long after;        /* seconds a failure may last before it is reported; default 900 */
-    char *heartbeat;   /* secret: a URL to GET after each run without failure, or NULL;
-                          https://, or http:// to this machine */
+    long after;      /* seconds a failure may last before it is reported; default 900 */
+    char *heartbeat; /* secret: a URL to GET after each run without failure, or NULL;
+                        https://, or http:// to this machine */
 };
 
 /* `outbox:`: how long, and how much, undelivered events are kept. */
@@ -205,11 +205,11 @@ struct config {
     size_t n_accounts;
     struct receiver_conf *receivers;
     size_t n_receivers;
-    char *timezone;      /* IANA zone of rules' `when:`; NULL: the system's */
+    char *timezone;           /* IANA zone of rules' `when:`; NULL: the system's */
     char **default_receivers; /* where events that no rule matches go */
     size_t n_default_receivers;
-    char *rules_path;    /* `rules:`, a file or a directory of *.yaml; NULL when the
-                            default directory does not exist */
+    char *rules_path;        /* `rules:`, a file or a directory of *.yaml; NULL when the
+                                default directory does not exist */
     struct rule_conf *rules; /* in the order they are evaluated */
     size_t n_rules;
     struct self_conf self;     /* defaults when `self:` is absent */
@@ -218,11 +218,10 @@ struct config {
 
 /* Reads and validates `path`, and the rule files its `rules:` names (a
  * file, or a directory whose *.yaml files are read in name order; the
- * default directory may be missing, a configured path may not). On success *out belongs to the caller
- * (config_free). On failure returns -1 with "FILE:LINE:COL: ..." in `e`
- * (just "FILE: ..." when the file cannot be read at all: missing, not a
- * regular file, over 1 MiB). Each YAML file is read within the limits of
- * util/yamlfile.h (nesting, anchors, what aliases repeat), and loading
+ * default directory may be missing, a configured path may not). On success *out belongs to the
+ * caller (config_free). On failure returns -1 with "FILE:LINE:COL: ..." in `e` (just "FILE: ..."
+ * when the file cannot be read at all: missing, not a regular file, over 1 MiB). Each YAML file is
+ * read within the limits of util/yamlfile.h (nesting, anchors, what aliases repeat), and loading
  * costs time linear in the files' size. */
 int config_load(struct config **out, const char *path, struct err *e);
 

@@ -21,8 +21,8 @@
 
 #define MAX_UNIXTIME 253402300799LL /* 9999-12-31T23:59:59Z */
 
-const char *const event_kinds[] = {"ch1", "ch2", "ch3", "ch4", "ch5", "ch6",
-                                   "battery-level", "communication-status"};
+const char *const event_kinds[] = {"ch1", "ch2", "ch3",           "ch4",
+                                   "ch5", "ch6", "battery-level", "communication-status"};
 const size_t event_n_kinds = sizeof event_kinds / sizeof event_kinds[0];
 
 void event_clear(struct event *ev)
@@ -97,8 +97,7 @@ void event_local_time(char *out, size_t size, const struct event *ev)
     int off = ev->utc_offset < 0 ? -ev->utc_offset : ev->utc_offset;
     char date[24];
     strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S", &tm);
-    snprintf(out, size, "%s %c%02d:%02d", date, ev->utc_offset < 0 ? '-' : '+', off / 60,
-             off % 60);
+    snprintf(out, size, "%s %c%02d:%02d", date, ev->utc_offset < 0 ? '-' : '+', off / 60, off % 60);
 }
 
 void event_utc_time(char *out, size_t size, const struct event *ev)
@@ -371,7 +370,6 @@ int event_from_json(struct event *out, const struct json_object *obj, struct err
 #define MAX_OFFSET (24 * 60) /* minutes; any real offset is well inside */
 #define DEFAULT_DST_BIAS 60
 
-
 /* The device that a Get Alert Logs body is about. */
 struct alert_device {
     char *serial, *model, *name;
@@ -438,8 +436,7 @@ static char *name_text(struct json_object *v)
 /* The serial member `key` of `body` into *out (a copy) when it is a serial
  * (serial.h); *out NULL when absent or empty. -1 with the value shown
  * escaped in `e` when it is not a serial. */
-static int read_serial(char **out, const struct json_object *body, const char *key,
-                       struct err *e)
+static int read_serial(char **out, const struct json_object *body, const char *key, struct err *e)
 {
     size_t len = 0;
     const char *s = jsonv_text_raw(jsonv_member(body, key), &len);
@@ -452,8 +449,7 @@ static int read_serial(char **out, const struct json_object *body, const char *k
  * base serial that is not one is only shown: it is logged and the device
  * taken as its own base unit, because the alerts matter more than the
  * base unit they came through. */
-static int read_alert_device(struct alert_device *d, const struct json_object *body,
-                             struct err *e)
+static int read_alert_device(struct alert_device *d, const struct json_object *body, struct err *e)
 {
     struct json_object *channels;
     struct err why;
@@ -620,8 +616,8 @@ int event_parse_alert_log(struct event_list *out, const struct json_object *body
         struct json_object *entry = json_object_array_get_idx(logs, i);
         long long t = 0;
         if (!jsonv_int(jsonv_member(entry, "unixtime"), &t) || t <= 0 || t > MAX_UNIXTIME) {
-            log_warn("alert log of %s: entry %zu of %zu has no usable unixtime; skipped",
-                     d.serial, i + 1, l.entries);
+            log_warn("alert log of %s: entry %zu of %zu has no usable unixtime; skipped", d.serial,
+                     i + 1, l.entries);
             l.skipped++;
             continue;
         }

@@ -19,29 +19,29 @@ extern const char *const event_kinds[];
 extern const size_t event_n_kinds;
 
 struct event {
-    char *account;     /* the config account's name */
-    char *serial;      /* remote unit (or standalone device) */
-    char *model;       /* may be "" when the platform leaves it out */
-    char *name;        /* device name, UTF-8, may be "" */
+    char *account; /* the config account's name */
+    char *serial;  /* remote unit (or standalone device) */
+    char *model;   /* may be "" when the platform leaves it out */
+    char *name;    /* device name, UTF-8, may be "" */
     char *base_serial;
     char *base_model;
     char *base_name;
     long long unixtime;
-    char *kind;         /* one of event_kinds */
-    char *text;         /* the alert text as the platform wrote it, made safe */
-    char *state;        /* what the text says, an alert_state_name ("alarm", "recovered",
-                           ...); never NULL in events parsed or read back from JSON */
-    char *value;        /* the measured value as the text writes it ("-70.2°C"), or NULL */
-    char *limit;        /* the limit as the text writes it ("-75.0°C"), or NULL */
-    long long recovers; /* for a recovered event, the unixtime of the alarm it ends; else 0 */
-    int channel;        /* for kind "reading" (an early warning from the current
-                           readings, see watch.h), its channel number; else 0 */
+    char *kind;              /* one of event_kinds */
+    char *text;              /* the alert text as the platform wrote it, made safe */
+    char *state;             /* what the text says, an alert_state_name ("alarm", "recovered",
+                                ...); never NULL in events parsed or read back from JSON */
+    char *value;             /* the measured value as the text writes it ("-70.2°C"), or NULL */
+    char *limit;             /* the limit as the text writes it ("-75.0°C"), or NULL */
+    long long recovers;      /* for a recovered event, the unixtime of the alarm it ends; else 0 */
+    int channel;             /* for kind "reading" (an early warning from the current
+                                readings, see watch.h), its channel number; else 0 */
     long long early_warning; /* for an alert-log alarm that an early warning of the same
                                 channel announced: that warning's unixtime; else 0 */
-    char *channel_name; /* for chN, the channel's name when the log lists it; else NULL */
-    char *channel_unit; /* likewise */
-    int utc_offset;     /* minutes east of UTC of the device's local time */
-    char *group;        /* the device's group from discovery; NULL when unknown */
+    char *channel_name;      /* for chN, the channel's name when the log lists it; else NULL */
+    char *channel_unit;      /* likewise */
+    int utc_offset;          /* minutes east of UTC of the device's local time */
+    char *group;             /* the device's group from discovery; NULL when unknown */
     /* What a routing rule decided for this event (one outbox item). */
     char *rule;           /* the name of the rule that routed it; NULL: no rule (no rules, or
                              default_receivers) */
@@ -58,9 +58,9 @@ struct event {
 struct event_list {
     struct event *items;
     size_t n;
-    size_t entries;     /* alert-log entries in the response (up to 20), usable or not */
-    size_t skipped;     /* entries skipped for want of a usable unixtime (logged) */
-    long long oldest;   /* smallest unixtime among them; 0 when there are none */
+    size_t entries;   /* alert-log entries in the response (up to 20), usable or not */
+    size_t skipped;   /* entries skipped for want of a usable unixtime (logged) */
+    long long oldest; /* smallest unixtime among them; 0 when there are none */
 };
 
 /* Turns a Get Alert Logs body into events of `account`. Accepts values as
@@ -91,8 +91,8 @@ struct event_list {
  *
  * Fails only when the body is not an
  * object, has no remote serial or one that is not a serial, or has an
- * `alert-logs` that is not an array. On success `out` (zeroed by the caller) is filled; free it with
- * event_list_free. */
+ * `alert-logs` that is not an array. On success `out` (zeroed by the caller) is filled; free it
+ * with event_list_free. */
 int event_parse_alert_log(struct event_list *out, const struct json_object *body,
                           const char *account, struct err *e);
 

@@ -14,7 +14,7 @@ struct scratch {
     struct {
         char *key; /* "RULE\nSERIAL\nKIND" */
         struct throttle_entry t;
-    } *items;
+    } * items;
     size_t n;
 };
 
@@ -135,7 +135,8 @@ static void print_trials(FILE *out, const struct route *rt)
  * "MM-DD HH:MM". */
 static void short_time(char *out, size_t size, const struct event *ev, long long t)
 {
-    time_t a = (time_t)(t + ev->utc_offset * 60LL), b = (time_t)(ev->unixtime + ev->utc_offset * 60LL);
+    time_t a = (time_t)(t + ev->utc_offset * 60LL),
+           b = (time_t)(ev->unixtime + ev->utc_offset * 60LL);
     struct tm ta, tb;
     gmtime_r(&a, &ta);
     gmtime_r(&b, &tb);
@@ -151,9 +152,10 @@ static void print_outcome(FILE *out, const struct config *c, const struct route 
     switch (rt->outcome) {
     case ROUTE_SENT:
         if (rt->by_default)
-            fprintf(out, "  -> %s:", c->n_rules ? "no rule matched; the default receivers"
-                                 : c->n_default_receivers ? "no rules; the default receivers"
-                                                          : "no rules; every receiver");
+            fprintf(out, "  -> %s:",
+                    c->n_rules               ? "no rule matched; the default receivers"
+                    : c->n_default_receivers ? "no rules; the default receivers"
+                                             : "no rules; every receiver");
         else
             fprintf(out, "  -> sent to");
         for (size_t i = 0; i < rt->n_targets; i++) {
@@ -206,9 +208,9 @@ int explain_alert_log(FILE *out, const struct config *c, struct json_object *bod
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fprintf(out, "%zu rule%s, timezone %s; routing at %s (--now %lld); %zu event%s\n",
-            c->n_rules, c->n_rules == 1 ? "" : "s", c->timezone ? c->timezone : "local",
-            at, o->now, list.n, list.n == 1 ? "" : "s");
+    fprintf(out, "%zu rule%s, timezone %s; routing at %s (--now %lld); %zu event%s\n", c->n_rules,
+            c->n_rules == 1 ? "" : "s", c->timezone ? c->timezone : "local", at, o->now, list.n,
+            list.n == 1 ? "" : "s");
     for (size_t i = 0; i < list.n; i++) {
         struct event *ev = &list.items[i];
         struct route rt;

@@ -78,13 +78,14 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %s%s%s\n      %s\n", commands[i].name, *commands[i].usage ? " " : "",
                 commands[i].usage, commands[i].help);
-    fprintf(out, "\nOptions:\n"
-                 "  -c FILE      configuration file (default $WSRELAY_CONFIG, else %s)\n"
-                 "  -v           show debug lines\n"
-                 "  -h, --help   show this help\n"
-                 "  --version    show the version\n\n"
-                 "Exit status: 0 all went well; 1 a failure the next run retries;\n"
-                 "2 a usage or configuration error.\n",
+    fprintf(out,
+            "\nOptions:\n"
+            "  -c FILE      configuration file (default $WSRELAY_CONFIG, else %s)\n"
+            "  -v           show debug lines\n"
+            "  -h, --help   show this help\n"
+            "  --version    show the version\n\n"
+            "Exit status: 0 all went well; 1 a failure the next run retries;\n"
+            "2 a usage or configuration error.\n",
             CONFIG_DEFAULT_PATH);
 }
 
@@ -175,12 +176,9 @@ static int run_loop(const struct globals *g, struct config *c, struct run_option
 static int cmd_run(const struct globals *g, int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"now", required_argument, NULL, 'n'},
-        {"dry-run", no_argument, NULL, 'd'},
-        {"loop", no_argument, NULL, 'l'},
-        {"interval", required_argument, NULL, 'i'},
-        {"look", required_argument, NULL, 'k'},
-        {NULL, 0, NULL, 0},
+        {"now", required_argument, NULL, 'n'},  {"dry-run", no_argument, NULL, 'd'},
+        {"loop", no_argument, NULL, 'l'},       {"interval", required_argument, NULL, 'i'},
+        {"look", required_argument, NULL, 'k'}, {NULL, 0, NULL, 0},
     };
     struct run_options ro = {.now = (long long)time(NULL), .lock_wait = 10};
     const char **looks = xcalloc((size_t)argc + 1, sizeof *looks);
@@ -207,8 +205,10 @@ static int cmd_run(const struct globals *g, int argc, char **argv)
             break;
         case 'i':
             if (duration_parse(&interval, optarg) < 0 || interval < 1) {
-                fprintf(stderr, "wsrelay: run: --interval expects a duration such as 60s or "
-                                "5m, got '%s'\n", optarg);
+                fprintf(stderr,
+                        "wsrelay: run: --interval expects a duration such as 60s or "
+                        "5m, got '%s'\n",
+                        optarg);
                 goto out;
             }
             interval_given = true;
@@ -363,8 +363,9 @@ static void warn_rules(const struct config *c)
                         "(add a last rule without match: and when:, or default_receivers)\n");
     for (size_t i = 0; all && !all->cont && i + 1 < c->n_rules; i++)
         if (&c->rules[i] == all)
-            fprintf(stderr, "wsrelay: warning: %s:%ld: rule '%s' matches every event, so the "
-                            "%zu rule%s after it %s never tried\n",
+            fprintf(stderr,
+                    "wsrelay: warning: %s:%ld: rule '%s' matches every event, so the "
+                    "%zu rule%s after it %s never tried\n",
                     all->file, all->line, all->name, c->n_rules - i - 1,
                     c->n_rules - i - 1 == 1 ? "" : "s", c->n_rules - i - 1 == 1 ? "is" : "are");
 }
@@ -413,8 +414,7 @@ static int cmd_test_receiver(const struct globals *g, int argc, char **argv)
         return RUN_USAGE;
     const struct receiver_conf *r = config_receiver(c, argv[1]);
     if (!r) {
-        fprintf(stderr, "wsrelay: test-receiver: no receiver named '%s' in %s\n", argv[1],
-                c->path);
+        fprintf(stderr, "wsrelay: test-receiver: no receiver named '%s' in %s\n", argv[1], c->path);
         goto out;
     }
     struct event ev = test_event((long long)time(NULL));
@@ -426,8 +426,7 @@ static int cmd_test_receiver(const struct globals *g, int argc, char **argv)
     printf("receiver %s (%s): %s\n", r->name, notify_type_name(r->type),
            sent == 0 ? "test notification accepted" : "test notification NOT accepted");
     if (res.status)
-        printf("  the far end answered %ld%s%s\n", res.status, *res.answer ? ": " : "",
-               res.answer);
+        printf("  the far end answered %ld%s%s\n", res.status, *res.answer ? ": " : "", res.answer);
     if (sent < 0)
         printf("  %s%s\n", e.msg, res.permanent ? " (retrying would not help)" : "");
     rc = sent == 0 ? RUN_OK : RUN_FAILED;
@@ -483,12 +482,9 @@ static int parse_escape(enum template_escape *out, const char *name)
         const char *name;
         enum template_escape esc;
     } table[] = {
-        {"html", TEMPLATE_ESCAPE_HTML},
-        {"json", TEMPLATE_ESCAPE_JSON},
-        {"text", TEMPLATE_ESCAPE_TEXT},
-        {"none", TEMPLATE_ESCAPE_NONE},
-        {"slack", TEMPLATE_ESCAPE_SLACK},
-        {"teams", TEMPLATE_ESCAPE_TEAMS},
+        {"html", TEMPLATE_ESCAPE_HTML},   {"json", TEMPLATE_ESCAPE_JSON},
+        {"text", TEMPLATE_ESCAPE_TEXT},   {"none", TEMPLATE_ESCAPE_NONE},
+        {"slack", TEMPLATE_ESCAPE_SLACK}, {"teams", TEMPLATE_ESCAPE_TEAMS},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (strcmp(name, table[i].name) == 0) {
@@ -533,8 +529,10 @@ static int cmd_render(const struct globals *g, int argc, char **argv)
             break;
         case 'e':
             if (parse_escape(&esc, optarg) < 0) {
-                fprintf(stderr, "wsrelay: render: --escape expects html, json, text, none, "
-                                "slack or teams, got '%s'\n", optarg);
+                fprintf(stderr,
+                        "wsrelay: render: --escape expects html, json, text, none, "
+                        "slack or teams, got '%s'\n",
+                        optarg);
                 goto out;
             }
             break;
@@ -609,8 +607,7 @@ static int cmd_explain(const struct globals *g, int argc, char **argv)
             break;
         case 'n':
             if (parse_time(&eo.now, optarg) < 0) {
-                fprintf(stderr, "wsrelay: explain: --now expects a Unix time, got '%s'\n",
-                        optarg);
+                fprintf(stderr, "wsrelay: explain: --now expects a Unix time, got '%s'\n", optarg);
                 goto out;
             }
             break;

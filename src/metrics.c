@@ -96,8 +96,7 @@ static void family(struct buf *out, const char *name, const char *type, const ch
 }
 
 /* The stored series of counter family `name`, in name order. */
-static void stored(struct buf *out, const struct state *s, const char *name, char **names,
-                   size_t n)
+static void stored(struct buf *out, const struct state *s, const char *name, char **names, size_t n)
 {
     size_t len = strlen(name);
     for (size_t i = 0; i < n; i++)
@@ -109,17 +108,14 @@ static void stored(struct buf *out, const struct state *s, const char *name, cha
 static const struct {
     const char *counter, *outcome;
 } event_outcomes[] = {
-    {METRICS_EVENTS_ROUTED, "routed"},
-    {METRICS_EVENTS_DROPPED, "dropped"},
-    {METRICS_EVENTS_THROTTLED, "throttled"},
-    {METRICS_EVENTS_UNROUTED, "unrouted"},
-    {METRICS_EVENTS_OLD, "before_catch_up"},
-    {METRICS_EVENTS_GAP, "gap"},
+    {METRICS_EVENTS_ROUTED, "routed"},       {METRICS_EVENTS_DROPPED, "dropped"},
+    {METRICS_EVENTS_THROTTLED, "throttled"}, {METRICS_EVENTS_UNROUTED, "unrouted"},
+    {METRICS_EVENTS_OLD, "before_catch_up"}, {METRICS_EVENTS_GAP, "gap"},
     {METRICS_EVENTS_EARLY, "early_warning"},
 };
 
-void metrics_render(struct buf *out, const struct config *c, const struct state *s,
-                    long long now, bool run_ok)
+void metrics_render(struct buf *out, const struct config *c, const struct state *s, long long now,
+                    bool run_ok)
 {
     size_t n = 0;
     char **names = state_counter_names(s, &n);
@@ -173,8 +169,7 @@ void metrics_render(struct buf *out, const struct config *c, const struct state 
 
     family(out, "wsrelay_last_run_timestamp_seconds", "gauge", "When the last run ended.");
     buf_printf(out, "wsrelay_last_run_timestamp_seconds %lld\n", now);
-    family(out, "wsrelay_last_run_success", "gauge",
-           "1 when the last run had no failure, else 0.");
+    family(out, "wsrelay_last_run_success", "gauge", "1 when the last run had no failure, else 0.");
     buf_printf(out, "wsrelay_last_run_success %d\n", run_ok ? 1 : 0);
     family(out, "wsrelay_last_success_timestamp_seconds", "gauge",
            "When a run last ended without any failure (0: never).");

@@ -46,8 +46,8 @@ void metrics_count_heartbeat(struct state *s, bool ok);
 
 /* Appends the exposition text for the state `s` of config `c` at `now`,
  * after a run that ended well (`run_ok`) or not. */
-void metrics_render(struct buf *out, const struct config *c, const struct state *s,
-                    long long now, bool run_ok);
+void metrics_render(struct buf *out, const struct config *c, const struct state *s, long long now,
+                    bool run_ok);
 
 /* metrics_render into `path`, replaced atomically. */
 int metrics_write(const char *path, const struct config *c, const struct state *s, long long now,

@@ -67,7 +67,6 @@ struct platform_limit platform_op_limit(enum platform_op op)
 
 /* ---- JSON helpers ---- */
 
-
 /* `v` when it is an object, its first element when it is an array that
  * starts with an object; else NULL. */
 static struct json_object *object_or_first(struct json_object *v)
@@ -345,8 +344,8 @@ static struct json_object *request_body(const struct account_conf *a, enum platf
  * (util/redact.h), and cut to `max` bytes without splitting a character. */
 static char *clean_text(const char *text, size_t len, const struct account_conf *a, size_t max)
 {
-    char *window = utf8_clean(text, len < REDACT_WINDOW ? len : REDACT_WINDOW, SIZE_MAX,
-                              UTF8_CONTROLS_NONE);
+    char *window =
+        utf8_clean(text, len < REDACT_WINDOW ? len : REDACT_WINDOW, SIZE_MAX, UTF8_CONTROLS_NONE);
     struct redact *secrets = redact_new();
     redact_add(secrets, a->api_key);
     redact_add(secrets, a->login_pass);
@@ -386,8 +385,8 @@ static char *error_message(int *api_code, long status, const struct buf *body,
     }
     text = jsonv_member(error, "message");
     if (text && json_object_is_type(text, json_type_string))
-        detail = clean_text(json_object_get_string(text),
-                            (size_t)json_object_get_string_len(text), a, PLATFORM_MESSAGE_MAX);
+        detail = clean_text(json_object_get_string(text), (size_t)json_object_get_string_len(text),
+                            a, PLATFORM_MESSAGE_MAX);
     if (have_code && detail)
         message = xasprintf("HTTP %ld (code %d: %s)", status, *api_code, detail);
     else if (have_code)
@@ -405,8 +404,8 @@ out:
 /* Sets up p's handle for one call into `c` (zeroed by the caller), whose
  * reply is `out`. Returns false, with out->message set, when the call
  * cannot be made; call_end must follow either way. */
-static bool call_begin(struct platform *p, struct call *c, enum platform_op op,
-                       const char *serial, const char *base, struct platform_reply *out)
+static bool call_begin(struct platform *p, struct call *c, enum platform_op op, const char *serial,
+                       const char *base, struct platform_reply *out)
 {
     CURLcode cc = CURLE_OK;
     c->reply = out;
@@ -536,9 +535,9 @@ void platform_multi_free(struct platform_multi *m)
 /* One request of platform_multi_call on its way. */
 struct transfer {
     struct call call;
-    bool begun;  /* call_begin succeeded */
-    bool added;  /* its handle is in the multi handle */
-    bool done;   /* libcurl reported its end, with `result` */
+    bool begun; /* call_begin succeeded */
+    bool added; /* its handle is in the multi handle */
+    bool done;  /* libcurl reported its end, with `result` */
     CURLcode result;
 };
 
@@ -623,8 +622,7 @@ static char *name_text(struct json_object *v)
 /* The serial member of `obj` into *out (a copy) when it is a serial. 0 when
  * absent or empty (*out NULL); -1 with what is wrong in `e` when it breaks
  * serial.h's rule. */
-static int read_serial(char **out, const struct json_object *obj, const char *what,
-                       struct err *e)
+static int read_serial(char **out, const struct json_object *obj, const char *what, struct err *e)
 {
     size_t len = 0;
     const char *s = jsonv_text_raw(jsonv_member(obj, "serial"), &len);
@@ -706,7 +704,7 @@ static int read_device(struct device_info *d, struct json_object *rec, struct er
 }
 
 int platform_parse_devices(struct device_info **out, size_t *n, const struct json_object *body,
-                              const char *account, struct err *e)
+                           const char *account, struct err *e)
 {
     int rc = -1;
     struct device_info *list = NULL;

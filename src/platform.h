@@ -6,8 +6,8 @@
  * login IDs run in parallel through platform_multi_call; a connection is
  * kept open for the next call of the same client (by the client for
  * platform_call, by the struct platform_multi for platform_multi_call).
- * The rate-limit headers are read from every response, errors included. An error is keyed on the HTTP
- * status and the body's numeric code, never on the (localised) message. */
+ * The rate-limit headers are read from every response, errors included. An error is keyed on the
+ * HTTP status and the body's numeric code, never on the (localised) message. */
 #ifndef WSRELAY_PLATFORM_H
 #define WSRELAY_PLATFORM_H
 
@@ -32,16 +32,16 @@ struct platform_limit {
 struct platform_limit platform_op_limit(enum platform_op op);
 
 struct ratelimit {
-    bool present;    /* all three headers were there */
-    long limit;      /* X-RateLimit-Limit */
-    long reset;      /* X-RateLimit-Reset, seconds */
-    long remaining;  /* X-RateLimit-Remaining */
+    bool present;   /* all three headers were there */
+    long limit;     /* X-RateLimit-Limit */
+    long reset;     /* X-RateLimit-Reset, seconds */
+    long remaining; /* X-RateLimit-Remaining */
 };
 
 struct platform_reply {
-    long http_status;   /* 0 when no HTTP response came (connection, TLS, timeout) */
-    int api_code;       /* error.code of an error body; 0 when absent or not JSON */
-    char *message;      /* what went wrong, for logs (never holds a secret); NULL on success */
+    long http_status; /* 0 when no HTTP response came (connection, TLS, timeout) */
+    int api_code;     /* error.code of an error body; 0 when absent or not JSON */
+    char *message;    /* what went wrong, for logs (never holds a secret); NULL on success */
     struct ratelimit rl;
     struct json_object *body; /* the parsed JSON object of a 200 reply; else NULL */
 };
@@ -133,14 +133,14 @@ struct device_info {
     char *base_serial; /* baseunit.serial; the device's own serial when standalone */
     char *base_model;
     char *base_name;
-    char *group_name;  /* "" without a group */
+    char *group_name;   /* "" without a group */
     long long unixtime; /* the reading's time; 0 when absent or not a number */
     int battery;        /* the battery level; 0 when absent or not a number */
     int utc_offset;     /* minutes east of UTC of the device's local time: time_diff,
                            plus dst_bias (60 when absent) when dst_flg is 1; 0 when
                            absent or beyond a day */
     struct channel_info *channels;
-    size_t n_channels;  /* at most PLATFORM_CHANNELS_MAX */
+    size_t n_channels; /* at most PLATFORM_CHANNELS_MAX */
 };
 
 /* Lists the devices of a Get Current Readings body of the account named
@@ -159,7 +159,7 @@ struct device_info {
  * device_info_free) is an array of *n devices. Fails only when `devices`
  * is missing or not an array. */
 int platform_parse_devices(struct device_info **out, size_t *n, const struct json_object *body,
-                              const char *account, struct err *e);
+                           const char *account, struct err *e);
 
 void device_info_free(struct device_info *d, size_t n);
 

@@ -14,7 +14,7 @@
 #include <time.h>
 
 struct compiled {
-    pcre2_code *text;  /* NULL: no match.text */
+    pcre2_code *text;    /* NULL: no match.text */
     struct window *when; /* NULL: always */
 };
 
@@ -195,8 +195,8 @@ bool throttle_pass(struct throttle_entry *t, long long at, long window, long *he
 
 /* Applies the rule's throttle to `ev`; true when it goes out. When it is
  * held back, t->why says so. */
-static bool throttle(struct rule_trial *tr, const struct event *ev,
-                     const struct throttle_store *ts, long *held, long long *since)
+static bool throttle(struct rule_trial *tr, const struct event *ev, const struct throttle_store *ts,
+                     long *held, long long *since)
 {
     const struct rule_conf *rule = tr->rule;
     struct throttle_entry t;
@@ -213,8 +213,7 @@ static bool throttle(struct rule_trial *tr, const struct event *ev,
         char span[24];
         duration_format(span, sizeof span, rule->throttle);
         snprintf(tr->why, sizeof tr->why,
-                 "one message per %s for this device and kind; %ld held back so far", span,
-                 t.held);
+                 "one message per %s for this device and kind; %ld held back so far", span, t.held);
     }
     return pass;
 }
@@ -228,8 +227,8 @@ static void add_target(struct route *out, const char *receiver, const struct rul
         if (!strcmp(out->targets[i].receiver, receiver))
             return;
     out->targets = xreallocarray(out->targets, out->n_targets + 1, sizeof *out->targets);
-    out->targets[out->n_targets++] =
-        (struct route_target){.receiver = receiver, .rule = rule, .held = held, .held_since = since};
+    out->targets[out->n_targets++] = (struct route_target){
+        .receiver = receiver, .rule = rule, .held = held, .held_since = since};
 }
 
 void rules_route(struct route *out, const struct rules *r, const struct event *ev, long long now,

@@ -57,9 +57,9 @@ enum rule_verdict {
 struct rule_trial {
     const struct rule_conf *rule; /* borrowed from the configuration */
     enum rule_verdict verdict;
-    char why[256];                /* for NO_MATCH, OUTSIDE (the windows and zone), THROTTLED,
-                                     and a rule that could not be evaluated: in words; ""
-                                     otherwise */
+    char why[256]; /* for NO_MATCH, OUTSIDE (the windows and zone), THROTTLED,
+                      and a rule that could not be evaluated: in words; ""
+                      otherwise */
 };
 
 /* One receiver the event goes to. */

@@ -10,9 +10,9 @@
 #include <stdbool.h>
 
 struct run_options {
-    long long now;  /* the clock of this run (Unix time) */
-    bool dry_run;   /* print instead of sending; keep seen keys and outbox unsaved */
-    int lock_wait;  /* seconds to wait for an overlapping run's lock */
+    long long now; /* the clock of this run (Unix time) */
+    bool dry_run;  /* print instead of sending; keep seen keys and outbox unsaved */
+    int lock_wait; /* seconds to wait for an overlapping run's lock */
     /* Serials to look at in this run (`run --look`), before the routine
      * polls: each on a routine slot when one is free, else on the call
      * kept in reserve (budget.h). A look that cannot be made, or names no

@@ -19,7 +19,8 @@
 /* The calls of a window that routine polling may make. */
 static int routine_limit(const struct sched_budget *b)
 {
-    int routine = b->limit - (b->reserve > 0 ? b->reserve : 0) - (b->headroom > 0 ? b->headroom : 0);
+    int routine =
+        b->limit - (b->reserve > 0 ? b->reserve : 0) - (b->headroom > 0 ? b->headroom : 0);
     return routine > 0 ? routine : 0;
 }
 
@@ -39,8 +40,7 @@ long scheduler_spacing(const struct sched_budget *b)
 
 bool scheduler_urgent(const struct sched_budget *b, long long now)
 {
-    return b->limit > 0 && b->span > 0 && now >= b->blocked_until &&
-           b->used < (size_t)b->limit;
+    return b->limit > 0 && b->span > 0 && now >= b->blocked_until && b->used < (size_t)b->limit;
 }
 
 /* The grid of slots: slot k is [k * spacing, (k + 1) * spacing) of the
@@ -181,8 +181,7 @@ long long scheduler_block_until(const struct sched_budget *b, long reset, long l
 {
     long wait = reset > 0 && reset < b->span ? reset : b->span;
     long long until = now + wait;
-    if (b->limit > 0 && b->used >= (size_t)b->limit && b->oldest > 0 &&
-        b->oldest + b->span < until)
+    if (b->limit > 0 && b->used >= (size_t)b->limit && b->oldest > 0 && b->oldest + b->span < until)
         until = b->oldest + b->span;
     return until > now ? until : now;
 }

@@ -4,8 +4,8 @@
  * its devices, and keeps only the last 20 entries of each device. Spending
  * the budget in a burst would leave the rest of the hour blind, so calls
  * are spread evenly: one per spacing (span / the calls routine polling may
- * make, which is the limit less a reserve kept for urgent looks), with credit for time that passed without a run, never more
- * than the sliding window allows. Devices are taken least recently polled
+ * make, which is the limit less a reserve kept for urgent looks), with credit for time that passed
+ * without a run, never more than the sliding window allows. Devices are taken least recently polled
  * first, never-polled devices before all others. Pure: `now` is an
  * argument. */
 #ifndef WSRELAY_SCHEDULER_H

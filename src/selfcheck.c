@@ -140,45 +140,53 @@ char *selfcheck_text(enum selfcheck_what what, enum selfcheck_action action, con
     switch (what) {
     case SELFCHECK_LOGIN_REFUSED:
         if (open)
-            buf_printf(&b, "wsrelay cannot log in to WebStorage as %s (401): polling of accounts "
-                           "%s is paused until the configuration changes or for an hour (next "
-                           "try %s). Check api_key, login_id and login_pass.",
+            buf_printf(&b,
+                       "wsrelay cannot log in to WebStorage as %s (401): polling of accounts "
+                       "%s is paused until the configuration changes or for an hour (next "
+                       "try %s). Check api_key, login_id and login_pass.",
                        subject, accounts, until);
         else
-            buf_printf(&b, "wsrelay can log in to WebStorage as %s again: polling of accounts %s "
-                           "has resumed (refused since %s).",
+            buf_printf(&b,
+                       "wsrelay can log in to WebStorage as %s again: polling of accounts %s "
+                       "has resumed (refused since %s).",
                        subject, accounts, since);
         break;
     case SELFCHECK_PLATFORM_FAILING:
         if (open)
-            buf_printf(&b, "wsrelay has been failing to poll WebStorage as %s for %s (since "
-                           "%s): new alerts of accounts %s are not being relayed.",
+            buf_printf(&b,
+                       "wsrelay has been failing to poll WebStorage as %s for %s (since "
+                       "%s): new alerts of accounts %s are not being relayed.",
                        subject, span, since, accounts);
         else
-            buf_printf(&b, "wsrelay polls WebStorage as %s again (accounts %s); it had been "
-                           "failing since %s, for %s.",
+            buf_printf(&b,
+                       "wsrelay polls WebStorage as %s again (accounts %s); it had been "
+                       "failing since %s, for %s.",
                        subject, accounts, since, span);
         break;
     case SELFCHECK_RECEIVER_FAILING:
         if (open)
-            buf_printf(&b, "wsrelay has been unable to deliver to receiver '%s' for %s (since "
-                           "%s): its events wait in the outbox and are retried.",
+            buf_printf(&b,
+                       "wsrelay has been unable to deliver to receiver '%s' for %s (since "
+                       "%s): its events wait in the outbox and are retried.",
                        subject, span, since);
         else
-            buf_printf(&b, "wsrelay delivers to receiver '%s' again; it had been failing since "
-                           "%s, for %s.",
+            buf_printf(&b,
+                       "wsrelay delivers to receiver '%s' again; it had been failing since "
+                       "%s, for %s.",
                        subject, since, span);
         break;
     case SELFCHECK_DEVICES_REFUSED:
         if (open)
-            buf_printf(&b, "WebStorage keeps refusing the alert logs of %s (login %s, accounts "
-                           "%s): wsrelay now asks for them only every 6 hours, and their alerts "
-                           "are not relayed meanwhile. Check the serials and base units on "
-                           "WebStorage, or add them to exclude: if they are not to be polled.",
+            buf_printf(&b,
+                       "WebStorage keeps refusing the alert logs of %s (login %s, accounts "
+                       "%s): wsrelay now asks for them only every 6 hours, and their alerts "
+                       "are not relayed meanwhile. Check the serials and base units on "
+                       "WebStorage, or add them to exclude: if they are not to be polled.",
                        detail && *detail ? detail : "some devices", subject, accounts);
         else
-            buf_printf(&b, "WebStorage no longer refuses any device of login %s (accounts %s); "
-                           "refusals had begun %s.",
+            buf_printf(&b,
+                       "WebStorage no longer refuses any device of login %s (accounts %s); "
+                       "refusals had begun %s.",
                        subject, accounts, since);
         return buf_steal(&b);
     }

@@ -76,7 +76,8 @@ char *selfcheck_creds(const char *const *parts, size_t n);
 /* The sentence of a relay event for the people on call. `subject` is the
  * login ID or receiver; `accounts` the config's accounts of a login ("" for
  * a receiver); `c` the condition (its since, retry_at); `detail` the last
- * error (NULL: none), or for devices-refused the refused serials. `now` and `c` times print in UTC. Caller frees. */
+ * error (NULL: none), or for devices-refused the refused serials. `now` and `c` times print in UTC.
+ * Caller frees. */
 char *selfcheck_text(enum selfcheck_what what, enum selfcheck_action action, const char *subject,
                      const char *accounts, const struct state_condition *c, const char *detail,
                      long long now);

@@ -184,9 +184,8 @@ void state_devices_free(struct state_device *d, size_t n);
 
 /* Records a poll of the device at `now`: last_poll, last_ok too when `ok`
  * (its alert log was received and processed, which also clears the count
- * of refusals), and first_known when it had none. A device missing from the list is added to it with `base` and an
- * empty model, name and group; a listed one takes `base` (NULL:
- * unchanged). */
+ * of refusals), and first_known when it had none. A device missing from the list is added to it
+ * with `base` and an empty model, name and group; a listed one takes `base` (NULL: unchanged). */
 void state_device_polled(struct state *s, const char *account, const char *serial, const char *base,
                          long long now, bool ok);
 
@@ -194,8 +193,8 @@ void state_device_polled(struct state *s, const char *account, const char *seria
  * (0 clears it); `refusals` is how many times in a row it has now been
  * refused (0 forgets the count). Neither lists the device nor sets
  * first_known. */
-void state_device_refused(struct state *s, const char *account, const char *serial,
-                          long long until, long refusals);
+void state_device_refused(struct state *s, const char *account, const char *serial, long long until,
+                          long refusals);
 
 /* --- budget ledger (per login ID and operation) ----------------------- */
 
@@ -264,10 +263,10 @@ struct outbox_item {
     unsigned long long id; /* stable within the state file */
     char *receiver;
     struct event event;
-    int attempts;          /* failed deliveries so far */
+    int attempts; /* failed deliveries so far */
     long long queued_at;
-    long long next_try;    /* not before this time */
-    char *last_error;      /* NULL until a delivery fails */
+    long long next_try; /* not before this time */
+    char *last_error;   /* NULL until a delivery fails */
 };
 
 /* Queues `ev` for `receiver`, due at once. The state keeps its own copy. */

@@ -35,8 +35,8 @@ struct device_row {
     struct state_device d; /* owned, text made printable */
     size_t seen;           /* seen keys kept */
     enum device_kind kind;
-    long long next_poll;   /* an estimate; 0 unless polled */
-    bool has_watch;        /* a reading was seen (watch.h) */
+    long long next_poll; /* an estimate; 0 unless polled */
+    bool has_watch;      /* a reading was seen (watch.h) */
     struct watch w;
 };
 
@@ -54,9 +54,9 @@ struct login_row {
     long long last_call;        /* the latest call or outcome recorded; 0: none */
     struct device_row *devs;
     size_t n_devs, n_polled, n_refused;
-    long look_every; /* seconds between two polls of one device; 0: none polled */
-    bool signals;    /* an account of the login watches readings */
-    long long bound; /* with signals: the longest a device waits for the round robin */
+    long look_every;         /* seconds between two polls of one device; 0: none polled */
+    bool signals;            /* an account of the login watches readings */
+    long long bound;         /* with signals: the longest a device waits for the round robin */
     size_t signal_calls;     /* alert calls of the last hour that signals asked for */
     long long starved_since; /* signals wait for the budget since then; 0: they do not */
 };
@@ -92,9 +92,9 @@ struct report {
     long long dropped, throttled, unrouted;
     struct condition_row *conds; /* open ones only */
     size_t n_conds;
-    bool has_heartbeat;          /* self.heartbeat is configured */
+    bool has_heartbeat; /* self.heartbeat is configured */
     struct state_health heartbeat;
-    long long expired, lost;     /* outbox events given up: too old, beyond the cap */
+    long long expired, lost; /* outbox events given up: too old, beyond the cap */
     struct notes problems, warnings;
 };
 
@@ -467,11 +467,11 @@ static void judge_login(struct report *r, const struct login_row *l)
     long long now = r->now;
     const struct state_health *h = &l->health;
     if (h->failures > 0 && h->last_ok == 0) {
-        note(&r->problems, "login %s: no call has succeeded yet; the last failed %s (%s)",
-             l->login, ago(h->error_at, now).s, h->error ? h->error : "");
-    } else if (h->failures > 0) {
-        note(&r->problems, "login %s: last call failed %s (%s)", l->login,
+        note(&r->problems, "login %s: no call has succeeded yet; the last failed %s (%s)", l->login,
              ago(h->error_at, now).s, h->error ? h->error : "");
+    } else if (h->failures > 0) {
+        note(&r->problems, "login %s: last call failed %s (%s)", l->login, ago(h->error_at, now).s,
+             h->error ? h->error : "");
     }
     if (l->last_call == 0) {
         if (!r->never_ran)
@@ -494,14 +494,16 @@ static void judge_login(struct report *r, const struct login_row *l)
     else if (l->n_devs == 0)
         note(&r->warnings, "login %s: no devices known yet", l->login);
     if (l->starved_since && now - l->starved_since >= 3600)
-        note(&r->warnings, "login %s: devices with a signal have waited for alert calls since %s: "
-                           "alarms may reach you late (a read-only login ID adds 12 calls an "
-                           "hour; limits: make early warnings come from the readings)",
+        note(&r->warnings,
+             "login %s: devices with a signal have waited for alert calls since %s: "
+             "alarms may reach you late (a read-only login ID adds 12 calls an "
+             "hour; limits: make early warnings come from the readings)",
              l->login, when(l->starved_since, now, false).s);
     for (size_t i = 0; i < l->n_devs; i++)
         if (l->devs[i].kind == DEVICE_REFUSED && l->n_polled > 0)
-            note(&r->warnings, "device %s (account %s): refused by the platform (%ld in a row) "
-                               "until %s",
+            note(&r->warnings,
+                 "device %s (account %s): refused by the platform (%ld in a row) "
+                 "until %s",
                  l->devs[i].d.serial, l->devs[i].account, l->devs[i].d.refusals,
                  when(l->devs[i].d.refused_until, now, false).s);
 }
@@ -543,8 +545,7 @@ static void judge(struct report *r)
         return;
     }
     if (r->never_ran)
-        note(&r->problems, "no run has completed yet (%s records no platform call)",
-             r->state_path);
+        note(&r->problems, "no run has completed yet (%s records no platform call)", r->state_path);
     for (size_t i = 0; i < r->n_logins; i++)
         judge_login(r, &r->logins[i]);
     for (size_t i = 0; i < r->n_receivers; i++)
@@ -555,17 +556,18 @@ static void judge(struct report *r)
     for (size_t i = 0; i < r->n_conds; i++) {
         const struct condition_row *row = &r->conds[i];
         if (strcmp(row->what, "login-refused") == 0)
-            note(&r->problems, "login %s: credentials refused %s; polling paused until the "
-                               "configuration changes or %s",
-                 row->subject, ago(row->c.opened, r->now).s,
-                 when(row->c.retry_at, r->now, true).s);
+            note(&r->problems,
+                 "login %s: credentials refused %s; polling paused until the "
+                 "configuration changes or %s",
+                 row->subject, ago(row->c.opened, r->now).s, when(row->c.retry_at, r->now, true).s);
     }
     if (r->has_heartbeat && r->heartbeat.failures > 0)
         note(&r->warnings, "heartbeat: the last GET failed %s (%s)",
              ago(r->heartbeat.error_at, r->now).s, r->heartbeat.error ? r->heartbeat.error : "");
     if (r->expired + r->lost > 0)
-        note(&r->warnings, "%lld event%s given up from the outbox (%lld too old, %lld beyond "
-                           "max_items)",
+        note(&r->warnings,
+             "%lld event%s given up from the outbox (%lld too old, %lld beyond "
+             "max_items)",
              r->expired + r->lost, plural(r->expired + r->lost), r->expired, r->lost);
 }
 
@@ -654,18 +656,20 @@ static void write_login(struct buf *b, const struct login_row *l, long long now)
     for (size_t i = 0; i < l->n_accounts; i++)
         buf_printf(b, "%s%s", i ? ", " : "", l->accounts[i]);
     buf_puts(b, ")\n");
-    buf_printf(b, "  alert calls: %zu of %d in the last hour (%d kept for an urgent look); next "
-                  "allowed %s\n",
-               alert->b.used, alert->b.limit, alert->b.reserve, when(alert->next_call, now, true).s);
+    buf_printf(b,
+               "  alert calls: %zu of %d in the last hour (%d kept for an urgent look); next "
+               "allowed %s\n",
+               alert->b.used, alert->b.limit, alert->b.reserve,
+               when(alert->next_call, now, true).s);
     if (l->signals)
-        buf_printf(b, "  of those, %zu for signals and %zu for the round robin\n",
-                   l->signal_calls,
+        buf_printf(b, "  of those, %zu for signals and %zu for the round robin\n", l->signal_calls,
                    alert->b.used > l->signal_calls ? alert->b.used - l->signal_calls : 0);
     buf_printf(b, "  current-readings calls: %zu of %d in the last 2 min\n", cur->b.used,
                cur->b.limit);
     if (l->starved_since)
-        buf_printf(b, "  signals have waited for alert calls since %s (a read-only login ID "
-                      "adds 12 calls an hour)\n",
+        buf_printf(b,
+                   "  signals have waited for alert calls since %s (a read-only login ID "
+                   "adds 12 calls an hour)\n",
                    when(l->starved_since, now, false).s);
     for (int op = 0; op < PLATFORM_N_OPS; op++)
         if (l->op[op].b.blocked_until > now)
@@ -683,9 +687,10 @@ static void write_login(struct buf *b, const struct login_row *l, long long now)
         buf_printf(b, "  last error: %s: %s\n", when(l->health.error_at, now, false).s,
                    l->health.error);
     if (l->n_polled && l->signals)
-        buf_printf(b, "  %zu device%s: a signal is looked at within minutes; without one, "
-                      "each about every %s, and never more than %s apart (next polls are "
-                      "estimates)\n",
+        buf_printf(b,
+                   "  %zu device%s: a signal is looked at within minutes; without one, "
+                   "each about every %s, and never more than %s apart (next polls are "
+                   "estimates)\n",
                    l->n_devs, plural((long long)l->n_devs), duration(l->look_every).s,
                    duration((long)l->bound).s);
     else if (l->n_polled)
@@ -743,8 +748,9 @@ static void write_words(struct buf *b, const struct report *r)
     for (size_t i = 0; i < r->n_conds; i++) {
         const struct condition_row *row = &r->conds[i];
         if (strcmp(row->what, "login-refused") == 0)
-            buf_printf(b, "  login %s: credentials refused at %s; polling paused until the "
-                          "configuration changes or %s\n",
+            buf_printf(b,
+                       "  login %s: credentials refused at %s; polling paused until the "
+                       "configuration changes or %s\n",
                        row->subject, when(row->c.opened, r->now, false).s,
                        when(row->c.retry_at, r->now, true).s);
         else
@@ -825,7 +831,8 @@ static struct json_object *reading_json(const struct watch *w)
     for (int i = 0; i < w->n_ch; i++) {
         struct json_object *c = jsonv_need(json_object_new_object());
         jsonv_put_int(c, "num", w->ch[i].num);
-        jsonv_put(c, "value", w->ch[i].error ? NULL : jsonv_need(json_object_new_double(w->ch[i].value)));
+        jsonv_put(c, "value",
+                  w->ch[i].error ? NULL : jsonv_need(json_object_new_double(w->ch[i].value)));
         jsonv_put_int(c, "zone", w->ch[i].zone);
         jsonv_append(chans, c);
     }

@@ -19,19 +19,20 @@ enum node_type { NODE_TEXT, NODE_VAR, NODE_SECTION, NODE_INVERTED, NODE_PARTIAL 
 
 struct node {
     enum node_type type;
-    size_t pos;       /* offset of the tag (or text) in the template's source */
-    const char *text; /* TEXT: points into the template's source */
-    size_t len;       /* TEXT */
-    char *name;       /* the tag's name as written, without padding */
-    char **parts;     /* VAR, SECTION, INVERTED: the name split at dots */
-    size_t n_parts;   /* 0 for "." */
-    bool raw;         /* VAR: {{{x}}} or {{&x}} */
-    char *indent;     /* PARTIAL: the indentation of a standalone tag, or NULL */
+    size_t pos;        /* offset of the tag (or text) in the template's source */
+    const char *text;  /* TEXT: points into the template's source */
+    size_t len;        /* TEXT */
+    char *name;        /* the tag's name as written, without padding */
+    char **parts;      /* VAR, SECTION, INVERTED: the name split at dots */
+    size_t n_parts;    /* 0 for "." */
+    bool raw;          /* VAR: {{{x}}} or {{&x}} */
+    char *indent;      /* PARTIAL: the indentation of a standalone tag, or NULL */
     struct node *kids; /* SECTION, INVERTED */
     size_t n_kids;
 };
 
-struct template {
+struct template
+{
     char *origin;
     char *src; /* a copy of the text; TEXT nodes point into it */
     size_t len;
@@ -59,11 +60,11 @@ static void line_col(const char *src, size_t pos, unsigned *line, unsigned *col)
 }
 
 /* Sets "ORIGIN:LINE:COL: message"; returns -1. */
-static int fail_at(struct err *e, const char *origin, const char *src, size_t pos,
-                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int fail_at(struct err *e, const char *origin, const char *src, size_t pos, const char *fmt,
+                   ...) __attribute__((format(printf, 5, 6)));
 
-static int fail_at(struct err *e, const char *origin, const char *src, size_t pos,
-                   const char *fmt, ...)
+static int fail_at(struct err *e, const char *origin, const char *src, size_t pos, const char *fmt,
+                   ...)
 {
     char msg[ERR_MAX];
     unsigned line, col;
@@ -269,8 +270,7 @@ static int set_delimiters(struct parser *p, size_t tag, size_t from, size_t to)
     return 0;
 }
 
-static int open_section(struct parser *p, size_t tag, enum node_type type, size_t from,
-                        size_t to)
+static int open_section(struct parser *p, size_t tag, enum node_type type, size_t from, size_t to)
 {
     if (p->depth == TEMPLATE_MAX_DEPTH)
         return fail(p, tag, "sections nested deeper than %d", TEMPLATE_MAX_DEPTH);
@@ -800,8 +800,8 @@ static int put_value(struct render *r, const struct json_object *v, bool raw)
     case json_type_array:
         break;
     }
-    s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
-                                                JSON_C_TO_STRING_NOSLASHESCAPE);
+    s = json_object_to_json_string_ext(obj,
+                                       JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     return put_escaped(r, s, strlen(s), raw);
 }
 
@@ -1038,8 +1038,7 @@ static int render_nodes(struct render *r, const struct template *t, const struct
 }
 
 int template_render(struct buf *out, const struct template *t, const struct json_object *ctx,
-                    enum template_escape esc, template_partial_fn partials, void *ud,
-                    struct err *e)
+                    enum template_escape esc, template_partial_fn partials, void *ud, struct err *e)
 {
     size_t start = out->len;
     struct render r = {

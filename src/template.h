@@ -88,8 +88,7 @@ const char *template_origin(const struct template *t);
  * string) and *origin_out (NULL, or the name for errors: a path) that the
  * caller frees; -1 when there is no such partial, which renders as nothing
  * (as the spec says). */
-typedef int (*template_partial_fn)(void *ud, const char *name, char **text_out,
-                                   char **origin_out);
+typedef int (*template_partial_fn)(void *ud, const char *name, char **text_out, char **origin_out);
 
 /* Appends the rendering of `t` against `ctx` (any json-c value; NULL is
  * an empty context) to `out`, whose cap (out->limit) applies. `partials`

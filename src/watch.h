@@ -104,41 +104,41 @@ struct watch_limit {
 
 /* What is remembered of one channel. */
 struct watch_channel {
-    int num;                        /* channel number, 1-based */
-    bool error;                     /* the last value was an error value */
-    double value;                   /* the last numeric value (kept while
-                                       the channel shows an error value) */
-    double step;                    /* the finest step the values are written in
-                                       (0.1 for "-79.8"); 0: not known yet */
-    double history[WATCH_HISTORY];  /* recent numeric values, oldest first */
+    int num;                       /* channel number, 1-based */
+    bool error;                    /* the last value was an error value */
+    double value;                  /* the last numeric value (kept while
+                                      the channel shows an error value) */
+    double step;                   /* the finest step the values are written in
+                                      (0.1 for "-79.8"); 0: not known yet */
+    double history[WATCH_HISTORY]; /* recent numeric values, oldest first */
     int n_history;
-    int band;                       /* the last value against the band: -1 below,
-                                       +1 above, 0 inside or no band yet */
-    int zone;                       /* against the known limits, with hysteresis:
-                                       -1 below lower, +1 above upper, 0 inside */
-    bool has_at_poll;               /* a value was recorded at the last alert-log poll */
+    int band;         /* the last value against the band: -1 below,
+                         +1 above, 0 inside or no band yet */
+    int zone;         /* against the known limits, with hysteresis:
+                         -1 below lower, +1 above upper, 0 inside */
+    bool has_at_poll; /* a value was recorded at the last alert-log poll */
     bool at_poll_error;
-    double at_poll;                 /* that value (when !at_poll_error) */
-    long long warned_at;            /* unixtime of the reading of the last early
-                                       warning of this channel beyond a limit
-                                       (a way back keeps it); 0: none */
-    int warned;                     /* the zone that warning announced; the
-                                       zone the first number or watch_relimit
-                                       set. warned != zone: a crossing that did
-                                       not fit in watch_take's `out` */
-    bool back;                      /* beyond a limit (zone != 0), a value came
-                                       back inside the bare limit: the way
-                                       back's signal was raised */
+    double at_poll;      /* that value (when !at_poll_error) */
+    long long warned_at; /* unixtime of the reading of the last early
+                            warning of this channel beyond a limit
+                            (a way back keeps it); 0: none */
+    int warned;          /* the zone that warning announced; the
+                            zone the first number or watch_relimit
+                            set. warned != zone: a crossing that did
+                            not fit in watch_take's `out` */
+    bool back;           /* beyond a limit (zone != 0), a value came
+                            back inside the bare limit: the way
+                            back's signal was raised */
 };
 
 /* What is remembered of one device between runs. */
 struct watch {
-    long long unixtime;  /* the last reading's time (the device's clock); 0: none yet */
-    long long seen_at;   /* when wsrelay first saw that reading (its own clock) */
+    long long unixtime;    /* the last reading's time (the device's clock); 0: none yet */
+    long long seen_at;     /* when wsrelay first saw that reading (its own clock) */
     long gaps[WATCH_GAPS]; /* seconds between recent readings, oldest first */
     int n_gaps;
-    int battery;         /* the last battery level; 0: unknown */
-    bool silent;         /* WATCH_SILENT was raised and uploads have not resumed */
+    int battery; /* the last battery level; 0: unknown */
+    bool silent; /* WATCH_SILENT was raised and uploads have not resumed */
     struct watch_channel ch[WATCH_CHANNELS];
     int n_ch;
     /* Kept by the caller (run.c) for the scheduler: */
@@ -163,25 +163,25 @@ struct watch {
 
 /* One channel of a reading, as the platform gives it. */
 struct watch_value {
-    int num;           /* 1-based */
-    const char *text;  /* the value as written: a number, or an error value */
+    int num;          /* 1-based */
+    const char *text; /* the value as written: a number, or an error value */
 };
 
 struct watch_reading {
-    long long unixtime;              /* the reading's time */
-    const char *model;               /* the device's model, for its battery family */
-    int battery;                     /* 0: not given */
+    long long unixtime; /* the reading's time */
+    const char *model;  /* the device's model, for its battery family */
+    int battery;        /* 0: not given */
     const struct watch_value *values;
     size_t n_values;
 };
 
 /* One channel that crossed a limit (its zone changed), for an early warning. */
 struct watch_crossing {
-    int num;        /* the channel */
-    int zone;       /* where it is now: +1 above upper, -1 below lower, 0 back inside */
-    int from;       /* where it was */
-    double value;   /* the reading's value */
-    double limit;   /* the bound crossed (for zone 0: the one it came back from) */
+    int num;      /* the channel */
+    int zone;     /* where it is now: +1 above upper, -1 below lower, 0 back inside */
+    int from;     /* where it was */
+    double value; /* the reading's value */
+    double limit; /* the bound crossed (for zone 0: the one it came back from) */
 };
 
 /* Whether `text` is a number as the platform writes readings ("-79.8",
@@ -220,9 +220,9 @@ int watch_battery_low(const char *model);
  * goes beyond a limit. Each newer
  * reading adds its gap (capped at 2^31 - 1 s) to gaps[], dropping the
  * oldest beyond WATCH_GAPS. */
-unsigned watch_take(struct watch *w, const struct watch_reading *r, const struct watch_limit *limits,
-                    size_t n_limits, long long seen_at, struct watch_crossing *out, size_t max,
-                    size_t *n_out);
+unsigned watch_take(struct watch *w, const struct watch_reading *r,
+                    const struct watch_limit *limits, size_t n_limits, long long seen_at,
+                    struct watch_crossing *out, size_t max, size_t *n_out);
 
 /* At `now`, with no new reading: returns WATCH_SILENT (and sets `silent`)
  * the first time nothing new has come for more than three usual intervals

@@ -6,8 +6,8 @@
 
 struct json_object *chat_render(const struct notify_env *env, const struct receiver_conf *r,
                                 const struct chat_conf *chat, const char *name,
-                                const struct notify_message *m, size_t k,
-                                struct notify_result *res, struct err *e)
+                                const struct notify_message *m, size_t k, struct notify_result *res,
+                                struct err *e)
 {
     struct json_object *ctx = notify_context_first(r->name, m, k);
     struct json_object *payload = NULL;
@@ -35,8 +35,8 @@ int chat_send(const struct chat_conf *chat, struct json_object *payload,
 {
     int rc = -1;
     struct http_post_reply reply = {0};
-    const char *body = json_object_to_json_string_ext(
-        payload, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    const char *body = json_object_to_json_string_ext(payload, JSON_C_TO_STRING_PLAIN |
+                                                                   JSON_C_TO_STRING_NOSLASHESCAPE);
     if (http_post(&reply, chat->url, NULL, 0, "application/json", body, timeout_s, e) < 0)
         goto out;
     http_result(res, &reply, chat->url, NULL, 0);

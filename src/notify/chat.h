@@ -19,8 +19,8 @@
  * file cannot be read now. */
 struct json_object *chat_render(const struct notify_env *env, const struct receiver_conf *r,
                                 const struct chat_conf *chat, const char *name,
-                                const struct notify_message *m, size_t k,
-                                struct notify_result *res, struct err *e);
+                                const struct notify_message *m, size_t k, struct notify_result *res,
+                                struct err *e);
 
 /* POSTs `payload` to chat->url within `timeout_s` seconds (the receiver's
  * `timeout`) and judges the answer with `accepted`. Returns 0 when

@@ -996,9 +996,8 @@ static char *email_parent_id(const struct receiver_conf *r, const struct event *
     if (recovers)
         return lone_id(r, first, first->recovers, 1, host);
     if (warned && strncmp(first->kind, "ch", 2) == 0) {
-        struct event warning = {.serial = first->serial,
-                                .kind = (char *)"reading",
-                                .channel = atoi(first->kind + 2)};
+        struct event warning = {
+            .serial = first->serial, .kind = (char *)"reading", .channel = atoi(first->kind + 2)};
         return lone_id(r, &warning, first->early_warning, 1, host);
     }
     return NULL;

@@ -13,11 +13,7 @@
 #include <unistd.h>
 
 static const struct notifier *const notifiers[] = {
-    &notifier_webhook,
-    &notifier_file,
-    &notifier_email,
-    &notifier_slack,
-    &notifier_teams,
+    &notifier_webhook, &notifier_file, &notifier_email, &notifier_slack, &notifier_teams,
 };
 
 static const struct notifier *notify_find(enum receiver_type type)
@@ -127,7 +123,8 @@ int notify_render(struct buf *out, const struct notify_env *env, const char *exp
          * may be readable on the next run; one that does not compile will
          * not be. */
         char *path = explicit_path ? xstrdup(explicit_path)
-                                   : dir ? xasprintf("%s/%s", dir, name) : NULL;
+                     : dir         ? xasprintf("%s/%s", dir, name)
+                                   : NULL;
         bool unreadable = path && access(path, F_OK) == 0 && access(path, R_OK) < 0;
         bool missing = explicit_path && access(explicit_path, F_OK) < 0;
         rc = unreadable || missing ? -1 : -2;
@@ -137,8 +134,8 @@ int notify_render(struct buf *out, const struct notify_env *env, const char *exp
     /* The escaping belongs to the role ("slack.json" is Slack's JSON),
      * whatever a custom file is called: a device name must never break a
      * payload, nor be read as markup. */
-    if (template_render(out, t, ctx, templates_escape(name), templates_partial, (void *)dir,
-                        e) < 0) {
+    if (template_render(out, t, ctx, templates_escape(name), templates_partial, (void *)dir, e) <
+        0) {
         rc = -2;
         goto out;
     }

@@ -24,9 +24,9 @@
 /* One message: the events it carries and when it is sent. */
 struct notify_message {
     const struct event *events;
-    size_t n;       /* >= 1 */
-    long long now;  /* the run's clock */
-    bool test;      /* a test notification (wsrelay test-receiver) */
+    size_t n;      /* >= 1 */
+    long long now; /* the run's clock */
+    bool test;     /* a test notification (wsrelay test-receiver) */
 };
 
 /* What every notifier of a run shares. */
@@ -44,8 +44,8 @@ struct notify_result {
 
 struct notifier {
     enum receiver_type type;
-    const char *name;  /* the config key: "webhook", "file", "email", "slack", "teams" */
-    unsigned pace_ms;  /* least time between two posts to one receiver; 0: none */
+    const char *name; /* the config key: "webhook", "file", "email", "slack", "teams" */
+    unsigned pace_ms; /* least time between two posts to one receiver; 0: none */
     int (*send)(const struct notify_env *env, const struct receiver_conf *r,
                 const struct notify_message *m, struct notify_result *res, struct err *e);
 };

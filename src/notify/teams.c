@@ -17,10 +17,9 @@
 #define TEAMS_CARD_MAX (28 * 1024)
 
 /* Renders the card with as many events as fit under the size limit. */
-static struct json_object *fitting_card(const struct notify_env *env,
-                                        const struct receiver_conf *r,
-                                        const struct notify_message *m,
-                                        struct notify_result *res, struct err *e)
+static struct json_object *fitting_card(const struct notify_env *env, const struct receiver_conf *r,
+                                        const struct notify_message *m, struct notify_result *res,
+                                        struct err *e)
 {
     size_t k = m->n;
     for (;;) {

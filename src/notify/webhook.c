@@ -1,9 +1,9 @@
 /* The generic webhook: one JSON document per message, POSTed to a URL.
  *
  * The document is the webhook.json template rendered over the message's
- * context (by default: the context itself plus "source":"wsrelay"). Any 2xx answer is success; any other
- * answer is retried on a later run (a generic endpoint's 4xx may well be
- * fixed by its owners, so nothing is given up here). */
+ * context (by default: the context itself plus "source":"wsrelay"). Any 2xx answer is success; any
+ * other answer is retried on a later run (a generic endpoint's 4xx may well be fixed by its owners,
+ * so nothing is given up here). */
 #include "notify/http.h"
 #include "notify/notify.h"
 #include "util/buf.h"
@@ -36,8 +36,8 @@ static int webhook_send(const struct notify_env *env, const struct receiver_conf
         err_prefix(e, "the webhook.json template made a document that cannot be sent");
         goto out;
     }
-    const char *doc = json_object_to_json_string_ext(
-        check, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    const char *doc = json_object_to_json_string_ext(check, JSON_C_TO_STRING_PLAIN |
+                                                                JSON_C_TO_STRING_NOSLASHESCAPE);
     if (http_post(&reply, r->webhook.url, r->webhook.headers, r->webhook.n_headers,
                   "application/json", doc, r->timeout, e) < 0)
         goto out;

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 struct buf {
-    char *data;   /* NUL-terminated; NULL until the first append */
+    char *data; /* NUL-terminated; NULL until the first append */
     size_t len;
     size_t cap;   /* allocated bytes */
     size_t limit; /* most bytes `len` may reach; 0 means no limit */

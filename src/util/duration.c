@@ -22,12 +22,27 @@ int duration_parse(long *out, const char *text)
         }
         long unit;
         switch (*p) {
-        case '\0': unit = 1; break;
-        case 's': unit = 1; p++; break;
-        case 'm': unit = 60; p++; break;
-        case 'h': unit = 3600; p++; break;
-        case 'd': unit = 86400; p++; break;
-        default: return -1;
+        case '\0':
+            unit = 1;
+            break;
+        case 's':
+            unit = 1;
+            p++;
+            break;
+        case 'm':
+            unit = 60;
+            p++;
+            break;
+        case 'h':
+            unit = 3600;
+            p++;
+            break;
+        case 'd':
+            unit = 86400;
+            p++;
+            break;
+        default:
+            return -1;
         }
         if (n > (max - total) / unit)
             return -1;

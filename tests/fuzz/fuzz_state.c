@@ -3,7 +3,8 @@
  * was clamped, the devices of account "lab" set again, its throttles
  * pruned and set, a counter counted and the health of a login and a
  * receiver recorded; one that does not load is moved aside whole by
- * state_open (and refused by state_peek). state_peek loads exactly what state_open loads. Never a crash on a hand-edited or damaged file. */
+ * state_open (and refused by state_peek). state_peek loads exactly what state_open loads. Never a
+ * crash on a hand-edited or damaged file. */
 #include "fuzz.h"
 #include "state.h"
 #include "util/buf.h"

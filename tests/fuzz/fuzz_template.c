@@ -17,7 +17,8 @@
 static const char context_json[] =
     "{\"receiver\": \"on-call\", \"count\": 2, \"test\": false, \"n\": null, \"zero\": 0,"
     " \"pi\": 3.14159, \"empty\": \"\", \"obj\": {\"a\": {\"b\": [1, 2.5, \"c\"]}},"
-    " \"events\": [{\"name\": \"冷凍庫 <A> & \\\"B\\\"\", \"text\": \"CH1 上限値警報\\n\\t\\u0001\","
+    " \"events\": [{\"name\": \"冷凍庫 <A> & \\\"B\\\"\", \"text\": \"CH1 "
+    "上限値警報\\n\\t\\u0001\","
     " \"is_alarm\": true, \"list\": [[], [null], [{}]]},"
     " {\"name\": \"\", \"serial\": \"5214000A\", \"is_alarm\": false, \"value\": \"-70.2\"}]}";
 
@@ -94,9 +95,8 @@ static void check_escaping(const uint8_t *data, size_t size)
     struct json_object *back = json_tokener_parse_ex(tok, buf_str(&out), (int)out.len + 1);
     if (!back || !json_object_is_type(back, json_type_string))
         abort(); /* not a JSON string */
-    if (valid_utf8(data, size) &&
-        ((size_t)json_object_get_string_len(back) != size ||
-         memcmp(json_object_get_string(back), data, size) != 0))
+    if (valid_utf8(data, size) && ((size_t)json_object_get_string_len(back) != size ||
+                                   memcmp(json_object_get_string(back), data, size) != 0))
         abort(); /* valid UTF-8 must come back unchanged */
     json_object_put(back);
     json_tokener_free(tok);

@@ -28,8 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 window_contains(&b, w, "Etc/UTC", t, &e) < 0 || a != b || (a != 0 && a != 1))
                 abort();
         }
-        if (getenv("TZ") != tz_before && (!tz_before || !getenv("TZ") ||
-                                          strcmp(tz_before, getenv("TZ")) != 0))
+        if (getenv("TZ") != tz_before &&
+            (!tz_before || !getenv("TZ") || strcmp(tz_before, getenv("TZ")) != 0))
             abort();
     }
     window_free(w);

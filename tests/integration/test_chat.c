@@ -272,8 +272,7 @@ Test(chat, a_template_that_does_not_make_json_is_not_sent, .fini = teardown, .ti
                  "    webhook: {url: \"@HOOK_URL@\", template: broken.json}\n");
     char *err = NULL;
     cr_assert_eq(relay_run_at(&R, T0, &err), 1);
-    cr_assert(strstr(err, "webhook.json template made a document that cannot be sent"), "%s",
-              err);
+    cr_assert(strstr(err, "webhook.json template made a document that cannot be sent"), "%s", err);
     cr_assert(strstr(err, "given up for receiver hook"), "%s", err);
     free(err);
     cr_assert_eq(hooksink_count(R.hook), 0);
@@ -297,7 +296,7 @@ static void start_one(const char *name, const char *text, const char *receivers)
 /* Markup that people type into device names and that a platform could
  * carry in an alert text: Slack's mentions and links, Markdown. */
 #define HOSTILE_NAME "<!channel> <@U123> **bold** [link](http://evil) & _it_"
-#define HOSTILE_TEXT                                                                              \
+#define HOSTILE_TEXT                                                                               \
     "CH1 Upper Limit Exceeded -70.2 <http://evil|click> <!here> & [link](http://evil) **bold**"
 
 /* Every string of `v`, one a line. */

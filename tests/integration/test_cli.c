@@ -69,7 +69,7 @@ Test(cli, help_lists_every_command)
     struct result r = wsrelay("--help", NULL, NULL, NULL);
     cr_assert_eq(r.status, 0);
     cr_assert(strstr(r.out, "\n  run [--now UNIXTIME] [--dry-run] [--look SERIAL]... "
-                     "[--loop [--interval DURATION]]\n"),
+                            "[--loop [--interval DURATION]]\n"),
               "%s", r.out);
     cr_assert(strstr(r.out, "\n  check\n"));
     cr_assert(strstr(r.out, "\n  keys [--rules]\n"));
@@ -209,7 +209,7 @@ static struct result render(const char *a1, const char *a2, const char *a3, cons
 {
     struct result r;
     char *argv[] = {(char *)WSRELAY_BIN, (char *)"render", (char *)a1, (char *)a2, (char *)a3,
-                    (char *)a4, (char *)a5, (char *)a6, (char *)a7, NULL};
+                    (char *)a4,          (char *)a5,       (char *)a6, (char *)a7, NULL};
     r.status = run_cmd(&r.out, &r.err, 30, argv, NULL);
     return r;
 }
@@ -256,8 +256,8 @@ Test(cli, render_escapes_json_and_finds_partials)
     struct result r = render("--template", tpl, "--data", data, "--escape", "json", "--partials");
     cr_assert_eq(r.status, 2, "--partials without its directory is a usage error");
     result_free(&r);
-    const char *argv[] = {WSRELAY_BIN, "render",   "--template", tpl,   "--data",
-                          data,        "--escape", "json",       "--partials", parts, NULL};
+    const char *argv[] = {WSRELAY_BIN, "render", "--template", tpl,   "--data", data,
+                          "--escape",  "json",   "--partials", parts, NULL};
     r.status = run_cmd(&r.out, &r.err, 30, (char *const *)argv, NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.out, "{\"text\": \"[ops] line \\\"1\\\"\\nline 2\"}\n");
@@ -270,9 +270,9 @@ Test(cli, render_escapes_json_and_finds_partials)
 
 Test(cli, render_shows_a_builtin_template)
 {
-    struct result r = render("--template", "builtin:file.txt", "--data",
-                             WSRELAY_SOURCE_DIR "/tests/data/templates/context.json", "--escape",
-                             "text", NULL);
+    struct result r =
+        render("--template", "builtin:file.txt", "--data",
+               WSRELAY_SOURCE_DIR "/tests/data/templates/context.json", "--escape", "text", NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     const char *head = "== wsrelay: 2 new alerts for on-call ==\n\n"
                        "[ALARM] 冷凍庫 A (RTR501B, 52C10001) - ch1 温度 [℃]\n"
@@ -340,12 +340,12 @@ Test(cli, render_usage_errors_exit_2)
 {
     struct result r = render("--template", "x.txt", NULL, NULL, NULL, NULL, NULL);
     cr_assert_eq(r.status, 2);
-    cr_assert(strstr(r.err, "usage: wsrelay render --template FILE --data FILE.json"), "%s",
-              r.err);
+    cr_assert(strstr(r.err, "usage: wsrelay render --template FILE --data FILE.json"), "%s", r.err);
     result_free(&r);
     r = render("--template", "x.txt", "--data", "d.json", "--escape", "xml", NULL);
     cr_assert_eq(r.status, 2);
-    cr_assert(strstr(r.err, "--escape expects html, json, text, none, slack or teams, got 'xml'"), "%s", r.err);
+    cr_assert(strstr(r.err, "--escape expects html, json, text, none, slack or teams, got 'xml'"),
+              "%s", r.err);
     result_free(&r);
     r = render("--template", "builtin:nothing.txt", "--data", "d.json", NULL, NULL, NULL);
     cr_assert_eq(r.status, 2);

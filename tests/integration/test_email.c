@@ -28,7 +28,6 @@
 #define PASSWORD "s3cret-Pa55word"
 #define WRONG_PASSWORD "wr0ng-Pa55word"
 
-
 static struct relay R;
 static struct smtpd S;
 static struct test_ca CA;
@@ -464,7 +463,8 @@ Test(email, a_recovery_is_threaded_under_its_alarm)
     start_secure_server((struct smtpd_options){.auth_mech = "PLAIN"});
     use_email("127.0.0.1", to_oncall, secure);
     cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
-    sim_add_alert(&R.sim, "5214000A", "{\"unixtime\": 1795000100, \"ch1\": \"CH1 正常復帰 -79.5℃\"}");
+    sim_add_alert(&R.sim, "5214000A",
+                  "{\"unixtime\": 1795000100, \"ch1\": \"CH1 正常復帰 -79.5℃\"}");
     cr_assert_eq(relay_run_at(&R, T0 + 300, NULL), 0);
     cr_assert_eq(smtpd_count(&S), 2);
     struct json_object *alarm = smtpd_mail(&S, 0), *recovery = smtpd_mail(&S, 1);

@@ -31,7 +31,6 @@
 static struct relay R;
 static struct rawhttp *S;
 
-
 static void setup(void)
 {
     relay_start_world(&R, "freezer-a");

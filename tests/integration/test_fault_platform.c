@@ -35,17 +35,17 @@ static void teardown(void)
 #define OK_HEAD "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n"
 
 /* A device list of one standalone device, 5214D000. */
-#define DEVICES                                                                                  \
-    OK_HEAD "{\"devices\": [{\"num\": \"0\", \"serial\": \"5214D000\", \"model\": \"TR-72A2\", "    \
+#define DEVICES                                                                                    \
+    OK_HEAD "{\"devices\": [{\"num\": \"0\", \"serial\": \"5214D000\", \"model\": \"TR-72A2\", "   \
             "\"name\": \"Freezer\", \"time_diff\": \"540\", \"std_bias\": \"0\", \"dst_flg\": "    \
             "\"0\", \"dst_bias\": \"60\", \"baseunit\": {\"serial\": \"5214D000\", \"model\": "    \
             "\"TR-72A2\", \"name\": \"Freezer\"}, \"group\": {\"num\": \"0\", \"name\": \"\"}}]}"
 
 /* The head of an alert log of 5214D000, up to its entries. */
-#define LOG_OF(serial)                                                                           \
-    OK_HEAD "{\"remote-serial\": \"" serial "\", \"remote-model\": \"TR-72A2\", "                \
-            "\"remote-name\": \"Freezer\", \"base-serial\": \"" serial "\", \"base-model\": "    \
-            "\"TR-72A2\", \"base-name\": \"Freezer\", \"time-diff\": \"540\", \"std-bias\": "    \
+#define LOG_OF(serial)                                                                             \
+    OK_HEAD "{\"remote-serial\": \"" serial "\", \"remote-model\": \"TR-72A2\", "                  \
+            "\"remote-name\": \"Freezer\", \"base-serial\": \"" serial "\", \"base-model\": "      \
+            "\"TR-72A2\", \"base-name\": \"Freezer\", \"time-diff\": \"540\", \"std-bias\": "      \
             "\"0\", \"dst-flg\": \"0\", \"dst-bias\": \"60\", \"channel\": [], \"alert-logs\": "
 
 struct hostile {
@@ -61,8 +61,7 @@ static const struct hostile cases[] = {
      .discovery = {.head = OK_HEAD "{\"devices\": [\"", .fill = 100ull * 1024 * 1024}},
     {.name = "discovery: a Content-Length that lies",
      .discovery = {.head = "HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n{\"devices\": []}"}},
-    {.name = "discovery: cut in the middle",
-     .discovery = {.head = DEVICES, .close_after = 120}},
+    {.name = "discovery: cut in the middle", .discovery = {.head = DEVICES, .close_after = 120}},
     {.name = "discovery: JSON nested 100000 deep",
      .discovery = {.head = OK_HEAD "{\"devices\": ", .fill = 100000, .fill_byte = '['}},
     {.name = "discovery: devices is not a list",
@@ -91,11 +90,13 @@ static const struct hostile cases[] = {
      .sent = "and more"},
     {.name = "alert log: unixtimes that are no times",
      .discovery = {.head = DEVICES},
-     .alert = {.head = LOG_OF("5214D000") "[{\"unixtime\": \"-5\", \"ch1\": \"a\"}, "
-                                          "{\"unixtime\": \"99999999999999999999\", \"ch1\": \"b\"}, "
-                                          "{\"unixtime\": \"soon\", \"ch1\": \"c\"}, "
-                                          "{\"unixtime\": \"1794999900\", \"ch1\": \"CH1 real\"}]}"}},
-    {.name = "alert log: a 200 with no body", .discovery = {.head = DEVICES},
+     .alert = {.head =
+                   LOG_OF("5214D000") "[{\"unixtime\": \"-5\", \"ch1\": \"a\"}, "
+                                      "{\"unixtime\": \"99999999999999999999\", \"ch1\": \"b\"}, "
+                                      "{\"unixtime\": \"soon\", \"ch1\": \"c\"}, "
+                                      "{\"unixtime\": \"1794999900\", \"ch1\": \"CH1 real\"}]}"}},
+    {.name = "alert log: a 200 with no body",
+     .discovery = {.head = DEVICES},
      .alert = {.head = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"}},
 };
 
@@ -155,8 +156,8 @@ Test(fault_platform, hostile_replies_fail_one_call_and_never_spoil_the_state, .f
             free(err);
         }
         cr_expect_eq(set_aside_files(), 0, "%s: the state was set aside", c->name);
-        char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"status",
-                        (char *)"--now", (char *)"1795001400", NULL};
+        char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c",         R.config_path, (char *)"status",
+                        (char *)"--now",     (char *)"1795001400", NULL};
         char *out = NULL, *err = NULL;
         int status = run_cmd(&out, &err, 30, argv, NULL);
         cr_expect(status == 0 || status == 1, "%s: status exit %d\n%s%s", c->name, status, out,

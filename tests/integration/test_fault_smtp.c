@@ -28,7 +28,6 @@
 /* Without the timeout a drip lasts minutes: past this, the test fails. */
 #define RUN_KILL_S 45
 
-
 static struct relay R;
 static struct brokensmtp B;
 static struct smtpd S;

@@ -14,7 +14,6 @@
 
 static struct relay R;
 
-
 static void setup(void)
 {
     relay_start_world(&R, "groups");

@@ -41,13 +41,15 @@ static char *scenario_of(int n, int entries)
     buf_init(&b, 0);
     relay_scenario_open(&b, T0);
     for (int i = 0; i < n; i++) {
-        buf_printf(&b, "%s{\"serial\": \"5214C0%02d\", \"model\": \"TR-72A2\", \"name\": \"F%d\", "
-                       "\"alerts\": [",
+        buf_printf(&b,
+                   "%s{\"serial\": \"5214C0%02d\", \"model\": \"TR-72A2\", \"name\": \"F%d\", "
+                   "\"alerts\": [",
                    i ? "," : "", i, i);
         for (int k = 0; k < entries; k++)
-            buf_printf(&b, "%s{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit Exceeded\", "
-                           "\"ch2\": \"CH2 Upper Limit Exceeded\", \"ch3\": \"CH3 Lower Limit "
-                           "Exceeded\"}",
+            buf_printf(&b,
+                       "%s{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit Exceeded\", "
+                       "\"ch2\": \"CH2 Upper Limit Exceeded\", \"ch3\": \"CH3 Lower Limit "
+                       "Exceeded\"}",
                        k ? "," : "", T0 - 1800 + k * 60LL);
         buf_puts(&b, "]}");
     }
@@ -323,8 +325,7 @@ Test(kills, random_kills_during_delivery_repeat_at_most_one_message_each, .fini 
     for (size_t i = 0; i < n_sinks; i++) {
         size_t distinct, repeats, requests;
         sink_tally(sinks[i], &distinct, &repeats, &requests);
-        cr_expect_eq(distinct, events, "hook-%zu: %zu of %zu events arrived", i, distinct,
-                     events);
+        cr_expect_eq(distinct, events, "hook-%zu: %zu of %zu events arrived", i, distinct, events);
         repeated_messages += requests;
         repeated_events += repeats;
     }

@@ -38,8 +38,8 @@ static void start(void)
 
 static void start_loop(const char *interval)
 {
-    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"run",
-                    (char *)"--loop", (char *)"--interval", (char *)interval, NULL};
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c",         R.config_path,    (char *)"run",
+                    (char *)"--loop",    (char *)"--interval", (char *)interval, NULL};
     proc_start(&P, argv, NULL, R.dir);
 }
 
@@ -106,8 +106,8 @@ Test(loop, picks_up_a_config_edit_and_survives_a_broken_one, .fini = teardown, .
         now, now - 60, now - 60);
     relay_start(&R, scen);
     free(scen);
-    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"run",
-                    (char *)"--loop", (char *)"--interval", (char *)"1s", NULL};
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c",         R.config_path, (char *)"run",
+                    (char *)"--loop",    (char *)"--interval", (char *)"1s",  NULL};
     /* A broken file at the start is a configuration error: exit 2. */
     write_file(R.config_path, "accounts: [\n");
     cr_assert_eq(run_cmd(NULL, NULL, 20, argv, NULL), 2);
@@ -137,24 +137,30 @@ Test(loop, picks_up_a_config_edit_and_survives_a_broken_one, .fini = teardown, .
 
 Test(loop, refuses_now_a_lonely_interval_and_a_look)
 {
-    char *argv1[] = {(char *)WSRELAY_BIN, (char *)"-c", (char *)"/nonexistent", (char *)"run",
-                     (char *)"--loop", (char *)"--now", (char *)"100", NULL};
+    char *argv1[] = {(char *)WSRELAY_BIN, (char *)"-c",    (char *)"/nonexistent", (char *)"run",
+                     (char *)"--loop",    (char *)"--now", (char *)"100",          NULL};
     char *err = NULL;
     cr_assert_eq(run_cmd(NULL, &err, 10, argv1, NULL), 2);
     cr_assert(strstr(err, "--now cannot be used with it"), "%s", err);
     free(err);
-    char *argv2[] = {(char *)WSRELAY_BIN, (char *)"-c", (char *)"/nonexistent", (char *)"run",
-                     (char *)"--interval", (char *)"5s", NULL};
+    char *argv2[] = {(char *)WSRELAY_BIN,
+                     (char *)"-c",
+                     (char *)"/nonexistent",
+                     (char *)"run",
+                     (char *)"--interval",
+                     (char *)"5s",
+                     NULL};
     cr_assert_eq(run_cmd(NULL, &err, 10, argv2, NULL), 2);
     cr_assert(strstr(err, "--interval needs --loop"), "%s", err);
     free(err);
-    char *argv3[] = {(char *)WSRELAY_BIN, (char *)"-c", (char *)"/nonexistent", (char *)"run",
-                     (char *)"--loop", (char *)"--interval", (char *)"0s", NULL};
+    char *argv3[] = {
+        (char *)WSRELAY_BIN, (char *)"-c",         (char *)"/nonexistent", (char *)"run",
+        (char *)"--loop",    (char *)"--interval", (char *)"0s",           NULL};
     cr_assert_eq(run_cmd(NULL, &err, 10, argv3, NULL), 2);
     cr_assert(strstr(err, "--interval expects a duration"), "%s", err);
     free(err);
-    char *argv4[] = {(char *)WSRELAY_BIN, (char *)"-c", (char *)"/nonexistent", (char *)"run",
-                     (char *)"--loop", (char *)"--look", (char *)"5214000A", NULL};
+    char *argv4[] = {(char *)WSRELAY_BIN, (char *)"-c",     (char *)"/nonexistent", (char *)"run",
+                     (char *)"--loop",    (char *)"--look", (char *)"5214000A",     NULL};
     cr_assert_eq(run_cmd(NULL, &err, 10, argv4, NULL), 2);
     cr_assert(strstr(err, "--look is for one run"), "%s", err);
     free(err);

@@ -17,7 +17,6 @@
 
 static struct relay R;
 
-
 static void setup(void)
 {
     relay_start_world(&R, "not-utf8");

@@ -14,7 +14,7 @@
 
 #define T0 1795000000LL
 #define LOGINS 8
-#define DEVICES 2        /* per login ID */
+#define DEVICES 2       /* per login ID */
 #define LATENCY_MS 1000 /* long enough that calls made one by one never overlap */
 
 static struct relay R;

@@ -39,8 +39,9 @@ static char *scenario_of(int n, long long alert_at, bool refuse_first)
         if (i == 0 && refuse_first)
             buf_puts(&b, ", \"alert_supported\": false");
         if (alert_at)
-            buf_printf(&b, ", \"alerts\": [{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit "
-                           "Exceeded %d\"}]",
+            buf_printf(&b,
+                       ", \"alerts\": [{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit "
+                       "Exceeded %d\"}]",
                        alert_at, i);
         buf_puts(&b, "}");
     }
@@ -124,8 +125,8 @@ static char *relay_events_text(void)
 /* A device the platform refuses is asked again after 15 minutes, then an
  * hour; the third refusal in a row parks it (asked every 6 hours) and a
  * relay event says so. The budget it does not use goes to the others. */
-Test(resilience, a_refused_device_is_confirmed_then_parked_and_frees_the_budget,
-     .fini = teardown, .timeout = 180)
+Test(resilience, a_refused_device_is_confirmed_then_parked_and_frees_the_budget, .fini = teardown,
+     .timeout = 180)
 {
     start(2, T0 - 60, true);
     char *err = NULL;
@@ -169,8 +170,9 @@ Test(resilience, a_transient_400_delays_but_loses_nothing, .fini = teardown, .ti
         if (i % 2 == 0 && i < 36) {
             char entry[128];
             for (int d = 0; d < 3; d++) {
-                snprintf(entry, sizeof entry, "{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit "
-                                              "Exceeded %d\"}",
+                snprintf(entry, sizeof entry,
+                         "{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit "
+                         "Exceeded %d\"}",
                          now - 30, i);
                 char serial[16];
                 snprintf(serial, sizeof serial, "5214A0%02d", d);
@@ -211,8 +213,8 @@ Test(resilience, a_clock_that_was_ahead_does_not_stop_polling, .fini = teardown,
     free(keys);
 }
 
-Test(resilience, alarms_after_installation_are_sent_however_late_the_first_poll,
-     .fini = teardown, .timeout = 180)
+Test(resilience, alarms_after_installation_are_sent_however_late_the_first_poll, .fini = teardown,
+     .timeout = 180)
 {
     /* 16 devices, runs every 5 minutes, 11 routine calls an hour: calls at
      * 0, 5, ..., 50 min, then from 65 min on. The last device is first
@@ -244,16 +246,17 @@ Test(resilience, a_discovery_reply_without_devices_keeps_the_known_ones, .fini =
     free(keys);
 }
 
-Test(resilience, events_queued_for_a_renamed_receiver_are_not_forgotten_silently,
-     .fini = teardown, .timeout = 120)
+Test(resilience, events_queued_for_a_renamed_receiver_are_not_forgotten_silently, .fini = teardown,
+     .timeout = 120)
 {
     start(1, T0 - 60, false);
     hooksink_set_status(R.hook, 503);
     cr_assert_eq(relay_run_at(&R, T0, NULL), 1);
     hooksink_clear(R.hook); /* the failed attempt */
-    relay_config(&R, NULL,
-                 "  - name: hook-renamed\n"
-                 "    webhook: {url: \"@HOOK_URL@\", headers: {Authorization: \"Bearer t0ken\"}}\n");
+    relay_config(
+        &R, NULL,
+        "  - name: hook-renamed\n"
+        "    webhook: {url: \"@HOOK_URL@\", headers: {Authorization: \"Bearer t0ken\"}}\n");
     hooksink_set_status(R.hook, 200);
     char *err = NULL;
     cr_assert_eq(relay_run_at(&R, T0 + 300, &err), 0);
@@ -350,8 +353,8 @@ Test(resilience, a_slow_webhook_is_cut_at_the_receivers_timeout, .fini = teardow
 /* Runs `wsrelay test-receiver NAME`. */
 static int test_receiver(const char *name, char **out)
 {
-    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"test-receiver",
-                    (char *)name, NULL};
+    char *argv[] = {(char *)WSRELAY_BIN,     (char *)"-c", R.config_path,
+                    (char *)"test-receiver", (char *)name, NULL};
     char *err = NULL;
     int status = run_cmd(out, &err, 30, argv, NULL);
     free(err);
@@ -371,8 +374,8 @@ Test(resilience, test_receiver_sends_a_marked_message_and_shows_the_answer, .fin
     cr_assert_not_null(rq);
     struct json_object *doc = json_tokener_parse(rq->body), *flag;
     cr_assert_not_null(doc, "%s", rq->body);
-    cr_assert(json_object_object_get_ex(doc, "test", &flag) && json_object_get_boolean(flag),
-              "%s", rq->body);
+    cr_assert(json_object_object_get_ex(doc, "test", &flag) && json_object_get_boolean(flag), "%s",
+              rq->body);
     json_object_put(doc);
     cr_assert(strstr(rq->body, "TEST: this is a test notification"), "%s", rq->body);
     hook_request_free(rq);
@@ -463,8 +466,7 @@ Test(resilience, a_device_of_priority_three_is_polled_three_times_as_often, .fin
                "      - {serial: 5214A001, priority: 3}\n"
                "      - serial: 5214A002\n",
                50, n);
-    cr_assert(n[0] + n[1] + n[2] >= 45 && n[0] + n[1] + n[2] <= 47, "%d %d %d", n[0], n[1],
-              n[2]);
+    cr_assert(n[0] + n[1] + n[2] >= 45 && n[0] + n[1] + n[2] <= 47, "%d %d %d", n[0], n[1], n[2]);
     cr_assert(n[1] >= 25 && n[1] <= 30, "%d %d %d", n[0], n[1], n[2]);
     cr_assert(n[0] >= 8 && n[0] <= 10 && n[2] >= 8 && n[2] <= 10, "%d %d %d", n[0], n[1], n[2]);
 }
@@ -478,11 +480,9 @@ Test(resilience, priorities_by_glob_apply_to_discovered_devices, .fini = teardow
     poll_three("    devices: auto\n"
                "    priorities: [{serial: \"*01\", priority: 3}]\n",
                24, n);
-    cr_assert(n[0] + n[1] + n[2] >= 20 && n[0] + n[1] + n[2] <= 24, "%d %d %d", n[0], n[1],
-              n[2]);
+    cr_assert(n[0] + n[1] + n[2] >= 20 && n[0] + n[1] + n[2] <= 24, "%d %d %d", n[0], n[1], n[2]);
     cr_assert(n[1] >= 2 * n[0] && n[1] >= 2 * n[2], "%d %d %d", n[0], n[1], n[2]);
-    cr_assert(n[0] >= 3 && n[2] >= 3, "the others are still looked at: %d %d %d", n[0], n[1],
-              n[2]);
+    cr_assert(n[0] >= 3 && n[2] >= 3, "the others are still looked at: %d %d %d", n[0], n[1], n[2]);
 }
 
 /* On a device's first poll, a full page newer than the catch_up horizon
@@ -555,8 +555,9 @@ Test(resilience, an_older_page_brings_nothing_back, .fini = teardown, .timeout =
     start(1, 0, false);
     char entry[128];
     for (int k = 1; k <= 25; k++) {
-        snprintf(entry, sizeof entry, "{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit "
-                                      "Exceeded %d\"}",
+        snprintf(entry, sizeof entry,
+                 "{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit "
+                 "Exceeded %d\"}",
                  T0 - 3600 + k * 60LL, k);
         sim_add_alert(&R.sim, "5214A000", entry);
         if (k == 20)

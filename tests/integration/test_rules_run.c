@@ -199,7 +199,6 @@ static void assert_lines(const char *got, const char *want, const char *receiver
 
 /* --- a day at the lab: every kind of match --------------------------------- */
 
-
 /* The webhook sink, and two file receivers that write one line per event
  * with what routed it. */
 static const char three_receivers[] =

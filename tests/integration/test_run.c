@@ -15,7 +15,6 @@
 
 static struct relay R;
 
-
 static void setup(void)
 {
     relay_start_world(&R, "lab");
@@ -206,8 +205,8 @@ Test(run, an_urgent_look_takes_the_call_kept_in_reserve)
     cr_assert_eq(max_alert_calls_per_hour(), 12, "the reserve was spent, and no more");
     /* The hour holds 12 calls now: a second look has to wait, and says so. */
     cr_assert_eq(relay_run_with(&R, now + 10, "52F00002", &err), 1);
-    cr_assert(strstr(err, "no urgent look possible now: this hour's alert calls are spent"),
-              "%s", err);
+    cr_assert(strstr(err, "no urgent look possible now: this hour's alert calls are spent"), "%s",
+              err);
     free(err);
     cr_assert_eq(max_alert_calls_per_hour(), 12);
 }
@@ -260,8 +259,8 @@ Test(run, a_dry_run_sends_nothing_and_leaves_the_alerts_for_the_real_run)
 {
     char when[32];
     snprintf(when, sizeof when, "%lld", T0);
-    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c",        R.config_path,     (char *)"run",
-                    (char *)"--dry-run",  (char *)"--now",     when,            NULL};
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c",    R.config_path, (char *)"run",
+                    (char *)"--dry-run", (char *)"--now", when,          NULL};
     char *out = NULL, *err = NULL;
     cr_assert_eq(run_cmd(&out, &err, 60, argv, NULL), 0, "%s", err);
     cr_assert(strstr(out, "dry run"), "%s", out);
@@ -281,7 +280,7 @@ Test(run, a_dry_run_sends_nothing_and_leaves_the_alerts_for_the_real_run)
 Test(run, a_misspelt_key_stops_before_anything_is_done)
 {
     write_file(R.config_path, "state_file: /nonexistent/state.json\n"
-                            "acounts: []\n");
+                              "acounts: []\n");
     char *err = NULL;
     cr_assert_eq(run_at(T0, &err), 2);
     cr_assert(strstr(err, "wsrelay.yaml:2:1:"), "stderr: %s", err);

@@ -18,7 +18,6 @@
 
 static struct relay R;
 
-
 static void setup(void)
 {
     relay_start_world(&R, "freezer-a-yesterday");
@@ -86,8 +85,7 @@ Test(self, a_wrong_password_gives_one_relay_event_and_pauses_the_login)
         cr_assert_null(strstr(err, "wrong-pass"));
         refused_calls += occurrences(err, "HTTP 401") > 0;
         if (i > 0)
-            cr_assert(strstr(err, "no call until the configuration changes"), "run %d: %s", i,
-                      err);
+            cr_assert(strstr(err, "no call until the configuration changes"), "run %d: %s", i, err);
         free(err);
     }
     cr_expect_eq(refused_calls, 1, "the login was called again while paused");
@@ -216,7 +214,8 @@ Test(self, events_older_than_max_age_are_given_up_loudly)
     char *prom = xasprintf("%s/wsrelay.prom", R.dir);
     char *text = read_file_str(prom);
     cr_assert(text && strstr(text, "wsrelay_notifications_total{receiver=\"hook\","
-                                   "outcome=\"expired\"} 1\n"), "%s", text);
+                                   "outcome=\"expired\"} 1\n"),
+              "%s", text);
     cr_expect(strstr(text, "wsrelay_outbox_events{receiver=\"hook\"} 0\n"), "%s", text);
     free(text);
     free(prom);
@@ -229,8 +228,8 @@ static void outbox_status(long long now, const char *receiver, long long *count,
 {
     char when[32];
     snprintf(when, sizeof when, "%lld", now);
-    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"status",
-                    (char *)"--json", (char *)"--now", when, NULL};
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c",    R.config_path, (char *)"status",
+                    (char *)"--json",    (char *)"--now", when,          NULL};
     char *out = NULL;
     int status = run_cmd(&out, NULL, 60, argv, NULL);
     cr_assert(status == 0 || status == 1, "status exited %d: %s", status, out);
@@ -576,8 +575,8 @@ Test(self, the_heartbeat_follows_good_runs_only)
     /* A dry run: none either. */
     char when[32];
     snprintf(when, sizeof when, "%lld", T0 + 1200);
-    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"run",
-                    (char *)"--dry-run", (char *)"--now", when, NULL};
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c",    R.config_path, (char *)"run",
+                    (char *)"--dry-run", (char *)"--now", when,          NULL};
     cr_assert_eq(run_cmd(NULL, NULL, 60, argv, NULL), 0);
     got = gets();
     cr_assert_str_eq(got, "/beat/t0ken\n");

@@ -31,17 +31,19 @@ static char *scenario_text(void)
 {
     struct buf b;
     buf_init(&b, 0);
-    buf_printf(&b, "{\"now\":%lld,\"accounts\":[{\"api_key\":\"%s\",\"login_id\":\"%s\","
-                   "\"login_pass\":\"%s\",\"devices\":[",
+    buf_printf(&b,
+               "{\"now\":%lld,\"accounts\":[{\"api_key\":\"%s\",\"login_id\":\"%s\","
+               "\"login_pass\":\"%s\",\"devices\":[",
                NOW, KEY, LOGIN, PASS);
     buf_puts(&b, "{\"serial\":\"5214000A\",\"model\":\"TR-72A2\",\"name\":\"Freezer A\","
                  "\"group\":{\"num\":1,\"name\":\"Lab A\"},\"time_diff\":540,\"battery\":4,"
                  "\"rssi\":\"\",\"channels\":[{\"name\":\"Temperature\",\"unit\":\"°C\","
                  "\"value\":\"-79.8\"},{\"name\":\"Humidity\",\"unit\":\"%\","
                  "\"value\":\"Sensor Error\"}],\"alerts\":[");
-    buf_printf(&b, "{\"unixtime\":%lld,\"ch1\":\"CH1 Upper Limit Exceeded -70.2°C (limit "
-                   "-75.0°C)\",\"battery-level\":\"Low Battery Warning\","
-                   "\"communication-status\":\"Communication Error\"}",
+    buf_printf(&b,
+               "{\"unixtime\":%lld,\"ch1\":\"CH1 Upper Limit Exceeded -70.2°C (limit "
+               "-75.0°C)\",\"battery-level\":\"Low Battery Warning\","
+               "\"communication-status\":\"Communication Error\"}",
                NOW - 100);
     /* Listed out of order on purpose: the simulator must sort. */
     for (int k = 25; k >= 2; k--)
@@ -57,12 +59,13 @@ static char *scenario_text(void)
                  "\"name\":\"Gateway\"}},"
                  "{\"serial\":\"5214000B\",\"model\":\"TR-71nw\",\"name\":\"Old\","
                  "\"alert_supported\":false}]},");
-    buf_printf(&b, "{\"api_key\":\"K2\",\"login_id\":\"num00001\",\"login_pass\":\"pass\","
-                   "\"dialect\":\"numbers\",\"devices\":[{\"serial\":\"5214000C\","
-                   "\"model\":\"TR-72A2\",\"name\":\"N\",\"channels\":[{\"name\":\"T\","
-                   "\"unit\":\"C\",\"value\":\"-79.8\"},{\"name\":\"E\",\"value\":\"Sensor "
-                   "Error\"}],\"alerts\":[{\"unixtime\":%lld,\"ch1\":\"a\"},"
-                   "{\"unixtime\":%lld,\"ch1\":\"b\"}]}]}]}",
+    buf_printf(&b,
+               "{\"api_key\":\"K2\",\"login_id\":\"num00001\",\"login_pass\":\"pass\","
+               "\"dialect\":\"numbers\",\"devices\":[{\"serial\":\"5214000C\","
+               "\"model\":\"TR-72A2\",\"name\":\"N\",\"channels\":[{\"name\":\"T\","
+               "\"unit\":\"C\",\"value\":\"-79.8\"},{\"name\":\"E\",\"value\":\"Sensor "
+               "Error\"}],\"alerts\":[{\"unixtime\":%lld,\"ch1\":\"a\"},"
+               "{\"unixtime\":%lld,\"ch1\":\"b\"}]}]}]}",
                NOW - 20, NOW - 10);
     return buf_steal(&b);
 }
@@ -418,7 +421,8 @@ Test(sim, rejects_other_content_or_bodies_with_415)
     char *url = xasprintf("%s/v1/devices/current", sim.base_url);
     char *const headers[] = {(char *)"X-HTTP-Method-Override: GET", NULL};
     struct http_reply r;
-    cr_assert_eq(http_request(&r, "POST", url, "application/json; charset=utf-8", body, headers), 0);
+    cr_assert_eq(http_request(&r, "POST", url, "application/json; charset=utf-8", body, headers),
+                 0);
     cr_expect_eq(r.status, 200, "%s", r.body);
     http_reply_free(&r);
     free(url);
@@ -436,8 +440,8 @@ Test(sim, rejects_missing_credentials_with_400_and_wrong_ones_with_401)
     call_error("alert", "\"api-key\":\"K2\",\"login-id\":\"" LOGIN "\",\"login-pass\":\"" PASS "\"",
                FREEZER, 401);
     /* a key of one account with the login of another */
-    call_error("current", "\"api-key\":\"K2\",\"login-id\":\"num00001\",\"login-pass\":\"" PASS "\"",
-               "", 401);
+    call_error("current",
+               "\"api-key\":\"K2\",\"login-id\":\"num00001\",\"login-pass\":\"" PASS "\"", "", 401);
 
     struct http_reply r;
     call(&r, "current", "\"api-key\":\"" KEY "\",\"login-id\":\"" LOGIN "\",\"login-pass\":\"no\"",
@@ -459,7 +463,8 @@ Test(sim, alert_rejects_bad_devices_with_400)
 {
     call_error("alert", CREDS, "\"base-serial\":\"5214000A\"", 400);
     call_error("alert", CREDS, "\"remote-serial\":\"5214000A\"", 400);
-    call_error("alert", CREDS, "\"remote-serial\":[\"5214000A\"],\"base-serial\":\"5214000A\"", 400);
+    call_error("alert", CREDS, "\"remote-serial\":[\"5214000A\"],\"base-serial\":\"5214000A\"",
+               400);
     call_error("alert", CREDS, "\"remote-serial\":\"5214000A\",\"base-serial\":5214000", 400);
     call_error("alert", CREDS, "\"remote-serial\":\"5214000A\",\"base-serial\":\"5893C000\"", 400);
     call_error("alert", CREDS, "\"remote-serial\":\"5820D101\",\"base-serial\":\"5820D101\"", 400);
@@ -658,8 +663,9 @@ Test(sim, control_moves_the_clock_and_adds_alerts)
     http_reply_free(&r);
     free(url);
     url = xasprintf("%s/_sim/faults", sim.base_url);
-    cr_assert_eq(http_request(&r, "POST", url, NULL, "{\"op\":\"data\",\"status\":503,\"count\":1}",
-                              NULL), 0);
+    cr_assert_eq(
+        http_request(&r, "POST", url, NULL, "{\"op\":\"data\",\"status\":503,\"count\":1}", NULL),
+        0);
     free(expect_error(&r, 400));
     http_reply_free(&r);
     free(url);
@@ -839,8 +845,8 @@ Test(sim, hooksink_records_requests_and_answers_the_set_status)
     cr_assert(strncmp(url, "http://127.0.0.1:", 17) == 0, "%s", url);
     char *const headers[] = {(char *)"Authorization: Bearer t0ken", NULL};
     struct http_reply r;
-    cr_assert_eq(http_request(&r, "POST", url, "application/json", "{\"text\":\"冷蔵庫\"}", headers),
-                 0);
+    cr_assert_eq(
+        http_request(&r, "POST", url, "application/json", "{\"text\":\"冷蔵庫\"}", headers), 0);
     cr_expect_eq(r.status, 200);
     cr_expect_str_eq(r.body, "ok");
     http_reply_free(&r);
@@ -920,16 +926,18 @@ static char *timed_scenario_text(void)
 {
     struct buf b;
     buf_init(&b, 0);
-    buf_printf(&b, "{\"now\":%lld,\"accounts\":[{\"api_key\":\"%s\",\"login_id\":\"%s\","
-                   "\"login_pass\":\"%s\",\"devices\":[",
+    buf_printf(&b,
+               "{\"now\":%lld,\"accounts\":[{\"api_key\":\"%s\",\"login_id\":\"%s\","
+               "\"login_pass\":\"%s\",\"devices\":[",
                NOW, KEY, LOGIN, PASS);
-    buf_printf(&b, "{\"serial\":\"5214R001\",\"battery\":5,\"channels\":[{\"name\":\"Temperature\","
-                   "\"unit\":\"°C\",\"value\":\"-80.0\"},{\"name\":\"Humidity\",\"unit\":\"%%\","
-                   "\"value\":\"40\"}],\"readings\":["
-                   "{\"at\":%lld,\"unixtime\":%lld,\"values\":[\"-79.5\",\"45.0\"]},"
-                   "{\"at\":%lld,\"unixtime\":%lld,\"values\":[\"-70.1\",\"Sensor Error\"],"
-                   "\"battery\":2},"
-                   "{\"at\":%lld,\"values\":[\"-78.2\",44]}]},",
+    buf_printf(&b,
+               "{\"serial\":\"5214R001\",\"battery\":5,\"channels\":[{\"name\":\"Temperature\","
+               "\"unit\":\"°C\",\"value\":\"-80.0\"},{\"name\":\"Humidity\",\"unit\":\"%%\","
+               "\"value\":\"40\"}],\"readings\":["
+               "{\"at\":%lld,\"unixtime\":%lld,\"values\":[\"-79.5\",\"45.0\"]},"
+               "{\"at\":%lld,\"unixtime\":%lld,\"values\":[\"-70.1\",\"Sensor Error\"],"
+               "\"battery\":2},"
+               "{\"at\":%lld,\"values\":[\"-78.2\",44]}]},",
                NOW + 60, NOW + 30, NOW + 120, NOW + 100, NOW + 300);
     buf_puts(&b, "{\"serial\":\"5214R002\",\"battery\":4,\"channels\":[{\"name\":\"T\","
                  "\"unit\":\"°C\",\"value\":\"5.0\"}]},");
@@ -1077,8 +1085,9 @@ Test(sim_timed, entries_are_served_from_logged_at_on)
 
 Test(sim_timed, control_adds_an_entry_logged_later)
 {
-    sim_add_alert(&sim, "5214P001", "{\"unixtime\":1795000010,\"logged_at\":1795000070,"
-                                    "\"ch1\":\"CH1 Upper Limit Exceeded 30.0°C (limit 25.0°C)\"}");
+    sim_add_alert(&sim, "5214P001",
+                  "{\"unixtime\":1795000010,\"logged_at\":1795000070,"
+                  "\"ch1\":\"CH1 Upper Limit Exceeded 30.0°C (limit 25.0°C)\"}");
     struct http_reply r;
     const char *fields = "\"remote-serial\":\"5214P001\",\"base-serial\":\"5214P001\"";
     sim_set_clock(&sim, NOW + 69);
@@ -1142,8 +1151,7 @@ Test(sim_timed, control_appends_readings)
          "no device has serial '00000000'"},
         {"{\"serial\":\"5214R002\"}", "give \"serial\" (a string) and \"reading\" (an object)"},
         {"{\"serial\":\"5214R002\",\"reading\":[]}", "reading: must be an object"},
-        {"{\"serial\":\"5214R002\",\"reading\":{\"values\":[\"1\"]}}",
-         "reading: 'at' is required"},
+        {"{\"serial\":\"5214R002\",\"reading\":{\"values\":[\"1\"]}}", "reading: 'at' is required"},
         {"{\"serial\":\"5214R002\",\"reading\":{\"at\":1795000020}}",
          "reading: 'values' is required"},
         {"{\"serial\":\"5214R002\",\"reading\":{\"at\":1795000020,\"values\":[\"1\",\"2\"]}}",
@@ -1158,8 +1166,8 @@ Test(sim_timed, control_appends_readings)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_expect_eq(post_reading(bad[i].body, &msg), 400, "%s", bad[i].body);
-        cr_expect(msg && strcmp(msg, bad[i].msg) == 0, "%s: got '%s', want '%s'", bad[i].body,
-                  msg, bad[i].msg);
+        cr_expect(msg && strcmp(msg, bad[i].msg) == 0, "%s: got '%s', want '%s'", bad[i].body, msg,
+                  bad[i].msg);
         free(msg);
     }
     /* nothing of that was added */
@@ -1192,16 +1200,16 @@ Test(sim_timed, refuses_bad_readings_in_scenarios)
     char *text = xasprintf("%s\"readings\":[{\"at\":5,\"values\":[\"1\"],\"value\":1}]}]}]}", head);
     expect_bad_scenario(text, "accounts[0].devices[0].readings[0]: unknown key 'value'");
     free(text);
-    text = xasprintf("%s\"readings\":[{\"at\":5,\"values\":[\"1\"]},{\"at\":4,\"values\":[\"2\"]}]}]}]}",
-                     head);
+    text = xasprintf(
+        "%s\"readings\":[{\"at\":5,\"values\":[\"1\"]},{\"at\":4,\"values\":[\"2\"]}]}]}]}", head);
     expect_bad_scenario(text, "accounts[0].devices[0].readings[1]: 'at' (4) lies before the "
                               "previous reading's (5)");
     free(text);
     text = xasprintf("%s\"readings\":[{\"at\":5,\"values\":[]}]}]}]}", head);
     expect_bad_scenario(text, "readings[0]: 'values' has 0 values for 1 channels");
     free(text);
-    text = xasprintf("%s\"readings\":[{\"at\":5,\"unixtime\":\"4\",\"values\":[\"1\"]}]}]}]}",
-                     head);
+    text =
+        xasprintf("%s\"readings\":[{\"at\":5,\"unixtime\":\"4\",\"values\":[\"1\"]}]}]}]}", head);
     expect_bad_scenario(text, "readings[0]: 'unixtime' must be an integer");
     free(text);
     text = xasprintf("%s\"alerts\":[{\"unixtime\":5,\"logged_at\":4,\"ch1\":\"t\"}]}]}]}", head);

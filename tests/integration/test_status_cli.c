@@ -18,7 +18,6 @@
 
 static struct relay R;
 
-
 static void setup(void)
 {
     setenv("TZ", "UTC", 1);
@@ -44,8 +43,14 @@ static struct out status_at(long long now, bool json)
 {
     char when[32];
     snprintf(when, sizeof when, "%lld", now);
-    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"status",
-                    (char *)"--now", when, json ? (char *)"--json" : NULL, NULL};
+    char *argv[] = {(char *)WSRELAY_BIN,
+                    (char *)"-c",
+                    R.config_path,
+                    (char *)"status",
+                    (char *)"--now",
+                    when,
+                    json ? (char *)"--json" : NULL,
+                    NULL};
     struct out o;
     o.status = run_cmd(&o.text, &o.err, 20, argv, NULL);
     const char *secrets[] = {RELAY_API_KEY, "ss\\word", "t0ken", hooksink_url(R.hook)};
@@ -89,8 +94,7 @@ static struct json_object *at(struct json_object *o, const char *path)
 static long long int_at(struct json_object *o, const char *path)
 {
     struct json_object *v = at(o, path);
-    cr_assert(json_object_is_type(v, json_type_int), "%s: %s", path,
-              json_object_to_json_string(v));
+    cr_assert(json_object_is_type(v, json_type_int), "%s: %s", path, json_object_to_json_string(v));
     return (long long)json_object_get_int64(v);
 }
 
@@ -180,7 +184,8 @@ Test(status_cli, after_a_few_runs_every_device_and_the_budget_are_shown)
     expect_line(o.text, "  current-readings calls: 1 of 10 in the last 2 min");
     expect_line(o.text, "  last success: 11:18 (just now)");
     expect_line(o.text, "  last error: none");
-    expect_line(o.text, "  3 devices, each looked at about every 17 min (next polls are estimates)");
+    expect_line(o.text,
+                "  3 devices, each looked at about every 17 min (next polls are estimates)");
     expect_line(o.text, "    5214000A  Freezer A (TR-72A2, group Lab)");
     expect_line(o.text, "      last poll 11:06 (12 min ago), ok; next about 11:23 (in 5 min); "
                         "3 keys seen");
@@ -328,8 +333,8 @@ Test(status_cli, a_dry_run_records_the_calls_but_no_delivery)
 {
     char when[32];
     snprintf(when, sizeof when, "%lld", T0);
-    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"run",
-                    (char *)"--dry-run", (char *)"--now", when, NULL};
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c",    R.config_path, (char *)"run",
+                    (char *)"--dry-run", (char *)"--now", when,          NULL};
     cr_assert_eq(run_cmd(NULL, NULL, 60, argv, NULL), 0);
     struct out o = status_at(T0 + 10, true);
     cr_expect_eq(o.status, 0, "%s", o.text);
@@ -362,8 +367,8 @@ Test(status_cli, status_does_not_wait_for_a_run_holding_the_lock)
 
 Test(status_cli, usage_errors_exit_2)
 {
-    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"status",
-                    (char *)"--now", (char *)"soon", NULL};
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c",   R.config_path, (char *)"status",
+                    (char *)"--now",     (char *)"soon", NULL};
     char *err = NULL;
     cr_expect_eq(run_cmd(NULL, &err, 20, argv, NULL), 2);
     cr_expect(strstr(err, "--now expects a Unix time"), "%s", err);
@@ -393,8 +398,8 @@ Test(status_cli, an_unreadable_state_file_is_a_problem)
     write_file(R.state_path, "{\"version\":1,");
     struct out o = status_at(T0, false);
     cr_expect_eq(o.status, 1);
-    char *want = xasprintf("PROBLEM: the state file cannot be read: %s: corrupt state file: ",
-                           R.state_path);
+    char *want =
+        xasprintf("PROBLEM: the state file cannot be read: %s: corrupt state file: ", R.state_path);
     expect_first_line(o.text, want);
     free(want);
     out_free(&o);

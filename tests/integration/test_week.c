@@ -483,8 +483,8 @@ static void check_delivery(const struct expectation *x, const char *spans)
         const struct hev *g = hevs_find(&got, id);
         cr_assert_str_eq(g->kind, "gap");
         char *span = xasprintf("between %s and %s: ", from, to);
-        cr_assert(strstr(g->text, span), "gap %s does not name the span %s .. %s: %s", id, from,
-                  to, g->text);
+        cr_assert(strstr(g->text, span), "gap %s does not name the span %s .. %s: %s", id, from, to,
+                  g->text);
         free(span);
         line = strchr(line, '\n') + 1;
     }

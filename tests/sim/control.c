@@ -107,7 +107,8 @@ static void set_fault(struct world *w, const struct json_object *body, struct re
         reply_error(out, 400, "\"status\" (200-599) and \"count\" (>= 0) must be integers");
         return;
     }
-    if (json_object_object_get_ex(body, "body", &raw) && !json_object_is_type(raw, json_type_string)) {
+    if (json_object_object_get_ex(body, "body", &raw) &&
+        !json_object_is_type(raw, json_type_string)) {
         reply_error(out, 400, "\"body\" must be a string");
         return;
     }
@@ -135,12 +136,9 @@ static const struct endpoint {
     bool wants_body; /* the body must be a JSON object */
     void (*answer)(struct world *w, const struct json_object *body, struct reply *out);
 } endpoints[] = {
-    {"GET", "/_sim/clock", false, get_clock},
-    {"POST", "/_sim/clock", true, set_clock},
-    {"POST", "/_sim/alerts", true, add_alert},
-    {"POST", "/_sim/readings", true, add_reading},
-    {"POST", "/_sim/faults", true, set_fault},
-    {"GET", "/_sim/stats", false, get_stats},
+    {"GET", "/_sim/clock", false, get_clock},  {"POST", "/_sim/clock", true, set_clock},
+    {"POST", "/_sim/alerts", true, add_alert}, {"POST", "/_sim/readings", true, add_reading},
+    {"POST", "/_sim/faults", true, set_fault}, {"GET", "/_sim/stats", false, get_stats},
 };
 
 void control_answer(struct world *w, const struct request *rq, struct reply *out)

@@ -81,8 +81,8 @@ static int need_object(const struct json_object *v, const struct where *w, struc
 
 /* A string member: *out is a copy, or a copy of `dflt` when the member is
  * absent and `dflt` is not NULL; absent without default is an error. */
-static int get_string(char **out, const struct json_object *obj, const char *key,
-                      const char *dflt, const struct where *w, struct err *e)
+static int get_string(char **out, const struct json_object *obj, const char *key, const char *dflt,
+                      const struct where *w, struct err *e)
 {
     struct json_object *v;
     if (!json_object_object_get_ex(obj, key, &v)) {
@@ -126,8 +126,8 @@ static int value_text(char **out, const struct json_object *cv, bool null_ok)
 }
 
 /* A numeric member (see value_text), or a copy of `dflt` when absent. */
-static int get_numtext(char **out, const struct json_object *obj, const char *key,
-                       const char *dflt, bool null_ok, const struct where *w, struct err *e)
+static int get_numtext(char **out, const struct json_object *obj, const char *key, const char *dflt,
+                       bool null_ok, const struct where *w, struct err *e)
 {
     struct json_object *v;
     if (!json_object_object_get_ex(obj, key, &v)) {
@@ -200,9 +200,10 @@ static void alert_entry_clear(struct alert_entry *a)
 static int parse_alert(struct alert_entry *out, const struct json_object *obj,
                        const struct where *w, struct err *e)
 {
-    static const char *const keys[] = {"unixtime", "logged_at", "ch1", "ch2", "ch3", "ch4",
-                                       "ch5", "ch6", "battery-level", "communication-status",
-                                       NULL};
+    static const char *const keys[] = {
+        "unixtime", "logged_at", "ch1", "ch2",           "ch3",
+        "ch4",      "ch5",       "ch6", "battery-level", "communication-status",
+        NULL};
     memset(out, 0, sizeof *out);
     if (need_object(obj, w, e) < 0 || check_keys(obj, keys, w, e) < 0 ||
         get_int64(&out->unixtime, obj, "unixtime", w, e) < 0 ||
@@ -348,10 +349,10 @@ static int parse_group(struct device *d, const struct json_object *obj, const st
 
 static void device_clear(struct device *d)
 {
-    char **strings[] = {&d->num,       &d->serial,    &d->model,     &d->name,
+    char **strings[] = {&d->num,         &d->serial,     &d->model,     &d->name,
                         &d->base_serial, &d->base_model, &d->base_name, &d->group_num,
-                        &d->group_name, &d->time_diff, &d->std_bias,  &d->dst_flg,
-                        &d->battery,   &d->rssi};
+                        &d->group_name,  &d->time_diff,  &d->std_bias,  &d->dst_flg,
+                        &d->battery,     &d->rssi};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
         free(*strings[i]);
     for (size_t i = 0; i < d->n_channels; i++) {
@@ -373,8 +374,9 @@ static int parse_device(struct device *d, struct scenario *s, const struct json_
                         const struct where *w, struct err *e)
 {
     static const char *const keys[] = {
-        "serial", "model", "name", "num", "base", "group", "time_diff", "std_bias",
-        "dst_flg", "battery", "rssi", "channels", "alert_supported", "alerts", "readings", NULL};
+        "serial",          "model",    "name",     "num",     "base", "group",
+        "time_diff",       "std_bias", "dst_flg",  "battery", "rssi", "channels",
+        "alert_supported", "alerts",   "readings", NULL};
     struct json_object *v, *channels, *alerts, *readings;
     struct where sub;
     if (need_object(obj, w, e) < 0 || check_keys(obj, keys, w, e) < 0)
@@ -434,8 +436,9 @@ static int parse_device(struct device *d, struct scenario *s, const struct json_
         if (parse_reading(&r, json_object_array_get_idx(readings, i), d->n_channels, &sub, e) < 0)
             return -1;
         if (d->n_readings && r.at < d->readings[d->n_readings - 1].at) {
-            fail(e, &sub, "'at' (%lld) lies before the previous reading's (%lld): readings "
-                          "must be sorted by 'at'",
+            fail(e, &sub,
+                 "'at' (%lld) lies before the previous reading's (%lld): readings "
+                 "must be sorted by 'at'",
                  r.at, d->readings[d->n_readings - 1].at);
             reading_clear(&r, d->n_channels);
             return -1;
@@ -459,8 +462,8 @@ static void account_clear(struct account *a)
 static int parse_account(struct account *a, struct scenario *s, const struct json_object *obj,
                          const struct where *w, struct err *e)
 {
-    static const char *const keys[] = {"api_key", "login_id", "login_pass", "dialect",
-                                       "devices", NULL};
+    static const char *const keys[] = {"api_key", "login_id", "login_pass",
+                                       "dialect", "devices",  NULL};
     char *dialect = NULL;
     struct json_object *devices;
     int rc = -1;
@@ -490,8 +493,8 @@ static int parse_account(struct account *a, struct scenario *s, const struct jso
             goto out;
         for (size_t j = 0; j < i; j++) {
             if (strcmp(a->devices[j].serial, a->devices[i].serial) == 0) {
-                fail(e, &sub, "serial '%s' is already used by devices[%zu]",
-                     a->devices[i].serial, j);
+                fail(e, &sub, "serial '%s' is already used by devices[%zu]", a->devices[i].serial,
+                     j);
                 goto out;
             }
         }
@@ -503,8 +506,7 @@ out:
 }
 
 /* Parses the whole text as one JSON value; "line L, column C" on failure. */
-static struct json_object *parse_json(const char *text, size_t len, const char *name,
-                                      struct err *e)
+static struct json_object *parse_json(const char *text, size_t len, const char *name, struct err *e)
 {
     struct json_object *root = NULL;
     struct json_tokener *tok = json_tokener_new();
@@ -770,8 +772,7 @@ struct json_object *scenario_device_record(const struct account *a, const struct
         struct json_object *ch = json_object_new_object();
         json_object_object_add(ch, "num", numeric_ll(dl, (long long)i + 1));
         add_str(ch, "name", d->channels[i].name);
-        json_object_object_add(ch, "value",
-                               numeric(dl, r ? r->values[i] : d->channels[i].value));
+        json_object_object_add(ch, "value", numeric(dl, r ? r->values[i] : d->channels[i].value));
         add_str(ch, "unit", d->channels[i].unit);
         json_object_array_add(channels, ch);
     }

@@ -128,7 +128,6 @@ static void sleep_ms(unsigned ms)
         ;
 }
 
-
 static enum MHD_Result send_reply(struct MHD_Connection *conn, const struct reply *r)
 {
     const char *body = r->body ? r->body : "";
@@ -152,9 +151,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, const struct repl
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     (void)version;
     struct server *srv = cls;

@@ -25,7 +25,7 @@ static const struct op_row {
 
 struct fault {
     int status;
-    int count; /* calls still to be answered with this fault */
+    int count;  /* calls still to be answered with this fault */
     char *body; /* NULL: the error object */
 };
 
@@ -116,16 +116,17 @@ int world_set_fault(struct world *w, const char *op, int status, int count, cons
     return err_set(e, "unknown op '%s' (use \"current\" or \"alert\")", op);
 }
 
-static void record_call(struct world *w, enum op op, size_t account, const char *serial,
-                        int status)
+static void record_call(struct world *w, enum op op, size_t account, const char *serial, int status)
 {
     if (w->n_calls == w->cap_calls) {
         w->cap_calls = w->cap_calls ? w->cap_calls * 2 : 64;
         w->calls = xreallocarray(w->calls, w->cap_calls, sizeof *w->calls);
     }
-    w->calls[w->n_calls++] = (struct call){
-        .t = w->now, .op = op, .account = account, .serial = xstrdup_or_null(serial),
-        .status = status};
+    w->calls[w->n_calls++] = (struct call){.t = w->now,
+                                           .op = op,
+                                           .account = account,
+                                           .serial = xstrdup_or_null(serial),
+                                           .status = status};
     if (status == 429)
         w->rejected_429++;
 }
@@ -221,8 +222,7 @@ static void answer_alert(const struct world *w, const struct account *a,
         return;
     }
     if (!d->alert_supported) {
-        reply_error(out, 400, "alert logs are not available for this device model (%s)",
-                    d->model);
+        reply_error(out, 400, "alert logs are not available for this device model (%s)", d->model);
         return;
     }
     reply_json(out, 200, scenario_alert_record(a, d, w->now));

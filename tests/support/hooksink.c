@@ -71,9 +71,8 @@ static void record(struct hooksink *h, struct MHD_Connection *conn, const char *
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     (void)version;
     struct hooksink *h = cls;
@@ -152,8 +151,8 @@ void hooksink_push_reply(struct hooksink *h, int status, const char *body, int r
         h->script_cap = h->script_cap ? h->script_cap * 2 : 8;
         h->script = xreallocarray(h->script, h->script_cap, sizeof *h->script);
     }
-    h->script[h->script_n++] =
-        (struct scripted){.status = status, .body = xstrdup_or_null(body), .retry_after = retry_after};
+    h->script[h->script_n++] = (struct scripted){
+        .status = status, .body = xstrdup_or_null(body), .retry_after = retry_after};
     pthread_mutex_unlock(&h->lock);
 }
 

@@ -85,8 +85,8 @@ int http_request(struct http_reply *out, const char *method, const char *url,
     }
     if (!has_type) {
         /* "Content-Type:" with no value stops curl adding its own. */
-        type_line = content_type ? xasprintf("Content-Type: %s", content_type)
-                                 : xstrdup("Content-Type:");
+        type_line =
+            content_type ? xasprintf("Content-Type: %s", content_type) : xstrdup("Content-Type:");
         list = curl_slist_append(list, type_line);
     }
     list = curl_slist_append(list, "Expect:");

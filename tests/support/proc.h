@@ -17,9 +17,9 @@ struct proc {
     char *out_path; /* the child's stdout, a file in the `dir` of proc_start */
     char *err_path; /* the child's stderr */
     /* private */
-    char *name;     /* argv[0], for messages */
+    char *name; /* argv[0], for messages */
     bool exited;
-    int status;     /* exit status or 128+signal, once exited */
+    int status; /* exit status or 128+signal, once exited */
 };
 
 /* Starts argv[0] (a path, or a name looked up in $PATH) with `argv` and

@@ -145,8 +145,9 @@ int relay_run_with(struct relay *r, long long now, const char *look, char **err)
     char when[32];
     snprintf(when, sizeof when, "%lld", now);
     sim_set_clock(&r->sim, now);
-    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", r->config_path, (char *)"run",
-                    (char *)"--now", when, (char *)"--look", (char *)look, NULL};
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c",    r->config_path,
+                    (char *)"run",       (char *)"--now", when,
+                    (char *)"--look",    (char *)look,    NULL};
     if (!look)
         argv[6] = NULL;
     char *out = NULL, *errs = NULL;

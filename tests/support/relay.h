@@ -20,7 +20,7 @@ struct relay {
     struct sim sim;
     struct hooksink *hook;
     char *config_path;
-    char *out_path;   /* the file receiver "log" */
+    char *out_path; /* the file receiver "log" */
     char *state_path;
 };
 

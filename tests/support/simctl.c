@@ -12,7 +12,6 @@
 
 #define START_TIMEOUT_MS 10000
 
-
 static void fail_with_stderr(struct sim *s, const char *what)
 {
     char *err = proc_stderr(&s->proc);
@@ -36,9 +35,16 @@ void sim_start_slow(struct sim *s, const char *scenario_path, const char *dir, u
     static unsigned started; /* tells apart several simulators in one dir */
     char *port_file = xasprintf("%s/sim-%ld-%u.port", dir, (long)getpid(), started++);
     unlink(port_file);
-    char *argv[] = {(char *)WSRELAY_SIM_BIN, (char *)"--scenario", (char *)scenario_path,
-                    (char *)"--port", (char *)"0", (char *)"--port-file", port_file,
-                    (char *)"--latency", latency, NULL};
+    char *argv[] = {(char *)WSRELAY_SIM_BIN,
+                    (char *)"--scenario",
+                    (char *)scenario_path,
+                    (char *)"--port",
+                    (char *)"0",
+                    (char *)"--port-file",
+                    port_file,
+                    (char *)"--latency",
+                    latency,
+                    NULL};
     proc_start(&s->proc, argv, NULL, dir);
     for (int waited = 0; !s->port; waited += 10) {
         s->port = test_read_port(port_file);

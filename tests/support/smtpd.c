@@ -13,7 +13,6 @@
 #define PYTHON "/usr/bin/python3" /* Debian's, which python3-aiosmtpd installs for */
 #define START_TIMEOUT_MS 15000
 
-
 void smtpd_start(struct smtpd *s, const char *dir, const struct smtpd_options *o)
 {
     static const struct smtpd_options none = {0};

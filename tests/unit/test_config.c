@@ -519,7 +519,7 @@ Test(config, secret_files)
     free(sub);
 
 #define CONTROL                                                                                    \
-    " contains a line break, tab, NUL or other control character before its end; a secret is "    \
+    " contains a line break, tab, NUL or other control character before its end; a secret is "     \
     "one line (whitespace at its end is removed)"
     struct {
         const char *file, *message;
@@ -559,8 +559,8 @@ Test(config, secret_file_trailing_whitespace_removed)
 {
     static const struct {
         const char *content, *secret;
-    } cases[] = {{"abc\n", "abc"},     {"abc\r\n", "abc"},         {"abc", "abc"},
-                 {" a b ", " a b"},    {"abc \t\r\n\r\n\n", "abc"}, {"abc\r", "abc"}};
+    } cases[] = {{"abc\n", "abc"},  {"abc\r\n", "abc"},          {"abc", "abc"},
+                 {" a b ", " a b"}, {"abc \t\r\n\r\n\n", "abc"}, {"abc\r", "abc"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         free(put("pass", cases[i].content, 0600));
         free(put("key", cases[i].content, 0600));
@@ -773,20 +773,21 @@ Test(config, no_warning_without_secrets_or_for_a_closed_file, .init = capture_st
     log = load_logged(ACCOUNT RECEIVER, 0600);
     cr_assert_str_eq(log, "");
     free(log);
-    log = load_logged("accounts:\n"
-                      "  - name: tokyo\n"
-                      "    api_key: \"${T_ANY}\"\n"
-                      "    login_id: tbzz9999\n"
-                      "    login_pass_file: tokyo.pass\n"
-                      "receivers:\n"
-                      "  - name: hook\n"
-                      "    webhook:\n"
-                      "      url_file: hook.url\n"
-                      "      headers: {Authorization: \"Bearer ${T_ANY}\"}\n"
-                      "  - name: mail\n"
-                      "    email: {host: smtp.example.org, username: relay, password: \"${T_ANY}\",\n"
-                      "            from: a@example.org, to: b@example.org}\n",
-                      0644);
+    log =
+        load_logged("accounts:\n"
+                    "  - name: tokyo\n"
+                    "    api_key: \"${T_ANY}\"\n"
+                    "    login_id: tbzz9999\n"
+                    "    login_pass_file: tokyo.pass\n"
+                    "receivers:\n"
+                    "  - name: hook\n"
+                    "    webhook:\n"
+                    "      url_file: hook.url\n"
+                    "      headers: {Authorization: \"Bearer ${T_ANY}\"}\n"
+                    "  - name: mail\n"
+                    "    email: {host: smtp.example.org, username: relay, password: \"${T_ANY}\",\n"
+                    "            from: a@example.org, to: b@example.org}\n",
+                    0644);
     cr_assert_str_eq(log, "");
     free(log);
 }
@@ -950,8 +951,8 @@ Test(config, durations_are_written_as_they_are_read)
     static const struct {
         long seconds;
         const char *text;
-    } cases[] = {{0, "0s"}, {-5, "0s"}, {45, "45s"}, {90, "1m30s"}, {1800, "30m"},
-                 {5400, "1h30m"}, {86400, "1d"}, {90061, "1d1h1m1s"}};
+    } cases[] = {{0, "0s"},     {-5, "0s"},      {45, "45s"},   {90, "1m30s"},
+                 {1800, "30m"}, {5400, "1h30m"}, {86400, "1d"}, {90061, "1d1h1m1s"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char out[24];
         long back = -1;
@@ -1317,9 +1318,11 @@ Test(config, nesting_deeper_than_64_levels_is_refused_where_it_starts)
     free(deep);
 
     /* 64 levels are read, and judged by what the key expects. */
-    char *yaml = xasprintf("catch_up: %.*s%.*s\n" ACCOUNT RECEIVER, 63, "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
-                           "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", 63,
-                           "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]");
+    char *yaml =
+        xasprintf("catch_up: %.*s%.*s\n" ACCOUNT RECEIVER, 63,
+                  "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+                  "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+                  63, "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]");
     expect_error(yaml, "1:11: catch_up: expected a duration such as 90s, 30m, 1h, got a list");
     free(yaml);
 
@@ -1436,14 +1439,14 @@ Test(config, serial_globs_are_the_rules_globs)
     cr_assert_not(account_wants_serial(a, "5215ABCD"));
     cr_assert_eq(account_device_priority(a, "5214ABCD"), 4);
     cr_assert_eq(account_device_priority(a, "5214ABCC"), 1);
-    expect_error("accounts:\n"
-                 "  - {name: a, api_key: k, login_id: a, login_pass: p, include: [\"52[14\"]}\n"
-                 RECEIVER,
-                 "2:65: accounts[0].include[0]: column 3: '[' is not closed");
-    expect_error("accounts:\n"
-                 "  - {name: a, api_key: k, login_id: a, login_pass: p, exclude: \"[z-a]*\"}\n"
-                 RECEIVER,
-                 "2:64: accounts[0].exclude: column 2: range 'z-a' ends before it starts");
+    expect_error(
+        "accounts:\n"
+        "  - {name: a, api_key: k, login_id: a, login_pass: p, include: [\"52[14\"]}\n" RECEIVER,
+        "2:65: accounts[0].include[0]: column 3: '[' is not closed");
+    expect_error(
+        "accounts:\n"
+        "  - {name: a, api_key: k, login_id: a, login_pass: p, exclude: \"[z-a]*\"}\n" RECEIVER,
+        "2:64: accounts[0].exclude: column 2: range 'z-a' ends before it starts");
 }
 
 Test(config, receiver_lookup_and_free_null)
@@ -1584,8 +1587,7 @@ Test(config, email_slack_teams_every_key)
     char *tdir = xasprintf("%s/templates", tmp);
     cr_assert_eq(mkdir(tdir, 0700), 0);
     cr_assert_eq(setenv("T_TEAMS_URL", "https://example.webhook.office.com/x", 1), 0);
-    expect_ok("templates: templates\n" ACCOUNT EMAIL
-              "      host: SMTP.Example.org\n"
+    expect_ok("templates: templates\n" ACCOUNT EMAIL "      host: SMTP.Example.org\n"
               "      port: 465\n"
               "      starttls: opportunistic\n"
               "      username: relay@example.org\n"
@@ -1728,9 +1730,9 @@ Test(config, email_port_starttls_and_host)
                                "      from: a@example.org\n"
                                "      to: b@example.org\n",
                  "10:17: receivers[0].email.starttls: expected required, opportunistic or off");
-    static const char *const hosts[] = {"smtp.example.org:587", "\"[::1]\"", "\"::1\"",
-                                        "\"a b\"", "-x.example.org", "x..example.org",
-                                        "smtp.example.org.", "smtp_relay.example.org"};
+    static const char *const hosts[] = {
+        "smtp.example.org:587", "\"[::1]\"",      "\"::1\"",           "\"a b\"",
+        "-x.example.org",       "x..example.org", "smtp.example.org.", "smtp_relay.example.org"};
     for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++) {
         char *yaml = xasprintf(ACCOUNT EMAIL "      host: %s\n"
                                              "      from: a@example.org\n"
@@ -1813,29 +1815,29 @@ Test(config, template_paths_must_be_readable_now)
     cr_assert_eq(mkdir(sub, 0700), 0);
     free(sub);
     free(put("afile", "x\n", 0644));
-    expect_error_in_tmp(ACCOUNT EMAIL "      host: smtp.example.org\n"
-                                      "      from: a@example.org\n"
-                                      "      to: b@example.org\n"
-                                      "      template: nope.txt\n",
-                        "12:17: receivers[0].email.template: ",
-                        "@TMP@/nope.txt: No such file or directory");
+    expect_error_in_tmp(
+        ACCOUNT EMAIL "      host: smtp.example.org\n"
+                      "      from: a@example.org\n"
+                      "      to: b@example.org\n"
+                      "      template: nope.txt\n",
+        "12:17: receivers[0].email.template: ", "@TMP@/nope.txt: No such file or directory");
     expect_error_in_tmp(ACCOUNT EMAIL "      host: smtp.example.org\n"
                                       "      from: a@example.org\n"
                                       "      to: b@example.org\n"
                                       "      html_template: adir\n",
                         "12:22: receivers[0].email.html_template: ",
                         "@TMP@/adir: not a regular file (a directory)");
-    expect_error_in_tmp(ACCOUNT EMAIL "      host: smtp.example.org\n"
-                                      "      from: a@example.org\n"
-                                      "      to: b@example.org\n"
-                                      "      ca_file: /nonexistent/ca.pem\n",
-                        "12:16: receivers[0].email.ca_file: ",
-                        "/nonexistent/ca.pem: No such file or directory");
-    expect_error_in_tmp(ACCOUNT "receivers:\n"
-                                "  - name: s\n"
-                                "    slack: {url: \"https://hooks.slack.com/x\", template: t}\n",
-                        "8:57: receivers[0].slack.template: ",
-                        "@TMP@/t: No such file or directory");
+    expect_error_in_tmp(
+        ACCOUNT EMAIL "      host: smtp.example.org\n"
+                      "      from: a@example.org\n"
+                      "      to: b@example.org\n"
+                      "      ca_file: /nonexistent/ca.pem\n",
+        "12:16: receivers[0].email.ca_file: ", "/nonexistent/ca.pem: No such file or directory");
+    expect_error_in_tmp(
+        ACCOUNT "receivers:\n"
+                "  - name: s\n"
+                "    slack: {url: \"https://hooks.slack.com/x\", template: t}\n",
+        "8:57: receivers[0].slack.template: ", "@TMP@/t: No such file or directory");
     expect_error_in_tmp("templates: nodir\n" ACCOUNT RECEIVER, "1:12: templates: ",
                         "cannot read the directory @TMP@/nodir: No such file or directory");
     expect_error_in_tmp("templates: afile\n" ACCOUNT RECEIVER, "1:12: templates: ",

@@ -673,11 +673,11 @@ Test(event, old_outbox_entry_classified_on_load)
     struct event ev;
     struct err e = {{0}};
     /* As an outbox entry was written before state, value, limit, recovers. */
-    struct json_object *obj = parse(
-        "{\"id\":\"52C10001/1700000300/ch1\",\"account\":\"a\",\"serial\":\"52C10001\","
-        "\"model\":\"\",\"name\":\"\",\"unixtime\":1700000300,\"kind\":\"ch1\","
-        "\"text\":\"CH1 上限値警報 12.3℃ (上限 8.0℃)\",\"channel_name\":null,"
-        "\"channel_unit\":null,\"utc_offset\":540}");
+    struct json_object *obj =
+        parse("{\"id\":\"52C10001/1700000300/ch1\",\"account\":\"a\",\"serial\":\"52C10001\","
+              "\"model\":\"\",\"name\":\"\",\"unixtime\":1700000300,\"kind\":\"ch1\","
+              "\"text\":\"CH1 上限値警報 12.3℃ (上限 8.0℃)\",\"channel_name\":null,"
+              "\"channel_unit\":null,\"utc_offset\":540}");
     cr_assert_eq(event_from_json(&ev, obj, &e), 0, "%s", e.msg);
     assert_str(ev.state, "alarm");
     assert_str(ev.value, "12.3℃");
@@ -721,10 +721,10 @@ Test(event, unusable_reading_members_do_not_fail)
         json_object_put(obj);
     }
     /* A stored reading is taken as it is, not read again. */
-    struct json_object *obj = parse(
-        "{\"account\":\"a\",\"serial\":\"S\",\"unixtime\":1,\"kind\":\"ch1\","
-        "\"text\":\"CH1 Measurement Recovery 7.6°C\",\"state\":\"other\",\"value\":null,"
-        "\"recovers\":5}");
+    struct json_object *obj =
+        parse("{\"account\":\"a\",\"serial\":\"S\",\"unixtime\":1,\"kind\":\"ch1\","
+              "\"text\":\"CH1 Measurement Recovery 7.6°C\",\"state\":\"other\",\"value\":null,"
+              "\"recovers\":5}");
     cr_assert_eq(event_from_json(&ev, obj, &e), 0, "%s", e.msg);
     assert_str(ev.state, "other");
     assert_str(ev.value, NULL);

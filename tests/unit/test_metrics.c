@@ -28,10 +28,8 @@ static void setup(void)
     accounts[1] = (struct account_conf){.name = (char *)"osaka", .login_id = (char *)"tbzz9999"};
     receivers[0] = (struct receiver_conf){.name = (char *)"oncall-mail"};
     receivers[1] = (struct receiver_conf){.name = (char *)"lab-slack"};
-    cfg = (struct config){.accounts = accounts,
-                          .n_accounts = 2,
-                          .receivers = receivers,
-                          .n_receivers = 2};
+    cfg = (struct config){
+        .accounts = accounts, .n_accounts = 2, .receivers = receivers, .n_receivers = 2};
 }
 
 static void teardown(void)
@@ -70,8 +68,7 @@ static void assert_exposition(const char *text)
         if (!strncmp(buf, "# TYPE ", 7)) {
             cr_assert_eq(sscanf(buf + 7, "%127s", family), 1);
         } else if (buf[0] != '#') {
-            cr_assert(!strncmp(buf, family, strlen(family)), "sample outside its family: %s",
-                      buf);
+            cr_assert(!strncmp(buf, family, strlen(family)), "sample outside its family: %s", buf);
             const char *space = strrchr(buf, ' ');
             cr_assert_not_null(space, "%s", buf);
             char *num_end;
@@ -95,10 +92,16 @@ Test(metrics, counters_and_gauges)
     state_set_counter(st, METRICS_LAST_SUCCESS, 1795000000);
     for (int i = 0; i < 3; i++)
         state_record_call(st, "tbzz9999", PLATFORM_ALERT, 1795000000 - 600 + i);
-    struct event ev = {.account = (char *)"tokyo", .serial = (char *)"5214A000",
-                       .model = (char *)"", .name = (char *)"", .base_serial = (char *)"5214A000",
-                       .base_model = (char *)"", .base_name = (char *)"",
-                       .unixtime = 1794999000, .kind = (char *)"ch1", .text = (char *)"x"};
+    struct event ev = {.account = (char *)"tokyo",
+                       .serial = (char *)"5214A000",
+                       .model = (char *)"",
+                       .name = (char *)"",
+                       .base_serial = (char *)"5214A000",
+                       .base_model = (char *)"",
+                       .base_name = (char *)"",
+                       .unixtime = 1794999000,
+                       .kind = (char *)"ch1",
+                       .text = (char *)"x"};
     state_enqueue(st, "lab-slack", &ev, 1795000000);
     state_enqueue(st, "gone", &ev, 1795000000);
     char *text = render(1795000000, false);

@@ -137,11 +137,11 @@ static void server_start(void)
     sa.sin_family = AF_INET;
     sa.sin_port = 0;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    srv.d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                                 MHD_USE_ERROR_LOG,
-                             0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                             MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
-                             MHD_OPTION_NOTIFY_COMPLETED, upload_completed, NULL, MHD_OPTION_END);
+    srv.d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
+        NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+        upload_completed, NULL, MHD_OPTION_END);
     cr_assert_not_null(srv.d, "cannot start the test HTTP server");
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv.d, MHD_DAEMON_INFO_BIND_PORT);
     cr_assert_not_null(info);
@@ -696,8 +696,8 @@ Test(platform, multi_failures_stay_apart, .init = multi_setup, .fini = multi_tea
     struct platform_request reqs[N_PARALLEL];
     answer(503, "{\"error\":{\"code\":503,\"message\":\"busy\"}}");
     alert_requests(reqs);
-    reqs[1].serial = NULL;      /* cannot be sent */
-    reqs[2].p = reqs[0].p;      /* one client twice */
+    reqs[1].serial = NULL; /* cannot be sent */
+    reqs[2].p = reqs[0].p; /* one client twice */
     platform_multi_call(multi, reqs, 3);
     cr_assert_eq(reqs[0].rc, -1);
     cr_assert_eq(reqs[0].reply.http_status, 503);
@@ -830,7 +830,8 @@ Test(platform, odd_device_data_is_repaired_or_skipped)
     size_t n = 0;
     struct err e = {{0}};
     buf_init(&body, 0);
-    buf_puts(&body, "{\"devices\":[{\"serial\":\"52C10001\",\"model\":\"RTR\x01" "501\","
+    buf_puts(&body, "{\"devices\":[{\"serial\":\"52C10001\",\"model\":\"RTR\x01"
+                    "501\","
                     "\"name\":\"Freezer\xFF A\\u0000B\\r\\nwsrelay: ERROR: forged\","
                     "\"baseunit\":{\"serial\":\"58210001\",\"model\":\"RTR500\","
                     "\"name\":\"Gate\xC0\xAFway\"},\"group\":{\"name\":\"Lab\\u001b[2J\"}},");
@@ -863,7 +864,7 @@ Test(platform, odd_device_data_is_repaired_or_skipped)
     cr_assert_str_eq(d[1].model, UTF8_REPLACEMENT);
     cr_assert_eq(strlen(d[1].name), 255, "cut to PLATFORM_NAME_MAX at a character boundary");
     for (size_t i = 0; i < n; i++) {
-        const char *fields[] = {d[i].serial, d[i].model,     d[i].name,      d[i].base_serial,
+        const char *fields[] = {d[i].serial,     d[i].model,     d[i].name,      d[i].base_serial,
                                 d[i].base_model, d[i].base_name, d[i].group_name};
         for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++)
             assert_clean(fields[k], PLATFORM_NAME_MAX);

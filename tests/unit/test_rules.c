@@ -105,8 +105,8 @@ static void expect_rule_error(const char *yaml, const char *tail)
     free(file);
 }
 
-static struct event ev_of(const char *serial, const char *kind, const char *state,
-                          const char *text, long long t)
+static struct event ev_of(const char *serial, const char *kind, const char *state, const char *text,
+                          long long t)
 {
     struct event ev = {
         .account = (char *)"tokyo",
@@ -190,8 +190,7 @@ Test(rules, without_rules_default_receivers_take_everything)
 
 Test(rules, unmatched_events_go_to_default_receivers_or_are_unrouted)
 {
-    with_rules("- name: batteries\n  match: {kind: battery-level}\n  receivers: [mail]\n",
-               NULL);
+    with_rules("- name: batteries\n  match: {kind: battery-level}\n  receivers: [mail]\n", NULL);
     struct event ev = alarm_at(NOW);
     struct route rt;
     rules_route(&rt, rules, &ev, NOW, NULL);
@@ -329,13 +328,13 @@ Test(rules, outside_its_windows_a_rule_lets_later_rules_match)
     /* 2025-11-24 is a Monday: 00:00 UTC is 09:00 in Tokyo. */
     long long monday = NOW + 2 * 86400;
     expect_route(&ev, monday, "mail", ROUTE_SENT);
-    expect_route(&ev, monday + 9 * 3600, "slack", ROUTE_SENT);      /* 18:00 Tokyo */
-    expect_route(&ev, monday + 9 * 3600 - 60, "mail", ROUTE_SENT);  /* 17:59 */
+    expect_route(&ev, monday + 9 * 3600, "slack", ROUTE_SENT);     /* 18:00 Tokyo */
+    expect_route(&ev, monday + 9 * 3600 - 60, "mail", ROUTE_SENT); /* 17:59 */
     /* "Mon-Fri 18:00-08:00" is the nights that start Monday to Friday:
      * Monday 07:00 belongs to Sunday's night, which Sat+Sun ends at 24:00. */
-    expect_route(&ev, monday - 2 * 3600, "", ROUTE_UNROUTED);      /* Monday 07:00 */
+    expect_route(&ev, monday - 2 * 3600, "", ROUTE_UNROUTED);          /* Monday 07:00 */
     expect_route(&ev, monday + 86400 - 2 * 3600, "slack", ROUTE_SENT); /* Tuesday 07:00 */
-    expect_route(&ev, NOW, "slack", ROUTE_SENT);                    /* Saturday */
+    expect_route(&ev, NOW, "slack", ROUTE_SENT);                       /* Saturday */
     struct route rt;
     rules_route(&rt, rules, &ev, NOW, NULL);
     cr_assert_eq(rt.trials[0].verdict, RULE_OUTSIDE);
@@ -564,8 +563,8 @@ Test(rules, config_keys_of_routing_are_checked)
     cr_assert_eq(load("rules: nowhere.d\n"), -1);
     cr_assert(strstr(err.msg, "nowhere.d: rules: No such file or directory"), "%s", err.msg);
     cr_assert_eq(load("timezone: Asia/Tokio\n"), -1);
-    cr_assert(strstr(err.msg, "wsrelay.yaml:13:11: timezone: unknown time zone 'Asia/Tokio'"),
-              "%s", err.msg);
+    cr_assert(strstr(err.msg, "wsrelay.yaml:13:11: timezone: unknown time zone 'Asia/Tokio'"), "%s",
+              err.msg);
     cr_assert_eq(load("default_receivers: [mail, pager]\n"), -1);
     cr_assert(strstr(err.msg, "wsrelay.yaml:13:27: default_receivers[1]: unknown receiver "
                               "'pager'"),

@@ -112,8 +112,11 @@ Test(scheduler, exhaustion_by_another_client_waits_the_reset_at_most_a_span)
 
 Test(scheduler, never_polled_first_then_oldest)
 {
-    struct sched_device devs[] = {{.last_poll = 500}, {.last_poll = 100}, {.last_poll = 0},
-                                  {.last_poll = 300}, {.last_poll = 0}};
+    struct sched_device devs[] = {{.last_poll = 500},
+                                  {.last_poll = 100},
+                                  {.last_poll = 0},
+                                  {.last_poll = 300},
+                                  {.last_poll = 0}};
     struct sched_budget b = alert_budget(0, 1000);
     size_t out[8];
     size_t n = scheduler_plan(out, 8, devs, 5, &b, 1000 + 3 * 300);
@@ -316,8 +319,8 @@ Test(scheduler, next_call_is_the_first_second_the_allowance_is_positive)
         for (long long t = now; t < next; t += 7) {
             struct sched_budget bt = budget_from(calls, n_calls, t);
             bt.blocked_until = b.blocked_until;
-            cr_assert_eq(scheduler_allowance(&bt, t), 0, "allowed at %lld, before %lld",
-                         t - start, next - start);
+            cr_assert_eq(scheduler_allowance(&bt, t), 0, "allowed at %lld, before %lld", t - start,
+                         next - start);
         }
         struct sched_budget bn = budget_from(calls, n_calls, next);
         bn.blocked_until = b.blocked_until;
@@ -346,8 +349,8 @@ Test(scheduler, priority_weights_how_often_a_device_is_looked_at)
     long long longest_wait[3] = {0};
     long long t0 = 1795000000;
     for (long long now = t0; now < t0 + 7 * 86400; now += 300) {
-        struct sched_budget b = {.limit = 12, .span = 3600, .used = 0,
-                                 .last_call = now == t0 ? 0 : now - 300};
+        struct sched_budget b = {
+            .limit = 12, .span = 3600, .used = 0, .last_call = now == t0 ? 0 : now - 300};
         size_t pick;
         cr_assert_eq(scheduler_plan(&pick, 1, devs, 3, &b, now), 1);
         if (devs[pick].last_poll && now - devs[pick].last_poll > longest_wait[pick])
@@ -367,8 +370,12 @@ Test(scheduler, priority_weights_how_often_a_device_is_looked_at)
 
 static struct sched_budget signal_budget(size_t used, long long last_call)
 {
-    struct sched_budget b = {.limit = 12, .reserve = 1, .headroom = 2, .span = 3600,
-                             .used = used, .last_call = last_call};
+    struct sched_budget b = {.limit = 12,
+                             .reserve = 1,
+                             .headroom = 2,
+                             .span = 3600,
+                             .used = used,
+                             .last_call = last_call};
     return b;
 }
 
@@ -425,8 +432,8 @@ Test(scheduler, signals_go_oldest_first_and_one_may_use_the_reserve)
 
 Test(scheduler, without_signals_the_plan_is_the_round_robin)
 {
-    struct sched_device devs[4] = {{.last_poll = 40}, {.last_poll = 10}, {.last_poll = 20},
-                                   {.last_poll = 30}};
+    struct sched_device devs[4] = {
+        {.last_poll = 40}, {.last_poll = 10}, {.last_poll = 20}, {.last_poll = 30}};
     struct sched_budget b = signal_budget(3, 500);
     size_t a[4], c[4];
     size_t n = scheduler_plan_signals(a, 4, devs, 4, &b, 1000, NULL);
@@ -503,8 +510,8 @@ Test(scheduler, the_bound_holds_when_signals_saturate_the_budget)
     }
     struct sched_budget b = signal_budget(0, 0);
     cr_assert(worst_gap > 0, "the quiet device was never polled");
-    cr_assert(worst_gap <= scheduler_bound(&b, N),
-              "the quiet device waited %lld s (bound %lld)", worst_gap, scheduler_bound(&b, N));
+    cr_assert(worst_gap <= scheduler_bound(&b, N), "the quiet device waited %lld s (bound %lld)",
+              worst_gap, scheduler_bound(&b, N));
 }
 
 /* Signals whose news is out (an early warning told people of the alarm)

@@ -31,8 +31,8 @@ Test(selfcheck, a_refused_login_opens_at_once_once_and_pauses_for_an_hour)
     struct state_condition c = {0};
     bool have = false;
     char *creds = selfcheck_creds((const char *const[]){"key", "login", "pass"}, 3);
-    struct selfcheck_input in = {.what = SELFCHECK_LOGIN_REFUSED, .bad = true, .tried = true,
-                                 .creds = creds};
+    struct selfcheck_input in = {
+        .what = SELFCHECK_LOGIN_REFUSED, .bad = true, .tried = true, .creds = creds};
     cr_assert_eq(step(&c, &have, &in, T0), SELFCHECK_OPEN);
     cr_assert(have);
     cr_assert_eq(c.opened, T0);
@@ -56,8 +56,8 @@ Test(selfcheck, a_refused_login_opens_at_once_once_and_pauses_for_an_hour)
     char *fixed = selfcheck_creds((const char *const[]){"key", "login", "pass2"}, 3);
     cr_assert_str_neq(fixed, creds);
     cr_assert_not(selfcheck_paused(&c, fixed, T0 + 3660));
-    struct selfcheck_input ok = {.what = SELFCHECK_LOGIN_REFUSED, .good = true, .tried = true,
-                                 .creds = fixed};
+    struct selfcheck_input ok = {
+        .what = SELFCHECK_LOGIN_REFUSED, .good = true, .tried = true, .creds = fixed};
     cr_assert_eq(step(&c, &have, &ok, T0 + 3660), SELFCHECK_CLOSE);
     cr_assert_not(have);
     cr_assert_not(selfcheck_paused(NULL, fixed, T0 + 3660));
@@ -100,8 +100,8 @@ Test(selfcheck, a_blip_shorter_than_after_says_nothing)
     cr_assert_eq(step(&c, &have, &good, T0 + AFTER - 1), SELFCHECK_NONE);
     cr_assert_not(have);
     /* The outbox's oldest item dates the symptom: old enough opens at once. */
-    struct selfcheck_input old = {.what = SELFCHECK_RECEIVER_FAILING, .bad = true,
-                                  .since = T0 - AFTER};
+    struct selfcheck_input old = {
+        .what = SELFCHECK_RECEIVER_FAILING, .bad = true, .since = T0 - AFTER};
     cr_assert_eq(step(&c, &have, &old, T0), SELFCHECK_OPEN);
     cr_assert_eq(c.since, T0 - AFTER);
     state_condition_clear(&c);

@@ -1932,10 +1932,10 @@ Test(state, outbox_summary)
     state_outbox_summary(s, "hook", &sum);
     cr_expect(sum.count == 0 && sum.oldest == 0 && sum.next_try == 0);
     struct event ev = sample_event("A", 100, "ch1");
-    state_enqueue(s, "hook", &ev, 1000); /* id 1 */
-    state_enqueue(s, "hook", &ev, 900);  /* id 2 */
-    state_enqueue(s, "mail", &ev, 800);  /* id 3 */
-    state_outbox_failed(s, 2, "down", 1000);  /* next try 1060 */
+    state_enqueue(s, "hook", &ev, 1000);     /* id 1 */
+    state_enqueue(s, "hook", &ev, 900);      /* id 2 */
+    state_enqueue(s, "mail", &ev, 800);      /* id 3 */
+    state_outbox_failed(s, 2, "down", 1000); /* next try 1060 */
     state_outbox_summary(s, "hook", &sum);
     cr_expect_eq(sum.count, 2);
     cr_expect_eq(sum.oldest, 900);
@@ -2086,8 +2086,8 @@ Test(state, peek_of_a_corrupt_file_fails)
 Test(state, conditions_survive_a_save_and_hold_no_secret)
 {
     struct state *s = open_ok();
-    struct state_condition c = {.since = 100, .opened = 120, .retry_at = 3720,
-                                .creds = xstrdup("ab12")};
+    struct state_condition c = {
+        .since = 100, .opened = 120, .retry_at = 3720, .creds = xstrdup("ab12")};
     state_set_condition(s, "login-refused/tbzz9999", &c);
     state_condition_clear(&c);
     state_set_condition(s, "receiver-failing/hook", &(struct state_condition){.since = 50});
@@ -2295,7 +2295,7 @@ Test(state, a_failed_move_aside_says_why_and_removes_nothing)
     cr_expect_eq(state_open(&s, path, 0, &e), -1);
     cr_expect_null(s);
     cr_expect_not_null(strstr(e.msg, "cannot move the corrupt state file aside"), "%s", e.msg);
-    cr_expect_not_null(strstr(e.msg, "(" ), "%s", e.msg);
+    cr_expect_not_null(strstr(e.msg, "("), "%s", e.msg);
     cr_expect_not_null(strstr(e.msg, "corrupt state file: "), "the reason is lost: %s", e.msg);
     char *text = slurp(path);
     cr_expect_str_eq(text, "not json");
@@ -2523,12 +2523,20 @@ Test(state, a_readings_memory_comes_back_as_it_was_saved)
                       .recheck_at = 1795000300,
                       .pending_told = true,
                       .n_ch = 2};
-    w.ch[0] = (struct watch_channel){.num = 1, .value = -79.8, .step = 0.1, .n_history = 3,
-                                     .history = {-79.9, -80.1, -79.8}, .band = 1, .zone = 1,
-                                     .has_at_poll = true, .at_poll = -80.0,
-                                     .warned_at = 1794999000, .warned = 1, .back = true};
-    w.ch[1] = (struct watch_channel){.num = 3, .error = true, .has_at_poll = true,
-                                     .at_poll_error = true, .zone = -1};
+    w.ch[0] = (struct watch_channel){.num = 1,
+                                     .value = -79.8,
+                                     .step = 0.1,
+                                     .n_history = 3,
+                                     .history = {-79.9, -80.1, -79.8},
+                                     .band = 1,
+                                     .zone = 1,
+                                     .has_at_poll = true,
+                                     .at_poll = -80.0,
+                                     .warned_at = 1794999000,
+                                     .warned = 1,
+                                     .back = true};
+    w.ch[1] = (struct watch_channel){
+        .num = 3, .error = true, .has_at_poll = true, .at_poll_error = true, .zone = -1};
     state_set_watch(s, "5214000A", &w);
     s = reopen(s);
     struct watch got;

@@ -58,35 +58,34 @@ static void setup(void)
     strcpy(dir, "/tmp/wsrelay-status-XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
     state_path = xasprintf("%s/state.json", dir);
-    char *yaml = xasprintf(
-        "state_file: %s\n"
-        "accounts:\n"
-        "  - name: lab\n"
-        "    base_url: http://127.0.0.1:9\n"
-        "    api_key: " API_KEY "\n"
-        "    login_id: tbzz9999\n"
-        "    login_pass: " PASSWORD "\n"
-        "    exclude: [\"3F36*\"]\n"
-        "    signals: false\n"
-        "  - name: annex\n"
-        "    base_url: http://127.0.0.1:9\n"
-        "    api_key: " API_KEY "\n"
-        "    login_id: tbzz9999\n"
-        "    login_pass: " PASSWORD "\n"
-        "    signals: false\n"
-        "  - name: museum\n"
-        "    base_url: http://127.0.0.1:9\n"
-        "    api_key: " API_KEY "\n"
-        "    login_id: muse0001\n"
-        "    login_pass: " PASSWORD "\n"
-        "    signals: false\n"
-        "receivers:\n"
-        "  - name: hook\n"
-        "    webhook: {url: \"https://hooks.example.org/" HOOK_PATH "\",\n"
-        "              headers: {Authorization: \"Bearer " HEADER_SECRET "\"}}\n"
-        "  - name: log\n"
-        "    file: {path: \"%s/out.txt\"}\n",
-        state_path, dir);
+    char *yaml = xasprintf("state_file: %s\n"
+                           "accounts:\n"
+                           "  - name: lab\n"
+                           "    base_url: http://127.0.0.1:9\n"
+                           "    api_key: " API_KEY "\n"
+                           "    login_id: tbzz9999\n"
+                           "    login_pass: " PASSWORD "\n"
+                           "    exclude: [\"3F36*\"]\n"
+                           "    signals: false\n"
+                           "  - name: annex\n"
+                           "    base_url: http://127.0.0.1:9\n"
+                           "    api_key: " API_KEY "\n"
+                           "    login_id: tbzz9999\n"
+                           "    login_pass: " PASSWORD "\n"
+                           "    signals: false\n"
+                           "  - name: museum\n"
+                           "    base_url: http://127.0.0.1:9\n"
+                           "    api_key: " API_KEY "\n"
+                           "    login_id: muse0001\n"
+                           "    login_pass: " PASSWORD "\n"
+                           "    signals: false\n"
+                           "receivers:\n"
+                           "  - name: hook\n"
+                           "    webhook: {url: \"https://hooks.example.org/" HOOK_PATH "\",\n"
+                           "              headers: {Authorization: \"Bearer " HEADER_SECRET "\"}}\n"
+                           "  - name: log\n"
+                           "    file: {path: \"%s/out.txt\"}\n",
+                           state_path, dir);
     char *cfg_path = xasprintf("%s/wsrelay.yaml", dir);
     write_text(cfg_path, yaml);
     struct err e = {{0}};
@@ -124,24 +123,25 @@ static void commit(struct state *s)
     state_close(s);
 }
 
-static void set_device(struct state *s, const char *account, const char *serial,
-                       const char *name, const char *model)
+static void set_device(struct state *s, const char *account, const char *serial, const char *name,
+                       const char *model)
 {
     size_t n = 0;
     struct state_device *old = state_devices(s, account, &n);
     struct state_device *devs = xcalloc(n + 1, sizeof *devs);
     for (size_t i = 0; i < n; i++)
         devs[i] = old[i];
-    devs[n] = (struct state_device){.serial = (char *)serial, .base = (char *)serial,
-                                    .model = (char *)model, .name = (char *)name,
+    devs[n] = (struct state_device){.serial = (char *)serial,
+                                    .base = (char *)serial,
+                                    .model = (char *)model,
+                                    .name = (char *)name,
                                     .group = (char *)""};
     state_set_devices(s, account, devs, n + 1, NOW - 86400);
     free(devs);
     state_devices_free(old, n);
 }
 
-static void poll_at(struct state *s, const char *account, const char *serial, long long at,
-                    bool ok)
+static void poll_at(struct state *s, const char *account, const char *serial, long long at, bool ok)
 {
     state_record_call(s, account[0] == 'm' ? "muse0001" : "tbzz9999", PLATFORM_ALERT, at);
     state_device_polled(s, account, serial, NULL, at, ok);
@@ -214,8 +214,8 @@ static struct result report(bool json)
     r.text = text;
     state_close(s);
     if (!json)
-        cr_assert(strstr(text, "\n\nwsrelay status at 2026-11-18 12:00 UTC; state file "),
-                  "%s", text);
+        cr_assert(strstr(text, "\n\nwsrelay status at 2026-11-18 12:00 UTC; state file "), "%s",
+                  text);
     cr_assert_null(strstr(text, API_KEY), "%s", text);
     cr_assert_null(strstr(text, PASSWORD), "%s", text);
     cr_assert_null(strstr(text, HOOK_PATH), "%s", text);
@@ -300,8 +300,8 @@ Test(status, a_missing_state_is_a_problem_no_run_has_completed)
 {
     struct result r = report(false);
     cr_expect_eq(r.verdict, STATUS_PROBLEM);
-    char *want = xasprintf("PROBLEM: no run has completed yet (%s records no platform call)",
-                           state_path);
+    char *want =
+        xasprintf("PROBLEM: no run has completed yet (%s records no platform call)", state_path);
     char *first = first_line(r.text);
     cr_expect_str_eq(first, want);
     free(first);
@@ -340,7 +340,8 @@ Test(status, a_healthy_site_is_ok)
     expect_line(r.text, "  last success: 11:58 (2 min ago)");
     expect_line(r.text, "  last error: none");
     /* The excluded device is listed but not counted in the look interval. */
-    expect_line(r.text, "  4 devices, each looked at about every 17 min (next polls are estimates)");
+    expect_line(r.text,
+                "  4 devices, each looked at about every 17 min (next polls are estimates)");
     expect_line(r.text, "    5214000A  Freezer A (TR-72A2, account lab)");
     /* Least recently polled first: 52F00001 (12 min ago) next, then
      * 5214000A (7 min), then 5214000B (2 min). */
@@ -501,11 +502,15 @@ Test(status, a_login_that_never_succeeded_is_a_problem)
 {
     struct state *s = begin();
     state_record_call(s, "muse0001", PLATFORM_CURRENT, NOW - 10 * MIN);
-    state_login_result(s, "muse0001", false, 0, "account museum, discovering devices: "
-                       "Couldn't connect to server", NOW - 10 * MIN);
+    state_login_result(s, "muse0001", false, 0,
+                       "account museum, discovering devices: "
+                       "Couldn't connect to server",
+                       NOW - 10 * MIN);
     state_record_call(s, "muse0001", PLATFORM_CURRENT, NOW - MIN);
-    state_login_result(s, "muse0001", false, 0, "account museum, discovering devices: "
-                       "Couldn't connect to server", NOW - MIN);
+    state_login_result(s, "muse0001", false, 0,
+                       "account museum, discovering devices: "
+                       "Couldn't connect to server",
+                       NOW - MIN);
     commit(s);
     struct result r = report(false);
     cr_expect_eq(r.verdict, STATUS_PROBLEM);
@@ -576,7 +581,8 @@ Test(status, refused_devices_are_warnings_and_all_refused_a_problem)
     expect_line(r.text, "      refused by the platform (3 in a row) until 2026-11-19 11:00 (in 23 "
                         "h); last "
                         "poll 11:58 (2 min ago), ok; 0 keys seen");
-    expect_line(r.text, "  4 devices, each looked at about every 11 min (next polls are estimates)");
+    expect_line(r.text,
+                "  4 devices, each looked at about every 11 min (next polls are estimates)");
     free(r.text);
     struct json_object *o = report_json(NULL);
     expect_string(o, "logins.0.devices.1.state", "refused");
@@ -636,8 +642,8 @@ Test(status, a_late_run_polls_several_devices_at_once)
     struct json_object *o = json_tokener_parse(text);
     cr_assert_not_null(o);
     expect_int(o, "logins.0.alert.next_call", NOW + 12 * MIN);
-    expect_int(o, "logins.0.devices.3.next_poll", NOW + 12 * MIN); /* 52F00001 */
-    expect_int(o, "logins.0.devices.0.next_poll", NOW + 12 * MIN); /* 5214000A */
+    expect_int(o, "logins.0.devices.3.next_poll", NOW + 12 * MIN);           /* 52F00001 */
+    expect_int(o, "logins.0.devices.0.next_poll", NOW + 12 * MIN);           /* 5214000A */
     expect_int(o, "logins.0.devices.1.next_poll", NOW + 12 * MIN + SPACING); /* 5214000B */
     json_object_put(o);
     free(text);
@@ -814,8 +820,12 @@ Test(status, signals_show_the_readings_the_bound_and_the_calls)
     cfg->accounts[1].signals = true;
     struct state *s = begin();
     healthy(s);
-    struct watch w = {.unixtime = NOW - 90, .seen_at = NOW - 60, .battery = 2, .n_ch = 2,
-                      .pending = WATCH_LIMIT | WATCH_BATTERY, .pending_since = NOW - 60};
+    struct watch w = {.unixtime = NOW - 90,
+                      .seen_at = NOW - 60,
+                      .battery = 2,
+                      .n_ch = 2,
+                      .pending = WATCH_LIMIT | WATCH_BATTERY,
+                      .pending_since = NOW - 60};
     w.ch[0] = (struct watch_channel){.num = 1, .value = 9.4, .zone = 1};
     w.ch[1] = (struct watch_channel){.num = 2, .error = true};
     state_set_watch(s, "5214000A", &w);
@@ -855,8 +865,12 @@ Test(status, an_announced_signal_says_it_waits)
     cfg->accounts[0].signals = true;
     struct state *s = begin();
     healthy(s);
-    struct watch w = {.unixtime = NOW - 90, .seen_at = NOW - 60, .n_ch = 1,
-                      .pending = WATCH_LIMIT, .pending_since = NOW - 60, .pending_told = true};
+    struct watch w = {.unixtime = NOW - 90,
+                      .seen_at = NOW - 60,
+                      .n_ch = 1,
+                      .pending = WATCH_LIMIT,
+                      .pending_since = NOW - 60,
+                      .pending_told = true};
     w.ch[0] = (struct watch_channel){.num = 1, .value = 9.4, .zone = 1};
     state_set_watch(s, "5214000A", &w);
     commit(s);

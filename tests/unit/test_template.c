@@ -173,10 +173,14 @@ Test(template, json_escaping_replaces_bytes_that_are_not_utf8)
     struct buf out;
     buf_init(&out, 0);
     /* A stray continuation byte, a truncated sequence, a surrogate. */
-    json_object_object_add(ctx, "s", json_object_new_string("a\x80" "b\xe6\x97" "c\xed\xa0\x80"));
+    json_object_object_add(ctx, "s",
+                           json_object_new_string("a\x80"
+                                                  "b\xe6\x97"
+                                                  "c\xed\xa0\x80"));
     cr_assert_eq(template_compile(&t, "\"{{s}}\"", 7, "t", &e), 0, "%s", e.msg);
     cr_assert_eq(template_render(&out, t, ctx, TEMPLATE_ESCAPE_JSON, NULL, NULL, &e), 0);
-    cr_assert_str_eq(buf_str(&out), "\"a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD"
+    cr_assert_str_eq(buf_str(&out), "\"a\xEF\xBF\xBD"
+                                    "b\xEF\xBF\xBD\xEF\xBF\xBD"
                                     "c\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");
     template_free(t);
     buf_free(&out);
@@ -227,11 +231,17 @@ static char *render_bytes(const char *s, enum template_escape esc)
 
 Test(template, html_and_text_escaping_replace_bytes_that_are_not_utf8)
 {
-    char *got = render_bytes("<a\x80" "b\xe6\x97" "c\xed\xa0\x80\xFF>", TEMPLATE_ESCAPE_HTML);
-    cr_assert_str_eq(got, "&lt;a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD"
+    char *got = render_bytes("<a\x80"
+                             "b\xe6\x97"
+                             "c\xed\xa0\x80\xFF>",
+                             TEMPLATE_ESCAPE_HTML);
+    cr_assert_str_eq(got, "&lt;a\xEF\xBF\xBD"
+                          "b\xEF\xBF\xBD\xEF\xBF\xBD"
                           "c\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD&gt;");
     free(got);
-    got = render_bytes("a\xFF\x1b[2J\xC2\x9B" "1m冷", TEMPLATE_ESCAPE_TEXT);
+    got = render_bytes("a\xFF\x1b[2J\xC2\x9B"
+                       "1m冷",
+                       TEMPLATE_ESCAPE_TEXT);
     cr_assert_str_eq(got, "a\xEF\xBF\xBD [2J 1m冷", "C1 controls blank too");
     free(got);
 }
@@ -314,8 +324,7 @@ Test(template, first_and_last_mark_list_ends)
            "{\"xs\": [1, 2, 3]}", TEMPLATE_ESCAPE_JSON, "[1, 2, 3]");
     /* The innermost list counts, also through a section that is not a list. */
     expect("{{#xs}}{{#o}}{{#@last}}L{{/@last}}{{/o}}{{#ys}}{{#@last}}l{{/@last}}{{/ys}};{{/xs}}",
-           "{\"o\": {}, \"xs\": [{\"ys\": [1, 2]}, {\"ys\": [3]}]}", TEMPLATE_ESCAPE_HTML,
-           "l;Ll;");
+           "{\"o\": {}, \"xs\": [{\"ys\": [1, 2]}, {\"ys\": [3]}]}", TEMPLATE_ESCAPE_HTML, "l;Ll;");
     /* Outside a list they are ordinary names. */
     expect("{{@first}}", "{\"@first\": \"x\"}", TEMPLATE_ESCAPE_HTML, "x");
 }
@@ -325,8 +334,8 @@ static void compile_error(const char *tpl, const char *want)
 {
     struct template *t = NULL;
     struct err e = {{0}};
-    cr_assert_eq(template_compile(&t, tpl, strlen(tpl), "templates/x.json", &e), -1,
-                 "compiled: %s", tpl);
+    cr_assert_eq(template_compile(&t, tpl, strlen(tpl), "templates/x.json", &e), -1, "compiled: %s",
+                 tpl);
     cr_assert_null(t);
     cr_assert_str_eq(e.msg, want, "template %s", tpl);
 }
@@ -415,8 +424,8 @@ static int list_partial(void *ud, const char *name, char **text_out, char **orig
 }
 
 /* Renders `tpl` against `ctx` (taken) with the partials of `pairs`. */
-static int render_ctx(struct buf *out, const char *tpl, struct json_object *ctx,
-                      const char **pairs, struct err *e)
+static int render_ctx(struct buf *out, const char *tpl, struct json_object *ctx, const char **pairs,
+                      struct err *e)
 {
     struct template *t = NULL;
     cr_assert_eq(template_compile(&t, tpl, strlen(tpl), "main.txt", e), 0, "%s", e->msg);

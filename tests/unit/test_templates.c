@@ -47,8 +47,8 @@ static char *render(const struct template *t, const struct json_object *ctx,
     struct buf out;
     struct err e = {{0}};
     buf_init(&out, 1 << 20);
-    cr_assert_eq(template_render(&out, t, ctx, esc, templates_partial, (void *)partial_dir, &e),
-                 0, "%s: %s", template_origin(t), e.msg);
+    cr_assert_eq(template_render(&out, t, ctx, esc, templates_partial, (void *)partial_dir, &e), 0,
+                 "%s: %s", template_origin(t), e.msg);
     return out.data ? buf_steal(&out) : xstrdup("");
 }
 
@@ -328,18 +328,16 @@ static void add_state(struct json_object *obj, size_t i)
 /* The members the classifier adds to an event. */
 static void drop_state(struct json_object *obj)
 {
-    static const char *const keys[] = {"state",        "value",           "limit",
-                                       "recovers",     "is_alarm",        "is_recovered",
-                                       "is_sensor_error", "is_battery",   "is_communication",
-                                       "is_other"};
+    static const char *const keys[] = {
+        "state",        "value",           "limit",      "recovers",         "is_alarm",
+        "is_recovered", "is_sensor_error", "is_battery", "is_communication", "is_other"};
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
         json_object_object_del(obj, keys[k]);
 }
 
 /* The context for events [0, n): with a state of each kind in turn, or
  * without any state members (as a custom context may come). */
-static struct json_object *context(const struct event *evs, size_t n, bool with_state,
-                                   bool test)
+static struct json_object *context(const struct event *evs, size_t n, bool with_state, bool test)
 {
     struct json_object *list = json_object_new_array();
     for (size_t i = 0; i < n; i++) {
@@ -607,8 +605,9 @@ Test(templates, email_templates_lead_with_state_and_device)
     free(got);
     got = render(text, ctx, TEMPLATE_ESCAPE_TEXT, NULL);
     cr_assert(strncmp(got, "TEST MESSAGE", 12) == 0, "%s", got);
-    cr_assert(strstr(got, "\n[ALARM] 冷凍庫 A\nCH1 上限値警報 -70.2℃\n2026-11-18 20:06:40 +09:00\n"),
-              "%s", got);
+    cr_assert(
+        strstr(got, "\n[ALARM] 冷凍庫 A\nCH1 上限値警報 -70.2℃\n2026-11-18 20:06:40 +09:00\n"),
+        "%s", got);
     cr_assert(strstr(got, "\n[RECOVERED] Freezer \"B\"\n"), "%s", got);
     cr_assert(strstr(got, "\n[SENSOR ERROR] 52C10001\nbattery  Bcc: x [2J tab \n"), "%s", got);
     cr_assert(strstr(got, "\n[COMMUNICATION] Lab/1 </script>\n"), "%s", got);

@@ -73,7 +73,8 @@ Test(window, parse_errors_name_the_column)
     parse_fails("Mon 24:00-06:00", "column 5: a window cannot start at 24:00");
     parse_fails("Mon 08:00-08:00", "column 5: empty window (start equals end)");
     parse_fails("Mon-Fri 08:00-18:000", "column 15: expected a time such as 08:00");
-    parse_fails("Mon 08:00-18:00,", "column 17: expected a day such as Mon or a time such as 08:00");
+    parse_fails("Mon 08:00-18:00,",
+                "column 17: expected a day such as Mon or a time such as 08:00");
     parse_fails("Mon 08:00-18:00 x", "column 17: expected ',' or the end of the text");
     parse_fails("Mon08:00-09:00", "column 4: expected a space, ',' or the end after the days");
     parse_fails("Mon Tue", "column 5: expected a time such as 08:00");
@@ -92,9 +93,15 @@ Test(window, at_most_32_windows)
 
 Test(window, accepted_forms)
 {
-    const char *ok[] = {"Mon-Fri 08:00-18:00", "mon-FRI 08:00-18:00", "08:00-18:00", "Sat+Sun",
-                        "Sat,Sun", " Mon 08:00-09:00 , Tue ", "Fri-Mon 22:00-06:00",
-                        "Mon+Wed-Thu+Sat 00:00-24:00", "Mon  08:00-09:00"};
+    const char *ok[] = {"Mon-Fri 08:00-18:00",
+                        "mon-FRI 08:00-18:00",
+                        "08:00-18:00",
+                        "Sat+Sun",
+                        "Sat,Sun",
+                        " Mon 08:00-09:00 , Tue ",
+                        "Fri-Mon 22:00-06:00",
+                        "Mon+Wed-Thu+Sat 00:00-24:00",
+                        "Mon  08:00-09:00"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         window_free(parse_ok(ok[i]));
     window_free(NULL);
@@ -122,9 +129,9 @@ Test(window, crossing_midnight)
 {
     struct window *w = parse_ok("Fri 22:00-06:00");
     const char *tz = "Asia/Tokyo";
-    cr_assert_eq(in(w, tz, utc(2026, 3, 6, 18, 0)), 1); /* Sat 03:00 JST */
-    cr_assert_eq(in(w, tz, utc(2026, 3, 5, 18, 0)), 0); /* Fri 03:00 JST */
-    cr_assert_eq(in(w, tz, utc(2026, 3, 6, 13, 0)), 1); /* Fri 22:00 JST */
+    cr_assert_eq(in(w, tz, utc(2026, 3, 6, 18, 0)), 1);  /* Sat 03:00 JST */
+    cr_assert_eq(in(w, tz, utc(2026, 3, 5, 18, 0)), 0);  /* Fri 03:00 JST */
+    cr_assert_eq(in(w, tz, utc(2026, 3, 6, 13, 0)), 1);  /* Fri 22:00 JST */
     cr_assert_eq(in(w, tz, utc(2026, 3, 6, 12, 59)), 0); /* Fri 21:59 JST */
     cr_assert_eq(in(w, tz, utc(2026, 3, 6, 20, 59)), 1); /* Sat 05:59 JST */
     cr_assert_eq(in(w, tz, utc(2026, 3, 6, 21, 0)), 0);  /* Sat 06:00 JST */
@@ -219,8 +226,9 @@ Test(window, berlin_fall_back)
 Test(window, unknown_zone_is_an_error)
 {
     struct window *w = parse_ok("00:00-24:00");
-    const char *bad[] = {"Mars/Olympus", "Europe", "../etc/passwd", "/usr/share/zoneinfo/UTC",
-                         "Europe/../UTC", "JST-9", "Asia/Tokyo ", "Europe\\Berlin", "Europe/Berlin/"};
+    const char *bad[] = {"Mars/Olympus",  "Europe", "../etc/passwd", "/usr/share/zoneinfo/UTC",
+                         "Europe/../UTC", "JST-9",  "Asia/Tokyo ",   "Europe\\Berlin",
+                         "Europe/Berlin/"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int hit = 7;
         struct err e = {{0}};
