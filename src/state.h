@@ -251,9 +251,12 @@ bool state_ratelimit(const struct state *s, const char *login, enum platform_op 
  *   - throttles: last_sent and held_since above `now` become `now`;
  *   - health of logins and receivers: last_ok and error_at above `now`
  *     become `now`;
- *   - self-monitoring: the last relay time and a condition's since and
- *     opened above `now` become `now`; retry_at above now + 1 h becomes
- *     now + 1 h.
+ *   - self-monitoring: the last relay time, the heartbeat's last_ok and
+ *     error_at, and a condition's since and opened above `now` become
+ *     `now`; retry_at above now + 1 h becomes now + 1 h;
+ *   - readings memory: seen, pending_since and pending_at above `now`
+ *     become `now`; recheck_at above now + 1 h becomes now + 1 h;
+ *   - signal calls: starved_since above `now` becomes `now`.
  * Times at or below those bounds are left as they are. */
 void state_clamp_clock(struct state *s, long long now, long max_block);
 

@@ -43,17 +43,7 @@ int health_check(struct json_object *h, const char *where, struct err *e)
 
 static int check_receivers(struct json_object *receivers, struct err *e)
 {
-    char where[256];
-    if (check_type(receivers, json_type_object, "receivers", e) < 0)
-        return -1;
-    struct json_object_iterator it = json_object_iter_begin(receivers);
-    struct json_object_iterator end = json_object_iter_end(receivers);
-    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
-        snprintf(where, sizeof where, "receivers.%s", json_object_iter_peek_name(&it));
-        if (health_check(json_object_iter_peek_value(&it), where, e) < 0)
-            return -1;
-    }
-    return 0;
+    return check_members(receivers, "receivers", health_check, e);
 }
 
 /* --- a clock that jumped ----------------------------------------------- */

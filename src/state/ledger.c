@@ -26,53 +26,57 @@ static const char *op_name(enum platform_op op)
 
 /* --- checking a loaded document ---------------------------------------- */
 
-static int check_logins(struct json_object *logins, struct err *e)
+/* One operation's ledger of a login ID. */
+static int check_ledger(struct json_object *led, const char *where, struct err *e)
 {
-    char where[256];
-    if (check_type(logins, json_type_object, "logins", e) < 0)
+    if (check_type(led, json_type_object, where, e) < 0 ||
+        check_opt(led, "calls", json_type_array, where, e) < 0 ||
+        check_opt(led, "blocked_until", json_type_int, where, e) < 0 ||
+        check_opt(led, "ratelimit", json_type_object, where, e) < 0)
         return -1;
-    struct json_object_iterator it = json_object_iter_begin(logins);
-    struct json_object_iterator end = json_object_iter_end(logins);
-    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
-        struct json_object *login = json_object_iter_peek_value(&it);
-        snprintf(where, sizeof where, "logins.%s", json_object_iter_peek_name(&it));
-        if (check_type(login, json_type_object, where, e) < 0)
-            return -1;
-        struct json_object *health = NULL;
-        if (json_object_object_get_ex(login, "health", &health)) {
-            size_t len = strlen(where);
-            snprintf(where + len, sizeof where - len, ".health");
-            if (health_check(health, where, e) < 0)
+    struct json_object *calls = member(led, "calls", json_type_array);
+    size_t n = calls ? json_object_array_length(calls) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (!json_object_is_type(json_object_array_get_idx(calls, i), json_type_int))
+            return err_set(e, "%s.calls[%zu]: not an integer", where, i);
+    struct json_object *rl = member(led, "ratelimit", json_type_object);
+    if (rl) {
+        static const char *const keys[] = {"limit", "remaining", "reset", "at"};
+        char at[360]; /* room for check_login's where and the suffix */
+        snprintf(at, sizeof at, "%s.ratelimit", where);
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+            if (check_opt(rl, keys[k], json_type_int, at, e) < 0)
                 return -1;
-        }
-        for (int op = 0; op < PLATFORM_N_OPS; op++) {
-            struct json_object *led = NULL;
-            if (!json_object_object_get_ex(login, op_name(op), &led))
-                continue;
-            snprintf(where, sizeof where, "logins.%s.%s", json_object_iter_peek_name(&it),
-                     op_name(op));
-            if (check_type(led, json_type_object, where, e) < 0 ||
-                check_opt(led, "calls", json_type_array, where, e) < 0 ||
-                check_opt(led, "blocked_until", json_type_int, where, e) < 0 ||
-                check_opt(led, "ratelimit", json_type_object, where, e) < 0)
-                return -1;
-            struct json_object *calls = member(led, "calls", json_type_array);
-            size_t n = calls ? json_object_array_length(calls) : 0;
-            for (size_t i = 0; i < n; i++)
-                if (!json_object_is_type(json_object_array_get_idx(calls, i), json_type_int))
-                    return err_set(e, "%s.calls[%zu]: not an integer", where, i);
-            struct json_object *rl = member(led, "ratelimit", json_type_object);
-            if (rl) {
-                static const char *const keys[] = {"limit", "remaining", "reset", "at"};
-                size_t len = strlen(where);
-                snprintf(where + len, sizeof where - len, ".ratelimit");
-                for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
-                    if (check_opt(rl, keys[k], json_type_int, where, e) < 0)
-                        return -1;
-            }
-        }
     }
     return 0;
+}
+
+/* One login ID: its health and a ledger per operation. */
+static int check_login(struct json_object *login, const char *where, struct err *e)
+{
+    char at[340];
+    if (check_type(login, json_type_object, where, e) < 0)
+        return -1;
+    struct json_object *health = NULL;
+    if (json_object_object_get_ex(login, "health", &health)) {
+        snprintf(at, sizeof at, "%s.health", where);
+        if (health_check(health, at, e) < 0)
+            return -1;
+    }
+    for (int op = 0; op < PLATFORM_N_OPS; op++) {
+        struct json_object *led = NULL;
+        if (!json_object_object_get_ex(login, op_name(op), &led))
+            continue;
+        snprintf(at, sizeof at, "%s.%s", where, op_name(op));
+        if (check_ledger(led, at, e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int check_logins(struct json_object *logins, struct err *e)
+{
+    return check_members(logins, "logins", check_login, e);
 }
 
 /* --- a clock that jumped ----------------------------------------------- */

@@ -76,6 +76,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #define LEDGER_KEEP 7200 /* seconds of call times kept: two of the longest span */
@@ -306,6 +307,26 @@ static inline int check_numbers(const struct json_object *obj, const char *key, 
         if (ints ? !json_object_is_type(v, json_type_int) : !is_number(v))
             return err_set(e, "%s.%s[%zu]: not %s", where, key, i,
                            ints ? "an integer" : "a number");
+    }
+    return 0;
+}
+
+/* Checks that `obj` (named `where` in messages) is an object, and each of
+ * its members with `one`, naming it "WHERE.KEY". Returns 0, or -1 with the
+ * first member `one` refuses (or the type) in `e`. */
+static inline int check_members(struct json_object *obj, const char *where,
+                                int (*one)(struct json_object *v, const char *where, struct err *e),
+                                struct err *e)
+{
+    char at[300];
+    if (check_type(obj, json_type_object, where, e) < 0)
+        return -1;
+    struct json_object_iterator it = json_object_iter_begin(obj);
+    struct json_object_iterator end = json_object_iter_end(obj);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        snprintf(at, sizeof at, "%s.%s", where, json_object_iter_peek_name(&it));
+        if (one(json_object_iter_peek_value(&it), at, e) < 0)
+            return -1;
     }
     return 0;
 }

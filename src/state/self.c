@@ -13,12 +13,24 @@
 
 /* --- checking a loaded document ---------------------------------------- */
 
+/* One open condition. */
+static int check_condition(struct json_object *c, const char *where, struct err *e)
+{
+    static const char *const ints[] = {"since", "opened", "retry_at"};
+    if (check_type(c, json_type_object, where, e) < 0 ||
+        check_req(c, "since", json_type_int, where, e) < 0 ||
+        check_opt(c, "creds", json_type_string, where, e) < 0)
+        return -1;
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+        if (check_opt(c, ints[k], json_type_int, where, e) < 0)
+            return -1;
+    return 0;
+}
+
 /* The self-monitoring section: open conditions, the last relay event's
  * time, the heartbeat's health. */
 static int check_self(struct json_object *self, struct err *e)
 {
-    static const char *const ints[] = {"since", "opened", "retry_at"};
-    char where[256];
     if (check_type(self, json_type_object, "self", e) < 0 ||
         check_opt(self, "conditions", json_type_object, "self", e) < 0 ||
         check_opt(self, "last_relay", json_type_int, "self", e) < 0)
@@ -28,22 +40,7 @@ static int check_self(struct json_object *self, struct err *e)
         health_check(hb, "self.heartbeat", e) < 0)
         return -1;
     struct json_object *conds = member(self, "conditions", json_type_object);
-    if (!conds)
-        return 0;
-    struct json_object_iterator it = json_object_iter_begin(conds);
-    struct json_object_iterator end = json_object_iter_end(conds);
-    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
-        struct json_object *c = json_object_iter_peek_value(&it);
-        snprintf(where, sizeof where, "self.conditions.%s", json_object_iter_peek_name(&it));
-        if (check_type(c, json_type_object, where, e) < 0 ||
-            check_req(c, "since", json_type_int, where, e) < 0 ||
-            check_opt(c, "creds", json_type_string, where, e) < 0)
-            return -1;
-        for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
-            if (check_opt(c, ints[k], json_type_int, where, e) < 0)
-                return -1;
-    }
-    return 0;
+    return conds ? check_members(conds, "self.conditions", check_condition, e) : 0;
 }
 
 /* --- a clock that jumped ----------------------------------------------- */
@@ -52,6 +49,9 @@ static void clamp_self(struct json_object *self, const struct state_clamp *to)
 {
     long long now = to->now;
     clamp_member(self, "last_relay", now);
+    struct json_object *hb = member(self, "heartbeat", json_type_object);
+    if (hb)
+        health_clamp(hb, now);
     struct json_object *conds = member(self, "conditions", json_type_object);
     if (!conds)
         return;

@@ -11,22 +11,18 @@
 
 /* --- checking a loaded document ---------------------------------------- */
 
+static int check_login_signals(struct json_object *l, const char *where, struct err *e)
+{
+    if (check_type(l, json_type_object, where, e) < 0 ||
+        check_numbers(l, "calls", true, where, e) < 0 ||
+        check_opt(l, "starved_since", json_type_int, where, e) < 0)
+        return -1;
+    return 0;
+}
+
 static int check_signals(struct json_object *signals, struct err *e)
 {
-    char where[256];
-    if (check_type(signals, json_type_object, "signals", e) < 0)
-        return -1;
-    struct json_object_iterator it = json_object_iter_begin(signals);
-    struct json_object_iterator end = json_object_iter_end(signals);
-    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
-        struct json_object *l = json_object_iter_peek_value(&it);
-        snprintf(where, sizeof where, "signals.%s", json_object_iter_peek_name(&it));
-        if (check_type(l, json_type_object, where, e) < 0 ||
-            check_numbers(l, "calls", true, where, e) < 0 ||
-            check_opt(l, "starved_since", json_type_int, where, e) < 0)
-            return -1;
-    }
-    return 0;
+    return check_members(signals, "signals", check_login_signals, e);
 }
 
 /* --- a clock that jumped ----------------------------------------------- */

@@ -42,64 +42,55 @@ static int check_watch_channel(const struct json_object *c, const char *where, s
     return 0;
 }
 
-static int check_watches(struct json_object *watch, struct err *e)
+/* One device's readings memory. */
+static int check_watch(struct json_object *w, const char *where, struct err *e)
 {
     static const char *const ints[] = {"t",          "seen",          "battery",
                                        "pending",    "pending_since", "pending_after",
                                        "pending_at", "recheck_at"};
-    char where[256];
-    if (check_type(watch, json_type_object, "watch", e) < 0)
+    if (check_type(w, json_type_object, where, e) < 0 ||
+        check_opt(w, "silent", json_type_boolean, where, e) < 0 ||
+        check_opt(w, "told", json_type_boolean, where, e) < 0 ||
+        check_numbers(w, "gaps", true, where, e) < 0 ||
+        check_opt(w, "ch", json_type_array, where, e) < 0)
         return -1;
-    struct json_object_iterator it = json_object_iter_begin(watch);
-    struct json_object_iterator end = json_object_iter_end(watch);
-    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
-        struct json_object *w = json_object_iter_peek_value(&it);
-        snprintf(where, sizeof where, "watch.%s", json_object_iter_peek_name(&it));
-        if (check_type(w, json_type_object, where, e) < 0 ||
-            check_opt(w, "silent", json_type_boolean, where, e) < 0 ||
-            check_opt(w, "told", json_type_boolean, where, e) < 0 ||
-            check_numbers(w, "gaps", true, where, e) < 0 ||
-            check_opt(w, "ch", json_type_array, where, e) < 0)
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+        if (check_opt(w, ints[k], json_type_int, where, e) < 0)
             return -1;
-        for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
-            if (check_opt(w, ints[k], json_type_int, where, e) < 0)
-                return -1;
-        struct json_object *ch = member(w, "ch", json_type_array);
-        size_t n = ch ? json_object_array_length(ch) : 0;
-        for (size_t i = 0; i < n; i++) {
-            char cw[300];
-            snprintf(cw, sizeof cw, "%s.ch[%zu]", where, i);
-            if (check_watch_channel(json_object_array_get_idx(ch, i), cw, e) < 0)
-                return -1;
-        }
+    struct json_object *ch = member(w, "ch", json_type_array);
+    size_t n = ch ? json_object_array_length(ch) : 0;
+    for (size_t i = 0; i < n; i++) {
+        char cw[320];
+        snprintf(cw, sizeof cw, "%s.ch[%zu]", where, i);
+        if (check_watch_channel(json_object_array_get_idx(ch, i), cw, e) < 0)
+            return -1;
     }
     return 0;
 }
 
+static int check_watches(struct json_object *watch, struct err *e)
+{
+    return check_members(watch, "watch", check_watch, e);
+}
+
+/* One channel's limits. */
+static int check_limit(struct json_object *l, const char *where, struct err *e)
+{
+    if (check_type(l, json_type_object, where, e) < 0 || check_number(l, "upper", where, e) < 0 ||
+        check_number(l, "lower", where, e) < 0)
+        return -1;
+    return 0;
+}
+
+/* One device's limits, by channel. */
+static int check_device_limits(struct json_object *chans, const char *where, struct err *e)
+{
+    return check_members(chans, where, check_limit, e);
+}
+
 static int check_limits(struct json_object *limits, struct err *e)
 {
-    char where[300];
-    if (check_type(limits, json_type_object, "limits", e) < 0)
-        return -1;
-    struct json_object_iterator it = json_object_iter_begin(limits);
-    struct json_object_iterator end = json_object_iter_end(limits);
-    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
-        struct json_object *chans = json_object_iter_peek_value(&it);
-        snprintf(where, sizeof where, "limits.%s", json_object_iter_peek_name(&it));
-        if (check_type(chans, json_type_object, where, e) < 0)
-            return -1;
-        struct json_object_iterator cit = json_object_iter_begin(chans);
-        struct json_object_iterator cend = json_object_iter_end(chans);
-        for (; !json_object_iter_equal(&cit, &cend); json_object_iter_next(&cit)) {
-            struct json_object *l = json_object_iter_peek_value(&cit);
-            snprintf(where, sizeof where, "limits.%s.%s", json_object_iter_peek_name(&it),
-                     json_object_iter_peek_name(&cit));
-            if (check_type(l, json_type_object, where, e) < 0 ||
-                check_number(l, "upper", where, e) < 0 || check_number(l, "lower", where, e) < 0)
-                return -1;
-        }
-    }
-    return 0;
+    return check_members(limits, "limits", check_device_limits, e);
 }
 
 /* --- a clock that jumped ----------------------------------------------- */

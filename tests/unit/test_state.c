@@ -1909,6 +1909,8 @@ Test(state, clamp_clock_brings_health_times_back)
     state_login_result(s, "M", true, 200, NULL, 500);
     state_receiver_result(s, "hook", true, NULL, 5000);
     state_receiver_result(s, "hook", false, "down", 5200);
+    state_heartbeat_result(s, true, 200, NULL, 5000);
+    state_heartbeat_result(s, false, 500, "down", 5300);
     state_clamp_clock(s, 1000, 3600);
     struct state_health h;
     state_login_health(s, "L", &h);
@@ -1919,6 +1921,9 @@ Test(state, clamp_clock_brings_health_times_back)
     state_health_clear(&h);
     state_receiver_health(s, "hook", &h);
     expect_health(&h, 1000, 1, 1000, 0, "down");
+    state_health_clear(&h);
+    cr_assert(state_heartbeat(s, &h));
+    expect_health(&h, 1000, 1, 1000, 500, "down");
     state_health_clear(&h);
     state_close(s);
 }
