@@ -20,6 +20,7 @@
 #include "state.h"
 #include "watch.h"
 #include "util/duration.h"
+#include "util/jsonv.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -91,14 +92,14 @@ struct pooled {
 struct pool {
     struct pooled *items;
     size_t n, cap;
+    struct json_object *serials; /* the serials of items, as the keys of a JSON
+                                    object: json-c's hash table, so that filling a
+                                    pool of thousands of devices stays linear */
 };
 
 static bool pool_has(const struct pool *pl, const char *serial)
 {
-    for (size_t i = 0; i < pl->n; i++)
-        if (strcmp(pl->items[i].dev.serial, serial) == 0)
-            return true;
-    return false;
+    return pl->serials && json_object_object_get_ex(pl->serials, serial, NULL);
 }
 
 /* Adds the account's devices that pass its include/exclude globs, are not
@@ -131,6 +132,9 @@ static void pool_add_account(struct tick *t, struct pool *pl, const struct accou
             pl->cap = pl->cap ? pl->cap * 2 : 16;
             pl->items = xreallocarray(pl->items, pl->cap, sizeof *pl->items);
         }
+        if (!pl->serials)
+            pl->serials = jsonv_need(json_object_new_object());
+        jsonv_put(pl->serials, d->serial, NULL);
         pl->items[pl->n++] = (struct pooled){.a = a, .p = p, .dev = *d};
         memset(d, 0, sizeof *d); /* moved into the pool */
     }
@@ -148,6 +152,7 @@ static void pool_free(struct pool *pl)
         free(d->group);
     }
     free(pl->items);
+    json_object_put(pl->serials);
 }
 
 /* --- polling one device ------------------------------------------------- */

@@ -107,6 +107,34 @@ Test(resilience, accounts_sharing_a_login_id_share_its_budget_fairly, .fini = te
     cr_assert_leq(max_alert_calls_per_hour(), 12);
 }
 
+/* Two accounts of one login ID that both want every device: the login's
+ * pool holds each device once, so the first run's first polls make one
+ * call per device, not two. */
+Test(resilience, a_device_two_accounts_want_is_polled_once, .fini = teardown, .timeout = 60)
+{
+    start(4, T0 - 60, false);
+    relay_config(&R,
+                 "  - name: all\n"
+                 "    base_url: @BASE_URL@\n"
+                 "    api_key: \"${TEST_API_KEY}\"\n"
+                 "    login_id: " RELAY_LOGIN "\n"
+                 "    login_pass_file: pass.txt\n"
+                 "  - name: all-again\n"
+                 "    base_url: @BASE_URL@\n"
+                 "    api_key: \"${TEST_API_KEY}\"\n"
+                 "    login_id: " RELAY_LOGIN "\n"
+                 "    login_pass_file: pass.txt\n",
+                 NULL);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    static const char *const serials[] = {"5214A000", "5214A001", "5214A002", "5214A003"};
+    for (size_t i = 0; i < 4; i++)
+        cr_expect_eq(alert_calls_to(serials[i]), 1, "%s", serials[i]);
+    size_t n;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(n, 4, "every device once:\n%s", keys);
+    free(keys);
+}
+
 /* The events of kind "relay" the webhook got, as one text of their
  * conditions and texts. */
 static char *relay_events_text(void)
