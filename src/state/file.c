@@ -90,7 +90,25 @@ static struct json_object *new_root(void)
  * *corrupt (may be NULL) tells a file that was read but is not a state
  * this version understands (including one over the size limit) from one
  * that could not be read at all. */
-static int load(struct json_object **out, int *fd, const char *path, bool *corrupt, struct err *e)
+/* FNV-1a, 64 bits: what a save compares to know whether the document
+ * changed since it was read or written. Never 0 for a text wsrelay writes
+ * (0 stands for "not known": the next save writes). */
+static uint64_t digest_of(const char *text, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)text[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* *digest (may be NULL) gets the digest of the text read, without its
+ * final newline: the digest of the document as a save would write it, when
+ * this version wrote the file; 0 when there was no file or it was not
+ * read whole. */
+static int load(struct json_object **out, int *fd, const char *path, bool *corrupt,
+                uint64_t *digest, struct err *e)
 {
     bool read = false;
     int rc = -1;
@@ -164,6 +182,8 @@ static int load(struct json_object **out, int *fd, const char *path, bool *corru
         err_prefix(e, "%s: corrupt state file", path);
         goto out;
     }
+    if (digest)
+        *digest = digest_of(text.data, text.len - (text.data[text.len - 1] == '\n'));
     rc = 0;
 out:
     if (corrupt)
@@ -385,7 +405,7 @@ int state_open(struct state **out, const char *path, int lock_wait, struct err *
     if (lock(&s->lock_fd, path, lock_wait, e) < 0)
         goto out;
     bool corrupt = false;
-    if (load(&s->root, &fd, path, &corrupt, e) < 0) {
+    if (load(&s->root, &fd, path, &corrupt, &s->saved, e) < 0) {
         if (!corrupt || set_aside(s, fd, e->msg, e) < 0)
             goto out;
         s->root = new_root();
@@ -415,7 +435,7 @@ int state_peek(struct state **out, const char *path, struct err *e)
         goto out;
     }
     s->path = xstrdup(path);
-    if (load(&s->root, NULL, path, NULL, e) < 0)
+    if (load(&s->root, NULL, path, NULL, NULL, e) < 0)
         goto out;
     *out = s;
     s = NULL;
@@ -484,8 +504,14 @@ int state_save(struct state *s, struct err *e)
         log_error("%s: the state holds %zu bytes, more than the %zu it should, with an empty "
                   "outbox",
                   s->path, size + 1, s->max_bytes);
+    /* A run that changed nothing (most runs find nothing due) rewrites
+     * nothing: no write, no fsync, the file as it was. */
+    uint64_t digest = json ? digest_of(json, size) : 0;
+    if (digest && digest == s->saved)
+        return 0;
     if (write_text(s->path, json, size, e) < 0)
         return err_prefix(e, "%s: cannot save state", s->path);
+    s->saved = digest;
     return 0;
 }
 
@@ -521,13 +547,14 @@ int state_save_budget(struct state *s, struct err *e)
     struct json_object *copy = NULL;
     if (s->read_only)
         return refuse_read_only(s, e);
-    if (load(&disk, NULL, s->path, NULL, e) < 0)
+    if (load(&disk, NULL, s->path, NULL, NULL, e) < 0)
         goto out;
     if (json_object_deep_copy(section(s, &state_section_logins), &copy, NULL) < 0 || !copy)
         xalloc_die();
     jsonv_put(disk, state_section_logins.name, copy);
     if (write_root(s->path, disk, e) < 0)
         goto out;
+    s->saved = 0; /* the file is no longer the document's text */
     rc = 0;
 out:
     if (rc < 0)

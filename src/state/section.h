@@ -76,6 +76,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -92,6 +93,10 @@ struct state {
     char *aside;                /* state_open moved a corrupt file here; NULL when not */
     char *aside_why;            /* what was wrong with it */
     size_t max_bytes;           /* the size a save keeps the file under */
+    uint64_t saved;             /* digest of the text on disk, when it is the
+                                   document's (read or written by this run);
+                                   0: not known. A save that would write the
+                                   same text writes nothing */
     struct state_trim *trimmed; /* what saves gave up for it, not yet taken */
     size_t n_trimmed;
 };

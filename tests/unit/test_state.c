@@ -468,6 +468,38 @@ Test(state, lock_held_by_another_process)
     close(ready[0]);
 }
 
+/* The inode of the state file: every save that writes renames a new
+ * file into place. */
+static ino_t inode_of(const char *p)
+{
+    struct stat st;
+    cr_assert_eq(stat(p, &st), 0, "%s: %s", p, strerror(errno));
+    return st.st_ino;
+}
+
+/* A save that would write what the file already holds writes nothing:
+ * most runs change nothing, and need neither the write nor the fsyncs.
+ * Read back by a new run, the file is still the document. */
+Test(state, a_save_that_changes_nothing_writes_nothing)
+{
+    struct state *s = open_ok();
+    state_mark_seen(s, "5214000A", 1795000000, "ch1");
+    save_ok(s);
+    ino_t first = inode_of(path);
+    save_ok(s);
+    cr_expect_eq(inode_of(path), first, "saved again without a change");
+    s = reopen(s);
+    cr_expect_eq(inode_of(path), first, "a new run's save without a change");
+    save_ok(s);
+    cr_expect_eq(inode_of(path), first);
+    state_mark_seen(s, "5214000A", 1795000060, "ch1");
+    save_ok(s);
+    cr_expect_neq(inode_of(path), first, "a change is written");
+    s = reopen(s);
+    cr_expect(state_seen(s, "5214000A", 1795000060, "ch1"));
+    state_close(s);
+}
+
 Test(state, corrupt_json_is_moved_aside)
 {
     static const char *const texts[] = {
