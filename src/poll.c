@@ -640,6 +640,23 @@ static bool send_early_warning(struct tick *t, const struct account_conf *a,
     return sent;
 }
 
+/* Whether a channel of `now` raised the way back inside its bare limit
+ * (watch.h: `back`) since `was`. */
+static bool came_back(const struct watch *was, const struct watch *now)
+{
+    for (int i = 0; i < now->n_ch; i++) {
+        if (!now->ch[i].back)
+            continue;
+        bool before = false;
+        for (int k = 0; k < was->n_ch; k++)
+            if (was->ch[k].num == now->ch[i].num)
+                before = was->ch[k].back;
+        if (!before)
+            return true;
+    }
+    return false;
+}
+
 /* Takes one device's reading into its memory (watch.h): a signal makes
  * its alert log the next to be read, a crossing an early warning. A
  * signal that is only crossings beyond a limit whose warnings went out is
@@ -664,22 +681,31 @@ static void watch_device(struct tick *t, const struct account_conf *a, const str
                               .battery = d->battery,
                               .values = values,
                               .n_values = d->n_channels};
+    struct watch was = w;
     unsigned reasons =
         watch_take(&w, &r, limits, WATCH_CHANNELS, t->opt->now, cross, WATCH_CHANNELS, &n_cross);
     if (w.unixtime == before)
         reasons |= watch_idle(&w, t->opt->now);
-    bool told = reasons == WATCH_LIMIT && n_cross > 0;
+    /* Told: only crossings beyond a limit, each announced; not a way back
+     * inside the bare limit (its warning waits for the margin). */
+    bool told = reasons == WATCH_LIMIT && n_cross > 0 && !came_back(&was, &w);
     for (size_t i = 0; i < n_cross; i++) {
         struct watch_channel *wc = watch_channel(&w, cross[i].num);
         bool sent = wc && a->early_warning && send_early_warning(t, a, d, &cross[i], wc);
         told = told && sent && cross[i].zone != 0;
     }
     if (reasons) {
+        /* A look once more that news nobody has asked for stays untold. */
+        if (!w.pending && w.recheck_at && !w.pending_told)
+            told = false;
         /* A told signal that news nobody has joins starts again, as that
          * news: its look must wait for this reading and find it explained,
          * or a look due since long would be made before the platform can
          * have logged it. (Once per signal: an untold one stays untold, so
-         * a device raising reasons every minute is still looked at.) */
+         * a device raising reasons every minute is still looked at. Other
+         * reasons that join keep the signal as it was: its look may come
+         * before the platform logged the newest, which then waits for the
+         * round robin.) */
         if (!w.pending || (w.pending_told && !told)) {
             w.pending_since = t->opt->now;
             w.pending_after = before;

@@ -234,14 +234,23 @@ static bool polled_earlier(const struct sched_device *a, const struct sched_devi
     return a->last_poll < b->last_poll;
 }
 
+/* Whether a signal waits behind the others: its news is out, and the
+ * device was polled before (a first poll is worth more: it teaches the
+ * device's limits, and the round robin's bound does not hold a device
+ * never polled). */
+static bool waits(const struct sched_device *d)
+{
+    return d->told && d->last_poll != 0;
+}
+
 /* Signals whose news is not out yet first: an alarm that an early warning
  * announced can wait for its log entry, while a sensor error, a low
  * battery, silence, or the alarms a value on its way back may have set off
  * between two uploads reach people only by a look. */
 static bool signalled_earlier(const struct sched_device *a, const struct sched_device *b)
 {
-    if (a->told != b->told)
-        return !a->told;
+    if (waits(a) != waits(b))
+        return !waits(a);
     return a->signal_since < b->signal_since;
 }
 
@@ -272,7 +281,7 @@ size_t scheduler_plan_signals(size_t *out, size_t max_out, const struct sched_de
         size_t i = pick(out, count, devs, n, has_signal, 0, signalled_earlier);
         if (i == n)
             break;
-        if (count >= room && !(reserve && count == room && !devs[i].told))
+        if (count >= room && !(reserve && count == room && !waits(&devs[i])))
             break;
         out[count++] = i;
         signals++;

@@ -67,7 +67,8 @@ size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *de
  * calls: one and a half rounds of a pool of `n` devices at the routine
  * spacing, plus a spacing for the window to free a call. A device polled
  * longer ago than one and a half rounds goes before signals (one a run,
- * so k devices overdue together wait up to k - 1 runs more). */
+ * so of k devices overdue together the last waits for k - 1 more runs
+ * with room in the window). */
 long long scheduler_bound(const struct sched_budget *b, size_t n);
 
 /* Like scheduler_plan, for a pool where some devices have a signal. The
@@ -76,10 +77,11 @@ long long scheduler_bound(const struct sched_budget *b, size_t n);
  * signal, the reserve. In order:
  *   1. the device polled longest ago, if that is longer ago than
  *      scheduler_bound and the window has room beyond the reserve (one a
- *      run: the others wait a run each);
- *   2. devices with a signal, those not `told` first, the oldest signal
- *      first among equals, while the window has room beyond the reserve,
- *      then one more (not told) from the reserve;
+ *      run: the others wait for the next runs with room);
+ *   2. devices with a signal, those not `told` first (a device never
+ *      polled counts as not told), the oldest signal first among equals,
+ *      while the window has room beyond the reserve, then one more (not
+ *      told) from the reserve;
  *   3. devices never polled, while the room beyond the headroom lasts:
  *      a first poll teaches a device's limits;
  *   4. scheduler_allowance's calls, as far as the room left goes, in

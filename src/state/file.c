@@ -82,17 +82,10 @@ static struct json_object *new_root(void)
     return root;
 }
 
-/* Reads and checks `path` into *out; a missing file is an empty state.
- * The file is opened without following a symlink and without blocking
- * (a FIFO or a device there is refused, never waited on or moved), and
- * with *fd (may be NULL) the caller keeps the descriptor of what was read,
- * -1 when nothing was: state_open moves a corrupt file aside through it.
- * *corrupt (may be NULL) tells a file that was read but is not a state
- * this version understands (including one over the size limit) from one
- * that could not be read at all. */
-/* FNV-1a, 64 bits: what a save compares to know whether the document
- * changed since it was read or written. Never 0 for a text wsrelay writes
- * (0 stands for "not known": the next save writes). */
+/* What a save compares to know whether the document changed since it was
+ * read or written: FNV-1a (64 bits) of the text, with its length folded
+ * in. 0 stands for "not known" (the next save writes); a text whose digest
+ * happens to be 0 is merely written once more. */
 static uint64_t digest_of(const char *text, size_t len)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
@@ -100,13 +93,20 @@ static uint64_t digest_of(const char *text, size_t len)
         h ^= (unsigned char)text[i];
         h *= 0x100000001b3ULL;
     }
-    return h;
+    return h ^ ((uint64_t)len * 0x9e3779b97f4a7c15ULL);
 }
 
-/* *digest (may be NULL) gets the digest of the text read, without its
- * final newline: the digest of the document as a save would write it, when
- * this version wrote the file; 0 when there was no file or it was not
- * read whole. */
+/* Reads and checks `path` into *out; a missing file is an empty state.
+ * The file is opened without following a symlink and without blocking
+ * (a FIFO or a device there is refused, never waited on or moved), and
+ * with *fd (may be NULL) the caller keeps the descriptor of what was read,
+ * -1 when nothing was: state_open moves a corrupt file aside through it.
+ * *corrupt (may be NULL) tells a file that was read but is not a state
+ * this version understands (including one over the size limit) from one
+ * that could not be read at all. *digest (may be NULL) gets the digest of
+ * the text read without its final newline (what a save of the same
+ * document writes, when this version wrote the file); 0 when there was
+ * no file or it is not a state. */
 static int load(struct json_object **out, int *fd, const char *path, bool *corrupt,
                 uint64_t *digest, struct err *e)
 {
@@ -120,6 +120,8 @@ static int load(struct json_object **out, int *fd, const char *path, bool *corru
     struct stat st;
 
     buf_init(&text, STATE_MAX_BYTES);
+    if (digest)
+        *digest = 0;
     in = file_open_regular(path, FILE_NOFOLLOW, &st, e);
     if (in < 0 && errno == ENOENT) {
         root = new_root();
@@ -509,6 +511,7 @@ int state_save(struct state *s, struct err *e)
     uint64_t digest = json ? digest_of(json, size) : 0;
     if (digest && digest == s->saved)
         return 0;
+    s->saved = 0; /* a write that fails may still have replaced the file */
     if (write_text(s->path, json, size, e) < 0)
         return err_prefix(e, "%s: cannot save state", s->path);
     s->saved = digest;
@@ -552,9 +555,9 @@ int state_save_budget(struct state *s, struct err *e)
     if (json_object_deep_copy(section(s, &state_section_logins), &copy, NULL) < 0 || !copy)
         xalloc_die();
     jsonv_put(disk, state_section_logins.name, copy);
+    s->saved = 0; /* the file is no longer the document's text */
     if (write_root(s->path, disk, e) < 0)
         goto out;
-    s->saved = 0; /* the file is no longer the document's text */
     rc = 0;
 out:
     if (rc < 0)

@@ -231,6 +231,43 @@ Test(signals, an_urgent_look_shows_the_last_reading_and_its_signal)
     free(err);
 }
 
+/* A room logger whose ch1 crosses its upper limit at ALARM_AT while ch2,
+ * above its own since the start, comes back inside the bare limit (69.9
+ * against 70: not yet by the margin) in the same reading. */
+static char *two_channel_scenario(void)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    relay_scenario_open(&b, T0);
+    buf_puts(&b, "{\"serial\": \"5214000C\", \"model\": \"TR-72A2\", \"name\": \"Room 1\","
+                 " \"channels\": [{\"name\": \"T\", \"unit\": \"C\", \"value\": \"-80.0\"},"
+                 " {\"name\": \"H\", \"unit\": \"%RH\", \"value\": \"75.0\"}],"
+                 " \"readings\": [");
+    for (long long t = T0 - 1800; t <= LAST_RUN; t += 60)
+        buf_printf(&b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%s\", \"%s\"]}",
+                   t > T0 - 1800 ? "," : "", t + 20, t, t < ALARM_AT ? "-80.0" : "-65.0",
+                   t < ALARM_AT ? "75.0" : "69.9");
+    buf_puts(&b, "]}]}]}");
+    return buf_steal(&b);
+}
+
+/* The warning of ch1 told people of its alarm, but nothing tells of ch2's
+ * way back (the platform's recovery, which only the alert log carries):
+ * the signal is not "told", and its look does not wait behind others. */
+Test(signals, a_way_back_beside_an_announced_crossing_is_news_nobody_has)
+{
+    char *scen = two_channel_scenario();
+    relay_start(&R, scen);
+    free(scen);
+    relay_config(&R,
+                 PLAIN_ACCOUNT "    limits:\n"
+                               "      - {serial: \"5214*\", channel: 1, upper: -70}\n"
+                               "      - {serial: \"5214*\", channel: 2, lower: 20, upper: 70}\n",
+                 NULL);
+    run_minutes(T0 - 600, ALARM_AT - 60);
+    run_logging(ALARM_AT, "device 5214000C: signal (limit): its alert log is read next");
+}
+
 /* The webhook got the alarm and the recovery of the alert log, and no
  * early warning. */
 static void expect_only_the_log_at_the_hook(void)

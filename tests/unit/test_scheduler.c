@@ -569,3 +569,19 @@ Test(scheduler, overdue_devices_come_back_one_a_run)
     cr_assert_eq(out[1], 5);
     cr_assert_eq(signals, 1);
 }
+
+/* A device never polled counts as not told: its first poll teaches its
+ * limits, and no round-robin bound holds it. */
+Test(scheduler, a_told_signal_of_a_device_never_polled_does_not_wait)
+{
+    struct sched_device devs[2] = {
+        {.last_poll = 10, .signal = true, .signal_since = 300},
+        {.last_poll = 0, .signal = true, .signal_since = 400, .told = true},
+    };
+    struct sched_budget b = signal_budget(10, 1000);
+    size_t out[2], signals = 0;
+    size_t n = scheduler_plan_signals(out, 2, devs, 2, &b, 1100, &signals);
+    cr_assert_eq(n, 2, "the room, then the reserve");
+    cr_assert_eq(out[0], 0);
+    cr_assert_eq(out[1], 1);
+}
