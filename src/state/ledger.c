@@ -121,12 +121,9 @@ static struct json_object *ledger(const struct state *s, const char *login, enum
     return child_object(child_object(logins, login), name);
 }
 
-void state_record_call(struct state *s, const char *login, enum platform_op op, long long now)
+void calls_record(struct json_object *obj, long long now)
 {
-    struct json_object *led = ledger(s, login, op, true);
-    if (!led)
-        return;
-    struct json_object *old = member(led, "calls", json_type_array);
+    struct json_object *old = member(obj, "calls", json_type_array);
     struct json_object *calls = jsonv_need(json_object_new_array());
     size_t n = old ? json_object_array_length(old) : 0;
     for (size_t i = 0; i < n; i++) {
@@ -135,19 +132,31 @@ void state_record_call(struct state *s, const char *login, enum platform_op op, 
             jsonv_append(calls, jsonv_need(json_object_new_int64((int64_t)t)));
     }
     jsonv_append(calls, jsonv_need(json_object_new_int64((int64_t)now)));
-    jsonv_put(led, "calls", calls);
+    jsonv_put(obj, "calls", calls);
 }
 
-size_t state_calls_since(const struct state *s, const char *login, enum platform_op op,
-                         long long since)
+size_t calls_since(const struct json_object *obj, long long since)
 {
-    struct json_object *calls = member(ledger(s, login, op, false), "calls", json_type_array);
+    struct json_object *calls = member(obj, "calls", json_type_array);
     size_t n = calls ? json_object_array_length(calls) : 0;
     size_t count = 0;
     for (size_t i = 0; i < n; i++)
         if ((long long)json_object_get_int64(json_object_array_get_idx(calls, i)) >= since)
             count++;
     return count;
+}
+
+void state_record_call(struct state *s, const char *login, enum platform_op op, long long now)
+{
+    struct json_object *led = ledger(s, login, op, true);
+    if (led)
+        calls_record(led, now);
+}
+
+size_t state_calls_since(const struct state *s, const char *login, enum platform_op op,
+                         long long since)
+{
+    return calls_since(ledger(s, login, op, false), since);
 }
 
 long long state_last_call(const struct state *s, const char *login, enum platform_op op)

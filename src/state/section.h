@@ -160,6 +160,13 @@ void health_clamp(struct json_object *h, long long now);
 void health_record(struct json_object *h, bool ok, long status, const char *error, long long now);
 bool health_get(const struct json_object *h, struct state_health *out);
 
+/* The times of recent calls, as the "calls" array of `obj` (ledger.c; the
+ * signals section keeps its own the same way): calls_record appends `now`
+ * and drops the times older than LEDGER_KEEP before it; calls_since counts
+ * the times at `since` or later (0 for a NULL obj). */
+void calls_record(struct json_object *obj, long long now);
+size_t calls_since(const struct json_object *obj, long long since);
+
 /* --- json-c helpers ---------------------------------------------------- */
 
 /* The member `key` of `obj` when it has type `type`; else NULL. */

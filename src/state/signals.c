@@ -39,29 +39,12 @@ static void clamp_signals(struct json_object *signals, const struct state_clamp 
 
 void state_record_signal_call(struct state *s, const char *login, long long now)
 {
-    struct json_object *l = child_object(section(s, &state_section_signals), login);
-    struct json_object *old = member(l, "calls", json_type_array);
-    struct json_object *calls = jsonv_need(json_object_new_array());
-    size_t n = old ? json_object_array_length(old) : 0;
-    for (size_t i = 0; i < n; i++) {
-        long long t = (long long)json_object_get_int64(json_object_array_get_idx(old, i));
-        if (t >= now - LEDGER_KEEP)
-            jsonv_append(calls, jsonv_need(json_object_new_int64((int64_t)t)));
-    }
-    jsonv_append(calls, jsonv_need(json_object_new_int64((int64_t)now)));
-    jsonv_put(l, "calls", calls);
+    calls_record(child_object(section(s, &state_section_signals), login), now);
 }
 
 size_t state_signal_calls_since(const struct state *s, const char *login, long long since)
 {
-    struct json_object *calls =
-        member(member(section(s, &state_section_signals), login, json_type_object), "calls",
-               json_type_array);
-    size_t n = calls ? json_object_array_length(calls) : 0, count = 0;
-    for (size_t i = 0; i < n; i++)
-        if ((long long)json_object_get_int64(json_object_array_get_idx(calls, i)) >= since)
-            count++;
-    return count;
+    return calls_since(member(section(s, &state_section_signals), login, json_type_object), since);
 }
 
 long long state_signals_starved(const struct state *s, const char *login)
