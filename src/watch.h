@@ -150,7 +150,7 @@ struct watch {
     long long pending_at;    /* the device's time of the reading that raised it
                                 (for silence, its last reading), never later than
                                 wsrelay's clock then: the look waits until this is
-                                run.c's SIGNAL_SETTLE old */
+                                poll.c's SIGNAL_SETTLE old */
     long long recheck_at;    /* look once more at this time (a poll found nothing
                                 that explains the signal); 0: no */
     bool pending_told;       /* every reason of the signal was a limit crossing
