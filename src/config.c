@@ -30,7 +30,6 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#define CONFIG_MAX_BYTES (1024 * 1024)
 #define CATCH_UP_DEFAULT "1h"
 #define RUN_TIME_DEFAULT "3m"
 #define SELF_AFTER_DEFAULT "15m"
@@ -1190,6 +1189,7 @@ int config_load(struct config **out, const char *path, struct err *e)
 
     *out = NULL;
     cfg->path = xstrdup(path);
+    file_id_of(&cfg->file, path); /* before the read: a change during it shows */
     if (schema_open(&d, path, CONFIG_MAX_BYTES, 0, e) < 0)
         goto out;
     yaml_node_t *root = schema_root(d);

@@ -22,6 +22,7 @@
 #define WSRELAY_CONFIG_H
 
 #include "util/err.h"
+#include "util/fileio.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -30,6 +31,8 @@ struct watch_limit;
 
 #define CONFIG_DEFAULT_PATH "/etc/wsrelay/wsrelay.yaml"
 #define CONFIG_DEFAULT_STATE "/var/lib/wsrelay/state.json"
+/* The largest configuration file read. */
+#define CONFIG_MAX_BYTES (1024 * 1024)
 #define CONFIG_DEFAULT_BASE_URL "https://api.webstorage-service.com"
 #define CONFIG_DEFAULT_RULES "/etc/wsrelay/rules.d"
 
@@ -196,6 +199,7 @@ struct outbox_conf {
 
 struct config {
     char *path;          /* the file it was read from */
+    struct file_id file; /* that file as it was just before it was read */
     char *state_file;    /* default CONFIG_DEFAULT_STATE */
     long catch_up;       /* seconds; default 3600 */
     long run_time;       /* seconds a run may start work for (run.c); default 180 */

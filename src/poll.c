@@ -24,6 +24,7 @@
 #include "util/log.h"
 #include "util/xalloc.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@
 
 #define DISCOVERY_INTERVAL 600 /* seconds between two device lists without signals */
 #define READINGS_GAP 50        /* least seconds between two readings of a login (one a minute) */
+#define QUIET_MAX 600          /* the longest quiet time a run leaves (quiet.h) */
 #define SIGNAL_SETTLE 90       /* a signal's reading is this old before its first look */
 #define RECHECK_AFTER 240      /* a signal poll that found nothing looks once more after this */
 #define SILENT_LOOKS 21600     /* a silent device is looked at again for this long */
@@ -1051,6 +1053,71 @@ static void login_take(struct tick *t, struct login_run *lr, const struct platfo
     } else if (lr->polling && !take_poll(t, lr->polling, rq)) {
         lr->over = true;
     }
+}
+
+/* --- the quiet time (tick.h) ---------------------------------------------- */
+
+static long long earlier(long long a, long long b)
+{
+    return a < b ? a : b;
+}
+
+/* Whether the account has a device the alert calls could take: one in its
+ * list, not refused until later (a refused one counts: its pause may end
+ * before the quiet time). Its list, not the pool: no client is needed. */
+static bool account_has_devices(const struct tick *t, const struct account_conf *a)
+{
+    if (!a->devices_auto)
+        return a->n_devices > 0;
+    size_t n = 0;
+    struct state_device *devs = state_devices(t->st, a->name, &n);
+    bool any = false;
+    for (size_t i = 0; i < n && !any; i++)
+        any = account_wants_serial(a, devs[i].serial);
+    state_devices_free(devs, n);
+    return any;
+}
+
+/* The first time the login's calls could be due, from `now`: its device
+ * lists' next reading, and the first call its alert budget allows. Early
+ * rather than late wherever the plan has more to it (a block or a paused
+ * login only delays a call; a budget that takes no call now still may
+ * after scheduler_next_call). */
+static long long login_quiet_until(const struct tick *t, const char *login)
+{
+    long long now = t->opt->now, until = LLONG_MAX;
+    bool devices = false;
+    for (size_t i = 0; i < t->cfg->n_accounts; i++) {
+        const struct account_conf *a = &t->cfg->accounts[i];
+        if (strcmp(a->login_id, login) != 0)
+            continue;
+        if (a->signals)
+            return now; /* readings every run */
+        if (a->devices_auto) {
+            long long at = state_discovered_at(t->st, a->name);
+            until = earlier(until, at == 0 ? now : at + DISCOVERY_INTERVAL);
+        }
+        devices |= account_has_devices(t, a);
+    }
+    if (devices) {
+        struct sched_budget b = budget_read(t->st, login, PLATFORM_ALERT, now);
+        /* An unknown oldest call makes scheduler_next_call guess late. */
+        if (b.used > 0 && b.oldest == 0)
+            return now;
+        until = earlier(until, scheduler_next_call(&b, now));
+    }
+    return until;
+}
+
+long long poll_quiet_until(const struct tick *t)
+{
+    long long until = t->opt->now + QUIET_MAX;
+    if (t->opt->n_looks)
+        return t->opt->now;
+    for (size_t i = 0; i < t->cfg->n_accounts; i++)
+        if (config_login_first(t->cfg, i))
+            until = earlier(until, login_quiet_until(t, t->cfg->accounts[i].login_id));
+    return until;
 }
 
 /* --- the run's polling (tick.h) ----------------------------------------- */

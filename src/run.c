@@ -25,12 +25,14 @@
 #include "metrics.h"
 #include "notify/notify.h"
 #include "platform.h"
+#include "quiet.h"
 #include "rules.h"
 #include "selfcheck.h"
 #include "state.h"
 #include "notify/http.h"
 #include "util/buf.h"
 #include "util/duration.h"
+#include "util/fileio.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -561,12 +563,84 @@ static void throttle_set(void *ctx, const char *rule, const char *serial, const 
     state_set_throttle(ctx, rule, serial, kind, te);
 }
 
+/* Whether a login's or a receiver's last attempt failed: self-monitoring
+ * may open a condition on that with time alone (self.after). */
+static bool any_failing(const struct tick *t)
+{
+    const struct config *c = t->cfg;
+    bool failing = false;
+    struct state_health h;
+    for (size_t i = 0; i < c->n_accounts && !failing; i++) {
+        if (config_login_first(c, i) && state_login_health(t->st, c->accounts[i].login_id, &h)) {
+            failing = h.failures > 0;
+            state_health_clear(&h);
+        }
+    }
+    for (size_t i = 0; i < c->n_receivers && !failing; i++) {
+        if (state_receiver_health(t->st, c->receivers[i].name, &h)) {
+            failing = h.failures > 0;
+            state_health_clear(&h);
+        }
+    }
+    return failing;
+}
+
+/* Whether anything is waiting that only a full run looks after: an item
+ * in the outbox (its next try, its max_age), an open self-monitoring
+ * condition (it may close, or grow into a relay event, with time alone),
+ * or a failure that may open one. */
+static bool anything_waiting(const struct tick *t)
+{
+    size_t n_items = 0, n_conditions = 0;
+    char **receivers = state_outbox_receivers(t->st, &n_items);
+    char **conditions = state_condition_keys(t->st, &n_conditions);
+    for (size_t i = 0; i < n_items; i++)
+        free(receivers[i]);
+    for (size_t i = 0; i < n_conditions; i++)
+        free(conditions[i]);
+    free(receivers);
+    free(conditions);
+    return n_items || n_conditions || any_failing(t);
+}
+
+/* Leaves the quiet file (quiet.h) for the runs until the next call is due,
+ * when this run ended well and nothing else asks for a full run: no
+ * heartbeat or metrics_file (both want every run), nothing waiting, and
+ * the configuration unchanged since it was read. Called last in a run
+ * that is not a dry one, with the state saved and still locked. */
+static void leave_quiet(struct tick *t)
+{
+    const struct config *c = t->cfg;
+    struct quiet q = {.written_at = t->opt->now};
+    struct file_id now_config;
+    struct err e;
+    if (t->failures || t->unsaved || tick_stopping(t) || c->self.heartbeat || c->metrics_file ||
+        anything_waiting(t))
+        return;
+    q.until = poll_quiet_until(t);
+    if (q.until <= t->opt->now || file_id_of(&q.state, c->state_file) < 0 ||
+        file_id_of(&now_config, c->path) < 0 || !file_id_same(&now_config, &c->file) ||
+        quiet_env_digest(&q.env, c->path) < 0)
+        return;
+    q.config = c->file;
+    if (quiet_write(&q, c->state_file, &e) < 0)
+        log_warn("%s (the next runs will be full ones)", e.msg);
+    else
+        log_debug("quiet until %lld: runs before then have nothing to do", q.until);
+}
+
 int run_once(const struct config *c, const struct run_options *o)
 {
     struct tick t = {.cfg = c, .opt = o};
     struct err e;
     clock_gettime(CLOCK_MONOTONIC, &t.started);
     if (rules_new(&t.rules, c, &e) < 0 || state_open(&t.st, c->state_file, o->lock_wait, &e) < 0) {
+        log_error("%s", e.msg);
+        t.failures++;
+        goto out;
+    }
+    /* A run that ends halfway must leave no quiet time behind. */
+    if (quiet_forget(c->state_file, &e) < 0) {
         log_error("%s", e.msg);
         t.failures++;
         goto out;
@@ -607,6 +681,7 @@ int run_once(const struct config *c, const struct run_options *o)
         }
         if (c->metrics_file && metrics_write(c->metrics_file, c, t.st, o->now, !t.failures, &e) < 0)
             log_warn("metrics: %s", e.msg);
+        leave_quiet(&t);
     }
 out:
     state_close(t.st);

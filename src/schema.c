@@ -315,6 +315,22 @@ static char *resolve_path(struct schema_doc *c, const char *path)
     return xasprintf("%s/%s", c->dir, path);
 }
 
+int schema_path(char **out, struct schema_doc *d, yaml_node_t *n, struct err *e)
+{
+    char *text = NULL;
+    d->e = e;
+    *out = NULL;
+    if (string_of(d, n, "a string", false, &text) < 0)
+        return -1;
+    if (!*text) {
+        free(text);
+        return fail(d, n->start_mark, "expected a non-empty string");
+    }
+    *out = resolve_path(d, text);
+    free(text);
+    return 0;
+}
+
 static void warn_if_readable(struct schema_doc *c, const char *path)
 {
     struct stat st;

@@ -140,6 +140,12 @@ bool schema_is_null(const yaml_node_t *n);
  * value" or "a string". A static string. */
 const char *schema_describe(const yaml_node_t *n);
 
+/* Reads the scalar `n` as a K_PATH row does (${NAME} expanded, a relative
+ * path taken from the file's directory) into *out, which the caller
+ * frees: for a program that needs one path of a file and not the rest
+ * (src/front.c). On failure returns -1 with "FILE:LINE:COL: message". */
+int schema_path(char **out, struct schema_doc *d, yaml_node_t *n, struct err *e);
+
 /* Fills the struct at `out` from mapping `map` by the rows of `s`: checks
  * the keys, reads each value (sub-schemas too), stores the defaults of the
  * keys left out, then runs s->check and s->finish. What it stores belongs

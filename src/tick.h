@@ -100,4 +100,14 @@ bool tick_login_paused(struct tick *t, const char *login);
  * (401, 429) ends only that login ID's calls. */
 void poll_all(struct tick *t);
 
+/* The first time at or after the run's time when polling could make a
+ * call, given the state as it is now (quiet.h): the run's time for a
+ * login whose accounts read readings every run, or with `--look`; else
+ * the earliest of each account's next device list (DISCOVERY_INTERVAL
+ * after the last) and each login's next alert call that its budget allows
+ * (scheduler_next_call; any device listed counts, even one paused or
+ * excluded later). Never more than 10 minutes ahead. Exact or early,
+ * never late: a run before it would make no platform call. */
+long long poll_quiet_until(const struct tick *t);
+
 #endif

@@ -170,3 +170,22 @@ out:
     free(dir);
     return rc;
 }
+
+int file_id_of(struct file_id *out, const char *path)
+{
+    struct stat st;
+    *out = (struct file_id){0};
+    if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+        return -1;
+    *out = (struct file_id){.dev = (unsigned long long)st.st_dev,
+                            .ino = (unsigned long long)st.st_ino,
+                            .size = (unsigned long long)st.st_size,
+                            .mtime_ns =
+                                (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec};
+    return 0;
+}
+
+bool file_id_same(const struct file_id *a, const struct file_id *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size && a->mtime_ns == b->mtime_ns;
+}

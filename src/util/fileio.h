@@ -5,6 +5,7 @@
 #include "util/buf.h"
 #include "util/err.h"
 
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -46,6 +47,19 @@ int file_write_atomic(const char *path, const void *data, size_t len, mode_t mod
 /* Writes all `len` bytes to `fd`, retrying short writes and EINTR. Returns
  * -1 with errno set on failure. */
 int file_write_all(int fd, const void *buf, size_t len);
+
+/* Which file a path named, and in what version of it: enough to tell
+ * that a file was replaced or written since. */
+struct file_id {
+    unsigned long long dev, ino, size;
+    long long mtime_ns;
+};
+
+/* Fills *out for the regular file at `path`, following a symlink. Returns
+ * -1 (and zeroes *out) when there is none. */
+int file_id_of(struct file_id *out, const char *path);
+
+bool file_id_same(const struct file_id *a, const struct file_id *b);
 
 /* The directory part of `path` ("." when there is none); caller frees. */
 char *file_dirname(const char *path);

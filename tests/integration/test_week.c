@@ -902,15 +902,18 @@ Test(week, runs_killed_at_random_points_lose_nothing_and_keep_the_state_readable
     cr_assert_geq(kills_in_delivery, 1, "no kill landed in a delivery");
     hevs_free(&got);
 
-    /* Beside the state only its lock, and at most the temporary file of a
-     * save that was cut short. */
+    /* Beside the state only its lock, the quiet file of the last run that
+     * ended well (src/quiet.h), and at most the temporary file of a save
+     * that was cut short. */
     DIR *dir = opendir(R.dir);
     cr_assert_not_null(dir);
     for (struct dirent *de; (de = readdir(dir));)
         if (strncmp(de->d_name, "state.json", 10) == 0)
             cr_assert(strcmp(de->d_name, "state.json") == 0 ||
                           strcmp(de->d_name, "state.json.lock") == 0 ||
-                          strcmp(de->d_name, "state.json.tmp") == 0,
+                          strcmp(de->d_name, "state.json.tmp") == 0 ||
+                          strcmp(de->d_name, "state.json.quiet") == 0 ||
+                          strcmp(de->d_name, "state.json.quiet.tmp") == 0,
                       "left behind: %s", de->d_name);
     closedir(dir);
     free(procdir);

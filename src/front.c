@@ -1,0 +1,167 @@
+/* `wsrelay`: the command people and timers start. It answers one question
+ * itself, whether `wsrelay run` has nothing to do now (quiet.h), and hands
+ * everything else to `wsrelay-net` (src/main.c), the program that holds
+ * the platform client, the notifiers and the rest, by exec with the same
+ * arguments. So a quiet run loads neither libcurl nor OpenSSL nor the
+ * state: it reads the configuration's `state_file`, the quiet file beside
+ * the state and three stat()s, and exits 0.
+ *
+ * The front never judges a command line or a configuration: whatever it
+ * does not recognise as a plain `run` (global -c FILE and -v, then `run`
+ * with at most --now UNIXTIME), and any doubt about the quiet file, goes
+ * to wsrelay-net, which reports problems as it always did.
+ *
+ * wsrelay-net is looked for beside this program first (a build directory,
+ * or a copy of both in one place), then in WSRELAY_LIBEXECDIR, where the
+ * install puts it. */
+#include "config.h"
+#include "quiet.h"
+#include "run.h"
+#include "schema.h"
+#include "util/fileio.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NET_NAME "wsrelay-net"
+
+/* What a plain `run` command line asks for. */
+struct plain_run {
+    const char *config_path;
+    long long now; /* --now, or 0 for the clock */
+    bool verbose;
+};
+
+static int parse_now(long long *out, const char *text)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v <= 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Fills *r when argv is [-c FILE | -v]... run [--now UNIXTIME]; false for
+ * any other command line, left to wsrelay-net. */
+static bool plain_run(struct plain_run *r, int argc, char **argv)
+{
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "-v") == 0)
+            r->verbose = true;
+        else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc)
+            r->config_path = argv[++i];
+        else
+            return false;
+    }
+    if (i >= argc || strcmp(argv[i], "run") != 0)
+        return false;
+    for (i++; i < argc; i++) {
+        if (strcmp(argv[i], "--now") == 0 && i + 1 < argc && parse_now(&r->now, argv[i + 1]) == 0)
+            i++;
+        else
+            return false;
+    }
+    return true;
+}
+
+/* The configuration's state_file, as config_load reads it; NULL when the
+ * file cannot be read or the key is anything but a usable string. */
+static char *state_file_of(const char *config_path)
+{
+    struct schema_doc *d = NULL;
+    struct err e;
+    char *path = NULL;
+    if (schema_open(&d, config_path, CONFIG_MAX_BYTES, 0, &e) < 0)
+        goto out;
+    yaml_node_t *root = schema_root(d);
+    if (!root || root->type != YAML_MAPPING_NODE)
+        goto out;
+    yaml_node_t *n = schema_lookup(d, root, "state_file");
+    if (!n)
+        path = xstrdup(CONFIG_DEFAULT_STATE);
+    else if (schema_path(&path, d, n, &e) < 0)
+        path = NULL;
+out:
+    schema_close(d);
+    return path;
+}
+
+/* Whether the last full run said that a run now has nothing to do, and
+ * nothing it depended on has changed since (quiet.h). */
+static bool quiet_now(const struct plain_run *r)
+{
+    struct quiet q;
+    struct file_id id;
+    uint64_t env;
+    bool quiet = false;
+    long long now = r->now ? r->now : (long long)time(NULL);
+    char *state = state_file_of(r->config_path);
+    if (!state || quiet_read(&q, state) < 0)
+        goto out;
+    quiet = now >= q.written_at && now < q.until && file_id_of(&id, state) == 0 &&
+            file_id_same(&id, &q.state) && file_id_of(&id, r->config_path) == 0 &&
+            file_id_same(&id, &q.config) && quiet_env_digest(&env, r->config_path) == 0 &&
+            env == q.env;
+    if (quiet)
+        log_debug("run: nothing is due for %lld s (the last run left %s.quiet)", q.until - now,
+                  state);
+out:
+    free(state);
+    return quiet;
+}
+
+/* The directory of this program, from /proc/self/exe; NULL when unknown. */
+static char *own_dir(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    return file_dirname(exe);
+}
+
+/* Replaces this process with wsrelay-net and the same arguments; returns
+ * only when neither place has one that runs. */
+static int exec_net(char **argv)
+{
+    char *dir = own_dir();
+    char *beside = dir ? xasprintf("%s/" NET_NAME, dir) : NULL;
+    const char *installed = WSRELAY_LIBEXECDIR "/" NET_NAME;
+    int beside_errno = ENOENT;
+    if (beside) {
+        execv(beside, argv);
+        beside_errno = errno;
+    }
+    execv(installed, argv);
+    fprintf(stderr, "wsrelay: cannot run %s (%s) nor %s (%s)\n", beside ? beside : NET_NAME,
+            strerror(beside_errno), installed, strerror(errno));
+    free(beside);
+    free(dir);
+    return RUN_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    struct plain_run r = {.config_path = getenv("WSRELAY_CONFIG")};
+    if (!r.config_path || !*r.config_path)
+        r.config_path = CONFIG_DEFAULT_PATH;
+    if (plain_run(&r, argc, argv)) {
+        if (r.verbose)
+            log_set_level(LOG_DEBUG);
+        if (quiet_now(&r))
+            return RUN_OK;
+    }
+    return exec_net(argv);
+}
