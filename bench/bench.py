@@ -428,6 +428,32 @@ def bench_quiet(bindir, work, repeat):
                                                ["run", "--now", str(now)], log))
                     calls.add(tuple(a - b for a, b in zip(sim.calls(), before)))
                 rows.append((label, calls, samples))
+            # A run that polls one device and finds nothing new: `--look`
+            # on the call the budget keeps in reserve, from the same state
+            # each time (restored before each run). The simulator's clock
+            # moves an hour on between them so that its own limit has room.
+            polled = os.path.join(d, "polled-state.json")
+            shutil.copyfile(state, polled)
+            if os.path.isdir(state + ".d"):
+                shutil.copytree(state + ".d", polled + ".d")
+            samples, calls = [], set()
+            for k in range(repeat):
+                shutil.copyfile(polled, state)
+                for extra in (state + ".quiet", state + ".d"):
+                    if os.path.isdir(extra):
+                        shutil.rmtree(extra)
+                    elif os.path.exists(extra):
+                        os.unlink(extra)
+                if os.path.isdir(polled + ".d"):
+                    shutil.copytree(polled + ".d", state + ".d")
+                sim.set_clock(last + 30 + 3700 * (k + 1))
+                before = sim.calls()
+                samples.append(run_wsrelay(bindir, configs[False], [
+                    "run", "--now", str(last + 30), "--look", "5%03d%04d" % (n % 1000, n - 1)],
+                    log))
+                calls.add(tuple(a - b for a, b in zip(sim.calls(), before)))
+            shutil.copyfile(polled, state)
+            rows.append(("one device polled (--look), nothing new", calls, samples))
             size = os.path.getsize(state)
             naive = [run_measured(bindir, [sys.executable, os.path.join(
                 os.path.dirname(os.path.abspath(__file__)), "naive_relay.py"), state,

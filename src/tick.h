@@ -105,9 +105,10 @@ void poll_all(struct tick *t);
  * login whose accounts read readings every run, or with `--look`; else
  * the earliest of each account's next device list (DISCOVERY_INTERVAL
  * after the last) and each login's next alert call that its budget allows
- * (scheduler_next_call; any device listed counts, even one paused or
- * excluded later). Never more than 10 minutes ahead. Exact or early,
- * never late: a run before it would make no platform call. */
+ * (scheduler_next_call, when the login has a device its accounts want,
+ * one refused for now included: its pause may end first). Never more than
+ * 10 minutes ahead. Exact or early, never late: a run before it would
+ * make no platform call. */
 long long poll_quiet_until(const struct tick *t);
 
 #endif
