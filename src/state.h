@@ -56,8 +56,9 @@ struct state;
  * `lock_wait` seconds for another run's lock, then fails naming the pid
  * that holds it. A file that was read but is corrupt (not JSON, fails the
  * checks, or has a newer "version") is moved aside (state_set_aside says
- * where), logged as an error, and the state starts empty (the device files
- * in PATH.d stay, and count); it is not saved until state_save. Fails on a
+ * where), logged as an error, and the state starts empty (PATH.d goes
+ * aside with it, to PATH.d.corrupt-YYYYmmddTHHMMSSZ: its device files mark
+ * seen what the lost outbox held); it is not saved until state_save. Fails on a
  * file that cannot be read (permissions), one that cannot be moved aside,
  * when the directory is not writable (checked now, before anything is
  * sent), and when PATH.d exists but is a symbolic link (never followed)

@@ -318,6 +318,7 @@ static int set_aside(struct state *s, int fd, const char *why, struct err *e)
     char stamp[32];
     char *reason = xstrdup(why);
     char *aside = NULL;
+    char *files_aside = NULL;
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
@@ -325,6 +326,15 @@ static int set_aside(struct state *s, int fd, const char *why, struct err *e)
     if (fchmod(fd, 0600) < 0) {
         err_set(e, "%s: cannot move the corrupt state file aside: %s (%s)", s->path,
                 strerror(errno), reason);
+        goto out;
+    }
+    /* The device files first: they mark seen what the outbox of this file
+     * held, and starting over without the outbox but with them would lose
+     * those events for good (without either, catch_up sends them again).
+     * Should the file's own move then fail, the next run tries again. */
+    if (seen_files_set_aside(&files_aside, s->path, e) < 0) {
+        err_prefix(e, "%s: cannot move the corrupt state file's device files aside (%s)", s->path,
+                   reason);
         goto out;
     }
     bool linked = false;
@@ -372,14 +382,20 @@ static int set_aside(struct state *s, int fd, const char *why, struct err *e)
         close(dirfd);
     }
     free(dir);
-    log_error("%s; moved aside to %s: starting over with an empty state (catch_up applies)", reason,
-              aside);
+    if (files_aside)
+        log_error("%s; moved aside to %s, its device files to %s: starting over with an empty "
+                  "state (catch_up applies)",
+                  reason, aside, files_aside);
+    else
+        log_error("%s; moved aside to %s: starting over with an empty state (catch_up applies)",
+                  reason, aside);
     s->aside = aside;
     s->aside_why = reason;
     aside = reason = NULL;
     rc = 0;
 out:
     free(aside);
+    free(files_aside);
     free(reason);
     return rc;
 }

@@ -221,6 +221,14 @@ int seen_flush(struct state *s, struct err *e);
  * seen_files_sync fsyncs the directory, which makes the writes before it
  * durable. Both fail with the file or directory named in `e`. */
 struct seen_files;
+
+/* Moves STATE_PATH.d aside to STATE_PATH.d.corrupt-YYYYmmddTHHMMSSZ[-N]
+ * (a rename, which moves a symlink itself and never what it points to),
+ * for a state file that is moved aside: its device files must not outlive
+ * the outbox that held what they mark seen. *out is the new path (the
+ * caller's), NULL when there was no directory. Fails naming both paths. */
+int seen_files_set_aside(char **out, const char *state_path, struct err *e);
+
 int seen_files_open(struct seen_files **out, const char *state_path, bool read_only, struct err *e);
 void seen_files_free(struct seen_files *f);
 struct json_object *seen_files_get(struct seen_files *f, const char *serial);

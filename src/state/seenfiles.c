@@ -146,6 +146,49 @@ void seen_files_free(struct seen_files *f)
     free(f);
 }
 
+int seen_files_set_aside(char **out, const char *state_path, struct err *e)
+{
+    int rc = -1;
+    char stamp[32];
+    char *dir = xasprintf("%s.d", state_path);
+    char *aside = NULL;
+    char *parent = file_dirname(state_path);
+    time_t now = time(NULL);
+    struct tm tm;
+    struct stat st;
+    *out = NULL;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    if (lstat(dir, &st) < 0 && errno == ENOENT) {
+        rc = 0;
+        goto out;
+    }
+    /* A free name first: rename() would replace an empty directory. */
+    for (int n = 1; n < 100 && (!aside || lstat(aside, &st) == 0); n++) {
+        free(aside);
+        aside = n == 1 ? xasprintf("%s.corrupt-%s", dir, stamp)
+                       : xasprintf("%s.corrupt-%s-%d", dir, stamp, n);
+    }
+    if (lstat(aside, &st) == 0 || rename(dir, aside) < 0) {
+        err_set(e, "cannot move %s aside to %s: %s", dir, aside,
+                lstat(aside, &st) == 0 ? "the name is taken" : strerror(errno));
+        goto out;
+    }
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pfd >= 0) {
+        fsync(pfd);
+        close(pfd);
+    }
+    *out = aside;
+    aside = NULL;
+    rc = 0;
+out:
+    free(aside);
+    free(parent);
+    free(dir);
+    return rc;
+}
+
 /* --- reading one file -------------------------------------------------- */
 
 static struct json_object *new_doc(const char *serial)
@@ -294,10 +337,12 @@ static struct json_object *corrupt(const struct seen_files *f, const char *name,
     }
     char *aside = set_aside(f, name, fd, &e);
     if (!aside) {
-        log_error("%s/%s: corrupt seen file: %s; cannot move it aside (%s): its keys are kept in "
-                  "the state file until it is removed",
-                  f->dir, name, why, e.msg);
-        return jsonv_need(json_object_new_string(why));
+        char *msg = xasprintf("%s/%s: corrupt seen file: %s; cannot move it aside (%s)", f->dir,
+                              name, why, e.msg);
+        log_error("%s: its device's keys stay in the state file until it is removed", msg);
+        struct json_object *failed = jsonv_need(json_object_new_string(msg));
+        free(msg);
+        return failed;
     }
     log_warn("%s/%s: corrupt seen file: %s; moved aside to %s/%s: device %s starts over with "
              "the state file's keys only (some of its events may be sent again)",
@@ -316,8 +361,9 @@ static struct json_object *load(const struct seen_files *f, const char *serial)
     char *name = file_name(serial);
     char *path = xasprintf("%s/%s", f->dir, name);
     int fd = f->fd < 0 ? -1 : open_file(f, name, path, &st, &e);
+    bool missing = f->fd < 0 || (fd < 0 && errno == ENOENT);
     buf_init(&text, SEEN_FILE_MAX);
-    if (f->fd < 0 || (fd < 0 && errno == ENOENT)) {
+    if (missing) {
         doc = new_doc(serial);
     } else if (fd < 0 ||
                ((size_t)st.st_size <= SEEN_FILE_MAX && file_read_fd(&text, fd, path, &e) < 0)) {

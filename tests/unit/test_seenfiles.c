@@ -434,6 +434,37 @@ Test(seenfiles, state_peek_leaves_a_corrupt_device_file_where_it_is)
     free(a);
 }
 
+/* A corrupt state file goes aside with its device files: they mark seen
+ * what its outbox held, and would otherwise keep those events from ever
+ * being sent again. */
+Test(seenfiles, a_corrupt_state_file_takes_its_device_files_aside)
+{
+    struct state *s = open_ok();
+    state_mark_seen(s, "A", 100, "ch1");
+    save_ok(s);
+    state_close(s);
+    spew(path, "{\"version\":1,");
+    struct caught c;
+    catch_stderr(&c);
+    s = open_ok();
+    char *log = release_stderr(&c);
+    cr_assert_not_null(state_set_aside(s, NULL));
+    cr_expect_not(state_seen(s, "A", 100, "ch1"), "an empty state, as before the split");
+    char *aside = names_in(dir, "state.json.d.corrupt-");
+    cr_expect_neq(aside[0], '\0', "the directory was not moved aside");
+    char *want = xasprintf("its device files to %s/%s: starting over", dir, aside);
+    cr_expect_not_null(strstr(log, want), "%s", log);
+    char *moved = xasprintf("%s/%s/A.json", dir, aside);
+    cr_expect(exists(moved));
+    cr_expect_not(exists(sdir));
+    save_ok(s);
+    state_close(s);
+    free(moved);
+    free(want);
+    free(aside);
+    free(log);
+}
+
 /* A device file that cannot be read (here: a directory in its place) is
  * never overwritten: its serial stays in the journal, and saves fail
  * naming it. */
