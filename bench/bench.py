@@ -271,10 +271,18 @@ def full_log(serial):
 
 
 def state_summary(path):
-    """The state file's size and what it holds (see src/state/section.h for its form)."""
+    """The state file's size and what it holds (see src/state/section.h for its form);
+    seen keys are counted in the journal and in the devices' files of PATH.d, once each."""
     with open(path, encoding="utf-8") as f:
         st = json.load(f)
-    seen = sum(len(keys) for keys in st.get("seen", {}).values())
+    keys = {serial: set(k) for serial, k in st.get("seen", {}).items()}
+    files = path + ".d"
+    for name in os.listdir(files) if os.path.isdir(files) else []:
+        if name.endswith(".json"):
+            with open(os.path.join(files, name), encoding="utf-8") as f:
+                doc = json.load(f)
+            keys.setdefault(doc["serial"], set()).update(doc.get("seen", {}))
+    seen = sum(len(k) for k in keys.values())
     ledger = sum(len(login.get(op, {}).get("calls", []))
                  for login in st.get("logins", {}).values() for op in ("alert", "current"))
     return {"bytes": os.path.getsize(path), "seen": seen,

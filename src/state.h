@@ -1,10 +1,15 @@
 /* The state file: what the relay has seen, what it still owes, and what it
  * has spent of the platform's budget.
  *
- * It is one JSON document (mode 0600) holding
+ * It is a JSON document, PATH (mode 0600), and a directory beside it,
+ * PATH.d (mode 0700) of one small file per device serial (mode 0600); the
+ * two are one state and must be backed up and restored together. They hold
  *   - seen keys per device serial: "UNIXTIME/KIND" of every alert-log event
  *     already handled (sent, queued or deliberately skipped), and per serial
- *     the floor below which every entry counts as handled;
+ *     the floor below which every entry counts as handled. They live in the
+ *     serial's file in PATH.d, which is read only when the serial is first
+ *     asked about; PATH keeps, as a journal, those not yet written there
+ *     (state_save: PATH first, then the files);
  *   - per account: the time of the last discovery, the device list the
  *     last discovery returned, and a history per device serial (first
  *     known, last poll, last successful poll, refused until) that
@@ -28,11 +33,12 @@
  *     a signal asked for and since when signals wait for the budget.
  * No secret is ever written to it.
  *
- * state_open takes an exclusive lock (a `PATH.lock` file beside it) that it
- * keeps until state_close, so two overlapping runs never both poll or send.
- * state_save replaces the file atomically; after a crash the file is either
- * the old or the new one. state_peek reads it without the lock, for
- * `wsrelay status`, which must not wait for a run. */
+ * state_open takes an exclusive lock (a `PATH.lock` file beside it, which
+ * covers PATH.d too) that it keeps until state_close, so two overlapping
+ * runs never both poll or send. state_save replaces the file atomically;
+ * after a crash the file is either the old or the new one, and a seen key
+ * is in the file or in its device's file, or both. state_peek reads it
+ * without the lock, for `wsrelay status`, which must not wait for a run. */
 #ifndef WSRELAY_STATE_H
 #define WSRELAY_STATE_H
 
@@ -50,28 +56,41 @@ struct state;
  * `lock_wait` seconds for another run's lock, then fails naming the pid
  * that holds it. A file that was read but is corrupt (not JSON, fails the
  * checks, or has a newer "version") is moved aside (state_set_aside says
- * where), logged as an error, and the state starts empty; it is not saved
- * until state_save. Fails on a file that cannot be read (permissions),
- * one that cannot be moved aside, and when the directory is not writable
- * (checked now, before anything is sent). On success *out belongs to the
- * caller (state_close). */
+ * where), logged as an error, and the state starts empty (PATH.d goes
+ * aside with it, to PATH.d.corrupt-YYYYmmddTHHMMSSZ: its device files mark
+ * seen what the lost outbox held); it is not saved until state_save. Fails on a
+ * file that cannot be read (permissions), one that cannot be moved aside,
+ * when the directory is not writable (checked now, before anything is
+ * sent), and when PATH.d exists but is a symbolic link (never followed)
+ * or not a directory. A device file is read later, when its serial is
+ * first asked about; one that is corrupt is then moved aside in PATH.d
+ * (NAME.json.corrupt-YYYYmmddTHHMMSSZ) with a warning, and its serial
+ * keeps only the journal's keys (state/seen.c says what that costs). On
+ * success *out belongs to the caller (state_close). */
 int state_open(struct state **out, const char *path, int lock_wait, struct err *e);
 
 /* Loads `path` for reading only, without taking the lock or waiting for
  * it: a run may hold it for as long as it likes. Every save replaces the
- * file by a rename, so what is read is one complete save. A missing file
- * is an empty state. Fails like state_open on an unreadable or corrupt
- * file; does not check that the directory is writable. The state can be
- * changed in memory but never saved: state_save and state_save_budget
- * fail. On success *out belongs to the caller (state_close). */
+ * file by a rename, so what is read is one complete save; device files
+ * are read when needed, never written or moved (a corrupt one is warned
+ * about and read as empty). A missing file is an empty state. Fails like
+ * state_open on an unreadable or corrupt file and on PATH.d; does not
+ * check that the directory is writable. The state can be changed in
+ * memory but never saved: state_save and state_save_budget fail. On
+ * success *out belongs to the caller (state_close). */
 int state_peek(struct state **out, const char *path, struct err *e);
 
-/* Writes the state atomically (temp file, fsync, rename, fsync dir). On
- * failure the previous file is intact. Fails for a state of state_peek.
- * The file is kept under a size limit (32 MiB; half of what state_open
- * reads, so a saved state always loads again): when it would be larger,
- * the oldest outbox items are given up first, whatever their receiver,
- * and state_take_trimmed tells which. */
+/* Writes the state atomically (temp file, fsync, rename, fsync dir); a
+ * save that would write the file's text writes nothing. Then writes the
+ * device files whose seen keys changed the same way (one fsync of PATH.d
+ * for them all; PATH.d is created when missing) and only after that drops
+ * their keys from the journal, so that the next save's file no longer
+ * holds them. On failure the previous file is intact, and a device file
+ * that could not be written keeps its keys in the journal (the error names
+ * the file). Fails for a state of state_peek. The file is kept under a size
+ * limit (32 MiB; half of what state_open reads, so a saved state always
+ * loads again): when it would be larger, the oldest outbox items are given
+ * up first, whatever their receiver, and state_take_trimmed tells which. */
 int state_save(struct state *s, struct err *e);
 
 /* What saves gave up to stay under the size limit since the last call:
@@ -94,7 +113,8 @@ void state_set_max_bytes(struct state *s, size_t max);
  * `logins` with a copy of the one in memory and writes it atomically as
  * state_save does; a missing file becomes a new state holding just that.
  * Seen keys, devices, outbox, throttles, counters and receivers' health
- * changed in memory never reach the disk this way. Fails without writing
+ * changed in memory never reach the disk this way; no device file is
+ * written. Fails without writing
  * when the file on disk cannot be read, parsed or checked, when the write
  * fails (the previous file is then intact), and for a state of
  * state_peek. */
@@ -112,7 +132,12 @@ void state_close(struct state *s);
 
 /* --- seen keys -------------------------------------------------------- */
 
+/* Whether the key was marked seen (in the journal or the serial's file,
+ * which the first question about a serial reads). */
 bool state_seen(const struct state *s, const char *serial, long long unixtime, const char *kind);
+
+/* Marks the key seen, in the journal: the next state_save writes it to
+ * the state file, then to the serial's file. */
 void state_mark_seen(struct state *s, const char *serial, long long unixtime, const char *kind);
 
 /* Forgets the keys of `serial` older than `before`: entries that have left
@@ -128,7 +153,8 @@ void state_prune_seen(struct state *s, const char *serial, long long before);
  * log must not bring such entries back. 0 when nothing was pruned yet. */
 long long state_seen_floor(const struct state *s, const char *serial);
 
-/* Number of seen keys kept for `serial`. */
+/* Number of seen keys kept for `serial` (the journal's and the file's,
+ * each counted once). */
 size_t state_seen_count(const struct state *s, const char *serial);
 
 /* --- devices ---------------------------------------------------------- */

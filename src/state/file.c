@@ -318,6 +318,7 @@ static int set_aside(struct state *s, int fd, const char *why, struct err *e)
     char stamp[32];
     char *reason = xstrdup(why);
     char *aside = NULL;
+    char *files_aside = NULL;
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
@@ -325,6 +326,15 @@ static int set_aside(struct state *s, int fd, const char *why, struct err *e)
     if (fchmod(fd, 0600) < 0) {
         err_set(e, "%s: cannot move the corrupt state file aside: %s (%s)", s->path,
                 strerror(errno), reason);
+        goto out;
+    }
+    /* The device files first: they mark seen what the outbox of this file
+     * held, and starting over without the outbox but with them would lose
+     * those events for good (without either, catch_up sends them again).
+     * Should the file's own move then fail, the next run tries again. */
+    if (seen_files_set_aside(&files_aside, s->path, e) < 0) {
+        err_prefix(e, "%s: cannot move the corrupt state file's device files aside (%s)", s->path,
+                   reason);
         goto out;
     }
     bool linked = false;
@@ -372,14 +382,20 @@ static int set_aside(struct state *s, int fd, const char *why, struct err *e)
         close(dirfd);
     }
     free(dir);
-    log_error("%s; moved aside to %s: starting over with an empty state (catch_up applies)", reason,
-              aside);
+    if (files_aside)
+        log_error("%s; moved aside to %s, its device files to %s: starting over with an empty "
+                  "state (catch_up applies)",
+                  reason, aside, files_aside);
+    else
+        log_error("%s; moved aside to %s: starting over with an empty state (catch_up applies)",
+                  reason, aside);
     s->aside = aside;
     s->aside_why = reason;
     aside = reason = NULL;
     rc = 0;
 out:
     free(aside);
+    free(files_aside);
     free(reason);
     return rc;
 }
@@ -412,6 +428,8 @@ int state_open(struct state **out, const char *path, int lock_wait, struct err *
             goto out;
         s->root = new_root();
     }
+    if (seen_files_open(&s->files, path, false, e) < 0)
+        goto out;
     *out = s;
     s = NULL;
     rc = 0;
@@ -437,7 +455,8 @@ int state_peek(struct state **out, const char *path, struct err *e)
         goto out;
     }
     s->path = xstrdup(path);
-    if (load(&s->root, NULL, path, NULL, NULL, e) < 0)
+    if (load(&s->root, NULL, path, NULL, NULL, e) < 0 ||
+        seen_files_open(&s->files, path, true, e) < 0)
         goto out;
     *out = s;
     s = NULL;
@@ -488,11 +507,11 @@ static int refuse_read_only(const struct state *s, struct err *e)
  * without bound (receivers that fail for days), so a save that would
  * write more than max_bytes gives up its oldest items first, and tells
  * (state_take_trimmed): the caller reports them like outbox.max_items
- * does. Seen keys, devices and the ledger are bounded by the fleet. */
-int state_save(struct state *s, struct err *e)
+ * does. Seen keys, devices and the ledger are bounded by the fleet (and
+ * seen keys are mostly in the device files, which this limit is not
+ * about). */
+static int write_state_file(struct state *s, struct err *e)
 {
-    if (s->read_only)
-        return refuse_read_only(s, e);
     size_t size = 0;
     const char *json = json_object_to_json_string_length(s->root, JSON_FLAGS, &size);
     /* Down to 15/16 of the limit: the relay event that reports it, and
@@ -513,8 +532,19 @@ int state_save(struct state *s, struct err *e)
         return 0;
     s->saved = 0; /* a write that fails may still have replaced the file */
     if (write_text(s->path, json, size, e) < 0)
-        return err_prefix(e, "%s: cannot save state", s->path);
+        return -1;
     s->saved = digest;
+    return 0;
+}
+
+/* The state file first, then the device files (seen_flush): the journal
+ * in the state file is what makes a crash between the two harmless. */
+int state_save(struct state *s, struct err *e)
+{
+    if (s->read_only)
+        return refuse_read_only(s, e);
+    if (write_state_file(s, e) < 0 || seen_flush(s, e) < 0)
+        return err_prefix(e, "%s: cannot save state", s->path);
     return 0;
 }
 
@@ -579,6 +609,7 @@ void state_close(struct state *s)
         close(s->lock_fd);
     }
     json_object_put(s->root);
+    seen_files_free(s->files);
     state_trimmed_free(s->trimmed, s->n_trimmed);
     free(s->path);
     free(s->aside);

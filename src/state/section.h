@@ -47,7 +47,21 @@
  *
  * (X: a number, written with at most 10 significant digits.)
  *
- * The sections live in: seen.c (seen, floors), devices.c (accounts),
+ * "seen" and "floors" are a journal (seen.c): the keys and floor raises
+ * not yet written to their device's file. Beside the file, the directory
+ * PATH.d (0700) holds one file per serial (0600; the name is the serial
+ * with every byte outside [A-Za-z0-9_-] as %XX, then ".json"), one line:
+ *
+ *   {"serial":"5214000A","floor":1794990000,"seen":{"1795000000/ch1":1,...}}
+ *
+ * checked on load like its serial's part of "seen" and "floors" (and
+ * "serial" must be the file's), members this version does not know kept.
+ * A serial's keys are the union of its file's and the journal's, its floor
+ * the higher of the two. A file written before the directory existed has
+ * every key in the journal, which the first save moves out.
+ *
+ * The sections live in: seen.c (seen, floors; seenfiles.c the directory
+ * of device files), devices.c (accounts),
  * ledger.c (logins, but for each login's health), outbox.c (outbox and
  * next_id), throttles.c, counters.c, health.c (receivers, and the health
  * objects of logins and of the heartbeat), self.c, watch.c (watch,
@@ -99,6 +113,7 @@ struct state {
                                    same text writes nothing */
     struct state_trim *trimmed; /* what saves gave up for it, not yet taken */
     size_t n_trimmed;
+    struct seen_files *files; /* the per-device files of seen keys, PATH.d/ */
 };
 
 /* What state_clamp_clock corrects to: each section's clamp lowers its
@@ -166,6 +181,63 @@ bool health_get(const struct json_object *h, struct state_health *out);
  * the times at `since` or later (0 for a NULL obj). */
 void calls_record(struct json_object *obj, long long now);
 size_t calls_since(const struct json_object *obj, long long since);
+
+/* --- seen keys in per-device files --------------------------------------- */
+
+/* Checks the seen keys of one serial (an object of "UNIXTIME/KIND": 1),
+ * naming it "seen.SERIAL" (seen.c): for the state file's seen section and
+ * for a device's file alike. */
+int seen_check_keys(struct json_object *keys, const char *serial, struct err *e);
+
+/* The second half of state_save, after the state file was written (seen.c):
+ * merges each serial's journal (the seen and floors sections) into its
+ * device file and writes the files that changed (and those left dirty by
+ * state_prune_seen), then one fsync of the directory; only then drops
+ * those serials from the journal in memory. A serial whose file cannot be
+ * read or written keeps its journal; the first such failure is in `e`. */
+int seen_flush(struct state *s, struct err *e);
+
+/* The directory PATH.d of per-device files (seenfiles.c), one file per
+ * serial: {"serial":S,"floor":N,"seen":{"UNIXTIME/KIND":1,...}}.
+ *
+ * seen_files_open opens PATH.d when it exists, never following a symlink
+ * (fails naming it when it is one, or not a directory, or cannot be
+ * opened); a missing one is created by the first write. `read_only` (for
+ * state_peek): a corrupt file is only warned about, never moved aside.
+ * *out belongs to the caller (seen_files_free, NULL is fine).
+ *
+ * seen_files_get returns the document of `serial`'s file, loaded on first
+ * use and kept (owned by `f`; a missing file is an empty document, a
+ * corrupt one is moved aside with a warning and is an empty document
+ * too); NULL when the file could not be read (logged once, and
+ * seen_files_why says why): the serial then reads as having no file and
+ * seen_files_write refuses to replace what is there.
+ *
+ * seen_files_touch records that the document in memory was changed (it is
+ * "dirty"), seen_files_dirty asks, seen_files_dirty_set is the object
+ * whose names are the dirty serials (owned by `f`). seen_files_write
+ * replaces the serial's file with its document (temp file, fsync, rename
+ * in the directory, created 0700 first when missing) and makes it clean;
+ * seen_files_sync fsyncs the directory, which makes the writes before it
+ * durable. Both fail with the file or directory named in `e`. */
+struct seen_files;
+
+/* Moves STATE_PATH.d aside to STATE_PATH.d.corrupt-YYYYmmddTHHMMSSZ[-N]
+ * (a rename, which moves a symlink itself and never what it points to),
+ * for a state file that is moved aside: its device files must not outlive
+ * the outbox that held what they mark seen. *out is the new path (the
+ * caller's), NULL when there was no directory. Fails naming both paths. */
+int seen_files_set_aside(char **out, const char *state_path, struct err *e);
+
+int seen_files_open(struct seen_files **out, const char *state_path, bool read_only, struct err *e);
+void seen_files_free(struct seen_files *f);
+struct json_object *seen_files_get(struct seen_files *f, const char *serial);
+const char *seen_files_why(struct seen_files *f, const char *serial);
+void seen_files_touch(struct seen_files *f, const char *serial);
+bool seen_files_dirty(const struct seen_files *f, const char *serial);
+struct json_object *seen_files_dirty_set(const struct seen_files *f);
+int seen_files_write(struct seen_files *f, const char *serial, struct err *e);
+int seen_files_sync(struct seen_files *f, struct err *e);
 
 /* --- json-c helpers ---------------------------------------------------- */
 

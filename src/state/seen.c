@@ -1,6 +1,6 @@
 /* Seen keys: which alert-log entries of each device serial were already
- * handled ("seen"), and per serial the floor below which every entry was
- * ("floors"). Neither holds a time a clock jump could leave in the future.
+ * handled ("seen"), and per serial the floor below which every entry was.
+ * Neither holds a time a clock jump could leave in the future.
  *
  * Why the dedup and pruning rules are safe: an event is identified by
  * serial + unixtime + kind, and the caller marks it seen only once it has
@@ -14,7 +14,46 @@
  * latest response (state_prune_seen) cannot let a duplicate through, and it
  * keeps the file bounded. The pruning point is kept as the serial's floor:
  * an entry older than it is one already handled, which a lagging copy of
- * the platform serving an older page must not bring back. */
+ * the platform serving an older page must not bring back.
+ *
+ * Where the keys live. Most of a large state was seen keys, yet a run
+ * needs only those of the devices it polls; so each serial's keys and
+ * floor live in a file of its own, PATH.d/NAME.json (seenfiles.c), read
+ * when the serial is first asked about. The state file's "seen" and
+ * "floors" sections keep their form but are now a journal: the keys and
+ * floor raises not yet written to the device's file. state_mark_seen and
+ * state_prune_seen change only the journal (and prune drops the cached
+ * file's keys below the new floor, in memory); a read sees the union, and
+ * the higher of the two floors.
+ *
+ * The write-ahead rule that keeps the guarantee above: a save (1) writes
+ * the state file as before, the outbox and the journal in one rename;
+ * (2) then merges each journaled serial into its file, writes the files
+ * that changed (temp file, fsync, rename) and fsyncs the directory once;
+ * (3) only then drops those serials from the journal in memory, so that
+ * the next save of the state file no longer carries them. A key is thus
+ * always on disk in the state file, in its device's file, or both: a crash
+ * between (1) and (2) leaves it in the journal, and the next load sees the
+ * union, losing nothing and repeating nothing. A device file that cannot
+ * be written keeps its serial in the journal, and the save fails as a
+ * failed write of the state file does. The last save of a run leaves its
+ * journal on disk until the next run's first save writes the state file
+ * again; that costs a few keys in the file, never a key. A state written
+ * before this split had every key in "seen": it is simply a journal, which
+ * the first save flushes into the files.
+ *
+ * A lost file. A device file that is corrupt is moved aside (seenfiles.c)
+ * and the device reads as having only the journal's keys and floor. After
+ * a flush the journal holds neither, so the device looks new: no keys, no
+ * floor. We keep it that way rather than guess a floor (from the last
+ * poll, say): an entry the platform logged late, below such a guess, would
+ * be lost for good, while the cost of no floor is bounded and visible. The
+ * next poll of that device finds nothing it knows: entries older than
+ * catch_up before wsrelay first knew the device are recorded without being
+ * sent, the rest (at most the 20 of the log) are sent again, each with its
+ * usual id so that a receiver can drop the repeats, and a full page brings
+ * the gap event poll.c makes when nothing overlaps (a spurious "entries
+ * may be missing"). Repeats, never a loss. */
 #include "state.h"
 #include "state/section.h"
 #include "util/jsonv.h"
@@ -40,26 +79,31 @@ static int parse_seen_key(const char *key, long long *unixtime)
 
 /* --- checking a loaded document ---------------------------------------- */
 
+int seen_check_keys(struct json_object *keys, const char *serial, struct err *e)
+{
+    if (!json_object_is_type(keys, json_type_object))
+        return err_set(e, "seen.%s: not an object", serial);
+    struct json_object_iterator it = json_object_iter_begin(keys);
+    struct json_object_iterator end = json_object_iter_end(keys);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        long long t;
+        if (parse_seen_key(json_object_iter_peek_name(&it), &t) < 0)
+            return err_set(e, "seen.%s: key '%s' is not UNIXTIME/KIND", serial,
+                           json_object_iter_peek_name(&it));
+    }
+    return 0;
+}
+
 static int check_seen(struct json_object *seen, struct err *e)
 {
     if (check_type(seen, json_type_object, "seen", e) < 0)
         return -1;
     struct json_object_iterator it = json_object_iter_begin(seen);
     struct json_object_iterator end = json_object_iter_end(seen);
-    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
-        const char *serial = json_object_iter_peek_name(&it);
-        struct json_object *keys = json_object_iter_peek_value(&it);
-        if (!json_object_is_type(keys, json_type_object))
-            return err_set(e, "seen.%s: not an object", serial);
-        struct json_object_iterator kit = json_object_iter_begin(keys);
-        struct json_object_iterator kend = json_object_iter_end(keys);
-        for (; !json_object_iter_equal(&kit, &kend); json_object_iter_next(&kit)) {
-            long long t;
-            if (parse_seen_key(json_object_iter_peek_name(&kit), &t) < 0)
-                return err_set(e, "seen.%s: key '%s' is not UNIXTIME/KIND", serial,
-                               json_object_iter_peek_name(&kit));
-        }
-    }
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+        if (seen_check_keys(json_object_iter_peek_value(&it), json_object_iter_peek_name(&it), e) <
+            0)
+            return -1;
     return 0;
 }
 
@@ -75,31 +119,26 @@ static void seen_key(char *out, size_t size, long long unixtime, const char *kin
     snprintf(out, size, "%lld/%s", unixtime, kind);
 }
 
-bool state_seen(const struct state *s, const char *serial, long long unixtime, const char *kind)
+/* The journal's keys of `serial` (NULL: none). */
+static struct json_object *journal_keys(const struct state *s, const char *serial)
 {
-    char key[256];
-    struct json_object *keys = member(section(s, &state_section_seen), serial, json_type_object);
-    seen_key(key, sizeof key, unixtime, kind);
-    return keys && json_object_object_get_ex(keys, key, NULL);
+    return member(section(s, &state_section_seen), serial, json_type_object);
 }
 
-void state_mark_seen(struct state *s, const char *serial, long long unixtime, const char *kind)
+/* The keys of `serial`'s file (NULL: none), read on first use. */
+static struct json_object *file_keys(const struct state *s, const char *serial)
 {
-    char key[256];
-    seen_key(key, sizeof key, unixtime, kind);
-    jsonv_put(child_object(section(s, &state_section_seen), serial), key,
-              jsonv_need(json_object_new_int(1)));
+    return member(seen_files_get(s->files, serial), "seen", json_type_object);
 }
 
-void state_prune_seen(struct state *s, const char *serial, long long before)
+static long long file_floor(const struct state *s, const char *serial)
 {
-    struct json_object *floors = section(s, &state_section_floors);
-    if (int_member(floors, serial, LLONG_MIN) < before)
-        jsonv_put_int(floors, serial, before);
-    struct json_object *seen = section(s, &state_section_seen);
-    struct json_object *keys = member(seen, serial, json_type_object);
-    if (!keys)
-        return;
+    return int_member(seen_files_get(s->files, serial), "floor", 0);
+}
+
+/* Removes the keys of `keys` older than `before`; returns how many. */
+static size_t drop_below(struct json_object *keys, long long before)
+{
     size_t n = 0;
     char **drop = xcalloc((size_t)json_object_object_length(keys) + 1, sizeof *drop);
     struct json_object_iterator it = json_object_iter_begin(keys);
@@ -115,19 +154,181 @@ void state_prune_seen(struct state *s, const char *serial, long long before)
         free(drop[i]);
     }
     free(drop);
-    if (json_object_object_length(keys) == 0)
-        json_object_object_del(seen, serial);
+    return n;
+}
+
+bool state_seen(const struct state *s, const char *serial, long long unixtime, const char *kind)
+{
+    char key[256];
+    seen_key(key, sizeof key, unixtime, kind);
+    struct json_object *keys = journal_keys(s, serial);
+    if (keys && json_object_object_get_ex(keys, key, NULL))
+        return true;
+    keys = file_keys(s, serial);
+    return keys && json_object_object_get_ex(keys, key, NULL);
+}
+
+void state_mark_seen(struct state *s, const char *serial, long long unixtime, const char *kind)
+{
+    char key[256];
+    seen_key(key, sizeof key, unixtime, kind);
+    jsonv_put(child_object(section(s, &state_section_seen), serial), key,
+              jsonv_need(json_object_new_int(1)));
+}
+
+void state_prune_seen(struct state *s, const char *serial, long long before)
+{
+    if (state_seen_floor(s, serial) < before)
+        jsonv_put_int(section(s, &state_section_floors), serial, before);
+    struct json_object *seen = section(s, &state_section_seen);
+    struct json_object *keys = journal_keys(s, serial);
+    if (keys) {
+        drop_below(keys, before);
+        if (json_object_object_length(keys) == 0)
+            json_object_object_del(seen, serial);
+    }
+    /* The file keeps them until the next flush writes it without them;
+     * the floor in the journal covers them meanwhile. */
+    keys = file_keys(s, serial);
+    if (keys && drop_below(keys, before) > 0)
+        seen_files_touch(s->files, serial);
 }
 
 long long state_seen_floor(const struct state *s, const char *serial)
 {
-    return int_member(section(s, &state_section_floors), serial, 0);
+    long long journal = int_member(section(s, &state_section_floors), serial, 0);
+    long long file = file_floor(s, serial);
+    return journal > file ? journal : file;
 }
 
 size_t state_seen_count(const struct state *s, const char *serial)
 {
-    struct json_object *keys = member(section(s, &state_section_seen), serial, json_type_object);
-    return keys ? (size_t)json_object_object_length(keys) : 0;
+    struct json_object *journal = journal_keys(s, serial);
+    struct json_object *file = file_keys(s, serial);
+    size_t n = file ? (size_t)json_object_object_length(file) : 0;
+    if (!journal)
+        return n;
+    struct json_object_iterator it = json_object_iter_begin(journal);
+    struct json_object_iterator end = json_object_iter_end(journal);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+        if (!file || !json_object_object_get_ex(file, json_object_iter_peek_name(&it), NULL))
+            n++;
+    return n;
+}
+
+/* --- flushing the journal into the files (state_save) -------------------- */
+
+/* Adds the keys of `keys` at or above `floor` that `have` lacks; true
+ * when it added one. */
+static bool add_keys(struct json_object *have, struct json_object *keys, long long floor)
+{
+    bool added = false;
+    struct json_object_iterator it = json_object_iter_begin(keys);
+    struct json_object_iterator end = json_object_iter_end(keys);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        long long t;
+        const char *key = json_object_iter_peek_name(&it);
+        if (parse_seen_key(key, &t) == 0 && t >= floor &&
+            !json_object_object_get_ex(have, key, NULL)) {
+            jsonv_put(have, key, jsonv_need(json_object_new_int(1)));
+            added = true;
+        }
+    }
+    return added;
+}
+
+/* Merges the journal's `keys` (may be NULL) and `floor` into the file's
+ * document `doc`; keys below the resulting floor go. True when `doc`
+ * changed. */
+static bool merge(struct json_object *doc, struct json_object *keys, long long floor)
+{
+    bool changed = false;
+    long long have_floor = int_member(doc, "floor", 0);
+    if (floor > have_floor) {
+        jsonv_put_int(doc, "floor", floor);
+        have_floor = floor;
+        changed = true;
+    }
+    struct json_object *have = child_object(doc, "seen");
+    if (keys && add_keys(have, keys, have_floor))
+        changed = true;
+    return drop_below(have, have_floor) > 0 || changed;
+}
+
+/* The names of `obj`, added to the set `names`. */
+static void add_names(struct json_object *names, struct json_object *obj)
+{
+    struct json_object_iterator it = json_object_iter_begin(obj);
+    struct json_object_iterator end = json_object_iter_end(obj);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+        jsonv_put(names, json_object_iter_peek_name(&it), NULL);
+}
+
+/* Brings the file of `serial` up to date with its journal: merged, and
+ * written when that (or a prune) changed it. *wrote tells a write. */
+static int flush_one(struct state *s, const char *serial, bool *wrote, struct err *e)
+{
+    struct json_object *doc = seen_files_get(s->files, serial);
+    if (!doc)
+        return err_set(e, "%s", seen_files_why(s->files, serial));
+    long long floor = int_member(section(s, &state_section_floors), serial, 0);
+    if (merge(doc, journal_keys(s, serial), floor))
+        seen_files_touch(s->files, serial);
+    if (!seen_files_dirty(s->files, serial))
+        return 0;
+    if (seen_files_write(s->files, serial, e) < 0)
+        return -1;
+    *wrote = true;
+    return 0;
+}
+
+int seen_flush(struct state *s, struct err *e)
+{
+    int rc = 0;
+    bool wrote = false;
+    struct err one;
+    struct json_object *todo = jsonv_need(json_object_new_object());
+    struct json_object *done = jsonv_need(json_object_new_object());
+    add_names(todo, section(s, &state_section_seen));
+    add_names(todo, section(s, &state_section_floors));
+    add_names(todo, seen_files_dirty_set(s->files));
+    struct json_object_iterator it = json_object_iter_begin(todo);
+    struct json_object_iterator end = json_object_iter_end(todo);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        const char *serial = json_object_iter_peek_name(&it);
+        bool w = false;
+        if (flush_one(s, serial, &w, &one) < 0) {
+            if (rc == 0)
+                err_set(e, "%s", one.msg);
+            rc = -1;
+            continue;
+        }
+        wrote = wrote || w;
+        jsonv_put(done, serial, jsonv_need(json_object_new_boolean(w)));
+    }
+    /* Until the directory is synced, a rename may not survive a crash: the
+     * journal must keep every serial, and the files written must be
+     * written again. */
+    bool synced = !wrote || seen_files_sync(s->files, &one) == 0;
+    if (!synced) {
+        if (rc == 0)
+            err_set(e, "%s", one.msg);
+        rc = -1;
+    }
+    it = json_object_iter_begin(done);
+    end = json_object_iter_end(done);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        const char *serial = json_object_iter_peek_name(&it);
+        if (synced) {
+            json_object_object_del(section(s, &state_section_seen), serial);
+            json_object_object_del(section(s, &state_section_floors), serial);
+        } else if (json_object_get_boolean(json_object_iter_peek_value(&it))) {
+            seen_files_touch(s->files, serial);
+        }
+    }
+    json_object_put(todo);
+    json_object_put(done);
+    return rc;
 }
 
 const struct state_section state_section_seen = {

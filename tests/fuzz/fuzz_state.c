@@ -11,12 +11,31 @@
 #include "util/fileio.h"
 #include "util/xalloc.h"
 
+#include <dirent.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 static char *dir;
+
+/* Removes PATH.d and the device files in it: each input starts with none. */
+static void remove_seen_files(const char *path)
+{
+    char *d = xasprintf("%s.d", path);
+    DIR *dh = opendir(d);
+    for (struct dirent *de; dh && (de = readdir(dh));) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        char *f = xasprintf("%s/%s", d, de->d_name);
+        unlink(f);
+        free(f);
+    }
+    if (dh)
+        closedir(dh);
+    rmdir(d);
+    free(d);
+}
 
 static void remove_dir(void)
 {
@@ -106,6 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort(); /* a file that can be read always opens, moved aside if need be */
     }
     unlink(path);
+    remove_seen_files(path);
     free(path);
     return 0;
 }

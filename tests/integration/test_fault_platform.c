@@ -137,7 +137,7 @@ Test(fault_platform, hostile_replies_fail_one_call_and_never_spoil_the_state, .f
                     "\"devices\": []}]}");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct hostile *c = &cases[i];
-        unlink(R.state_path); /* each case starts afresh: discovery is due */
+        relay_forget_state(&R); /* each case starts afresh: discovery is due */
         unlink(R.out_path);
         serve(c);
         for (int run = 0; run < 2; run++) {

@@ -902,9 +902,11 @@ Test(week, runs_killed_at_random_points_lose_nothing_and_keep_the_state_readable
     cr_assert_geq(kills_in_delivery, 1, "no kill landed in a delivery");
     hevs_free(&got);
 
-    /* Beside the state only its lock, the quiet file of the last run that
-     * ended well (src/quiet.h), and at most the temporary file of a save
-     * that was cut short. */
+    /* Beside the state only its lock, its directory of device files, the
+     * quiet file of the last run that ended well (src/quiet.h), and at
+     * most the temporary file of a save that was cut short; in the
+     * directory only device files (none moved aside as corrupt) and
+     * temporary files. */
     DIR *dir = opendir(R.dir);
     cr_assert_not_null(dir);
     for (struct dirent *de; (de = readdir(dir));)
@@ -913,9 +915,23 @@ Test(week, runs_killed_at_random_points_lose_nothing_and_keep_the_state_readable
                           strcmp(de->d_name, "state.json.lock") == 0 ||
                           strcmp(de->d_name, "state.json.tmp") == 0 ||
                           strcmp(de->d_name, "state.json.quiet") == 0 ||
-                          strcmp(de->d_name, "state.json.quiet.tmp") == 0,
+                          strcmp(de->d_name, "state.json.quiet.tmp") == 0 ||
+                          strcmp(de->d_name, "state.json.d") == 0,
                       "left behind: %s", de->d_name);
     closedir(dir);
+    char *files = xasprintf("%s.d", R.state_path);
+    dir = opendir(files);
+    cr_assert_not_null(dir, "%s", files);
+    for (struct dirent *de; (de = readdir(dir));) {
+        size_t len = strlen(de->d_name);
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        cr_assert((len > 5 && strcmp(de->d_name + len - 5, ".json") == 0) ||
+                      (len > 9 && strcmp(de->d_name + len - 9, ".json.tmp") == 0),
+                  "left behind in %s: %s", files, de->d_name);
+    }
+    closedir(dir);
+    free(files);
     free(procdir);
     for (int i = 0; i < KILL_DEVICES; i++)
         device_free(&devs[i]);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* `text` with each "@NAME@" of `names` replaced by the matching value. */
 static char *substitute(const char *text, const char *const *names, const char *const *values,
@@ -133,6 +134,14 @@ void relay_stop(struct relay *r)
     free(r->out_path);
     free(r->state_path);
     memset(r, 0, sizeof *r);
+}
+
+void relay_forget_state(struct relay *r)
+{
+    char *d = xasprintf("%s.d", r->state_path);
+    unlink(r->state_path);
+    test_rmtree(d);
+    free(d);
 }
 
 int relay_run_at(struct relay *r, long long now, char **err)

@@ -66,6 +66,10 @@ void relay_config_extra(struct relay *r, const char *accounts_yaml, const char *
  * caller appends the devices and closes with "]}]}". */
 void relay_scenario_open(struct buf *b, long long now);
 
+/* Removes the state: the state file and its directory of device files
+ * (state.json.d), as a new installation has neither. */
+void relay_forget_state(struct relay *r);
+
 /* Moves the simulator's clock to `now` and runs `wsrelay run --now NOW`;
  * returns its exit status and, when asked, its stderr (caller frees). */
 int relay_run_at(struct relay *r, long long now, char **err);

@@ -1,0 +1,625 @@
+/* Seen keys in per-device files (src/state/seen.c, seenfiles.c): the state
+ * file's seen and floors sections as a journal flushed into PATH.d/ after
+ * each save, a state of the previous release moved out by its first save,
+ * a crash between the two writes, corrupt and unreadable device files,
+ * file names made from any serial, a symlinked directory, and saves that
+ * change nothing. Every test works in its own temporary directory. */
+#include "state.h"
+#include "util/buf.h"
+#include "util/fileio.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[64];
+static char *path; /* DIR/state.json */
+static char *sdir; /* DIR/state.json.d */
+
+static void setup(void)
+{
+    strcpy(dir, "/tmp/wsrelay-seen-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    path = xasprintf("%s/state.json", dir);
+    sdir = xasprintf("%s.d", path);
+}
+
+static void teardown(void)
+{
+    char *cmd = xasprintf("chmod -R u+rwx '%s'; rm -rf '%s'", dir, dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", dir);
+    free(cmd);
+    free(path);
+    free(sdir);
+}
+
+TestSuite(seenfiles, .init = setup, .fini = teardown);
+
+/* --- helpers ----------------------------------------------------------- */
+
+static char *slurp(const char *p)
+{
+    struct buf b;
+    struct err e;
+    buf_init(&b, 0);
+    if (file_read(&b, p, &e) < 0) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_steal(&b);
+}
+
+static void spew(const char *p, const char *text)
+{
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f, "%s: %s", p, strerror(errno));
+    fputs(text, f);
+    cr_assert_eq(fclose(f), 0);
+}
+
+static struct state *open_ok(void)
+{
+    struct state *s = NULL;
+    struct err e = {{0}};
+    cr_assert_eq(state_open(&s, path, 0, &e), 0, "state_open: %s", e.msg);
+    return s;
+}
+
+static void save_ok(struct state *s)
+{
+    struct err e = {{0}};
+    cr_assert_eq(state_save(s, &e), 0, "state_save: %s", e.msg);
+}
+
+static struct state *reopen(struct state *s)
+{
+    save_ok(s);
+    state_close(s);
+    return open_ok();
+}
+
+/* DIR/state.json.d/NAME; caller frees. */
+static char *in_dir(const char *name)
+{
+    return xasprintf("%s/%s", sdir, name);
+}
+
+/* The device file of a serial made of letters and digits. */
+static char *file_of(const char *serial)
+{
+    return xasprintf("%s/%s.json", sdir, serial);
+}
+
+static struct stat stat_of(const char *p)
+{
+    struct stat st;
+    cr_assert_eq(lstat(p, &st), 0, "%s: %s", p, strerror(errno));
+    return st;
+}
+
+static bool exists(const char *p)
+{
+    struct stat st;
+    return lstat(p, &st) == 0;
+}
+
+/* The number of members of the state file's section `name`. */
+static int section_size(const char *name)
+{
+    struct json_object *root = json_object_from_file(path);
+    struct json_object *v = NULL;
+    cr_assert_not_null(root, "%s", path);
+    cr_assert(json_object_object_get_ex(root, name, &v), "no %s", name);
+    int n = json_object_object_length(v);
+    json_object_put(root);
+    return n;
+}
+
+/* The names in the directory `d` that start with `prefix`, sorted and
+ * joined by spaces; caller frees. */
+static char *names_in(const char *d, const char *prefix)
+{
+    struct dirent **list = NULL;
+    struct buf b;
+    buf_init(&b, 0);
+    int n = scandir(d, &list, NULL, alphasort);
+    cr_assert_geq(n, 0, "%s: %s", d, strerror(errno));
+    for (int i = 0; i < n; i++) {
+        if (strncmp(list[i]->d_name, prefix, strlen(prefix)) == 0 &&
+            strcmp(list[i]->d_name, ".") != 0 && strcmp(list[i]->d_name, "..") != 0) {
+            if (b.len)
+                buf_puts(&b, " ");
+            buf_puts(&b, list[i]->d_name);
+        }
+        free(list[i]);
+    }
+    free(list);
+    if (!b.data)
+        buf_puts(&b, "");
+    return buf_steal(&b);
+}
+
+/* What a call wrote on stderr (the log), caught in a file. */
+struct caught {
+    int saved;
+    char *file;
+};
+
+static void catch_stderr(struct caught *c)
+{
+    c->file = xasprintf("%s/stderr.txt", dir);
+    fflush(stderr);
+    c->saved = dup(2);
+    int fd = open(c->file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    dup2(fd, 2);
+    close(fd);
+}
+
+/* Caller frees. */
+static char *release_stderr(struct caught *c)
+{
+    fflush(stderr);
+    dup2(c->saved, 2);
+    close(c->saved);
+    char *text = slurp(c->file);
+    unlink(c->file);
+    free(c->file);
+    return text;
+}
+
+/* --- a state of the previous release ------------------------------------ */
+
+/* tests/data/state/0.1.0-17dc0d7.json was written by wsrelay at commit
+ * 17dc0d7, the last before device files, with every key in "seen":
+ * 5214000A with 16 keys and floor 1795003000, 5214000B with 3 keys and
+ * floor 1795000500. It loads as it is; the first save moves the keys into
+ * the devices' files (0600, in a 0700 directory); the state file's next
+ * save leaves "seen" and "floors" empty; every key is still seen. */
+Test(seenfiles, a_state_of_the_release_before_moves_its_keys_out)
+{
+    char *p = xasprintf("%s/tests/data/state/0.1.0-17dc0d7.json", WSRELAY_SOURCE_DIR);
+    char *text = slurp(p);
+    cr_assert_not_null(text, "%s", p);
+    spew(path, text);
+    free(text);
+    free(p);
+    umask(022);
+    struct state *s = open_ok();
+    cr_expect_null(state_set_aside(s, NULL));
+    cr_expect_eq(state_seen_count(s, "5214000A"), 16);
+    cr_expect_eq(state_seen_count(s, "5214000B"), 3);
+    save_ok(s);
+    char *a = file_of("5214000A");
+    char *b = file_of("5214000B");
+    cr_expect_eq(stat_of(sdir).st_mode & 07777, 0700);
+    cr_expect_eq(stat_of(a).st_mode & 07777, 0600);
+    cr_expect_eq(stat_of(b).st_mode & 07777, 0600);
+    /* The save after the one that flushed writes the journal away. */
+    save_ok(s);
+    state_close(s);
+    cr_expect_eq(section_size("seen"), 0);
+    cr_expect_eq(section_size("floors"), 0);
+    text = slurp(b);
+    cr_expect_str_eq(text, "{\"serial\":\"5214000B\",\"floor\":1795000500,\"seen\":{"
+                           "\"1795001000/ch1\":1,\"1795001000/ch2\":1,"
+                           "\"1795002000/communication-status\":1}}\n");
+    free(text);
+
+    s = open_ok();
+    for (int i = 5; i < 20; i++)
+        cr_expect(state_seen(s, "5214000A", 1795000000 + 600LL * i, "ch1"), "%d", i);
+    cr_expect(state_seen(s, "5214000A", 1795006000, "battery-level"));
+    cr_expect_not(state_seen(s, "5214000A", 1795000000, "ch1"), "pruned before");
+    cr_expect(state_seen(s, "5214000B", 1795001000, "ch2"));
+    cr_expect(state_seen(s, "5214000B", 1795002000, "communication-status"));
+    cr_expect_eq(state_seen_count(s, "5214000A"), 16);
+    cr_expect_eq(state_seen_count(s, "5214000B"), 3);
+    cr_expect_eq(state_seen_floor(s, "5214000A"), 1795003000);
+    cr_expect_eq(state_seen_floor(s, "5214000B"), 1795000500);
+    state_close(s);
+    free(a);
+    free(b);
+}
+
+/* --- the journal ------------------------------------------------------- */
+
+/* A crash after the state file was written and before the device file
+ * was: the key is in the state file's journal only, and is seen. */
+Test(seenfiles, a_key_only_in_the_journal_is_seen_after_a_crash)
+{
+    struct state *s = open_ok();
+    state_mark_seen(s, "A", 100, "ch1");
+    s = reopen(s);
+    state_close(s);
+    char *a = file_of("A");
+    cr_assert(exists(a));
+    /* The state file of a save whose flush never ran: a journal that the
+     * device file lacks. */
+    spew(path, "{\"version\":1,\"seen\":{\"A\":{\"200/ch1\":1},\"B\":{\"300/ch2\":1}},"
+               "\"floors\":{\"A\":50}}\n");
+    s = open_ok();
+    cr_expect(state_seen(s, "A", 100, "ch1"), "from the file");
+    cr_expect(state_seen(s, "A", 200, "ch1"), "from the journal");
+    cr_expect(state_seen(s, "B", 300, "ch2"), "a device without a file yet");
+    cr_expect_eq(state_seen_count(s, "A"), 2);
+    cr_expect_eq(state_seen_floor(s, "A"), 50);
+    state_close(s); /* another crash: still nothing written */
+    s = open_ok();
+    save_ok(s);
+    state_close(s);
+    char *text = slurp(a);
+    cr_expect_str_eq(text,
+                     "{\"serial\":\"A\",\"floor\":50,\"seen\":{\"100/ch1\":1,\"200/ch1\":1}}\n");
+    free(text);
+    free(a);
+    char *b = file_of("B");
+    cr_expect(exists(b));
+    free(b);
+}
+
+/* A device file that cannot be written keeps its serial in the state
+ * file's journal, and the save fails naming it; the next save that can
+ * write it catches up. */
+Test(seenfiles, a_device_file_that_cannot_be_written_keeps_the_journal)
+{
+    struct state *s = open_ok();
+    state_mark_seen(s, "A", 100, "ch1");
+    state_mark_seen(s, "B", 100, "ch1");
+    s = reopen(s);
+    char *tmp = in_dir("A.json.tmp");
+    cr_assert_eq(mkdir(tmp, 0700), 0); /* in the way of the temporary file */
+    state_mark_seen(s, "A", 200, "ch1");
+    state_mark_seen(s, "B", 200, "ch1");
+    struct err e = {{0}};
+    cr_expect_eq(state_save(s, &e), -1);
+    cr_expect_not_null(strstr(e.msg, "A.json.tmp"), "%s", e.msg);
+    cr_expect_eq(strncmp(e.msg, path, strlen(path)), 0, "%s", e.msg);
+    cr_expect_eq(state_save(s, &e), -1, "still");
+    state_close(s);
+    s = open_ok();
+    cr_expect(state_seen(s, "A", 200, "ch1"), "kept in the journal");
+    cr_expect(state_seen(s, "B", 200, "ch1"));
+    cr_assert_eq(rmdir(tmp), 0);
+    save_ok(s); /* flushes A, then the journal stays in the file... */
+    save_ok(s); /* ...until the next save writes the file again */
+    state_close(s);
+    cr_expect_eq(section_size("seen"), 0);
+    char *a = file_of("A");
+    char *text = slurp(a);
+    cr_expect_str_eq(text,
+                     "{\"serial\":\"A\",\"floor\":0,\"seen\":{\"100/ch1\":1,\"200/ch1\":1}}\n");
+    free(text);
+    free(a);
+    free(tmp);
+}
+
+/* A prune raises the floor and drops the file's keys below it: written
+ * with the next save, the journal's floor gone after it. */
+Test(seenfiles, a_prune_reaches_the_file)
+{
+    struct state *s = open_ok();
+    state_mark_seen(s, "A", 100, "ch1");
+    state_mark_seen(s, "A", 300, "ch1");
+    s = reopen(s);
+    cr_expect_eq(state_seen_count(s, "A"), 2);
+    state_prune_seen(s, "A", 200);
+    cr_expect_eq(state_seen_count(s, "A"), 1);
+    cr_expect_not(state_seen(s, "A", 100, "ch1"));
+    cr_expect_eq(state_seen_floor(s, "A"), 200);
+    state_prune_seen(s, "A", 150); /* an older page: nothing to record */
+    save_ok(s);
+    save_ok(s);
+    cr_expect_eq(section_size("floors"), 0);
+    state_close(s);
+    char *a = file_of("A");
+    char *text = slurp(a);
+    cr_expect_str_eq(text, "{\"serial\":\"A\",\"floor\":200,\"seen\":{\"300/ch1\":1}}\n");
+    free(text);
+    free(a);
+    s = open_ok();
+    cr_expect_eq(state_seen_floor(s, "A"), 200);
+    cr_expect_eq(state_seen_count(s, "A"), 1);
+    state_close(s);
+}
+
+/* A dry run saves the ledger only: no device file is written. */
+Test(seenfiles, a_dry_run_writes_no_device_file)
+{
+    struct state *s = open_ok();
+    state_mark_seen(s, "A", 100, "ch1");
+    struct err e = {{0}};
+    cr_assert_eq(state_save_budget(s, &e), 0, "%s", e.msg);
+    state_close(s);
+    cr_expect_not(exists(sdir));
+}
+
+/* --- damaged files ----------------------------------------------------- */
+
+/* A corrupt device file is moved aside (mode 0600, whole) with a warning
+ * naming it; the device keeps the journal's keys, and the run goes on. */
+Test(seenfiles, a_corrupt_device_file_is_set_aside_and_the_run_goes_on)
+{
+    static const char *const texts[] = {
+        "not json",
+        "{\"serial\":\"A\",\"seen\":{\"x/\":1}}",
+        "{\"serial\":\"A\",\"floor\":\"1\"}",
+        "{\"serial\":\"B\",\"seen\":{}}",
+        "",
+    };
+    static const char *const why[] = {
+        "corrupt seen file: null expected at offset 1",
+        "corrupt seen file: seen.A: key 'x/' is not UNIXTIME/KIND",
+        "corrupt seen file: floors.A: not an integer",
+        "corrupt seen file: serial: not 'A'",
+        "corrupt seen file: empty",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        struct state *s = open_ok();
+        state_mark_seen(s, "A", 100, "ch1");
+        s = reopen(s);
+        state_close(s);
+        spew(path, "{\"version\":1,\"seen\":{\"A\":{\"200/ch1\":1}}}");
+        char *a = file_of("A");
+        spew(a, texts[i]);
+        struct caught c;
+        catch_stderr(&c);
+        s = open_ok();
+        bool old = state_seen(s, "A", 100, "ch1");
+        bool journaled = state_seen(s, "A", 200, "ch1");
+        char *log = release_stderr(&c);
+        cr_expect_not(old, "%zu: a key of the corrupt file", i);
+        cr_expect(journaled, "%zu: the journal's key", i);
+        char *want =
+            xasprintf("wsrelay: warning: %s: %s; moved aside to %s.corrupt-", a, why[i], a);
+        cr_expect_eq(strncmp(log, want, strlen(want)), 0, "%zu: %s", i, log);
+        cr_expect_not_null(strstr(log, "some of its events may be sent again"), "%s", log);
+        free(want);
+        free(log);
+        char *aside = names_in(sdir, "A.json.corrupt-");
+        cr_expect_neq(aside[0], '\0', "%zu: nothing moved aside", i);
+        char *aside_path = in_dir(aside);
+        char *text = slurp(aside_path);
+        cr_expect_str_eq(text, texts[i], "%zu", i);
+        cr_expect_eq(stat_of(aside_path).st_mode & 07777, 0600);
+        free(text);
+        unlink(aside_path);
+        free(aside_path);
+        free(aside);
+        state_mark_seen(s, "A", 300, "ch1");
+        save_ok(s);
+        state_close(s);
+        text = slurp(a);
+        cr_expect_str_eq(text,
+                         "{\"serial\":\"A\",\"floor\":0,\"seen\":{\"200/ch1\":1,\"300/ch1\":1}}\n",
+                         "%zu", i);
+        free(text);
+        unlink(a);
+        free(a);
+    }
+}
+
+/* `wsrelay status` reads without the lock: a corrupt device file is
+ * warned about and read as empty, never moved. */
+Test(seenfiles, state_peek_leaves_a_corrupt_device_file_where_it_is)
+{
+    struct state *s = open_ok();
+    state_mark_seen(s, "A", 100, "ch1");
+    s = reopen(s);
+    state_close(s);
+    spew(path, "{\"version\":1}"); /* the journal written away */
+    char *a = file_of("A");
+    spew(a, "{");
+    struct caught c;
+    struct err e = {{0}};
+    catch_stderr(&c);
+    cr_assert_eq(state_peek(&s, path, &e), 0, "%s", e.msg);
+    cr_expect_eq(state_seen_count(s, "A"), 0);
+    state_close(s);
+    char *log = release_stderr(&c);
+    cr_expect_not_null(strstr(log, "corrupt seen file: unexpected end of data"), "%s", log);
+    char *text = slurp(a);
+    cr_expect_str_eq(text, "{");
+    free(text);
+    free(log);
+    free(a);
+}
+
+/* A corrupt state file goes aside with its device files: they mark seen
+ * what its outbox held, and would otherwise keep those events from ever
+ * being sent again. */
+Test(seenfiles, a_corrupt_state_file_takes_its_device_files_aside)
+{
+    struct state *s = open_ok();
+    state_mark_seen(s, "A", 100, "ch1");
+    save_ok(s);
+    state_close(s);
+    spew(path, "{\"version\":1,");
+    struct caught c;
+    catch_stderr(&c);
+    s = open_ok();
+    char *log = release_stderr(&c);
+    cr_assert_not_null(state_set_aside(s, NULL));
+    cr_expect_not(state_seen(s, "A", 100, "ch1"), "an empty state, as before the split");
+    char *aside = names_in(dir, "state.json.d.corrupt-");
+    cr_expect_neq(aside[0], '\0', "the directory was not moved aside");
+    char *want = xasprintf("its device files to %s/%s: starting over", dir, aside);
+    cr_expect_not_null(strstr(log, want), "%s", log);
+    char *moved = xasprintf("%s/%s/A.json", dir, aside);
+    cr_expect(exists(moved));
+    cr_expect_not(exists(sdir));
+    save_ok(s);
+    state_close(s);
+    free(moved);
+    free(want);
+    free(aside);
+    free(log);
+}
+
+/* A device file that cannot be read (here: a directory in its place) is
+ * never overwritten: its serial stays in the journal, and saves fail
+ * naming it. */
+Test(seenfiles, an_unreadable_device_file_is_never_overwritten)
+{
+    struct state *s = open_ok();
+    state_mark_seen(s, "B", 100, "ch1");
+    s = reopen(s);
+    char *a = file_of("A");
+    cr_assert_eq(mkdir(a, 0700), 0);
+    struct caught c;
+    catch_stderr(&c);
+    state_mark_seen(s, "A", 100, "ch1");
+    struct err e = {{0}};
+    int rc = state_save(s, &e);
+    char *log = release_stderr(&c);
+    cr_expect_eq(rc, -1);
+    char *want = xasprintf("%s: cannot save state: %s: not a regular file", path, a);
+    cr_expect_str_eq(e.msg, want);
+    cr_expect_not_null(strstr(log, "device A reads as having no seen file"), "%s", log);
+    state_close(s);
+    s = open_ok();
+    cr_expect(state_seen(s, "A", 100, "ch1"), "kept in the journal");
+    state_close(s);
+    cr_expect(S_ISDIR(stat_of(a).st_mode));
+    free(want);
+    free(log);
+    free(a);
+}
+
+/* --- names and the directory -------------------------------------------- */
+
+/* Every byte outside [A-Za-z0-9_-] of a serial is escaped: no name can
+ * leave the directory or be one of its own temporary names. */
+Test(seenfiles, any_serial_maps_to_a_safe_name_inside_the_directory)
+{
+    static const char *const serials[] = {"../up", "a/b",        "..",   ".", "\xc3\xa9t\xc3\xa9",
+                                          "%41",   "x.json.tmp", "ok_-9"};
+    struct state *s = open_ok();
+    for (size_t i = 0; i < sizeof serials / sizeof serials[0]; i++)
+        state_mark_seen(s, serials[i], 100 + (long long)i, "ch1");
+    s = reopen(s);
+    for (size_t i = 0; i < sizeof serials / sizeof serials[0]; i++) {
+        cr_expect(state_seen(s, serials[i], 100 + (long long)i, "ch1"), "%s", serials[i]);
+        cr_expect_eq(state_seen_count(s, serials[i]), 1, "%s", serials[i]);
+    }
+    state_close(s);
+    char *names = names_in(sdir, "");
+    cr_expect_str_eq(names, "%2541.json %2E%2E%2Fup.json %2E%2E.json %2E.json %C3%A9t%C3%A9.json "
+                            "a%2Fb.json ok_-9.json x%2Ejson%2Etmp.json");
+    free(names);
+    names = names_in(dir, "");
+    cr_expect_str_eq(names, "state.json state.json.d state.json.lock");
+    free(names);
+}
+
+/* A symlink in place of the directory is refused, by a run and by
+ * `wsrelay status` alike, and nothing is written where it points. */
+Test(seenfiles, a_symlinked_directory_is_refused)
+{
+    char *elsewhere = xasprintf("%s/elsewhere", dir);
+    cr_assert_eq(mkdir(elsewhere, 0700), 0);
+    cr_assert_eq(symlink("elsewhere", sdir), 0);
+    struct state *s = NULL;
+    struct err e = {{0}};
+    char *want =
+        xasprintf("%s: is a symbolic link (refused: wsrelay never follows one here)", sdir);
+    cr_expect_eq(state_open(&s, path, 0, &e), -1);
+    cr_expect_null(s);
+    cr_expect_str_eq(e.msg, want);
+    memset(&e, 0, sizeof e);
+    cr_expect_eq(state_peek(&s, path, &e), -1);
+    cr_expect_str_eq(e.msg, want);
+    char *names = names_in(elsewhere, "");
+    cr_expect_str_eq(names, "");
+    free(names);
+    /* A file in its place is no directory either. */
+    unlink(sdir);
+    spew(sdir, "x");
+    memset(&e, 0, sizeof e);
+    cr_expect_eq(state_open(&s, path, 0, &e), -1);
+    free(want);
+    want = xasprintf("%s: not a directory", sdir);
+    cr_expect_str_eq(e.msg, want);
+    free(want);
+    free(elsewhere);
+}
+
+/* A symlink planted as a device file is not followed: the read refuses it,
+ * and it is never written through. */
+Test(seenfiles, a_symlinked_device_file_is_not_followed)
+{
+    struct state *s = open_ok();
+    state_mark_seen(s, "B", 100, "ch1");
+    s = reopen(s);
+    state_close(s);
+    char *target = xasprintf("%s/target", dir);
+    spew(target, "{\"serial\":\"A\",\"seen\":{\"1/ch1\":1}}");
+    char *a = file_of("A");
+    cr_assert_eq(symlink(target, a), 0);
+    struct caught c;
+    catch_stderr(&c);
+    s = open_ok();
+    cr_expect_not(state_seen(s, "A", 1, "ch1"));
+    state_mark_seen(s, "A", 2, "ch1");
+    struct err e = {{0}};
+    cr_expect_eq(state_save(s, &e), -1);
+    state_close(s);
+    free(release_stderr(&c));
+    char *text = slurp(target);
+    cr_expect_str_eq(text, "{\"serial\":\"A\",\"seen\":{\"1/ch1\":1}}");
+    free(text);
+    free(target);
+    free(a);
+}
+
+/* --- saves that change nothing ------------------------------------------ */
+
+/* A save that changes nothing writes no device file: not the one after a
+ * flush, not a new run's first save over a journal already flushed (the
+ * last save of a run leaves it in the state file), not a prune that
+ * raises nothing. */
+Test(seenfiles, a_save_that_changes_nothing_writes_no_device_file)
+{
+    struct state *s = open_ok();
+    state_mark_seen(s, "A", 100, "ch1");
+    state_mark_seen(s, "A", 200, "ch1");
+    state_prune_seen(s, "A", 150);
+    save_ok(s);
+    char *a = file_of("A");
+    struct stat first = stat_of(a);
+    save_ok(s);
+    save_ok(s);
+    state_close(s); /* the journal is still in the state file */
+    s = open_ok();
+    cr_expect_eq(section_size("seen"), 0, "flushed, then written away");
+    state_close(s);
+
+    struct stat after = stat_of(a);
+    cr_expect_eq(after.st_ino, first.st_ino);
+    cr_expect_eq(after.st_mtim.tv_sec, first.st_mtim.tv_sec);
+    cr_expect_eq(after.st_mtim.tv_nsec, first.st_mtim.tv_nsec);
+    /* A run that ended right after flushing: its state file still holds
+     * the journal, which the next run's first save finds in the files. */
+    spew(path, "{\"version\":1,\"seen\":{\"A\":{\"200/ch1\":1}},\"floors\":{\"A\":150}}\n");
+    s = open_ok();
+    state_prune_seen(s, "A", 150);
+    save_ok(s);
+    save_ok(s);
+    state_close(s);
+    after = stat_of(a);
+    cr_expect_eq(after.st_ino, first.st_ino);
+    cr_expect_eq(after.st_mtim.tv_sec, first.st_mtim.tv_sec);
+    cr_expect_eq(after.st_mtim.tv_nsec, first.st_mtim.tv_nsec);
+    cr_expect_eq(section_size("seen"), 0);
+    cr_expect_eq(section_size("floors"), 0);
+    free(a);
+}
