@@ -104,7 +104,7 @@ static void report_trimmed(struct tick *t)
         free(text);
     }
     state_trimmed_free(trim, n);
-    if (queued && state_save(t->st, &e) < 0)
+    if (queued && state_save(t->st, &e) != 0)
         log_error("%s (after a state-full event)", e.msg);
 }
 
@@ -112,12 +112,14 @@ int tick_persist(struct tick *t, const char *why)
 {
     struct err e;
     int rc = t->opt->dry_run ? state_save_budget(t->st, &e) : state_save(t->st, &e);
-    if (rc == 0 && !t->opt->dry_run)
+    if (rc >= 0 && !t->opt->dry_run)
         report_trimmed(t);
     if (rc == 0)
         return 0;
     log_error("%s (%s)", e.msg, why);
     t->failures++;
+    if (rc == STATE_SAVED_BEHIND)
+        return 0; /* the state file holds everything: the run goes on */
     t->unsaved = true;
     return -1;
 }

@@ -62,7 +62,10 @@ bool tick_out_of_time(struct tick *t, enum tick_phase phase);
 /* Saves what the next step must not lose: everything, or in a dry run the
  * budget ledger only; outbox items a save had to give up are reported
  * (state-full). Returns 0, or -1 after logging the error with `why` (the
- * step it was for), counting a failure and setting t->unsaved. */
+ * step it was for), counting a failure and setting t->unsaved. A save
+ * whose state file was written but not every device file
+ * (STATE_SAVED_BEHIND) is logged and counted the same way but returns 0:
+ * the journal in the state file keeps those keys, so the run goes on. */
 int tick_persist(struct tick *t, const char *why);
 
 /* Queues a relay event (kind "relay", device "wsrelay", the `condition`

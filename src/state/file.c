@@ -543,8 +543,12 @@ int state_save(struct state *s, struct err *e)
 {
     if (s->read_only)
         return refuse_read_only(s, e);
-    if (write_state_file(s, e) < 0 || seen_flush(s, e) < 0)
+    if (write_state_file(s, e) < 0)
         return err_prefix(e, "%s: cannot save state", s->path);
+    if (seen_flush(s, e) < 0) {
+        err_prefix(e, "%s: seen keys kept in the state file for now", s->path);
+        return STATE_SAVED_BEHIND;
+    }
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define T0 1795000000LL
 
@@ -87,6 +88,39 @@ Test(run, an_alert_added_later_is_delivered_once)
     cr_assert_eq(n, 5, "%s", keys);
     cr_assert_eq(occurrences(keys, "52F00001/1795000700/ch1\n"), 1);
     free(keys);
+}
+
+/* A device file that cannot be written (a directory where its temporary
+ * file goes) fails the run, yet the alert found is delivered: its key
+ * waits in the state file's journal, and once the file can be written
+ * again the alert is neither lost nor sent twice. */
+Test(run, a_device_file_that_cannot_be_written_delays_nothing)
+{
+    poll_everything();
+    char *file = xasprintf("%s.d/52F00001.json", R.state_path);
+    char *tmp = xasprintf("%s.tmp", file);
+    cr_assert_eq(mkdir(tmp, 0700), 0, "%s", tmp);
+    sim_add_alert(&R.sim, "52F00001",
+                  "{\"unixtime\": 1795000700, \"ch1\": \"CH1 Lower Limit Exceeded 1.0\"}");
+    int failed = 0;
+    for (int i = 3; i < 12; i++)
+        failed += run_at(T0 + i * 300, NULL) != 0;
+    cr_assert_gt(failed, 0, "the file that cannot be written fails runs");
+    size_t n;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(occurrences(keys, "52F00001/1795000700/ch1\n"), 1, "delivered anyway:\n%s", keys);
+    free(keys);
+    cr_assert_eq(rmdir(tmp), 0);
+    for (int i = 12; i < 24; i++)
+        cr_assert_eq(run_at(T0 + i * 300, NULL), 0);
+    keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(n, 5, "nothing repeated:\n%s", keys);
+    free(keys);
+    char *text = read_file_str(file);
+    cr_assert_not_null(strstr(text, "1795000700/ch1"), "the key reached its file: %s", text);
+    free(text);
+    free(tmp);
+    free(file);
 }
 
 Test(run, a_failing_receiver_gets_the_events_later_and_only_once)
