@@ -384,14 +384,16 @@ def bench_quiet(bindir, work, repeat):
     with nothing due. Without signals such a run makes no platform call;
     with signals it makes its one Get Current Readings call and finds
     nothing new. The state is filled by runs an hour apart (each makes the
-    hour's calls), so 2000 devices take about 190 runs. The baseline is
-    bench/naive_relay.py: Python reading the same state, deciding that
-    nothing is due and saving it again."""
+    hour's calls), so 2000 devices take about 190 runs. Then a run that
+    polls one device (--look on the reserve) from that same state each
+    time. The baseline is bench/naive_relay.py: Python reading the same
+    state file, deciding that nothing is due and saving it again."""
     print("## Quiet runs\n")
     print("One login ID of N devices, each polled once (a full log of 20 entries seen), "
           "then runs with nothing due: without signals they make no platform call, with "
-          "signals one Get Current Readings call that finds nothing new. The naive Python "
-          "relay (`bench/naive_relay.py`) reads the same state, decides that no call is due "
+          "signals one Get Current Readings call that finds nothing new; and a run that "
+          "polls one device (`--look`) and finds nothing new. The naive Python relay "
+          "(`bench/naive_relay.py`) reads the same state file, decides that no call is due "
           "and saves it. Median of %d runs (min to max).\n" % repeat)
     print("| devices | run | platform calls | wall time | CPU (user+sys) | max RSS | state file |")
     print("|---:|---|---|---|---|---|---:|")

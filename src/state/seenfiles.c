@@ -92,11 +92,11 @@ static int open_dir(const char *dir, struct err *e)
  * durable before any file in it is relied on. */
 static int make_dir(struct seen_files *f, struct err *e)
 {
+    if (f->fd >= 0)
+        return 0;
     int rc = -1;
     char *parent = file_dirname(f->dir);
     int pfd = -1;
-    if (f->fd >= 0)
-        return 0;
     if (mkdir(f->dir, 0700) < 0 && errno != EEXIST) {
         err_set(e, "%s: cannot create: %s", f->dir, strerror(errno));
         goto out;
