@@ -132,21 +132,23 @@ static char *own_dir(void)
     return file_dirname(exe);
 }
 
-/* Replaces this process with wsrelay-net and the same arguments; returns
- * only when neither place has one that runs. */
+/* Replaces this process with wsrelay-net and the same arguments: the one
+ * beside this program, or when there is none there, the installed one.
+ * One that is there but does not run is an error, never a reason to run
+ * another (which could be another version). Returns only on failure. */
 static int exec_net(char **argv)
 {
     char *dir = own_dir();
     char *beside = dir ? xasprintf("%s/" NET_NAME, dir) : NULL;
-    const char *installed = WSRELAY_LIBEXECDIR "/" NET_NAME;
-    int beside_errno = ENOENT;
+    const char *path = WSRELAY_LIBEXECDIR "/" NET_NAME;
     if (beside) {
         execv(beside, argv);
-        beside_errno = errno;
+        if (errno != ENOENT)
+            path = beside;
     }
-    execv(installed, argv);
-    fprintf(stderr, "wsrelay: cannot run %s (%s) nor %s (%s)\n", beside ? beside : NET_NAME,
-            strerror(beside_errno), installed, strerror(errno));
+    if (path != beside)
+        execv(path, argv);
+    fprintf(stderr, "wsrelay: cannot run %s: %s\n", path, strerror(errno));
     free(beside);
     free(dir);
     return RUN_USAGE;

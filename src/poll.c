@@ -143,16 +143,19 @@ static void pool_add_account(struct tick *t, struct pool *pl, const struct accou
     state_devices_free(devs, n);
 }
 
+static void device_clear(struct state_device *d)
+{
+    free(d->serial);
+    free(d->base);
+    free(d->model);
+    free(d->name);
+    free(d->group);
+}
+
 static void pool_free(struct pool *pl)
 {
-    for (size_t i = 0; i < pl->n; i++) {
-        struct state_device *d = &pl->items[i].dev;
-        free(d->serial);
-        free(d->base);
-        free(d->model);
-        free(d->name);
-        free(d->group);
-    }
+    for (size_t i = 0; i < pl->n; i++)
+        device_clear(&pl->items[i].dev);
     free(pl->items);
     json_object_put(pl->serials);
 }
@@ -952,17 +955,13 @@ static void note_starved(struct tick *t, struct login_run *lr, size_t waiting)
     free(key);
 }
 
-/* Plans the alert calls of the complete pool: urgent looks first, then
- * what signals and the routine allow. */
-static void login_plan(struct tick *t, struct login_run *lr)
+/* Plans the pool's alert calls once: lr->order and lr->for_signal (which
+ * it allocates) and lr->n_planned; returns how many devices with a signal
+ * wait unplanned. */
+static size_t plan_pool(struct tick *t, struct login_run *lr)
 {
     struct pool *pl = &lr->pool;
     size_t signals = 0, waiting = 0;
-    lr->planned = true;
-    if (pl->n == 0) {
-        log_info("login %s: no devices to poll yet", lr->login);
-        return;
-    }
     struct sched_device *sd = xcalloc(pl->n, sizeof *sd);
     lr->order = xcalloc(pl->n, sizeof *lr->order);
     lr->for_signal = xcalloc(pl->n, sizeof *lr->for_signal);
@@ -992,11 +991,65 @@ static void login_plan(struct tick *t, struct login_run *lr)
             planned = lr->order[k] == i;
         waiting += sd[i].signal && !planned;
     }
+    free(sd);
+    return waiting;
+}
+
+/* Takes out of the pool the planned devices whose seen keys cannot be read
+ * (state_seen_known): every entry of their logs would look new. Each fails
+ * the run until its file can be read again, and the others are polled
+ * meanwhile. Returns how many were taken out. */
+static size_t drop_unknown(struct tick *t, struct login_run *lr)
+{
+    struct pool *pl = &lr->pool;
+    bool *drop = xcalloc(pl->n, sizeof *drop);
+    size_t n_drop = 0, kept = 0;
+    for (size_t k = 0; k < lr->n_planned; k++) {
+        struct state_device *d = &pl->items[lr->order[k]].dev;
+        if (!state_seen_known(t->st, d->serial)) {
+            log_error("login %s, device %s: not polled: its seen keys cannot be read", lr->login,
+                      d->serial);
+            t->failures++;
+            drop[lr->order[k]] = true;
+            n_drop++;
+        }
+    }
+    for (size_t i = 0; i < pl->n; i++) {
+        if (!drop[i]) {
+            pl->items[kept++] = pl->items[i];
+            continue;
+        }
+        json_object_object_del(pl->serials, pl->items[i].dev.serial);
+        device_clear(&pl->items[i].dev);
+    }
+    pl->n = kept;
+    free(drop);
+    return n_drop;
+}
+
+/* Plans the alert calls of the complete pool: urgent looks first, then
+ * what signals and the routine allow; planned again without any device
+ * whose seen keys turn out unreadable. */
+static void login_plan(struct tick *t, struct login_run *lr)
+{
+    size_t waiting = 0;
+    lr->planned = true;
+    do {
+        free(lr->order);
+        free(lr->for_signal);
+        lr->order = NULL;
+        lr->for_signal = NULL;
+        lr->n_planned = 0;
+        if (lr->pool.n == 0) {
+            log_info("login %s: no devices to poll yet", lr->login);
+            return;
+        }
+        waiting = plan_pool(t, lr);
+    } while (drop_unknown(t, lr) > 0);
     if (lr->signals && !t->opt->dry_run)
         note_starved(t, lr, waiting);
     if (lr->n_planned == 0)
         log_debug("login %s: no alert call allowed now", lr->login);
-    free(sd);
 }
 
 /* The index of the first account of the login that has a client; n_accounts

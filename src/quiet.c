@@ -3,8 +3,8 @@
  *   wsrelay-quiet 1
  *   written_at 1795699620
  *   until 1795699917
- *   state DEV INO SIZE MTIME_NS
- *   config DEV INO SIZE MTIME_NS
+ *   state DEV INO SIZE MTIME_NS CTIME_NS
+ *   config DEV INO SIZE MTIME_NS CTIME_NS
  *   env 0123456789abcdef
  *
  * Anything else, a line missing or out of order, makes the file unusable,
@@ -87,8 +87,8 @@ static int read_id(struct file_id *out, const char *line, const char *what)
 {
     char tag[16];
     int end = 0;
-    if (sscanf(line, "%15s %llu %llu %llu %lld%n", tag, &out->dev, &out->ino, &out->size,
-               &out->mtime_ns, &end) != 5 ||
+    if (sscanf(line, "%15s %llu %llu %llu %lld %lld%n", tag, &out->dev, &out->ino, &out->size,
+               &out->mtime_ns, &out->ctime_ns, &end) != 6 ||
         strcmp(tag, what) != 0 || line[end] != '\n')
         return -1;
     return 0;
@@ -152,12 +152,12 @@ int quiet_write(const struct quiet *q, const char *state_path, struct err *e)
     char *text = xasprintf(QUIET_MAGIC "\n"
                                        "written_at %lld\n"
                                        "until %lld\n"
-                                       "state %llu %llu %llu %lld\n"
-                                       "config %llu %llu %llu %lld\n"
+                                       "state %llu %llu %llu %lld %lld\n"
+                                       "config %llu %llu %llu %lld %lld\n"
                                        "env %016" PRIx64 "\n",
                            q->written_at, q->until, q->state.dev, q->state.ino, q->state.size,
-                           q->state.mtime_ns, q->config.dev, q->config.ino, q->config.size,
-                           q->config.mtime_ns, q->env);
+                           q->state.mtime_ns, q->state.ctime_ns, q->config.dev, q->config.ino,
+                           q->config.size, q->config.mtime_ns, q->config.ctime_ns, q->env);
     int rc = file_write_atomic(path, text, strlen(text), 0600, e);
     free(text);
     free(path);

@@ -10,10 +10,10 @@
  * `wsrelay-net`, the program that does the work.
  *
  * What "nothing it depended on changes" means, checked by the front:
- *   - the state file is the one that run left (device, inode, size and
- *     modification time): any other writer of the state makes the next
- *     run a full one;
- *   - the configuration file is the one that run read (the same four);
+ *   - the state file is the one that run left (device, inode, size,
+ *     modification and change times): any other writer of the state
+ *     makes the next run a full one;
+ *   - the configuration file is the one that run read (the same five);
  *   - every environment variable the configuration file names as ${NAME}
  *     has the value it had (a digest of names and values);
  *   - the clock is between the run's time and the quiet time (a clock

@@ -644,13 +644,14 @@ int run_once(const struct config *c, const struct run_options *o)
     struct tick t = {.cfg = c, .opt = o};
     struct err e;
     clock_gettime(CLOCK_MONOTONIC, &t.started);
-    if (rules_new(&t.rules, c, &e) < 0 || state_open(&t.st, c->state_file, o->lock_wait, &e) < 0) {
+    /* A run that fails or ends halfway, whatever the step, leaves no quiet
+     * time behind: so that the next one tries again, and says so. */
+    if (quiet_forget(c->state_file, &e) < 0) {
         log_error("%s", e.msg);
         t.failures++;
         goto out;
     }
-    /* A run that ends halfway must leave no quiet time behind. */
-    if (quiet_forget(c->state_file, &e) < 0) {
+    if (rules_new(&t.rules, c, &e) < 0 || state_open(&t.st, c->state_file, o->lock_wait, &e) < 0) {
         log_error("%s", e.msg);
         t.failures++;
         goto out;

@@ -161,6 +161,13 @@ long long state_seen_floor(const struct state *s, const char *serial);
  * each counted once). */
 size_t state_seen_count(const struct state *s, const char *serial);
 
+/* False when `serial`'s device file exists but could not be read (not a
+ * regular file, permissions, an I/O error; logged once when first asked):
+ * its keys and floor are unknown, so a poll of the device could take old
+ * entries for new ones. True otherwise, a missing or corrupt (moved
+ * aside) file included. Reads the file on first use. */
+bool state_seen_known(const struct state *s, const char *serial);
+
 /* --- devices ---------------------------------------------------------- */
 
 /* A device as the account's last discovery listed it (serial, base, model,

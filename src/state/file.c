@@ -376,11 +376,8 @@ static int set_aside(struct state *s, int fd, const char *why, struct err *e)
         goto out;
     }
     char *dir = file_dirname(s->path);
-    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dirfd >= 0) {
-        fsync(dirfd);
-        close(dirfd);
-    }
+    struct err ignored; /* moved: a sync that fails only makes it less durable */
+    file_sync_dir(dir, &ignored);
     free(dir);
     if (files_aside)
         log_error("%s; moved aside to %s, its device files to %s: starting over with an empty "
@@ -407,6 +404,22 @@ const char *state_set_aside(const struct state *s, const char **why)
     return s->aside;
 }
 
+/* No state file (removed to start over, or never there): device files
+ * left beside it would mark seen what its outbox held, which is gone, so
+ * they go aside too and the relay starts over whole (catch_up applies). */
+static int forget_files(const char *path, struct err *e)
+{
+    char *aside = NULL;
+    if (seen_files_set_aside(&aside, path, e) < 0)
+        return err_prefix(e, "%s: no state file", path);
+    if (aside)
+        log_warn("%s: no state file, but device files beside it: moved them aside to %s; "
+                 "starting over with an empty state (catch_up applies)",
+                 path, aside);
+    free(aside);
+    return 0;
+}
+
 int state_open(struct state **out, const char *path, int lock_wait, struct err *e)
 {
     int rc = -1;
@@ -427,6 +440,8 @@ int state_open(struct state **out, const char *path, int lock_wait, struct err *
         if (!corrupt || set_aside(s, fd, e->msg, e) < 0)
             goto out;
         s->root = new_root();
+    } else if (fd < 0 && forget_files(path, e) < 0) {
+        goto out;
     }
     if (seen_files_open(&s->files, path, false, e) < 0)
         goto out;

@@ -216,6 +216,11 @@ size_t state_seen_count(const struct state *s, const char *serial)
     return n;
 }
 
+bool state_seen_known(const struct state *s, const char *serial)
+{
+    return seen_files_get(s->files, serial) != NULL;
+}
+
 /* --- flushing the journal into the files (state_save) -------------------- */
 
 /* Adds the keys of `keys` at or above `floor` that `have` lacks; true

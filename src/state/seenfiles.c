@@ -96,23 +96,15 @@ static int make_dir(struct seen_files *f, struct err *e)
         return 0;
     int rc = -1;
     char *parent = file_dirname(f->dir);
-    int pfd = -1;
     if (mkdir(f->dir, 0700) < 0 && errno != EEXIST) {
         err_set(e, "%s: cannot create: %s", f->dir, strerror(errno));
         goto out;
     }
     f->fd = open_dir(f->dir, e);
-    if (f->fd < 0)
+    if (f->fd < 0 || file_sync_dir(parent, e) < 0)
         goto out;
-    pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (pfd < 0 || fsync(pfd) < 0) {
-        err_set(e, "%s: cannot sync directory: %s", parent, strerror(errno));
-        goto out;
-    }
     rc = 0;
 out:
-    if (pfd >= 0)
-        close(pfd);
     free(parent);
     return rc;
 }
@@ -174,11 +166,8 @@ int seen_files_set_aside(char **out, const char *state_path, struct err *e)
                 lstat(aside, &st) == 0 ? "the name is taken" : strerror(errno));
         goto out;
     }
-    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (pfd >= 0) {
-        fsync(pfd);
-        close(pfd);
-    }
+    struct err ignored; /* moved: a sync that fails only makes it less durable */
+    file_sync_dir(parent, &ignored);
     *out = aside;
     aside = NULL;
     rc = 0;

@@ -121,12 +121,22 @@ int file_write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
+int file_sync_dir(const char *dir, struct err *e)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = fd < 0 || fsync(fd) < 0 ? -1 : 0;
+    if (rc < 0)
+        err_set(e, "%s: cannot sync directory: %s", dir, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e)
 {
     int rc = -1;
     char *tmp = xasprintf("%s.tmp", path);
     char *dir = file_dirname(path);
-    int dirfd = -1;
     int fd = -1;
     /* A fresh file, never one left (or planted) there: whatever PATH.tmp
      * is, even a symlink, goes, and O_EXCL fails if it comes back. */
@@ -153,22 +163,22 @@ int file_write_atomic(const char *path, const void *data, size_t len, mode_t mod
         err_set(e, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
         goto out;
     }
-    dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dirfd < 0 || fsync(dirfd) < 0) {
-        err_set(e, "%s: cannot sync directory: %s", dir, strerror(errno));
+    if (file_sync_dir(dir, e) < 0)
         goto out;
-    }
     rc = 0;
 out:
     if (fd >= 0)
         close(fd);
     if (rc < 0)
         unlink(tmp);
-    if (dirfd >= 0)
-        close(dirfd);
     free(tmp);
     free(dir);
     return rc;
+}
+
+static long long nanoseconds(struct timespec t)
+{
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
 int file_id_of(struct file_id *out, const char *path)
@@ -180,12 +190,13 @@ int file_id_of(struct file_id *out, const char *path)
     *out = (struct file_id){.dev = (unsigned long long)st.st_dev,
                             .ino = (unsigned long long)st.st_ino,
                             .size = (unsigned long long)st.st_size,
-                            .mtime_ns =
-                                (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec};
+                            .mtime_ns = nanoseconds(st.st_mtim),
+                            .ctime_ns = nanoseconds(st.st_ctim)};
     return 0;
 }
 
 bool file_id_same(const struct file_id *a, const struct file_id *b)
 {
-    return a->dev == b->dev && a->ino == b->ino && a->size == b->size && a->mtime_ns == b->mtime_ns;
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
 }

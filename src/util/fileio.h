@@ -44,6 +44,11 @@ int file_read(struct buf *out, const char *path, struct err *e);
  * temporary file removed. */
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e);
 
+/* Makes the entries of directory `dir` durable (open it and fsync it): a
+ * rename, a link or a new file in it survives a crash once this returns
+ * 0. On failure -1 with "DIR: cannot sync directory: reason" in `e`. */
+int file_sync_dir(const char *dir, struct err *e);
+
 /* Writes all `len` bytes to `fd`, retrying short writes and EINTR. Returns
  * -1 with errno set on failure. */
 int file_write_all(int fd, const void *buf, size_t len);
@@ -52,7 +57,8 @@ int file_write_all(int fd, const void *buf, size_t len);
  * that a file was replaced or written since. */
 struct file_id {
     unsigned long long dev, ino, size;
-    long long mtime_ns;
+    long long mtime_ns, ctime_ns; /* ctime too: mtime ticks coarsely, and an
+                                     inode number comes back after a rename */
 };
 
 /* Fills *out for the regular file at `path`, following a symlink. Returns

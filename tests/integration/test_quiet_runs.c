@@ -213,3 +213,28 @@ Test(quiet_runs, a_failing_receiver_leaves_no_quiet_time)
     cr_assert_not(quiet_at(T0 + 60));
     free(qpath);
 }
+
+/* The front answers a plain `run` only: a look, a dry run and any other
+ * command go to wsrelay-net, quiet time or not. */
+Test(quiet_runs, a_look_or_a_dry_run_is_never_quiet)
+{
+    long long now = first_quiet();
+    char when[32];
+    snprintf(when, sizeof when, "%lld", now + 1);
+    char *argv[] = {
+        (char *)WSRELAY_BIN, (char *)"-v", (char *)"-c",        R.config_path, (char *)"run",
+        (char *)"--now",     when,         (char *)"--dry-run", NULL,          NULL};
+    char *out = NULL, *err = NULL;
+    cr_assert_eq(run_cmd(&out, &err, 60, argv, NULL), 0, "%s", err);
+    cr_assert_null(strstr(err, QUIET_LINE), "a dry run is never answered by the front:\n%s", err);
+    free(out);
+    free(err);
+    argv[7] = (char *)"--look";
+    argv[8] = (char *)"52F00002";
+    long long before = sim_calls();
+    cr_assert_eq(run_cmd(&out, &err, 60, argv, NULL), 0, "%s", err);
+    cr_assert_null(strstr(err, QUIET_LINE), "%s", err);
+    cr_assert_eq(sim_calls() - before, 1, "the look was made");
+    free(out);
+    free(err);
+}

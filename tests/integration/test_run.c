@@ -123,6 +123,43 @@ Test(run, a_device_file_that_cannot_be_written_delays_nothing)
     free(file);
 }
 
+/* A device file that cannot be read (a directory in its place, as a
+ * restore with the wrong owner would leave): that device is not polled,
+ * since every entry of its log would look new, and the run fails; the
+ * other devices are polled as usual. Once the file is back, nothing of
+ * that device was lost or repeats. */
+Test(run, a_device_file_that_cannot_be_read_is_not_polled)
+{
+    poll_everything();
+    char *file = xasprintf("%s.d/52F00001.json", R.state_path);
+    char *kept = xasprintf("%s.kept", file);
+    cr_assert_eq(rename(file, kept), 0, "%s", file);
+    cr_assert_eq(mkdir(file, 0700), 0);
+    sim_add_alert(&R.sim, "5214000A",
+                  "{\"unixtime\": 1795000700, \"ch1\": \"CH1 Upper Limit Exceeded -69.0\"}");
+    sim_add_alert(&R.sim, "52F00001",
+                  "{\"unixtime\": 1795000800, \"ch1\": \"CH1 Lower Limit Exceeded 1.0\"}");
+    int failed = 0;
+    for (int i = 3; i < 12; i++)
+        failed += run_at(T0 + i * 300, NULL) != 0;
+    cr_assert_gt(failed, 0, "the device that cannot be read fails runs");
+    size_t n;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(n, 5, "the other device's alert only:\n%s", keys);
+    cr_assert_eq(occurrences(keys, "5214000A/1795000700/ch1\n"), 1, "%s", keys);
+    free(keys);
+    cr_assert_eq(rmdir(file), 0);
+    cr_assert_eq(rename(kept, file), 0);
+    for (int i = 12; i < 24; i++)
+        cr_assert_eq(run_at(T0 + i * 300, NULL), 0);
+    keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(n, 6, "its alert once it can be read, nothing repeated:\n%s", keys);
+    cr_assert_eq(occurrences(keys, "52F00001/1795000800/ch1\n"), 1, "%s", keys);
+    free(keys);
+    free(kept);
+    free(file);
+}
+
 Test(run, a_failing_receiver_gets_the_events_later_and_only_once)
 {
     hooksink_set_status(R.hook, 503);

@@ -34,8 +34,16 @@ TestSuite(quiet, .init = setup, .fini = teardown);
 static const struct quiet sample = {
     .written_at = 1795699620,
     .until = 1795699917,
-    .state = {.dev = 2049, .ino = 131075, .size = 52305, .mtime_ns = 1795699620123456789LL},
-    .config = {.dev = 2049, .ino = 131001, .size = 812, .mtime_ns = 1795600000000000001LL},
+    .state = {.dev = 2049,
+              .ino = 131075,
+              .size = 52305,
+              .mtime_ns = 1795699620123456789LL,
+              .ctime_ns = 1795699620123456790LL},
+    .config = {.dev = 2049,
+               .ino = 131001,
+               .size = 812,
+               .mtime_ns = 1795600000000000001LL,
+               .ctime_ns = 1795600000000000002LL},
     .env = 0x0123456789abcdefULL,
 };
 
@@ -54,8 +62,8 @@ Test(quiet, what_is_written_reads_back)
     cr_assert_str_eq(text, "wsrelay-quiet 1\n"
                            "written_at 1795699620\n"
                            "until 1795699917\n"
-                           "state 2049 131075 52305 1795699620123456789\n"
-                           "config 2049 131001 812 1795600000000000001\n"
+                           "state 2049 131075 52305 1795699620123456789 1795699620123456790\n"
+                           "config 2049 131001 812 1795600000000000001 1795600000000000002\n"
                            "env 0123456789abcdef\n");
     free(text);
 }
@@ -66,13 +74,13 @@ Test(quiet, a_file_of_another_shape_is_refused)
     static const char *const bad[] = {
         "",
         "wsrelay-quiet 1\n",
-        "wsrelay-quiet 2\nwritten_at 1\nuntil 2\nstate 1 2 3 4\nconfig 1 2 3 4\nenv 00\n",
-        "wsrelay-quiet 1\nuntil 2\nwritten_at 1\nstate 1 2 3 4\nconfig 1 2 3 4\nenv 00\n",
-        "wsrelay-quiet 1\nwritten_at 1\nuntil 2x\nstate 1 2 3 4\nconfig 1 2 3 4\nenv 00\n",
-        "wsrelay-quiet 1\nwritten_at 1\nuntil 2\nstate 1 2 3\nconfig 1 2 3 4\nenv 00\n",
-        "wsrelay-quiet 1\nwritten_at 1\nuntil 2\nstate 1 2 3 4\nconfig 1 2 3 4\nenv 00",
-        "wsrelay-quiet 1\nwritten_at 1\nuntil 2\nstate 1 2 3 4\nconfig 1 2 3 4\nenv 00\nmore\n",
-        "wsrelay-quiet 1\nwritten_at 1\nuntil 2\nstate 1 2 3 4\nconfig 1 2 3 4\nenv zz\n",
+        "wsrelay-quiet 2\nwritten_at 1\nuntil 2\nstate 1 2 3 4 5\nconfig 1 2 3 4 5\nenv 00\n",
+        "wsrelay-quiet 1\nuntil 2\nwritten_at 1\nstate 1 2 3 4 5\nconfig 1 2 3 4 5\nenv 00\n",
+        "wsrelay-quiet 1\nwritten_at 1\nuntil 2x\nstate 1 2 3 4 5\nconfig 1 2 3 4 5\nenv 00\n",
+        "wsrelay-quiet 1\nwritten_at 1\nuntil 2\nstate 1 2 3\nconfig 1 2 3 4 5\nenv 00\n",
+        "wsrelay-quiet 1\nwritten_at 1\nuntil 2\nstate 1 2 3 4 5\nconfig 1 2 3 4 5\nenv 00",
+        "wsrelay-quiet 1\nwritten_at 1\nuntil 2\nstate 1 2 3 4 5\nconfig 1 2 3 4 5\nenv 00\nmore\n",
+        "wsrelay-quiet 1\nwritten_at 1\nuntil 2\nstate 1 2 3 4 5\nconfig 1 2 3 4 5\nenv zz\n",
     };
     struct quiet q;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

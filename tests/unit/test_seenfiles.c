@@ -486,6 +486,9 @@ Test(seenfiles, an_unreadable_device_file_is_never_overwritten)
         xasprintf("%s: seen keys kept in the state file for now: %s: not a regular file", path, a);
     cr_expect_str_eq(e.msg, want);
     cr_expect_not_null(strstr(log, "device A reads as having no seen file"), "%s", log);
+    cr_expect_not(state_seen_known(s, "A"), "its keys are unknown");
+    cr_expect(state_seen_known(s, "B"));
+    cr_expect(state_seen_known(s, "C"), "no file: nothing seen yet, and that is known");
     state_close(s);
     s = open_ok();
     cr_expect(state_seen(s, "A", 100, "ch1"), "kept in the journal");
@@ -526,6 +529,10 @@ Test(seenfiles, any_serial_maps_to_a_safe_name_inside_the_directory)
  * `wsrelay status` alike, and nothing is written where it points. */
 Test(seenfiles, a_symlinked_directory_is_refused)
 {
+    /* Beside a state file: without one, whatever is there goes aside. */
+    struct state *first = open_ok();
+    save_ok(first);
+    state_close(first);
     char *elsewhere = xasprintf("%s/elsewhere", dir);
     cr_assert_eq(mkdir(elsewhere, 0700), 0);
     cr_assert_eq(symlink("elsewhere", sdir), 0);
@@ -622,5 +629,30 @@ Test(seenfiles, a_save_that_changes_nothing_writes_no_device_file)
     cr_expect_eq(after.st_mtim.tv_nsec, first.st_mtim.tv_nsec);
     cr_expect_eq(section_size("seen"), 0);
     cr_expect_eq(section_size("floors"), 0);
+    free(a);
+}
+
+/* A state file removed to start over takes its device files with it: they
+ * would mark seen what its outbox held, which is gone. They go aside with
+ * a warning, and the relay starts over whole. */
+Test(seenfiles, device_files_without_their_state_file_go_aside)
+{
+    struct state *s = open_ok();
+    state_mark_seen(s, "A", 100, "ch1");
+    s = reopen(s);
+    state_close(s);
+    char *a = file_of("A");
+    cr_assert(exists(a));
+    cr_assert_eq(unlink(path), 0);
+    struct caught c;
+    catch_stderr(&c);
+    s = open_ok();
+    char *log = release_stderr(&c);
+    cr_expect_not_null(strstr(log, "no state file, but device files beside it: moved them aside"),
+                       "%s", log);
+    cr_expect_not(state_seen(s, "A", 100, "ch1"), "starting over");
+    cr_expect_not(exists(a));
+    state_close(s);
+    free(log);
     free(a);
 }
