@@ -286,31 +286,6 @@ static char *set_aside(const struct seen_files *f, const char *name, int fd, str
     return NULL;
 }
 
-/* Opens `name` in the directory (`path` in messages), only when it is a
- * regular file: never a symlink, never waiting on a FIFO. -1 with errno
- * ENOENT when it is missing. */
-static int open_file(const struct seen_files *f, const char *name, const char *path,
-                     struct stat *st, struct err *e)
-{
-    int fd = openat(f->fd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
-    if (fd < 0) {
-        int err = errno;
-        err_set(e, "%s: %s", path, strerror(err));
-        errno = err;
-        return -1;
-    }
-    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
-        err_set(e, "%s: not a regular file", path);
-        close(fd);
-        errno = EINVAL;
-        return -1;
-    }
-    int fl = fcntl(fd, F_GETFL);
-    if (fl >= 0)
-        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    return fd;
-}
-
 /* A corrupt file: moved aside (not by state_peek), with a warning. Its
  * device then reads as having no file: see "A lost file" in seen.c for
  * what that costs. Returns the document to use in its place, or a string
@@ -349,7 +324,7 @@ static struct json_object *load(const struct seen_files *f, const char *serial)
     struct stat st;
     char *name = file_name(serial);
     char *path = xasprintf("%s/%s", f->dir, name);
-    int fd = f->fd < 0 ? -1 : open_file(f, name, path, &st, &e);
+    int fd = f->fd < 0 ? -1 : file_open_regular_at(f->fd, name, path, FILE_NOFOLLOW, &st, &e);
     bool missing = f->fd < 0 || (fd < 0 && errno == ENOENT);
     buf_init(&text, SEEN_FILE_MAX);
     if (missing) {

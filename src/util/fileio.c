@@ -31,6 +31,12 @@ static const char *file_kind(mode_t mode)
 
 int file_open_regular(const char *path, enum file_links links, struct stat *st, struct err *e)
 {
+    return file_open_regular_at(AT_FDCWD, path, path, links, st, e);
+}
+
+int file_open_regular_at(int dirfd, const char *name, const char *path, enum file_links links,
+                         struct stat *st, struct err *e)
+{
     struct stat own;
     int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
     if (links == FILE_NOFOLLOW)
@@ -38,10 +44,11 @@ int file_open_regular(const char *path, enum file_links links, struct stat *st, 
     if (!st)
         st = &own;
     /* O_NONBLOCK: opening a FIFO without a writer would wait forever. */
-    int fd = open(path, flags);
+    int fd = openat(dirfd, name, flags);
     if (fd < 0) {
         int err = errno;
-        if (err == ELOOP && links == FILE_NOFOLLOW && lstat(path, st) == 0 && S_ISLNK(st->st_mode))
+        if (err == ELOOP && links == FILE_NOFOLLOW &&
+            fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st->st_mode))
             err_set(e, "%s: is a symbolic link (refused: wsrelay never follows one here)", path);
         else
             err_set(e, "%s: %s", path, strerror(err));

@@ -26,6 +26,11 @@ enum file_links {
  * missing file). */
 int file_open_regular(const char *path, enum file_links links, struct stat *st, struct err *e);
 
+/* file_open_regular for `name` relative to the directory open as `dirfd`
+ * (AT_FDCWD: the working directory), naming it `path` in messages. */
+int file_open_regular_at(int dirfd, const char *name, const char *path, enum file_links links,
+                         struct stat *st, struct err *e);
+
 /* Reads what remains of `fd` into `out` (whose cap applies); `path` names
  * it in errors. Does not close `fd`. */
 int file_read_fd(struct buf *out, int fd, const char *path, struct err *e);

@@ -87,6 +87,16 @@ static struct state *reopen(struct state *s)
     return open_ok();
 }
 
+/* A state in which key 100/ch1 of `serial` is seen and saved, its device
+ * file written (the state closed again). */
+static void seen_and_saved(const char *serial)
+{
+    struct state *s = open_ok();
+    state_mark_seen(s, serial, 100, "ch1");
+    s = reopen(s);
+    state_close(s);
+}
+
 /* DIR/state.json.d/NAME; caller frees. */
 static char *in_dir(const char *name)
 {
@@ -237,17 +247,14 @@ Test(seenfiles, a_state_of_the_release_before_moves_its_keys_out)
  * was: the key is in the state file's journal only, and is seen. */
 Test(seenfiles, a_key_only_in_the_journal_is_seen_after_a_crash)
 {
-    struct state *s = open_ok();
-    state_mark_seen(s, "A", 100, "ch1");
-    s = reopen(s);
-    state_close(s);
+    seen_and_saved("A");
     char *a = file_of("A");
     cr_assert(exists(a));
     /* The state file of a save whose flush never ran: a journal that the
      * device file lacks. */
     spew(path, "{\"version\":1,\"seen\":{\"A\":{\"200/ch1\":1},\"B\":{\"300/ch2\":1}},"
                "\"floors\":{\"A\":50}}\n");
-    s = open_ok();
+    struct state *s = open_ok();
     cr_expect(state_seen(s, "A", 100, "ch1"), "from the file");
     cr_expect(state_seen(s, "A", 200, "ch1"), "from the journal");
     cr_expect(state_seen(s, "B", 300, "ch2"), "a device without a file yet");
@@ -364,16 +371,13 @@ Test(seenfiles, a_corrupt_device_file_is_set_aside_and_the_run_goes_on)
         "corrupt seen file: empty",
     };
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
-        struct state *s = open_ok();
-        state_mark_seen(s, "A", 100, "ch1");
-        s = reopen(s);
-        state_close(s);
+        seen_and_saved("A");
         spew(path, "{\"version\":1,\"seen\":{\"A\":{\"200/ch1\":1}}}");
         char *a = file_of("A");
         spew(a, texts[i]);
         struct caught c;
         catch_stderr(&c);
-        s = open_ok();
+        struct state *s = open_ok();
         bool old = state_seen(s, "A", 100, "ch1");
         bool journaled = state_seen(s, "A", 200, "ch1");
         char *log = release_stderr(&c);
@@ -412,15 +416,13 @@ Test(seenfiles, a_corrupt_device_file_is_set_aside_and_the_run_goes_on)
  * warned about and read as empty, never moved. */
 Test(seenfiles, state_peek_leaves_a_corrupt_device_file_where_it_is)
 {
-    struct state *s = open_ok();
-    state_mark_seen(s, "A", 100, "ch1");
-    s = reopen(s);
-    state_close(s);
+    seen_and_saved("A");
     spew(path, "{\"version\":1}"); /* the journal written away */
     char *a = file_of("A");
     spew(a, "{");
     struct caught c;
     struct err e = {{0}};
+    struct state *s = NULL;
     catch_stderr(&c);
     cr_assert_eq(state_peek(&s, path, &e), 0, "%s", e.msg);
     cr_expect_eq(state_seen_count(s, "A"), 0);
@@ -483,7 +485,9 @@ Test(seenfiles, an_unreadable_device_file_is_never_overwritten)
     char *log = release_stderr(&c);
     cr_expect_eq(rc, STATE_SAVED_BEHIND);
     char *want =
-        xasprintf("%s: seen keys kept in the state file for now: %s: not a regular file", path, a);
+        xasprintf("%s: seen keys kept in the state file for now: %s: not a regular file (a "
+                  "directory)",
+                  path, a);
     cr_expect_str_eq(e.msg, want);
     cr_expect_not_null(strstr(log, "device A reads as having no seen file"), "%s", log);
     cr_expect_not(state_seen_known(s, "A"), "its keys are unknown");
@@ -637,16 +641,13 @@ Test(seenfiles, a_save_that_changes_nothing_writes_no_device_file)
  * a warning, and the relay starts over whole. */
 Test(seenfiles, device_files_without_their_state_file_go_aside)
 {
-    struct state *s = open_ok();
-    state_mark_seen(s, "A", 100, "ch1");
-    s = reopen(s);
-    state_close(s);
+    seen_and_saved("A");
     char *a = file_of("A");
     cr_assert(exists(a));
     cr_assert_eq(unlink(path), 0);
     struct caught c;
     catch_stderr(&c);
-    s = open_ok();
+    struct state *s = open_ok();
     char *log = release_stderr(&c);
     cr_expect_not_null(strstr(log, "no state file, but device files beside it: moved them aside"),
                        "%s", log);
