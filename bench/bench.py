@@ -378,6 +378,27 @@ def bench_size(bindir, work, minutes, warm_hours):
 QUIET_SIZES = (48, 2000)  # devices on one login ID
 
 
+def json_floor(bindir, sim, work, state, now):
+    """json-c's own cost on the login's Get Current Readings reply (fetched
+    once more at `now`, a time whose window has room) and on the state
+    file: [(label, (bytes, parse, serialise, free ms))]."""
+    reply = os.path.join(work, "current-reply.json")
+    sim.set_clock(now)
+    body = json.dumps({"api-key": API_KEY, "login-id": login_id(0),
+                       "login-pass": "pass-0"}).encode()
+    request = urllib.request.Request(sim.url + "/v1/devices/current", data=body, headers={
+        "Content-Type": "application/json", "X-HTTP-Method-Override": "GET"})
+    with _OPENER.open(request, timeout=30) as r, open(reply, "wb") as f:
+        f.write(r.read())
+    out = subprocess.run([os.path.join(bindir, "wsrelay-jsonfloor"), reply, state],
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    rows = []
+    for label, line in zip(("Get Current Readings reply", "state file"), out):
+        size, parse, serialise, free = line.split()
+        rows.append((label, (int(size), float(parse), float(serialise), float(free))))
+    return rows
+
+
 def bench_quiet(bindir, work, repeat):
     """The runs wsrelay makes most: one login ID of N devices whose state
     knows every device (each polled once, its 20 entries seen), then runs
@@ -398,6 +419,7 @@ def bench_quiet(bindir, work, repeat):
     print("| devices | run | platform calls | wall time | CPU (user+sys) | max RSS | state file |")
     print("|---:|---|---|---|---|---|---:|")
     result = {}
+    floors = []
     global SIGNALS
     for n in QUIET_SIZES:
         d = os.path.join(work, "quiet-%d" % n)
@@ -465,6 +487,7 @@ def bench_quiet(bindir, work, repeat):
             shutil.copyfile(polled, state)
             rows.append(("one device polled (--look), nothing new", calls, samples))
             size = os.path.getsize(state)
+            floors.append((n, json_floor(bindir, sim, d, state, last + 3700 * (repeat + 2))))
             naive = [run_measured(bindir, [sys.executable, os.path.join(
                 os.path.dirname(os.path.abspath(__file__)), "naive_relay.py"), state,
                 os.path.join(d, "naive-state.json"), str(last + 60)], log)
@@ -477,6 +500,15 @@ def bench_quiet(bindir, work, repeat):
                    spread([x.cpu for x in samples], ms),
                    mib(statistics.median(x.rss_kib for x in samples)), size))
             result[(n, label)] = samples
+    print()
+    print("What json-c alone costs on the same inputs (`wsrelay-jsonfloor`: one document "
+          "parsed, serialised again and freed in a fresh process, CPU):\n")
+    print("| devices | document | bytes | parse | serialise | free |")
+    print("|---:|---|---:|---|---|---|")
+    for n, rows in floors:
+        for label, (size, parse, serialise, free) in rows:
+            print("| %d | %s | %d | %.1f ms | %.1f ms | %.1f ms |" %
+                  (n, label, size, parse, serialise, free))
     print()
     return result
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds wsrelay and the simulator as scripts/test.sh does (into build/),
-# and the benchmark's helper wsrelay-rusage; then measures them on
-# 127.0.0.1 and prints the tables that docs/PERFORMANCE.md reports.
+# and the benchmark's helpers wsrelay-rusage and wsrelay-jsonfloor; then
+# measures them on 127.0.0.1 and prints the tables that docs/PERFORMANCE.md
+# reports.
 # Scenarios, configurations, states and logs go to a temporary directory
 # (mktemp -d; set TMPDIR to choose its file system), removed at the end
 # unless something failed.
@@ -15,7 +16,7 @@ wsrelay_root=$(cd "$(dirname "$0")/.." && pwd)
 . "$wsrelay_root/scripts/deps.sh"
 wsrelay_install_deps
 wsrelay_build "$wsrelay_root/build" >/dev/null
-cmake --build "$wsrelay_root/build" --target wsrelay-rusage >/dev/null
+cmake --build "$wsrelay_root/build" --target wsrelay-rusage wsrelay-jsonfloor >/dev/null
 
 work=$(mktemp -d)
 status=0

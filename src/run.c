@@ -598,7 +598,8 @@ static void free_strings(char **v, size_t n)
 static bool outbox_waits(const struct tick *t)
 {
     size_t n = 0;
-    free_strings(state_outbox_receivers(t->st, &n), n);
+    char **receivers = state_outbox_receivers(t->st, &n);
+    free_strings(receivers, n);
     return n > 0;
 }
 
@@ -609,7 +610,8 @@ static bool outbox_waits(const struct tick *t)
 static bool anything_waiting(const struct tick *t)
 {
     size_t n = 0;
-    free_strings(state_condition_keys(t->st, &n), n);
+    char **keys = state_condition_keys(t->st, &n);
+    free_strings(keys, n);
     return n > 0 || outbox_waits(t) || any_failing(t);
 }
 
