@@ -1,7 +1,8 @@
 /* The platform client: builds each request body with json-c, makes the POST
  * over one libcurl handle kept for the whole run, and turns what comes back
- * (status, rate-limit headers, error body) into a struct platform_reply. It
- * also lists the devices of a Get Current Readings body. */
+ * (status, rate-limit headers, error body, a JSON or CSV body) into a
+ * struct platform_reply. It also lists the devices of a Get Current
+ * Readings body. */
 #include "platform.h"
 #include "serial.h"
 #include "util/buf.h"
@@ -41,15 +42,20 @@ struct platform {
 struct call {
     struct platform_reply *reply;
     enum platform_op op;
+    enum platform_type type;
     struct json_object *request;
     char *url;
     struct buf body;
     bool too_large;
-    bool seen_limit, seen_reset, seen_remaining;
+    bool seen_limit, seen_reset, seen_remaining, seen_data_count;
 };
 
-static const char *const op_names[PLATFORM_N_OPS] = {"current", "alert"};
-static const char *const op_paths[PLATFORM_N_OPS] = {"/v1/devices/current", "/v1/devices/alert"};
+static const char *const op_names[PLATFORM_N_OPS] = {
+    "current", "alert", "latest-data", "latest-data-rtr500", "data", "data-rtr500"};
+static const char *const op_paths[PLATFORM_N_OPS] = {
+    "/v1/devices/current",     "/v1/devices/alert",
+    "/v1/devices/latest-data", "/v1/devices/latest-data-rtr500",
+    "/v1/devices/data",        "/v1/devices/data-rtr500"};
 
 const char *platform_op_name(enum platform_op op)
 {
@@ -59,8 +65,9 @@ const char *platform_op_name(enum platform_op op)
 struct platform_limit platform_op_limit(enum platform_op op)
 {
     static const struct platform_limit limits[PLATFORM_N_OPS] = {
-        [PLATFORM_CURRENT] = {10, 120},
-        [PLATFORM_ALERT] = {12, 3600},
+        [PLATFORM_CURRENT] = {10, 120}, [PLATFORM_ALERT] = {12, 3600},
+        [PLATFORM_LATEST] = {60, 60},   [PLATFORM_LATEST_RTR500] = {60, 60},
+        [PLATFORM_DATA] = {20, 60},     [PLATFORM_DATA_RTR500] = {20, 60},
     };
     return (unsigned)op < PLATFORM_N_OPS ? limits[op] : limits[PLATFORM_ALERT];
 }
@@ -178,11 +185,12 @@ static size_t on_header(char *data, size_t size, size_t n, void *userdata)
         {"X-RateLimit-Limit", &rl->limit, &c->seen_limit},
         {"X-RateLimit-Reset", &rl->reset, &c->seen_reset},
         {"X-RateLimit-Remaining", &rl->remaining, &c->seen_remaining},
+        {"X-RateLimit-Remaining-DataCount", &rl->data_count, &c->seen_data_count},
     };
     (void)size; /* always 1 */
     if (n >= 5 && !strncmp(data, "HTTP/", 5)) {
         memset(rl, 0, sizeof *rl);
-        c->seen_limit = c->seen_reset = c->seen_remaining = false;
+        c->seen_limit = c->seen_reset = c->seen_remaining = c->seen_data_count = false;
         return n;
     }
     const char *colon = memchr(data, ':', n);
@@ -311,28 +319,93 @@ void platform_reply_free(struct platform_reply *r)
     if (!r)
         return;
     free(r->message);
+    free(r->text);
     json_object_put(r->body);
     memset(r, 0, sizeof *r);
+}
+
+enum platform_op platform_graph_op(const char *serial, const char *base, bool period)
+{
+    bool standalone = !base || !*base || (serial && strcmp(serial, base) == 0);
+    if (period)
+        return standalone ? PLATFORM_DATA : PLATFORM_DATA_RTR500;
+    return standalone ? PLATFORM_LATEST : PLATFORM_LATEST_RTR500;
+}
+
+static bool is_graph_op(enum platform_op op)
+{
+    return op >= PLATFORM_LATEST && op <= PLATFORM_DATA_RTR500;
+}
+
+static bool is_rtr500_op(enum platform_op op)
+{
+    return op == PLATFORM_LATEST_RTR500 || op == PLATFORM_DATA_RTR500;
+}
+
+static bool is_period_op(enum platform_op op)
+{
+    return op == PLATFORM_DATA || op == PLATFORM_DATA_RTR500;
+}
+
+/* Why `q` cannot be sent as `op`; NULL when it can. */
+static const char *query_problem(enum platform_op op, const struct platform_query *q)
+{
+    if ((unsigned)op >= PLATFORM_N_OPS)
+        return "unknown operation";
+    if (op == PLATFORM_CURRENT)
+        return NULL;
+    if (!q->serial || !*q->serial)
+        return op == PLATFORM_ALERT ? "a serial and a base serial are needed"
+                                    : "a serial is needed";
+    if (op == PLATFORM_ALERT && (!q->base || !*q->base))
+        return "a serial and a base serial are needed";
+    if (is_rtr500_op(op) && (!q->base || !*q->base))
+        return "a base serial is needed";
+    if (is_graph_op(op) && q->type == PLATFORM_TYPE_CSV && is_rtr500_op(op))
+        return "type csv has no CSV layout for base-attached remote units (use csv2)";
+    if (q->temperature_unit && q->temperature_unit != 'C' && q->temperature_unit != 'F')
+        return "the temperature unit must be C or F";
+    return NULL;
 }
 
 /* The request body. json-c does the quoting, so no value can break out of
  * its string. */
 static struct json_object *request_body(const struct account_conf *a, enum platform_op op,
-                                        const char *serial, const char *base)
+                                        const struct platform_query *q)
 {
+    static const char *const types[] = {"json", "csv2", "csv"};
     struct json_object *req = json_object_new_object();
     json_object_object_add(req, "api-key", json_object_new_string(a->api_key ? a->api_key : ""));
     json_object_object_add(req, "login-id", json_object_new_string(a->login_id ? a->login_id : ""));
     json_object_object_add(req, "login-pass",
                            json_object_new_string(a->login_pass ? a->login_pass : ""));
-    if (op == PLATFORM_ALERT) {
-        json_object_object_add(req, "remote-serial", json_object_new_string(serial));
-        json_object_object_add(req, "base-serial", json_object_new_string(base));
-    } else if (serial || base) {
-        struct json_object *list = json_object_new_array();
-        json_object_array_add(list, json_object_new_string(serial ? serial : base));
-        json_object_object_add(req, serial ? "remote-serial" : "base-serial", list);
+    if (op == PLATFORM_CURRENT) {
+        if (q->serial || q->base) {
+            struct json_object *list = json_object_new_array();
+            json_object_array_add(list, json_object_new_string(q->serial ? q->serial : q->base));
+            json_object_object_add(req, q->serial ? "remote-serial" : "base-serial", list);
+        }
+        return req;
     }
+    json_object_object_add(req, "remote-serial", json_object_new_string(q->serial));
+    if (op == PLATFORM_ALERT || is_rtr500_op(op))
+        json_object_object_add(req, "base-serial", json_object_new_string(q->base));
+    if (!is_graph_op(op))
+        return req;
+    if (q->type != PLATFORM_TYPE_JSON)
+        json_object_object_add(req, "type", json_object_new_string(types[q->type]));
+    if (q->temperature_unit)
+        json_object_object_add(req, "temperature-unit",
+                               json_object_new_string(q->temperature_unit == 'F' ? "F" : "C"));
+    if (!is_period_op(op))
+        return req;
+    if (q->from > 0)
+        json_object_object_add(req, "unixtime-from", json_object_new_int64(q->from));
+    if (q->to > 0)
+        json_object_object_add(req, "unixtime-to", json_object_new_int64(q->to));
+    if (q->number > 0)
+        json_object_object_add(req, "number",
+                               json_object_new_int64(q->number > 65535 ? 65535 : q->number));
     return req;
 }
 
@@ -404,23 +477,21 @@ out:
 /* Sets up p's handle for one call into `c` (zeroed by the caller), whose
  * reply is `out`. Returns false, with out->message set, when the call
  * cannot be made; call_end must follow either way. */
-static bool call_begin(struct platform *p, struct call *c, enum platform_op op, const char *serial,
-                       const char *base, struct platform_reply *out)
+static bool call_begin(struct platform *p, struct call *c, enum platform_op op,
+                       const struct platform_query *q, struct platform_reply *out)
 {
     CURLcode cc = CURLE_OK;
     c->reply = out;
     c->op = op;
+    c->type = is_graph_op(op) ? q->type : PLATFORM_TYPE_JSON;
     buf_init(&c->body, RESPONSE_LIMIT);
     platform_reply_free(out);
-    if ((unsigned)op >= PLATFORM_N_OPS) {
-        out->message = xstrdup("unknown operation");
+    const char *problem = query_problem(op, q);
+    if (problem) {
+        out->message = xasprintf("%s: %s", platform_op_name(op), problem);
         return false;
     }
-    if (op == PLATFORM_ALERT && (!serial || !*serial || !base || !*base)) {
-        out->message = xstrdup("alert: a serial and a base serial are needed");
-        return false;
-    }
-    c->request = request_body(p->account, op, serial, base);
+    c->request = request_body(p->account, op, q);
     const char *text = json_object_to_json_string_ext(
         c->request, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     c->url = xasprintf("%s%s", p->base_url, op_paths[op]);
@@ -456,8 +527,15 @@ static int call_end(struct platform *p, struct call *c, bool begun, CURLcode cc)
     if (!begun)
         goto out;
     out->rl.present = c->seen_limit && c->seen_reset && c->seen_remaining;
-    if (!out->rl.present)
+    out->rl.has_data_count = c->seen_data_count;
+    if (!out->rl.present) {
+        long data_count = out->rl.data_count;
         memset(&out->rl, 0, sizeof out->rl);
+        out->rl.has_data_count = c->seen_data_count;
+        out->rl.data_count = c->seen_data_count ? data_count : 0;
+    } else if (!c->seen_data_count) {
+        out->rl.data_count = 0;
+    }
     if (c->too_large) {
         curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &out->http_status);
         out->message = xasprintf("HTTP %ld: response too large (over %zu MiB)", out->http_status,
@@ -473,6 +551,14 @@ static int call_end(struct platform *p, struct call *c, bool begun, CURLcode cc)
     curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &out->http_status);
     if (out->http_status != 200) {
         out->message = error_message(&out->api_code, out->http_status, &c->body, p->account);
+        goto out;
+    }
+    if (c->type != PLATFORM_TYPE_JSON) {
+        out->text = xmalloc(c->body.len + 1);
+        memcpy(out->text, c->body.data ? c->body.data : "", c->body.len);
+        out->text[c->body.len] = '\0';
+        out->text_len = c->body.len;
+        rc = 0;
         goto out;
     }
     out->body = parse_json(c->body.data, c->body.len);
@@ -499,8 +585,20 @@ out:
 int platform_call(struct platform *p, enum platform_op op, const char *serial, const char *base,
                   struct platform_reply *out)
 {
+    if (is_graph_op(op)) {
+        platform_reply_free(out);
+        out->message = xasprintf("%s: use platform_query", platform_op_name(op));
+        return -1;
+    }
+    struct platform_query q = {.serial = serial, .base = base};
+    return platform_query(p, op, &q, out);
+}
+
+int platform_query(struct platform *p, enum platform_op op, const struct platform_query *q,
+                   struct platform_reply *out)
+{
     struct call c = {0};
-    bool begun = call_begin(p, &c, op, serial, base, out);
+    bool begun = call_begin(p, &c, op, q, out);
     CURLcode cc = begun ? curl_easy_perform(p->curl) : CURLE_OK;
     return call_end(p, &c, begun, cc);
 }
@@ -577,14 +675,16 @@ void platform_multi_call(struct platform_multi *m, struct platform_request *reqs
         bool busy = false;
         for (size_t j = 0; j < i; j++)
             busy |= reqs[j].p == rq->p;
-        if (busy) {
+        if (busy || is_graph_op(rq->op)) {
             /* Setting up its handle again would take it from the first. */
             platform_reply_free(&rq->reply);
             t->call = (struct call){.reply = &rq->reply, .op = rq->op};
-            rq->reply.message = xstrdup("the client is busy with another call");
+            rq->reply.message = xstrdup(busy ? "the client is busy with another call"
+                                             : "graph-data calls are made with platform_query");
             continue;
         }
-        t->begun = call_begin(rq->p, &t->call, rq->op, rq->serial, rq->base, &rq->reply);
+        struct platform_query q = {.serial = rq->serial, .base = rq->base};
+        t->begun = call_begin(rq->p, &t->call, rq->op, &q, &rq->reply);
         if (!t->begun)
             continue;
         CURLMcode mc = curl_easy_setopt(rq->p->curl, CURLOPT_PRIVATE, (char *)t) == CURLE_OK

@@ -1,4 +1,8 @@
-/* The platform client: Get Current Readings and Get Alert Logs over HTTPS.
+/* The platform client: the six operations of the platform interface over
+ * HTTPS: Get Current Readings, Get Alert Logs, and the graph-data
+ * operations (Get Latest Data and Get Data by Period and Number, each for
+ * standalone devices and for base-attached remote units, the -rtr500
+ * variants), whose records series.h reads.
  *
  * Every request is a POST with `X-HTTP-Method-Override: GET` and a JSON body
  * carrying the credentials. TLS verification is always on; plain http is
@@ -17,14 +21,26 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 
-enum platform_op { PLATFORM_CURRENT, PLATFORM_ALERT, PLATFORM_N_OPS };
+enum platform_op {
+    PLATFORM_CURRENT,
+    PLATFORM_ALERT,
+    PLATFORM_LATEST,        /* latest-data: a standalone device's 300 newest readings */
+    PLATFORM_LATEST_RTR500, /* latest-data-rtr500: the same of a base-attached remote unit */
+    PLATFORM_DATA,          /* data: a standalone device's readings by period and number */
+    PLATFORM_DATA_RTR500,   /* data-rtr500: the same of a base-attached remote unit */
+    PLATFORM_N_OPS
+};
 
-/* "current" or "alert": the name used in logs, the state and metrics. */
+/* The operation's path name ("current", "alert", "latest-data",
+ * "latest-data-rtr500", "data", "data-rtr500"): the name used in logs, the
+ * state and metrics. */
 const char *platform_op_name(enum platform_op op);
 
 /* The platform's published limit of `op` per login ID: at most
  * `limit` calls in any `span` seconds (alert logs: 12 per 3600 s, current
- * readings: 10 per 120 s). */
+ * readings: 10 per 120 s, latest data 60 per 60 s, data by period 20 per
+ * 60 s). The period operations also cap the readings served per device
+ * (160,000 an hour), which the reply's data count reports. */
 struct platform_limit {
     int limit;
     long span;
@@ -32,10 +48,12 @@ struct platform_limit {
 struct platform_limit platform_op_limit(enum platform_op op);
 
 struct ratelimit {
-    bool present;   /* all three headers were there */
-    long limit;     /* X-RateLimit-Limit */
-    long reset;     /* X-RateLimit-Reset, seconds */
-    long remaining; /* X-RateLimit-Remaining */
+    bool present;        /* all three headers were there */
+    long limit;          /* X-RateLimit-Limit */
+    long reset;          /* X-RateLimit-Reset, seconds */
+    long remaining;      /* X-RateLimit-Remaining */
+    bool has_data_count; /* X-RateLimit-Remaining-DataCount came (period operations) */
+    long data_count;     /* the readings still allowed; 0 when absent */
 };
 
 struct platform_reply {
@@ -43,7 +61,9 @@ struct platform_reply {
     int api_code;     /* error.code of an error body; 0 when absent or not JSON */
     char *message;    /* what went wrong, for logs (never holds a secret); NULL on success */
     struct ratelimit rl;
-    struct json_object *body; /* the parsed JSON object of a 200 reply; else NULL */
+    struct json_object *body; /* the parsed JSON object of a 200 JSON reply; else NULL */
+    char *text;               /* the body of a 200 CSV reply (NUL-terminated); else NULL */
+    size_t text_len;
 };
 
 struct platform;
@@ -74,6 +94,31 @@ int platform_call(struct platform *p, enum platform_op op, const char *serial, c
                   struct platform_reply *out);
 
 void platform_reply_free(struct platform_reply *r);
+
+/* What a graph-data call asks for. */
+enum platform_type { PLATFORM_TYPE_JSON, PLATFORM_TYPE_CSV2, PLATFORM_TYPE_CSV };
+struct platform_query {
+    const char *serial;      /* remote-serial, required */
+    const char *base;        /* base-serial: required by the -rtr500 operations, else unused */
+    enum platform_type type; /* csv: the layout of csv2 for standalone devices (deprecated) */
+    char temperature_unit;   /* 'C' or 'F' converts temperatures; 0: the device's own unit */
+    long long from, to;      /* the period operations' unixtime-from and -to; 0: not sent */
+    long number;             /* the period operations' number; 0: not sent (the platform's
+                                default, 16000); above 65535 sent as 65535 */
+};
+
+/* The graph-data operation that fits a device: the standalone one when the
+ * device is its own base unit (`base` NULL, empty or `serial`), else the
+ * -rtr500 one; by period when `period` is true, else the latest readings. */
+enum platform_op platform_graph_op(const char *serial, const char *base, bool period);
+
+/* Makes one graph-data call (`op` PLATFORM_LATEST to PLATFORM_DATA_RTR500).
+ * Returns 0 on a 200 whose body is a JSON object (type json; in
+ * out->body) or any text (csv types; in out->text), -1 otherwise, with
+ * `out` as platform_call fills it. A query the operation cannot send (no
+ * serial, no base for -rtr500, another operation) fails without a call. */
+int platform_query(struct platform *p, enum platform_op op, const struct platform_query *q,
+                   struct platform_reply *out);
 
 /* Calls in parallel: the calls of one platform_multi_call run at once over
  * libcurl's multi interface, so calls to several login IDs take about as

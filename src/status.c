@@ -674,7 +674,7 @@ static void write_login(struct buf *b, const struct login_row *l, long long now)
     for (int op = 0; op < PLATFORM_N_OPS; op++)
         if (l->op[op].b.blocked_until > now)
             buf_printf(b, "  %s calls blocked by the platform until %s\n",
-                       op == PLATFORM_ALERT ? "alert" : "current-readings",
+                       op == PLATFORM_CURRENT ? "current-readings" : platform_op_name(op),
                        when(l->op[op].b.blocked_until, now, false).s);
     buf_printf(b, "  last success: %s\n", when(l->health.last_ok, now, false).s);
     if (!l->health.error_at)

@@ -975,10 +975,135 @@ Test(platform, tls_to_plain_server_fails)
     platform_free(p);
 }
 
+static void assert_int_member(struct json_object *obj, const char *key, long long want)
+{
+    struct json_object *v = NULL;
+    cr_assert(json_object_object_get_ex(obj, key, &v), "no member '%s'", key);
+    cr_assert(json_object_is_type(v, json_type_int), "member '%s' is not an integer", key);
+    cr_assert_eq(json_object_get_int64(v), want, "%s: %lld", key,
+                 (long long)json_object_get_int64(v));
+}
+
+Test(platform, latest_data_request)
+{
+    struct platform_reply r = {0};
+    struct platform_query q = {.serial = "52C10001"};
+    answer(200, "{\"serial\":\"52C10001\",\"channel\":[],\"data\":[]}");
+    answer_header("X-RateLimit-Limit", "60");
+    answer_header("X-RateLimit-Reset", "60");
+    answer_header("X-RateLimit-Remaining", "59");
+    cr_assert_eq(platform_query(client, PLATFORM_LATEST, &q, &r), 0, "%s",
+                 r.message ? r.message : "");
+    cr_assert_not_null(r.body);
+    cr_assert_null(r.text);
+    cr_assert(r.rl.present);
+    cr_assert_not(r.rl.has_data_count);
+    assert_common_request(0, "/v1/devices/latest-data");
+    struct json_object *req = request_json(0);
+    /* Only what was asked: no type, no unit, no base for a standalone device. */
+    cr_assert_eq(json_object_object_length(req), 4);
+    assert_member(req, "remote-serial", "52C10001");
+    json_object_put(req);
+    platform_reply_free(&r);
+}
+
+Test(platform, data_rtr500_request_csv_and_data_count)
+{
+    struct platform_reply r = {0};
+    struct platform_query q = {.serial = "52C10001",
+                               .base = "58210001",
+                               .type = PLATFORM_TYPE_CSV2,
+                               .temperature_unit = 'F',
+                               .from = 1795000000,
+                               .to = 1795003600,
+                               .number = 100000};
+    static const char csv[] = "\"Date/Time\",\"Date/Time\",\"No.1\"\r\n";
+    answer(200, csv);
+    answer_header("Content-Type", "text/csv; charset=utf-8");
+    answer_header("X-RateLimit-Limit", "20");
+    answer_header("X-RateLimit-Reset", "60");
+    answer_header("X-RateLimit-Remaining", "19");
+    answer_header("X-RateLimit-Remaining-DataCount", "159700");
+    cr_assert_eq(platform_query(client, PLATFORM_DATA_RTR500, &q, &r), 0, "%s",
+                 r.message ? r.message : "");
+    cr_assert_null(r.body);
+    cr_assert_not_null(r.text);
+    cr_assert_eq(r.text_len, strlen(csv));
+    cr_assert_str_eq(r.text, csv);
+    cr_assert(r.rl.present);
+    cr_assert_eq(r.rl.remaining, 19);
+    cr_assert(r.rl.has_data_count);
+    cr_assert_eq(r.rl.data_count, 159700);
+    assert_common_request(0, "/v1/devices/data-rtr500");
+    struct json_object *req = request_json(0);
+    cr_assert_eq(json_object_object_length(req), 10);
+    assert_member(req, "remote-serial", "52C10001");
+    assert_member(req, "base-serial", "58210001");
+    assert_member(req, "type", "csv2");
+    assert_member(req, "temperature-unit", "F");
+    assert_int_member(req, "unixtime-from", 1795000000);
+    assert_int_member(req, "unixtime-to", 1795003600);
+    assert_int_member(req, "number", 65535); /* the platform's cap */
+    json_object_put(req);
+    platform_reply_free(&r);
+    cr_assert_null(r.text);
+}
+
+Test(platform, graph_queries_refused_before_a_call)
+{
+    struct platform_reply r = {0};
+    const struct {
+        enum platform_op op;
+        struct platform_query q;
+        const char *message;
+    } cases[] = {
+        {PLATFORM_LATEST, {.serial = NULL}, "latest-data: a serial is needed"},
+        {PLATFORM_LATEST_RTR500,
+         {.serial = "52C10001"},
+         "latest-data-rtr500: a base serial is needed"},
+        {PLATFORM_DATA_RTR500,
+         {.serial = "52C10001", .base = "58210001", .type = PLATFORM_TYPE_CSV},
+         "data-rtr500: type csv has no CSV layout for base-attached remote units (use csv2)"},
+        {PLATFORM_DATA,
+         {.serial = "52C10001", .temperature_unit = 'K'},
+         "data: the temperature unit must be C or F"},
+    };
+    answer(200, "{}");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_assert_eq(platform_query(client, cases[i].op, &cases[i].q, &r), -1);
+        cr_assert_str_eq(r.message, cases[i].message);
+        cr_assert_eq(r.http_status, 0);
+    }
+    /* The graph operations have their own entry point. */
+    cr_assert_eq(platform_call(client, PLATFORM_LATEST, "52C10001", NULL, &r), -1);
+    cr_assert_str_eq(r.message, "latest-data: use platform_query");
+    cr_assert_eq(srv.n_requests, 0);
+    platform_reply_free(&r);
+}
+
+Test(platform, graph_op_fits_the_device)
+{
+    cr_assert_eq(platform_graph_op("52C10001", "52C10001", false), PLATFORM_LATEST);
+    cr_assert_eq(platform_graph_op("52C10001", NULL, true), PLATFORM_DATA);
+    cr_assert_eq(platform_graph_op("52C10001", "", false), PLATFORM_LATEST);
+    cr_assert_eq(platform_graph_op("52C10001", "58210001", false), PLATFORM_LATEST_RTR500);
+    cr_assert_eq(platform_graph_op("52C10001", "58210001", true), PLATFORM_DATA_RTR500);
+    struct platform_limit l = platform_op_limit(PLATFORM_LATEST_RTR500);
+    cr_assert_eq(l.limit, 60);
+    cr_assert_eq(l.span, 60);
+    l = platform_op_limit(PLATFORM_DATA);
+    cr_assert_eq(l.limit, 20);
+    cr_assert_eq(l.span, 60);
+}
+
 Test(platform, op_names)
 {
     cr_assert_str_eq(platform_op_name(PLATFORM_CURRENT), "current");
     cr_assert_str_eq(platform_op_name(PLATFORM_ALERT), "alert");
+    cr_assert_str_eq(platform_op_name(PLATFORM_LATEST), "latest-data");
+    cr_assert_str_eq(platform_op_name(PLATFORM_LATEST_RTR500), "latest-data-rtr500");
+    cr_assert_str_eq(platform_op_name(PLATFORM_DATA), "data");
+    cr_assert_str_eq(platform_op_name(PLATFORM_DATA_RTR500), "data-rtr500");
     struct platform_reply r = {0};
     platform_reply_free(&r);
     platform_reply_free(NULL);
