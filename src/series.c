@@ -101,19 +101,25 @@ static void sort_points(struct series *s)
 
 /* ---- JSON ---- */
 
-static void read_json_channels(struct series *out, struct json_object *chans, bool zero_based)
+/* The channels of a record. The spec numbers a standalone record's
+ * channels from 0, yet real replies number them from 1 as base-attached
+ * ones do: a record that has a channel numbered 0 counts from 0. */
+static void read_json_channels(struct series *out, struct json_object *chans)
 {
     size_t len =
         chans && json_object_is_type(chans, json_type_array) ? json_object_array_length(chans) : 0;
+    long long num = 0;
+    bool from_zero = false;
+    for (size_t i = 0; i < len; i++)
+        from_zero |=
+            jsonv_int(jsonv_member(json_object_array_get_idx(chans, i), "num"), &num) && num == 0;
     for (size_t i = 0; i < len && out->n_channels < SERIES_CHANNELS_MAX; i++) {
         struct json_object *c = json_object_array_get_idx(chans, i);
-        long long num = 0;
         if (!c || !json_object_is_type(c, json_type_object))
             continue;
         if (!jsonv_int(jsonv_member(c, "num"), &num))
-            num = zero_based ? (long long)i : (long long)i + 1;
-        if (zero_based)
-            num++;
+            num = (long long)i + !from_zero;
+        num += from_zero;
         if (num < 1 || num > SERIES_CHANNELS_MAX || series_channel_index(out, (int)num) >= 0)
             continue;
         struct series_channel *ch = &out->channels[out->n_channels++];
@@ -172,7 +178,7 @@ int series_parse_json(struct series *out, const struct json_object *body, struct
             bias = 60;
         out->utc_offset = offset_of(diff, dst, bias);
     }
-    read_json_channels(out, jsonv_member(body, "channel"), !attached);
+    read_json_channels(out, jsonv_member(body, "channel"));
     size_t len = json_object_array_length(data);
     out->points = xreallocarray(NULL, len ? len : 1, sizeof *out->points);
     for (size_t i = 0; i < len; i++)

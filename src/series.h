@@ -23,7 +23,7 @@
 #define SERIES_CHANNELS_MAX 4 /* ch1 to ch4: the most a graph-data record has */
 
 struct series_channel {
-    int num;    /* 1 to 4 (a standalone record's 0-based num is given as num + 1) */
+    int num;    /* 1 to 4: the data member ch<num> (a record numbering from 0 is shifted) */
     char *name; /* "" when not given */
     char *unit; /* "" when not given; as sent ("°C", "C", "%", ...) */
 };

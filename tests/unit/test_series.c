@@ -217,3 +217,40 @@ Test(series, csv_extra_cells_and_long_cells)
     series_free(&s);
     buf_free(&b);
 }
+
+Test(series, csv_japanese_texts)
+{
+    struct series s = {0};
+    struct err e = {{0}};
+    static const char text[] =
+        "\"Date/Time\",\"Date/Time\",\"No.1\"\r\n"
+        "\"時差:GMT+9:00/夏時間:on\",\"日付のシリアル値(Excel)\",\"温度\"\r\n"
+        "\"\",\"\",\"C\"\r\n"
+        "\"2023-11-15 08:13:20\",\"45245.34259259\",\"-18.5\"\r\n";
+    cr_assert_eq(series_parse_csv(&s, text, sizeof text - 1, &e), 0, "%s", e.msg);
+    cr_assert_eq(s.utc_offset, 600);
+    cr_assert_str_eq(s.channels[0].name, "温度");
+    assert_point(&s, 0, 1700000000, -1, 1, -18.5, 0);
+    series_free(&s);
+}
+
+Test(series, channels_numbered_from_one_in_a_standalone_record)
+{
+    /* Real replies number a standalone record's channels from 1. */
+    struct series s = {0};
+    struct err e = {{0}};
+    struct json_object *body = json_tokener_parse(
+        "{\"serial\":\"52100002\",\"dst_bias\":\"30\",\"dst_flg\":\"1\",\"time_diff\":\"600\","
+        "\"channel\":[{\"num\":\"1\",\"name\":\"\",\"unit\":\"C\"},{\"num\":\"2\",\"unit\":\"%\"}],"
+        "\"data\":[{\"unixtime\":\"1700000000\",\"data-id\":\"7\",\"ch1\":\"5.5\",\"ch2\":\"60\"}]"
+        "}");
+    cr_assert_eq(series_parse_json(&s, body, &e), 0, "%s", e.msg);
+    cr_assert_eq(s.utc_offset, 630); /* a 30-minute daylight saving bias */
+    cr_assert_eq(s.n_channels, 2);
+    cr_assert_eq(s.channels[0].num, 1);
+    cr_assert_str_eq(s.channels[0].name, "");
+    cr_assert_eq(s.channels[1].num, 2);
+    assert_point(&s, 0, 1700000000, 7, 3, 5.5, 60);
+    series_free(&s);
+    json_object_put(body);
+}
