@@ -254,6 +254,13 @@ static const struct key account_keys[] = {
      .def = "true",
      .help = "Read current readings every run and poll the alert log of devices whose readings "
              "moved first; false: plain round robin (each device every N x 5.5 minutes)."},
+    {.name = "trend",
+     .kind = K_BOOL,
+     .off = AT(account_conf, trend),
+     .def = "true",
+     .help = "For an alarm or recovery on a channel (and an early warning), read the channel's "
+             "last readings (one Get Latest Data call per device, of its 60 a minute) and show "
+             "them in the message: a sparkline in chat, a chart in email."},
 };
 static const struct schema account_schema = {.what = "account",
                                              .keys = account_keys,

@@ -82,6 +82,8 @@ struct account_conf {
     bool early_warning; /* a reading that crosses a known limit is sent at once; default true */
     bool signals;       /* current readings decide which alert log to read; default true
                            (false: plain round robin) */
+    bool trend;         /* an alarm's or recovery's message shows its channel's recent
+                           readings (recent.c); default true */
 };
 
 struct header_conf {

@@ -6,12 +6,14 @@
 #include "alerttext.h"
 #include "platform.h"
 #include "serial.h"
+#include "trend.h"
 #include "util/log.h"
 #include "util/jsonv.h"
 #include "util/xalloc.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -47,6 +49,7 @@ void event_clear(struct event *ev)
     free(ev->rule);
     free(ev->severity);
     free(ev->condition);
+    event_trend_free(ev->trend);
     memset(ev, 0, sizeof *ev);
 }
 
@@ -77,6 +80,69 @@ void event_copy(struct event *out, const struct event *ev)
     out->condition = xstrdup_or_null(ev->condition);
     out->held = ev->held;
     out->held_since = ev->held_since;
+    out->trend = NULL;
+    if (ev->trend && ev->trend->series.n_channels == 1)
+        out->trend = event_trend_of(&ev->trend->series, ev->trend->series.channels[0].num,
+                                    ev->trend->since, ev->trend->until);
+}
+
+int event_channel(const struct event *ev)
+{
+    if (!ev->kind)
+        return 0;
+    if (!strcmp(ev->kind, "reading"))
+        return ev->channel >= 1 && ev->channel <= SERIES_CHANNELS_MAX ? ev->channel : 0;
+    if (strlen(ev->kind) == 3 && !strncmp(ev->kind, "ch", 2) && ev->kind[2] >= '1' &&
+        ev->kind[2] <= '0' + SERIES_CHANNELS_MAX)
+        return ev->kind[2] - '0';
+    return 0;
+}
+
+struct event_trend *event_trend_of(const struct series *s, int num, long long since,
+                                   long long until)
+{
+    int c = series_channel_index(s, num);
+    unsigned bit = 1u << (num - 1);
+    size_t n = 0;
+    if (c < 0 || since > until)
+        return NULL;
+    for (size_t i = 0; i < s->n_points; i++)
+        n += s->points[i].unixtime >= since && s->points[i].unixtime <= until &&
+             (s->points[i].valid & bit);
+    if (n == 0)
+        return NULL;
+    struct event_trend *t = xcalloc(1, sizeof *t);
+    struct series *out = &t->series;
+    t->since = since;
+    t->until = until;
+    out->serial = xstrdup_or_null(s->serial);
+    out->model = xstrdup_or_null(s->model);
+    out->name = xstrdup_or_null(s->name);
+    out->base_serial = xstrdup_or_null(s->base_serial);
+    out->utc_offset = s->utc_offset;
+    out->channels[0].num = num;
+    out->channels[0].name = xstrdup_or_null(s->channels[c].name);
+    out->channels[0].unit = xstrdup_or_null(s->channels[c].unit);
+    out->n_channels = 1;
+    out->points = xreallocarray(NULL, s->n_points, sizeof *out->points);
+    for (size_t i = 0; i < s->n_points; i++) {
+        const struct series_point *p = &s->points[i];
+        if (p->unixtime < since || p->unixtime > until)
+            continue;
+        struct series_point *q = &out->points[out->n_points++];
+        *q = (struct series_point){.unixtime = p->unixtime, .data_id = p->data_id};
+        q->valid = p->valid & bit;
+        q->v[num - 1] = q->valid ? p->v[num - 1] : 0;
+    }
+    return t;
+}
+
+void event_trend_free(struct event_trend *t)
+{
+    if (!t)
+        return;
+    series_free(&t->series);
+    free(t);
 }
 
 void event_list_free(struct event_list *l)
@@ -208,6 +274,85 @@ static void put_held_since_time(struct json_object *obj, const struct event *ev)
     put_string(obj, "held_since_time", text);
 }
 
+/* A reading's value for people: at most two decimals, none that are 0. */
+static struct json_object *value_text(double v)
+{
+    char text[40];
+    snprintf(text, sizeof text, "%.2f", v);
+    char *end = text + strlen(text);
+    while (end > text && end[-1] == '0')
+        *--end = '\0';
+    if (end > text && end[-1] == '.')
+        *--end = '\0';
+    if (!strcmp(text, "-0"))
+        strcpy(text, "0");
+    return json_object_new_string(text);
+}
+
+/* What templates show of a trend (trend.h): the sparkline, the first,
+ * last, lowest and highest values with their local times, the direction
+ * and the span in hours. */
+static void put_trend_summary(struct json_object *obj, const struct event_trend *t)
+{
+    struct trend sum;
+    struct tm tm;
+    char text[32];
+    if (trend_of(&sum, &t->series, t->series.channels[0].num, t->since, t->until,
+                 TREND_WIDTH_DEFAULT, NULL) < 0)
+        return;
+    put_string(obj, "sparkline", sum.sparkline);
+    put_string(obj, "direction", sum.direction);
+    json_object_object_add(obj, "count", json_object_new_int64((long long)sum.n));
+    json_object_object_add(obj, "first", value_text(sum.first));
+    json_object_object_add(obj, "last", value_text(sum.last));
+    json_object_object_add(obj, "min", value_text(sum.min));
+    json_object_object_add(obj, "max", value_text(sum.max));
+    json_object_object_add(obj, "change", value_text(sum.change));
+    const struct {
+        const char *key;
+        long long at;
+    } times[] = {{"since_time", t->since},
+                 {"until_time", t->until},
+                 {"min_time", sum.min_at},
+                 {"max_time", sum.max_at},
+                 {"last_time", sum.last_at}};
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++)
+        if (local_tm(&tm, times[i].at, t->series.utc_offset) &&
+            strftime(text, sizeof text, "%H:%M", &tm))
+            put_string(obj, times[i].key, text);
+    json_object_object_add(obj, "hours",
+                           json_object_new_int64((t->until - t->since + 1800) / 3600));
+}
+
+/* The trend as the outbox keeps it and templates see it: the span, the
+ * channel, its points as [unixtime, data-id or null, value or null], and
+ * the summary of put_trend_summary (which event_from_json does not read:
+ * it follows from the points). */
+static struct json_object *trend_to_json(const struct event_trend *t)
+{
+    const struct series *s = &t->series;
+    int c = s->channels[0].num - 1;
+    struct json_object *obj = json_object_new_object();
+    struct json_object *points = json_object_new_array_ext((int)s->n_points);
+    json_object_object_add(obj, "since", json_object_new_int64(t->since));
+    json_object_object_add(obj, "until", json_object_new_int64(t->until));
+    json_object_object_add(obj, "channel", json_object_new_int(s->channels[0].num));
+    put_string(obj, "channel_name", s->channels[0].name);
+    put_string(obj, "unit", s->channels[0].unit);
+    json_object_object_add(obj, "utc_offset", json_object_new_int(s->utc_offset));
+    for (size_t i = 0; i < s->n_points; i++) {
+        const struct series_point *p = &s->points[i];
+        struct json_object *pt = json_object_new_array_ext(3);
+        json_object_array_add(pt, json_object_new_int64(p->unixtime));
+        json_object_array_add(pt, p->data_id >= 0 ? json_object_new_int64(p->data_id) : NULL);
+        json_object_array_add(pt, (p->valid & (1u << c)) ? json_object_new_double(p->v[c]) : NULL);
+        json_object_array_add(points, pt);
+    }
+    json_object_object_add(obj, "points", points);
+    put_trend_summary(obj, t);
+    return obj;
+}
+
 struct json_object *event_to_json(const struct event *ev)
 {
     char local[40], utc[32];
@@ -245,6 +390,7 @@ struct json_object *event_to_json(const struct event *ev)
     put_held_since_time(obj, ev);
     put_string(obj, "condition", ev->condition);
     json_object_object_add(obj, "is_relay", json_object_new_boolean(!strcmp(ev->kind, "relay")));
+    json_object_object_add(obj, "trend", ev->trend ? trend_to_json(ev->trend) : NULL);
     return obj;
 }
 
@@ -306,6 +452,62 @@ static void read_routing(struct event *out, const struct json_object *obj)
     out->held_since = get_count(obj, "held_since");
 }
 
+static bool get_int(long long *out, const struct json_object *obj, const char *key)
+{
+    struct json_object *v = NULL;
+    if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_int))
+        return false;
+    *out = json_object_get_int64(v);
+    return true;
+}
+
+/* The trend as trend_to_json wrote it; NULL when absent or not usable in
+ * any part (a trend is an extra: a message goes out without one). */
+static struct event_trend *trend_from_json(struct json_object *obj)
+{
+    struct series s = {0};
+    struct event_trend *t = NULL;
+    long long since = 0, until = 0, num = 0, offset = 0;
+    struct json_object *points = jsonv_member(obj, "points");
+    if (!obj || !get_int(&since, obj, "since") || !get_int(&until, obj, "until") ||
+        !get_int(&num, obj, "channel") || num < 1 || num > SERIES_CHANNELS_MAX ||
+        !get_int(&offset, obj, "utc_offset") || offset <= -1440 - 120 || offset >= 1440 + 120 ||
+        !points || !json_object_is_type(points, json_type_array))
+        goto out;
+    s.utc_offset = (int)offset;
+    s.channels[0].num = (int)num;
+    get_string(&s.channels[0].name, obj, "channel_name");
+    get_string(&s.channels[0].unit, obj, "unit");
+    s.n_channels = 1;
+    size_t n = json_object_array_length(points);
+    s.points = xreallocarray(NULL, n ? n : 1, sizeof *s.points);
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *pt = json_object_array_get_idx(points, i);
+        struct json_object *id = json_object_array_get_idx(pt, 1);
+        struct json_object *v = json_object_array_get_idx(pt, 2);
+        struct series_point *p = &s.points[s.n_points];
+        if (!json_object_is_type(pt, json_type_array) || json_object_array_length(pt) != 3 ||
+            !json_object_is_type(json_object_array_get_idx(pt, 0), json_type_int))
+            goto out;
+        *p = (struct series_point){
+            .unixtime = json_object_get_int64(json_object_array_get_idx(pt, 0)), .data_id = -1};
+        if (id && json_object_is_type(id, json_type_int) && json_object_get_int64(id) >= 0 &&
+            json_object_get_int64(id) <= 65535)
+            p->data_id = (long)json_object_get_int64(id);
+        if (v &&
+            (json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)) &&
+            isfinite(json_object_get_double(v))) {
+            p->v[num - 1] = json_object_get_double(v);
+            p->valid = 1u << (num - 1);
+        }
+        s.n_points++;
+    }
+    t = event_trend_of(&s, (int)num, since, until);
+out:
+    series_free(&s);
+    return t;
+}
+
 int event_from_json(struct event *out, const struct json_object *obj, struct err *e)
 {
     static const struct {
@@ -356,6 +558,7 @@ int event_from_json(struct event *out, const struct json_object *obj, struct err
         out->early_warning = json_object_get_int64(v);
     read_reading(out, obj);
     read_routing(out, obj);
+    out->trend = trend_from_json(jsonv_member(obj, "trend"));
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         char **slot = (char **)((char *)out + fields[i].offset);
         if (!*slot && (fields[i].offset == offsetof(struct event, model) ||

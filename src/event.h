@@ -9,6 +9,7 @@
 #ifndef WSRELAY_EVENT_H
 #define WSRELAY_EVENT_H
 
+#include "series.h"
 #include "util/err.h"
 
 #include <json-c/json.h>
@@ -17,6 +18,14 @@
 /* The alert-log members that carry events, in the order they are emitted. */
 extern const char *const event_kinds[];
 extern const size_t event_n_kinds;
+
+/* The recent readings of an event's channel, for the trend in its
+ * messages (recent.c fetches them once, before the first delivery): one
+ * channel of the device's graph data over [since, until]. */
+struct event_trend {
+    long long since, until;
+    struct series series; /* one channel, channels[0]; its points lie in the span */
+};
 
 struct event {
     char *account; /* the config account's name */
@@ -53,6 +62,7 @@ struct event {
      * selfcheck.h): the condition it reports, e.g. "login-refused",
      * "login-refused-cleared", "state-corrupt"; NULL for any other event. */
     char *condition;
+    struct event_trend *trend; /* owned; NULL when no readings were fetched */
 };
 
 struct event_list {
@@ -99,6 +109,18 @@ int event_parse_alert_log(struct event_list *out, const struct json_object *body
 void event_list_free(struct event_list *l);
 void event_clear(struct event *ev);
 void event_copy(struct event *out, const struct event *ev);
+
+/* The channel of an event that has one: N for kind chN (1 to 4), the
+ * early warning's channel for kind "reading"; else 0. */
+int event_channel(const struct event *ev);
+
+/* The readings of channel `num` of `s` that lie in [since, until], as a
+ * new trend (the caller frees it with event_trend_free); NULL when the
+ * series has no such channel or no reading of it in the span. */
+struct event_trend *event_trend_of(const struct series *s, int num, long long since,
+                                   long long until);
+
+void event_trend_free(struct event_trend *t);
 
 /* "YYYY-MM-DD HH:MM:SS +HH:MM" in the device's local time; `out` of at least
  * 32 bytes. */

@@ -669,6 +669,7 @@ int run_once(const struct config *c, const struct run_options *o)
         self_forget(&t);
         self_logins(&t);
     }
+    recent_attach(&t);
     /* Nothing is delivered that could not be recorded as delivered. With
      * nothing to deliver, the save after delivery keeps what polling
      * found: one save fewer in most runs (a whole serialisation and

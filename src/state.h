@@ -344,6 +344,11 @@ void state_outbox_done(struct state *s, unsigned long long id);
  * sets the next try to now + backoff (1 min doubling, at most 1 h). */
 void state_outbox_failed(struct state *s, unsigned long long id, const char *error, long long now);
 
+/* Replaces the item's event with `ev` (copied): the same event, with
+ * something learnt since it was queued (its trend). Nothing when no item
+ * has that id. */
+void state_outbox_set_event(struct state *s, unsigned long long id, const struct event *ev);
+
 /* The far end asked for a pause (Retry-After): the item is not tried
  * before `until`. Never brings a later next try forward. */
 void state_outbox_not_before(struct state *s, unsigned long long id, long long until);

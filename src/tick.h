@@ -114,4 +114,16 @@ void poll_all(struct tick *t);
  * make no platform call. */
 long long poll_quiet_until(const struct tick *t);
 
+/* --- recent.c, for run.c -------------------------------------------------- */
+
+/* Gives the outbox items queued in this run for an alarm, a recovery or
+ * an early warning on a channel their channel's recent readings (one Get
+ * Latest Data call per device, for accounts with `trend`, within that
+ * operation's budget, recorded and saved before it is sent; at most 10
+ * devices a run, none started after 20 s or after polling's share of
+ * run_time: the alerts wait for these calls). Not in a dry run.
+ * A failure is logged and leaves the items as they were: the run goes on
+ * and does not fail for it. */
+void recent_attach(struct tick *t);
+
 #endif

@@ -258,6 +258,15 @@ void state_outbox_done(struct state *s, unsigned long long id)
         json_object_array_del_idx(outbox, (size_t)i, 1);
 }
 
+void state_outbox_set_event(struct state *s, unsigned long long id, const struct event *ev)
+{
+    struct json_object *outbox = section(s, &state_section_outbox);
+    long i = find_item(outbox, id);
+    if (i < 0)
+        return;
+    jsonv_put(json_object_array_get_idx(outbox, (size_t)i), "event", jsonv_need(event_to_json(ev)));
+}
+
 void state_outbox_not_before(struct state *s, unsigned long long id, long long until)
 {
     struct json_object *outbox = section(s, &state_section_outbox);

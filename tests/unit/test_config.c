@@ -312,7 +312,7 @@ Test(config, misspelt_nested_keys)
                  "    login_pass: p\n" RECEIVER,
                  "4:5: accounts[0]: unknown key 'logn_id' (expected one of: name, base_url, "
                  "api_key, api_key_file, login_id, login_pass, login_pass_file, devices, "
-                 "include, exclude, priorities, limits, early_warning, signals)");
+                 "include, exclude, priorities, limits, early_warning, signals, trend)");
     expect_error(ACCOUNT "receivers:\n"
                          "  - name: hook\n"
                          "    webhook: {ulr: \"https://x.example\"}\n",

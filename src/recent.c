@@ -1,0 +1,233 @@
+/* Recent readings for the messages of fresh channel events: before the
+ * first delivery of an alarm, a recovery or an early warning on a channel,
+ * one Get Latest Data call per device reads the device's last readings,
+ * and every outbox item of such an event keeps its channel's part of them
+ * (event.h, struct event_trend), from which messages show a sparkline and
+ * email a chart. A trend is an extra: a call that fails, a device the
+ * operation does not serve, a budget spent or a run out of time leaves
+ * the message as it was, and nothing here fails the run. */
+#include "budget.h"
+#include "metrics.h"
+#include "platform.h"
+#include "series.h"
+#include "tick.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define RECENT_SPAN (6 * 3600) /* the trend shows at most this much before the last reading */
+#define RECENT_DEVICES_MAX 10  /* devices read in one run: each call may take its timeout */
+#define RECENT_TIME_MAX 20     /* seconds of a run spent reading: no call starts after */
+#define RECENT_CONNECT_TIMEOUT 5
+#define RECENT_TOTAL_TIMEOUT 10
+
+/* One outbox item that wants its channel's readings. */
+struct wanting {
+    unsigned long long id;
+    struct event ev; /* owned */
+};
+
+/* One device to read, and the items that wait for it. */
+struct wanted {
+    const struct account_conf *a;
+    const char *serial, *base; /* borrowed from the first item's event */
+    struct wanting *items;
+    size_t n;
+};
+
+static bool wants_trend(const struct outbox_item *it, long long fresh_since)
+{
+    const struct event *ev = &it->event;
+    bool alarmish = ev->state && (!strcmp(ev->state, "alarm") || !strcmp(ev->state, "recovered"));
+    return it->attempts == 0 && it->queued_at >= fresh_since && !ev->trend &&
+           event_channel(ev) > 0 && (alarmish || !strcmp(ev->kind, "reading"));
+}
+
+static const struct account_conf *account_named(const struct config *c, const char *name)
+{
+    for (size_t i = 0; i < c->n_accounts; i++)
+        if (!strcmp(c->accounts[i].name, name))
+            return &c->accounts[i];
+    return NULL;
+}
+
+/* Adds item `it` to the device it wants in *list (of *n). */
+static void add_wanting(struct wanted **list, size_t *n, const struct account_conf *a,
+                        const struct outbox_item *it)
+{
+    struct wanted *w = NULL;
+    for (size_t i = 0; i < *n && !w; i++)
+        if ((*list)[i].a == a && !strcmp((*list)[i].items[0].ev.serial, it->event.serial))
+            w = &(*list)[i];
+    if (!w) {
+        *list = xreallocarray(*list, *n + 1, sizeof **list);
+        w = &(*list)[(*n)++];
+        *w = (struct wanted){.a = a};
+    }
+    w->items = xreallocarray(w->items, w->n + 1, sizeof *w->items);
+    struct wanting *x = &w->items[w->n++];
+    x->id = it->id;
+    event_copy(&x->ev, &it->event);
+    w->serial = w->items[0].ev.serial;
+    w->base = w->items[0].ev.base_serial;
+}
+
+/* The fresh items of every receiver that want a trend, by device. */
+static struct wanted *gather(const struct tick *t, size_t *n)
+{
+    const struct config *c = t->cfg;
+    struct wanted *list = NULL;
+    *n = 0;
+    for (size_t r = 0; r < c->n_receivers; r++) {
+        size_t k = 0;
+        struct outbox_item *items = state_outbox_due(t->st, c->receivers[r].name, t->opt->now, &k);
+        for (size_t i = 0; i < k; i++) {
+            const struct account_conf *a = account_named(c, items[i].event.account);
+            if (a && a->trend && wants_trend(&items[i], t->opt->now))
+                add_wanting(&list, n, a, &items[i]);
+        }
+        state_outbox_free(items, k);
+    }
+    return list;
+}
+
+static void wanted_free(struct wanted *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < list[i].n; k++)
+            event_clear(&list[i].items[k].ev);
+        free(list[i].items);
+    }
+    free(list);
+}
+
+/* Whether the login's budget for `op` takes one more call now. */
+static bool budget_allows(const struct tick *t, const char *login, enum platform_op op)
+{
+    long long now = tick_now(t);
+    struct sched_budget b = budget_read(t->st, login, op, now);
+    return b.blocked_until <= now && b.used < (size_t)b.limit;
+}
+
+/* What the reply tells of the budget, as for the other operations. */
+static void note_budget(struct tick *t, const char *login, enum platform_op op,
+                        const struct platform_reply *r)
+{
+    long long now = tick_now(t);
+    metrics_count_call(t->st, login, op, r->http_status == 200, r->http_status);
+    if (r->rl.present)
+        state_set_ratelimit(t->st, login, op, &r->rl, now);
+    if (r->http_status == 429 || (r->rl.present && r->rl.remaining <= 0)) {
+        struct sched_budget b = budget_read(t->st, login, op, now);
+        state_block(t->st, login, op,
+                    scheduler_block_until(&b, r->rl.present ? r->rl.reset : 0, now));
+    }
+}
+
+/* Gives each waiting item its channel's part of `s`: the readings of the
+ * RECENT_SPAN before the newest one (or the event, when later). */
+static void attach(struct tick *t, const struct wanted *w, const struct series *s)
+{
+    long long last = s->n_points ? s->points[s->n_points - 1].unixtime : 0;
+    for (size_t i = 0; i < w->n; i++) {
+        struct event ev = w->items[i].ev;
+        long long until = last > ev.unixtime ? last : ev.unixtime;
+        struct event_trend *trend =
+            event_trend_of(s, event_channel(&ev), until - RECENT_SPAN, until);
+        if (!trend) {
+            log_debug("account %s: %s: no reading of channel %d to show", w->a->name, w->serial,
+                      event_channel(&ev));
+            continue;
+        }
+        ev.trend = trend;
+        state_outbox_set_event(t->st, w->items[i].id, &ev);
+        event_trend_free(trend);
+    }
+}
+
+/* Reads one device's latest readings and attaches them. The call is
+ * recorded and saved before it is sent, as every platform call is. */
+static void read_device(struct tick *t, struct platform **client, const struct wanted *w)
+{
+    struct platform_reply r = {0};
+    struct series s = {0};
+    struct err e;
+    enum platform_op op = platform_graph_op(w->serial, w->base, false);
+    struct platform_query q = {.serial = w->serial, .base = w->base};
+    const char *login = w->a->login_id;
+    if (!budget_allows(t, login, op)) {
+        log_debug("login %s: no %s call left for %s's trend", login, platform_op_name(op),
+                  w->serial);
+        goto out;
+    }
+    if (!*client) {
+        if (platform_new(client, w->a, &e) < 0) {
+            log_info("account %s: no trend: %s", w->a->name, e.msg);
+            goto out;
+        }
+        platform_set_timeouts(*client, RECENT_CONNECT_TIMEOUT, RECENT_TOTAL_TIMEOUT);
+    }
+    state_record_call(t->st, login, op, tick_now(t));
+    if (tick_persist(t, "before a latest-data call") < 0)
+        goto out;
+    int rc = platform_query(*client, op, &q, &r);
+    note_budget(t, login, op, &r);
+    if (rc < 0) {
+        /* A device the operation does not serve answers 400: quietly. */
+        if (r.http_status == 400)
+            log_debug("account %s: %s: no trend: %s", w->a->name, w->serial, r.message);
+        else
+            log_info("account %s: %s: no trend: %s", w->a->name, w->serial, r.message);
+        goto out;
+    }
+    if (series_parse_json(&s, r.body, &e) < 0) {
+        log_info("account %s: %s: no trend: %s", w->a->name, w->serial, e.msg);
+        goto out;
+    }
+    attach(t, w, &s);
+out:
+    series_free(&s);
+    platform_reply_free(&r);
+}
+
+/* Seconds since `t0` on the monotonic clock. */
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Whether another device may be read: the alerts wait for these calls, so
+ * they get RECENT_TIME_MAX seconds at most, within polling's share. */
+static bool may_read(struct tick *t, const struct timespec *started)
+{
+    return !t->unsaved && !tick_stopping(t) && seconds_since(started) < RECENT_TIME_MAX &&
+           !tick_out_of_time(t, TICK_POLLING);
+}
+
+void recent_attach(struct tick *t)
+{
+    const struct config *c = t->cfg;
+    size_t n = 0;
+    struct wanted *list = NULL;
+    struct platform **clients = NULL;
+    if (t->opt->dry_run || t->unsaved || tick_stopping(t))
+        return;
+    list = gather(t, &n);
+    if (n == 0)
+        goto out;
+    struct timespec started;
+    clock_gettime(CLOCK_MONOTONIC, &started);
+    clients = xcalloc(c->n_accounts, sizeof *clients);
+    for (size_t i = 0; i < n && i < RECENT_DEVICES_MAX && may_read(t, &started); i++)
+        read_device(t, &clients[list[i].a - c->accounts], &list[i]);
+    for (size_t i = 0; i < c->n_accounts; i++)
+        platform_free(clients[i]);
+out:
+    free(clients);
+    wanted_free(list, n);
+}
