@@ -1,6 +1,7 @@
 /* Composing mail: addresses, header lines with RFC 2047 encoded-words,
- * quoted-printable bodies and the multipart frame. Nothing here reads the
- * clock or the environment, so equal input gives equal bytes. */
+ * quoted-printable bodies, base64 images and the multipart frame. Nothing
+ * here reads the clock or the environment, so equal input gives equal
+ * bytes. */
 #include "mime.h"
 #include "util/buf.h"
 #include "util/xalloc.h"
@@ -21,6 +22,11 @@
 #define LOCAL_MAX 64
 #define ADDR_MAX 254
 #define LABEL_MAX 63
+#define B64_LINE_MAX 76            /* base64 bodies (RFC 2045 6.8) */
+#define CID_MAX 62                 /* "Content-ID: <" and ">" make the line 76 */
+#define IMAGE_NAME_MAX 60          /* a filename parameter on a line of its own stays within 76 */
+#define IMAGE_EXT_MAX 10           /* the longest extension that a cut filename keeps */
+#define IMAGES_MAX (10u << 20)     /* bytes of images in one mail (a chart is some 40 KB) */
 #define REPLACEMENT "\xEF\xBF\xBD" /* U+FFFD */
 
 /* ---- UTF-8 ---- */
@@ -319,6 +325,18 @@ static void base64(struct buf *b, const unsigned char *p, size_t len)
     }
 }
 
+/* Base64 of a body, in lines of B64_LINE_MAX characters separated by
+ * CRLF; the last line has no line end of its own. */
+static void base64_lines(struct buf *b, const unsigned char *p, size_t len)
+{
+    const size_t chunk = B64_LINE_MAX / 4 * 3;
+    for (size_t i = 0; i < len; i += chunk) {
+        if (i)
+            buf_puts(b, "\r\n");
+        base64(b, p + i, len - i < chunk ? len - i : chunk);
+    }
+}
+
 /* `s` (valid UTF-8) as "=?UTF-8?B?...?=" words of at most WORD_MAX
  * characters, each holding whole characters only, so that every word
  * decodes to valid UTF-8 by itself. The spaces between adjacent words
@@ -490,13 +508,18 @@ static void qp_encode(struct buf *b, const char *text)
 }
 
 /* FNV-1a, for a boundary that depends on the content only. */
-static uint64_t fnv1a(uint64_t h, const char *s)
+static uint64_t fnv1a_bytes(uint64_t h, const unsigned char *p, size_t len)
 {
-    for (; s && *s; s++) {
-        h ^= (unsigned char)*s;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
         h *= 0x100000001b3ULL;
     }
     return h;
+}
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+    return s ? fnv1a_bytes(h, (const unsigned char *)s, strlen(s)) : h;
 }
 
 static void part_headers(struct buf *b, const char *type)
@@ -505,6 +528,135 @@ static void part_headers(struct buf *b, const char *type)
                "Content-Type: %s; charset=UTF-8\r\n"
                "Content-Transfer-Encoding: quoted-printable\r\n",
                type);
+}
+
+/* ---- images ---- */
+
+static bool is_id_char(char c)
+{
+    return is_alnum(c) || c == '-' || c == '_';
+}
+
+/* One side of a content id: id characters with single dots between them,
+ * a dot-atom that a cid: URL and an HTML attribute take as it is. */
+static bool id_side_ok(const char *s, size_t len)
+{
+    if (len == 0 || s[0] == '.' || s[len - 1] == '.')
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] == '.' ? s[i + 1] == '.' : !is_id_char(s[i]))
+            return false;
+    return true;
+}
+
+static int check_image(const struct mime_image *im, struct err *e)
+{
+    const char *id = im->content_id ? im->content_id : "";
+    const char *at = strchr(id, '@');
+    size_t len = strlen(id);
+    if (len > CID_MAX)
+        return err_set(e, "the content_id is longer than %d characters", CID_MAX);
+    if (!at || strchr(at + 1, '@') || !id_side_ok(id, (size_t)(at - id)) ||
+        !id_side_ok(at + 1, len - (size_t)(at - id) - 1))
+        return err_set(e, "expected a content_id such as chart-1@wsrelay, without angle "
+                          "brackets: letters, digits, '-', '_' and single dots inside, on both "
+                          "sides of one '@'");
+    if (!im->content_type ||
+        (strcmp(im->content_type, "image/png") && strcmp(im->content_type, "image/jpeg")))
+        return err_set(e, "the content_type must be image/png or image/jpeg");
+    if (!im->data || im->len == 0)
+        return err_set(e, "the image has no data");
+    return 0;
+}
+
+/* Each image checked (check_image), no content id twice, at most
+ * IMAGES_MAX bytes in all. */
+static int check_images(const struct mime_mail *m, struct err *e)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < m->n_images; i++) {
+        const struct mime_image *im = &m->images[i];
+        if (check_image(im, e) < 0)
+            return err_prefix(e, "images[%zu]", i);
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(m->images[j].content_id, im->content_id))
+                return err_set(e, "images[%zu]: the content_id is the same as images[%zu]'s", i, j);
+        if (im->len > IMAGES_MAX - total)
+            return err_set(e,
+                           "images[%zu]: the images come to more than the %u MiB a mail may "
+                           "carry",
+                           i, IMAGES_MAX >> 20);
+        total += im->len;
+    }
+    return 0;
+}
+
+/* The filename as mime.h promises it: letters, digits and "-_.+ " kept,
+ * any other byte or UTF-8 character one '_', at most IMAGE_NAME_MAX
+ * characters with the extension kept; NULL for none. The result has no
+ * quote, backslash or control character, so it goes between double
+ * quotes as it is. Caller frees. */
+static char *clean_filename(const char *s)
+{
+    if (!s || !*s)
+        return NULL;
+    struct buf b;
+    buf_init(&b, 0);
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t n = utf8_len(p);
+        bool keep = n == 1 && (is_alnum((char)*p) || strchr("-_.+ ", *p));
+        buf_append(&b, keep ? (const char *)p : "_", 1);
+        p += n ? n : 1;
+    }
+    size_t len = b.len;
+    char *name = buf_steal(&b);
+    if (len > IMAGE_NAME_MAX) {
+        const char *dot = strrchr(name, '.');
+        size_t ext = dot && dot > name ? len - (size_t)(dot - name) : 0;
+        if (ext > IMAGE_EXT_MAX)
+            ext = 0;
+        memmove(name + IMAGE_NAME_MAX - ext, name + len - ext, ext);
+        name[IMAGE_NAME_MAX] = '\0';
+    }
+    return name;
+}
+
+/* One image's part, from the delimiter before it to its last base64 line. */
+static void image_part(struct buf *b, const char *boundary, const struct mime_image *im)
+{
+    char *name = clean_filename(im->filename);
+    struct hdr h;
+    buf_printf(b, "\r\n--%s\r\n", boundary);
+    hdr_begin(&h, b, "Content-Type");
+    if (name) {
+        char *type = xasprintf("%s;", im->content_type);
+        char *param = xasprintf("name=\"%s\"", name);
+        hdr_token(&h, type, strlen(type));
+        hdr_token(&h, param, strlen(param));
+        free(type);
+        free(param);
+    } else {
+        hdr_token(&h, im->content_type, strlen(im->content_type));
+    }
+    hdr_end(&h);
+    buf_printf(b,
+               "Content-Transfer-Encoding: base64\r\n"
+               "Content-ID: <%s>\r\n",
+               im->content_id);
+    hdr_begin(&h, b, "Content-Disposition");
+    if (name) {
+        char *param = xasprintf("filename=\"%s\"", name);
+        hdr_token(&h, "inline;", 7);
+        hdr_token(&h, param, strlen(param));
+        free(param);
+    } else {
+        hdr_token(&h, "inline", 6);
+    }
+    hdr_end(&h);
+    buf_puts(b, "\r\n");
+    base64_lines(b, im->data, im->len);
+    free(name);
 }
 
 /* ---- the message ---- */
@@ -542,7 +694,7 @@ int mime_compose(char **out, const struct mime_mail *m, struct err *e)
     const char *from[] = {m->from};
     if (hdr_addresses(&b, "From", "from", from, 1, e) < 0 ||
         hdr_addresses(&b, "To", "to", m->to, m->n_to, e) < 0 ||
-        (m->n_cc && hdr_addresses(&b, "Cc", "cc", m->cc, m->n_cc, e) < 0))
+        (m->n_cc && hdr_addresses(&b, "Cc", "cc", m->cc, m->n_cc, e) < 0) || check_images(m, e) < 0)
         goto out;
     hdr_begin(&h, &b, "Subject");
     if (needs_encoding(subject))
@@ -564,21 +716,40 @@ int mime_compose(char **out, const struct mime_mail *m, struct err *e)
         if (b.len < 2 || memcmp(b.data + b.len - 2, "\r\n", 2))
             buf_puts(&b, "\r\n");
     } else {
-        /* Quoted-printable writes every '=' as "=3D", so no encoded line
-         * can contain "=_" and the boundary cannot occur in a part. */
+        /* No part can contain a boundary: quoted-printable writes every
+         * '=' as "=3D" and base64 has no '_' (and '=' only as padding at
+         * the end), so no body line can contain "=_", and every header
+         * line of a part starts with a name. The related boundary has
+         * "rel_" where the alternative's has a hex digit, so neither
+         * begins the other (RFC 2046 5.1.1). */
         uint64_t hash = 0xcbf29ce484222325ULL;
         hash = fnv1a(fnv1a(fnv1a(fnv1a(hash, m->message_id), subject), text), html);
-        char boundary[40];
+        for (size_t i = 0; i < m->n_images; i++) {
+            const struct mime_image *im = &m->images[i];
+            hash = fnv1a(fnv1a(fnv1a(hash, im->content_id), im->content_type), im->filename);
+            hash = fnv1a_bytes(hash, im->data, im->len);
+        }
+        char boundary[40], related[40];
         snprintf(boundary, sizeof boundary, "=_wsrelay_%016llx", (unsigned long long)hash);
+        snprintf(related, sizeof related, "=_wsrelay_rel_%016llx", (unsigned long long)hash);
         buf_printf(&b, "Content-Type: multipart/alternative; boundary=\"%s\"\r\n\r\n", boundary);
         buf_printf(&b, "--%s\r\n", boundary);
         part_headers(&b, "text/plain");
         buf_puts(&b, "\r\n");
         qp_encode(&b, text);
         buf_printf(&b, "\r\n--%s\r\n", boundary);
+        if (m->n_images)
+            buf_printf(&b,
+                       "Content-Type: multipart/related; type=\"text/html\";\r\n"
+                       " boundary=\"%s\"\r\n\r\n--%s\r\n",
+                       related, related);
         part_headers(&b, "text/html");
         buf_puts(&b, "\r\n");
         qp_encode(&b, html);
+        for (size_t i = 0; i < m->n_images; i++)
+            image_part(&b, related, &m->images[i]);
+        if (m->n_images)
+            buf_printf(&b, "\r\n--%s--", related);
         buf_printf(&b, "\r\n--%s--\r\n", boundary);
     }
     *out = buf_steal(&b);

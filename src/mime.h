@@ -2,11 +2,12 @@
  * made from plain values. Pure: no clock, no network, no SMTP library.
  *
  * What comes out is safe to hand to any SMTP client: CRLF line ends, 7-bit
- * only (bodies quoted-printable, non-ASCII header text as RFC 2047
- * encoded-words), lines of at most 78 characters (76 where encoded-words or
- * quoted-printable are involved), and no value can add a header line: CR,
- * LF and the other control characters are removed from everything that
- * reaches a header, and addresses must parse. */
+ * only (text bodies quoted-printable, images base64, non-ASCII header text
+ * as RFC 2047 encoded-words), lines of at most 78 characters (76 where
+ * encoded-words, quoted-printable or base64 are involved), and no value can
+ * add a header line: CR, LF and the other control characters are removed
+ * from everything that reaches a header, addresses must parse, and an
+ * image's content id must be of a plain form. */
 #ifndef WSRELAY_MIME_H
 #define WSRELAY_MIME_H
 
@@ -32,8 +33,28 @@ int mime_address_parse(struct mime_address *out, const char *text, struct err *e
 
 void mime_address_clear(struct mime_address *a);
 
-/* Everything a message is made of. Strings are borrowed; only `html`,
- * `cc` and `in_reply_to` may be NULL (or n_cc 0). */
+/* An image that the HTML part shows inline, as <img src="cid:CONTENT_ID">.
+ * Everything is borrowed. */
+struct mime_image {
+    /* The id the HTML refers to, without the angle brackets: "chart-1@wsrelay".
+     * Checked, never changed: id-left '@' id-right, each side letters,
+     * digits, '-', '_' and single dots between them, at most 62 characters
+     * in all (the Content-ID line stays within 76), and no two images of a
+     * mail alike. It needs to be unique only within the mail. */
+    const char *content_id;
+    const char *content_type; /* "image/png" or "image/jpeg", nothing else */
+    /* The name a client shows when it lists the image or saves it, or NULL
+     * (or "") for none. Cleaned, never refused: letters, digits, '-', '_',
+     * '.', '+' and spaces stay, any other byte or UTF-8 character becomes
+     * one '_', and a name of more than 60 characters is cut, keeping its
+     * extension. */
+    const char *filename;
+    const unsigned char *data; /* the image file's bytes, len >= 1 */
+    size_t len;
+};
+
+/* Everything a message is made of. Strings and arrays are borrowed; only
+ * `html`, `cc`, `in_reply_to` and `images` may be NULL (n_cc, n_images 0). */
 struct mime_mail {
     const char *from;      /* an address as mime_address_parse reads it */
     const char *const *to; /* n_to >= 1 addresses */
@@ -47,17 +68,41 @@ struct mime_mail {
     const char *message_id;  /* "<left@right>", as mime_message_id makes it */
     const char *in_reply_to; /* NULL, or the Message-ID this mail follows up:
                                 written as In-Reply-To and References */
+    /* n_images images for the HTML part to show (or NULL and 0). They are
+     * checked even without `html`, then left out: a text-only message has
+     * nothing to show them in, and it still goes out. */
+    const struct mime_image *images;
+    size_t n_images;
 };
 
 /* The whole message in *out (the caller frees it), ending with CRLF:
  * Date, From, To, Cc, Subject, Message-ID, [In-Reply-To, References],
- * Auto-Submitted: auto-generated, MIME-Version: 1.0, then either one
- * text/plain part or multipart/alternative with the text part first and
- * the HTML part last. Bodies are charset=UTF-8, quoted-printable; bytes
- * that are not valid UTF-8 become U+FFFD. Only display names and the
- * subject are encoded, never an addr-spec. The MIME boundary is derived
- * from the content, so equal input gives equal bytes. Fails (-1, *out
- * NULL) only when an address does not parse, naming which ("to[1]: ..."). */
+ * Auto-Submitted: auto-generated, MIME-Version: 1.0, then one of
+ *
+ *   text/plain                         without html
+ *
+ *   multipart/alternative              with html
+ *     text/plain
+ *     text/html
+ *
+ *   multipart/alternative              with html and images
+ *     text/plain
+ *     multipart/related; type="text/html"
+ *       text/html
+ *       image/png (or image/jpeg), one part per image, in order
+ *
+ * Text bodies are charset=UTF-8, quoted-printable; bytes that are not
+ * valid UTF-8 become U+FFFD. An image part is base64 in lines of 76
+ * characters, with Content-ID: <CONTENT_ID> and Content-Disposition:
+ * inline, the filename (when there is one) as its filename parameter and
+ * as the name parameter of its Content-Type. Only display names and the
+ * subject are encoded, never an addr-spec. The MIME boundaries are derived
+ * from the content, so equal input gives equal bytes, and no boundary can
+ * occur in a part. Fails (-1, *out NULL) when an address does not parse,
+ * naming which ("to[1]: ..."), or when an image is refused, naming which
+ * ("images[1]: ..."): a content_id or content_type that struct mime_image
+ * does not allow, one content_id twice, no data, or more than 10 MiB of
+ * images in all. */
 int mime_compose(char **out, const struct mime_mail *m, struct err *e);
 
 /* The Message-ID of the mail whose first event is (serial, kind, unixtime)

@@ -1,14 +1,18 @@
-/* Mail composition: what reaches a header can never add one, encoded-words
- * and quoted-printable decode back to exactly what went in (decoded here
- * by small independent decoders), the MIME structure, the date, and the
+/* Mail composition: what reaches a header can never add one, encoded-words,
+ * quoted-printable and base64 decode back to exactly what went in (decoded
+ * here by small independent decoders), the MIME structure with and without
+ * inline images (read again by Python's email package), the date, and the
  * Message-ID that retries and threading rely on. */
 #include "mime.h"
+#include "proc.h"
 #include "util/buf.h"
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
+#include <openssl/sha.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -620,4 +624,493 @@ Test(mime, addresses_that_do_not)
     mime_address_clear(&a);
     cr_assert_eq(mime_address_parse(&a, b.data, &e), -1);
     buf_free(&b);
+}
+
+/* ---- inline images ---- */
+
+/* `len` bytes that start like a PNG file and go on with every byte value,
+ * CR, LF and NUL included, in an order that `seed` picks. Caller frees. */
+static unsigned char *image_bytes(size_t len, uint32_t seed)
+{
+    static const unsigned char png[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    unsigned char *p = xmalloc(len);
+    uint32_t x = seed | 1;
+    for (size_t i = 0; i < len; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        p[i] = i < sizeof png ? png[i] : (unsigned char)(x >> 24);
+    }
+    return p;
+}
+
+static char *sha256_hex(const unsigned char *p, size_t len)
+{
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    SHA256(p, len, md);
+    struct buf b;
+    buf_init(&b, 0);
+    for (size_t i = 0; i < sizeof md; i++)
+        buf_printf(&b, "%02x", md[i]);
+    return buf_steal(&b);
+}
+
+/* Every line of the message, body included, ends with CRLF and holds at
+ * most 76 characters. */
+static void check_lines(const char *msg)
+{
+    size_t n = strlen(msg);
+    cr_assert(n >= 2 && !strcmp(msg + n - 2, "\r\n"), "the message ends with CRLF");
+    for (const char *line = msg; *line; line = strstr(line, "\r\n") + 2) {
+        size_t len = (size_t)(strstr(line, "\r\n") - line);
+        cr_assert_leq(len, 76, "a line of %zu characters: %.*s", len, (int)len, line);
+    }
+}
+
+/* The text between the end of `start` (found in `s`) and the next `end`;
+ * fails the test when either is missing. Caller frees. */
+static char *between(const char *s, const char *start, const char *end)
+{
+    const char *a = strstr(s, start);
+    cr_assert_not_null(a, "no %s in:\n%s", start, s);
+    a += strlen(start);
+    const char *b = strstr(a, end);
+    cr_assert_not_null(b, "no %s after %s in:\n%s", end, start, s);
+    return xstrndup(a, (size_t)(b - a));
+}
+
+/* The base64 body `body` (lines joined by CRLF) decoded, checking that
+ * every line but the last has 76 characters and the last at most 76. */
+static void b64_body(struct buf *out, const char *body)
+{
+    struct buf joined;
+    buf_init(&joined, 0);
+    for (const char *line = body;;) {
+        const char *eol = strstr(line, "\r\n");
+        size_t n = eol ? (size_t)(eol - line) : strlen(line);
+        if (eol)
+            cr_assert_eq(n, 76, "a base64 line of %zu characters before the last", n);
+        else
+            cr_assert(n > 0 && n <= 76, "a last base64 line of %zu characters", n);
+        buf_append(&joined, line, n);
+        if (!eol)
+            break;
+        line = eol + 2;
+    }
+    b64_decode(out, joined.data, joined.len);
+    buf_free(&joined);
+}
+
+static struct mime_image chart(const unsigned char *data, size_t len)
+{
+    struct mime_image im = {
+        .content_id = "chart-1@wsrelay",
+        .content_type = "image/png",
+        .filename = "chart.png",
+        .data = data,
+        .len = len,
+    };
+    return im;
+}
+
+/* The mail of the tests with an HTML part and these images. */
+static struct mime_mail with_images(const struct mime_image *images, size_t n)
+{
+    struct mime_mail m = sample();
+    m.text = "plain 冷凍庫\n";
+    m.html = "<p>html 冷凍庫</p>\n<img src=\"cid:chart-1@wsrelay\">\n";
+    m.images = images;
+    m.n_images = n;
+    return m;
+}
+
+static void expect_refused(const struct mime_mail *m, const char *why)
+{
+    char *out = (char *)"untouched";
+    struct err e;
+    cr_assert_eq(mime_compose(&out, m, &e), -1, "accepted (%s)", why);
+    cr_assert_null(out);
+    cr_assert_not_null(strstr(e.msg, why), "%s", e.msg);
+}
+
+Test(mime, an_image_goes_into_multipart_related_beside_the_html)
+{
+    unsigned char *png = image_bytes(40000, 7);
+    struct mime_image im = chart(png, 40000);
+    struct mime_mail m = with_images(&im, 1);
+    char *msg = compose_ok(&m);
+    check_shape(msg);
+    check_lines(msg);
+
+    char *ct = header_value(msg, "Content-Type");
+    const char *prefix = " multipart/alternative; boundary=\"";
+    cr_assert(!strncmp(ct, prefix, strlen(prefix)), "%s", ct);
+    char *outer = xstrndup(ct + strlen(prefix), strlen(ct) - strlen(prefix) - 1);
+    cr_assert(strlen(outer) == 26 && !strncmp(outer, "=_wsrelay_", 10), "%s", outer);
+    char *related = xasprintf("=_wsrelay_rel_%s", outer + 10);
+
+    /* The frame, part by part; the image's lines are checked below. */
+    char *text_part = xasprintf("--%s\r\n"
+                                "Content-Type: text/plain; charset=UTF-8\r\n"
+                                "Content-Transfer-Encoding: quoted-printable\r\n"
+                                "\r\n"
+                                "plain =E5=86=B7=E5=87=8D=E5=BA=AB\r\n"
+                                "\r\n"
+                                "--%s\r\n"
+                                "Content-Type: multipart/related; type=\"text/html\";\r\n"
+                                " boundary=\"%s\"\r\n"
+                                "\r\n"
+                                "--%s\r\n"
+                                "Content-Type: text/html; charset=UTF-8\r\n",
+                                outer, outer, related, related);
+    const char *body = strstr(msg, "\r\n\r\n") + 4;
+    cr_assert(!strncmp(body, text_part, strlen(text_part)), "%s", body);
+    char *image_head = xasprintf("\r\n--%s\r\n"
+                                 "Content-Type: image/png; name=\"chart.png\"\r\n"
+                                 "Content-Transfer-Encoding: base64\r\n"
+                                 "Content-ID: <chart-1@wsrelay>\r\n"
+                                 "Content-Disposition: inline; filename=\"chart.png\"\r\n"
+                                 "\r\n",
+                                 related);
+    char *tail = xasprintf("\r\n--%s--\r\n--%s--\r\n", related, outer);
+    const char *image = strstr(msg, image_head);
+    cr_assert_not_null(image, "%s", msg);
+    const char *end = strstr(image, tail);
+    cr_assert_not_null(end, "%s", image);
+    cr_assert_str_eq(end + strlen(tail), "", "the closing delimiters end the message");
+    char *delim = xasprintf("--%s", related);
+    cr_assert_eq(strstr(strstr(body, delim) + 1, delim), image + 2, "the image is the second part");
+    free(delim);
+
+    /* The base64 decodes to the very bytes. */
+    char *b64 = xstrndup(image + strlen(image_head), (size_t)(end - image - strlen(image_head)));
+    struct buf decoded;
+    buf_init(&decoded, 0);
+    b64_body(&decoded, b64);
+    cr_assert_eq(decoded.len, 40000);
+    cr_assert(!memcmp(decoded.data, png, 40000), "the image came back changed");
+    buf_free(&decoded);
+    free(b64);
+
+    /* The HTML part is the one a mail without images has, byte for byte. */
+    struct mime_mail plain = with_images(NULL, 0);
+    char *without = compose_ok(&plain);
+    char *html = between(without, "\r\nContent-Type: text/html", "\r\n--=_wsrelay_");
+    char *html_here = between(msg, "\r\nContent-Type: text/html", "\r\n--=_wsrelay_");
+    cr_assert_str_eq(html_here, html);
+    cr_assert(strstr(html, "cid:chart-1@wsrelay"), "%s", html);
+    free(html_here);
+    free(html);
+    free(without);
+
+    free(tail);
+    free(image_head);
+    free(text_part);
+    free(related);
+    free(outer);
+    free(ct);
+    free(msg);
+    free(png);
+}
+
+/* Python's email package (policy.default) parses `msg` from a file in a
+ * scratch directory and prints the tree: one line a part, indented by
+ * depth, then the number of defects it found. */
+static char *python_tree(const char *msg)
+{
+    static const char script[] =
+        "import email, hashlib, sys\n"
+        "from email import policy\n"
+        "with open(sys.argv[1], 'rb') as f:\n"
+        "    msg = email.message_from_bytes(f.read(), policy=policy.default)\n"
+        "defects = 0\n"
+        "def show(part, depth):\n"
+        "    global defects\n"
+        "    defects += len(part.defects)\n"
+        "    for name, value in part.items():\n"
+        "        defects += len(getattr(value, 'defects', ()))\n"
+        "    line = '  ' * depth + part.get_content_type()\n"
+        "    if part.is_multipart():\n"
+        "        if part.get_param('type'):\n"
+        "            line += ' type=' + part.get_param('type')\n"
+        "        print(line)\n"
+        "        for child in part.iter_parts():\n"
+        "            show(child, depth + 1)\n"
+        "    elif part.get_content_maintype() == 'text':\n"
+        "        print(line, ascii(part.get_content()))\n"
+        "    else:\n"
+        "        data = part.get_content()\n"
+        "        print(line, 'id=' + part['Content-ID'], part.get_content_disposition(),\n"
+        "              'filename=' + str(part.get_filename()), 'len=%d' % len(data),\n"
+        "              'sha256=' + hashlib.sha256(data).hexdigest())\n"
+        "show(msg, 0)\n"
+        "print('defects', defects)\n";
+    char *dir = test_tmpdir();
+    char *path = xasprintf("%s/mail.eml", dir);
+    write_file(path, msg);
+    char *out = NULL, *err = NULL;
+    char *argv[] = {(char *)"python3", (char *)"-c", (char *)script, path, NULL};
+    int status = run_cmd(&out, &err, 60, argv, NULL);
+    cr_assert_eq(status, 0, "python3 failed (%d):\n%s", status, err);
+    free(err);
+    test_rmtree(dir);
+    free(path);
+    free(dir);
+    return out;
+}
+
+Test(mime, a_real_mime_parser_reads_the_tree_and_the_images)
+{
+    unsigned char *png = image_bytes(40000, 7), *jpeg = image_bytes(1001, 8);
+    jpeg[0] = 0xff, jpeg[1] = 0xd8; /* the start of a JPEG file */
+    struct mime_image ims[2] = {chart(png, 40000), chart(jpeg, 1001)};
+    ims[1].content_id = "photo.2@lab-b204.example.org";
+    ims[1].content_type = "image/jpeg";
+    ims[1].filename = NULL;
+    struct mime_mail m = with_images(ims, 2);
+    char *msg = compose_ok(&m);
+    check_shape(msg);
+    check_lines(msg);
+    char *tree = python_tree(msg);
+    char *sum_png = sha256_hex(png, 40000), *sum_jpeg = sha256_hex(jpeg, 1001);
+    char *want = xasprintf(
+        "multipart/alternative\n"
+        "  text/plain 'plain \\u51b7\\u51cd\\u5eab\\r\\n'\n"
+        "  multipart/related type=text/html\n"
+        "    text/html '<p>html \\u51b7\\u51cd\\u5eab</p>\\r\\n<img "
+        "src=\"cid:chart-1@wsrelay\">\\r\\n'\n"
+        "    image/png id=<chart-1@wsrelay> inline filename=chart.png len=40000 sha256=%s\n"
+        "    image/jpeg id=<photo.2@lab-b204.example.org> inline filename=None len=1001 "
+        "sha256=%s\n"
+        "defects 0\n",
+        sum_png, sum_jpeg);
+    cr_assert_str_eq(tree, want);
+    free(want);
+    free(sum_png);
+    free(sum_jpeg);
+    free(tree);
+    free(msg);
+    free(jpeg);
+    free(png);
+}
+
+Test(mime, two_images_come_in_order_each_with_its_id)
+{
+    unsigned char *a = image_bytes(57, 1), *b = image_bytes(58, 2);
+    struct mime_image ims[2] = {chart(a, 57), chart(b, 58)};
+    ims[1].content_id = "chart-2@wsrelay";
+    ims[1].filename = "chart 2.png";
+    struct mime_mail m = with_images(ims, 2);
+    char *msg = compose_ok(&m);
+    check_shape(msg);
+    check_lines(msg);
+    const char *first = strstr(msg, "Content-ID: <chart-1@wsrelay>\r\n");
+    const char *second = strstr(msg, "Content-ID: <chart-2@wsrelay>\r\n");
+    cr_assert(first && second && first < second, "%s", msg);
+    cr_assert(strstr(msg, "Content-Disposition: inline; filename=\"chart 2.png\"\r\n"), "%s", msg);
+
+    /* 57 bytes make exactly one line of 76; 58 a second line of 4. */
+    char *one = between(first, "\r\n\r\n", "\r\n--");
+    char *two = between(second, "\r\n\r\n", "\r\n--");
+    cr_assert_eq(strlen(one), 76, "%s", one);
+    cr_assert_eq(strlen(two), 76 + 2 + 4, "%s", two);
+    struct buf d;
+    buf_init(&d, 0);
+    b64_body(&d, one);
+    cr_assert(d.len == 57 && !memcmp(d.data, a, 57));
+    buf_reset(&d);
+    b64_body(&d, two);
+    cr_assert(d.len == 58 && !memcmp(d.data, b, 58));
+    buf_free(&d);
+    free(one);
+    free(two);
+    free(msg);
+    free(a);
+    free(b);
+}
+
+Test(mime, a_content_id_is_checked_and_never_changed)
+{
+    static const struct {
+        const char *id, *why;
+    } bad[] = {
+        {"chart\r\nBcc: evil@example.net", "expected a content_id such as chart-1@wsrelay"},
+        {"chart@wsrelay\r\nBcc: evil@example.net", "expected a content_id"},
+        {"chart@wsrelay\nX-Evil: 1", "expected a content_id"},
+        {"<chart@wsrelay>", "without angle brackets"},
+        {"chart@wsrelay>\r\nX: <y@z", "expected a content_id"},
+        {"\"chart\"@wsrelay", "expected a content_id"},
+        {"chart@wsrelay\"", "expected a content_id"},
+        {"chärt@wsrelay", "expected a content_id"},
+        {"chart@ws relay", "expected a content_id"},
+        {"chart\t@wsrelay", "expected a content_id"},
+        {"chart", "expected a content_id"},
+        {"chart@", "expected a content_id"},
+        {"@wsrelay", "expected a content_id"},
+        {"a@b@c", "expected a content_id"},
+        {".a@b", "expected a content_id"},
+        {"a.@b", "expected a content_id"},
+        {"a..b@c", "expected a content_id"},
+        {"a@b.", "expected a content_id"},
+        {"a%41@b", "expected a content_id"},
+        {"", "expected a content_id"},
+        {NULL, "expected a content_id"},
+        {"a123456789a123456789a123456789a123456789a123456789@123456789abc",
+         "longer than 62 characters"},
+    };
+    unsigned char png[] = {0x89, 'P', 'N', 'G'};
+    struct mime_image ims[2] = {chart(png, 4), chart(png, 4)};
+    struct mime_mail m = with_images(ims, 2);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ims[1].content_id = bad[i].id;
+        char *out = (char *)"untouched";
+        struct err e;
+        cr_assert_eq(mime_compose(&out, &m, &e), -1, "accepted %s", bad[i].id);
+        cr_assert_null(out);
+        cr_assert(!strncmp(e.msg, "images[1]: ", 11), "%s", e.msg);
+        cr_assert_not_null(strstr(e.msg, bad[i].why), "%s: %s", bad[i].id, e.msg);
+    }
+
+    static const char *const good[] = {
+        "chart-2@wsrelay",
+        "a@b",
+        "wsrelay.mail.5214000A.ch1_chart@example.org",
+        "a123456789a123456789a123456789a123456789a123456789@123456789ab",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        ims[1].content_id = good[i];
+        char *msg = compose_ok(&m);
+        check_lines(msg);
+        char *line = xasprintf("\r\nContent-ID: <%s>\r\n", good[i]);
+        cr_assert(strstr(msg, line), "%s", msg);
+        free(line);
+        free(msg);
+    }
+
+    /* Two images with one id: the HTML could show only one. */
+    ims[1].content_id = ims[0].content_id;
+    expect_refused(&m, "images[1]: the content_id is the same as images[0]'s");
+}
+
+Test(mime, a_filename_is_cleaned_and_cannot_add_a_header_line)
+{
+    static const struct {
+        const char *in, *out;
+    } names[] = {
+        {"x\r\nBcc: evil@example.net\".png", "x__Bcc_ evil_example.net_.png"},
+        {"a\"; name=\"b.exe", "a__ name__b.exe"},
+        {"冷凍庫 chart.png", "___ chart.png"},
+        {"bad \xff\xfe.png", "bad __.png"},
+        {"../../etc/passwd", ".._.._etc_passwd"},
+        {"=?UTF-8?B?eA==?=.png", "__UTF-8_B_eA____.png"},
+        {"tab\tand\\back+slash.png", "tab_and_back+slash.png"},
+        {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.png",
+         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+         "aaaaaaaa.png"},
+        {"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+         "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"},
+        {"cccccccccccccccccccccccccccccccccccccccccccccccccc.averylongextension",
+         "cccccccccccccccccccccccccccccccccccccccccccccccccc.averylong"},
+    };
+    unsigned char png[] = {0x89, 'P', 'N', 'G'};
+    struct mime_image im = chart(png, 4);
+    struct mime_mail m = with_images(&im, 1);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        im.filename = names[i].in;
+        char *msg = compose_ok(&m);
+        check_shape(msg);
+        check_lines(msg);
+        cr_assert_null(strstr(msg, "\r\nBcc"), "%s", msg);
+        cr_assert_null(strstr(msg, "\r\n name=\"b.exe"), "%s", msg);
+        char *type = between(msg, "\r\nContent-Type: image/png;", "\r\nContent-Transfer");
+        char *disposition = between(msg, "\r\nContent-Disposition: inline;", "\r\n\r\n");
+        char *want = xasprintf("name=\"%s\"", names[i].out);
+        /* On the line, or on a line of its own when the line would be long. */
+        cr_assert(!strcmp(type + 1, want) || !strncmp(type, "\r\n ", 3), "%s", type);
+        cr_assert_str_eq(type + (type[0] == ' ' ? 1 : 3), want);
+        free(want);
+        want = xasprintf("filename=\"%s\"", names[i].out);
+        cr_assert_str_eq(disposition + (disposition[0] == ' ' ? 1 : 3), want);
+        free(want);
+        free(disposition);
+        free(type);
+        free(msg);
+    }
+
+    /* No name: the parameters are left out. */
+    im.filename = "";
+    char *msg = compose_ok(&m);
+    cr_assert(strstr(msg, "\r\nContent-Type: image/png\r\n"), "%s", msg);
+    cr_assert(strstr(msg, "\r\nContent-Disposition: inline\r\n"), "%s", msg);
+    free(msg);
+}
+
+Test(mime, only_png_and_jpeg_with_data_and_within_the_cap)
+{
+    unsigned char png[] = {0x89, 'P', 'N', 'G'};
+    struct mime_image im = chart(png, 4);
+    struct mime_mail m = with_images(&im, 1);
+    static const char *const types[] = {
+        "image/gif", "image/svg+xml", "IMAGE/PNG", "image/png\r\nX-Evil: 1", "text/html", ""};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        im.content_type = types[i];
+        expect_refused(&m, "images[0]: the content_type must be image/png or image/jpeg");
+    }
+    im.content_type = NULL;
+    expect_refused(&m, "images[0]: the content_type must be image/png or image/jpeg");
+    im = chart(png, 0);
+    expect_refused(&m, "images[0]: the image has no data");
+    im = chart(NULL, 4);
+    expect_refused(&m, "images[0]: the image has no data");
+
+    /* 10 MiB of images in all at most (they are not read when refused). */
+    size_t half = 5u << 20;
+    unsigned char *big = xcalloc(half + 1, 1);
+    struct mime_image two[2] = {chart(big, half), chart(big, half + 1)};
+    two[1].content_id = "chart-2@wsrelay";
+    m = with_images(two, 2);
+    expect_refused(&m, "images[1]: the images come to more than the 10 MiB a mail may carry");
+    free(big);
+}
+
+Test(mime, equal_input_gives_equal_bytes_and_another_image_another_boundary)
+{
+    unsigned char *a = image_bytes(3000, 11), *b = image_bytes(3000, 11);
+    struct mime_image im = chart(a, 3000);
+    struct mime_mail m = with_images(&im, 1);
+    char *one = compose_ok(&m);
+    im.data = b; /* equal bytes at another address */
+    char *two = compose_ok(&m);
+    cr_assert_str_eq(one, two);
+    b[1500] ^= 1;
+    char *three = compose_ok(&m);
+    char *ct1 = header_value(one, "Content-Type"), *ct3 = header_value(three, "Content-Type");
+    cr_assert_str_neq(ct1, ct3, "one changed bit, one boundary");
+    free(ct1);
+    free(ct3);
+    free(one);
+    free(two);
+    free(three);
+    free(a);
+    free(b);
+}
+
+Test(mime, without_html_images_are_checked_then_left_out)
+{
+    unsigned char *png = image_bytes(500, 3);
+    struct mime_image im = chart(png, 500);
+    struct mime_mail m = with_images(&im, 1);
+    m.html = NULL;
+    char *msg = compose_ok(&m);
+    m.images = NULL;
+    m.n_images = 0;
+    char *plain = compose_ok(&m);
+    cr_assert_str_eq(msg, plain, "the text-only message, as without images");
+    cr_assert(strstr(msg, "\r\nContent-Type: text/plain; charset=UTF-8\r\n"), "%s", msg);
+    free(plain);
+    free(msg);
+
+    m.images = &im;
+    m.n_images = 1;
+    im.content_id = "chart-1@wsrelay\r\nBcc: evil@example.net";
+    expect_refused(&m, "images[0]: expected a content_id");
+    free(png);
 }
