@@ -84,6 +84,12 @@ void event_copy(struct event *out, const struct event *ev)
     if (ev->trend && ev->trend->series.n_channels == 1)
         out->trend = event_trend_of(&ev->trend->series, ev->trend->series.channels[0].num,
                                     ev->trend->since, ev->trend->until);
+    if (out->trend) {
+        out->trend->has_upper = ev->trend->has_upper;
+        out->trend->has_lower = ev->trend->has_lower;
+        out->trend->upper = ev->trend->upper;
+        out->trend->lower = ev->trend->lower;
+    }
 }
 
 int event_channel(const struct event *ev)
@@ -289,7 +295,8 @@ static struct json_object *value_text(double v)
     return json_object_new_string(text);
 }
 
-/* What templates show of a trend (trend.h): the sparkline, the first,
+/* What templates show of a trend (trend.h): the sparkline (at most
+ * TREND_WIDTH_DEFAULT characters), the first,
  * last, lowest and highest values with their local times, the direction
  * and the span in hours. */
 static void put_trend_summary(struct json_object *obj, const struct event_trend *t)
@@ -297,8 +304,13 @@ static void put_trend_summary(struct json_object *obj, const struct event_trend 
     struct trend sum;
     struct tm tm;
     char text[32];
-    if (trend_of(&sum, &t->series, t->series.channels[0].num, t->since, t->until,
-                 TREND_WIDTH_DEFAULT, NULL) < 0)
+    /* A bucket per reading when they are fewer than the sparkline's
+     * default width: ten-minute readings over an hour would otherwise show
+     * more gaps than levels. */
+    size_t width =
+        t->series.n_points < TREND_WIDTH_DEFAULT ? t->series.n_points : TREND_WIDTH_DEFAULT;
+    if (trend_of(&sum, &t->series, t->series.channels[0].num, t->since, t->until, width ? width : 1,
+                 NULL) < 0)
         return;
     put_string(obj, "sparkline", sum.sparkline);
     put_string(obj, "direction", sum.direction);
@@ -320,6 +332,10 @@ static void put_trend_summary(struct json_object *obj, const struct event_trend 
         if (local_tm(&tm, times[i].at, t->series.utc_offset) &&
             strftime(text, sizeof text, "%H:%M", &tm))
             put_string(obj, times[i].key, text);
+    if (t->has_upper)
+        json_object_object_add(obj, "upper_limit", value_text(t->upper));
+    if (t->has_lower)
+        json_object_object_add(obj, "lower_limit", value_text(t->lower));
     json_object_object_add(obj, "hours",
                            json_object_new_int64((t->until - t->since + 1800) / 3600));
 }
@@ -340,6 +356,10 @@ static struct json_object *trend_to_json(const struct event_trend *t)
     put_string(obj, "channel_name", s->channels[0].name);
     put_string(obj, "unit", s->channels[0].unit);
     json_object_object_add(obj, "utc_offset", json_object_new_int(s->utc_offset));
+    if (t->has_upper)
+        json_object_object_add(obj, "upper", json_object_new_double(t->upper));
+    if (t->has_lower)
+        json_object_object_add(obj, "lower", json_object_new_double(t->lower));
     for (size_t i = 0; i < s->n_points; i++) {
         const struct series_point *p = &s->points[i];
         struct json_object *pt = json_object_new_array_ext(3);
@@ -461,6 +481,17 @@ static bool get_int(long long *out, const struct json_object *obj, const char *k
     return true;
 }
 
+static bool get_finite(double *out, const struct json_object *obj, const char *key)
+{
+    struct json_object *v = NULL;
+    if (!json_object_object_get_ex(obj, key, &v) ||
+        !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)) ||
+        !isfinite(json_object_get_double(v)))
+        return false;
+    *out = json_object_get_double(v);
+    return true;
+}
+
 /* The trend as trend_to_json wrote it; NULL when absent or not usable in
  * any part (a trend is an extra: a message goes out without one). */
 static struct event_trend *trend_from_json(struct json_object *obj)
@@ -503,6 +534,10 @@ static struct event_trend *trend_from_json(struct json_object *obj)
         s.n_points++;
     }
     t = event_trend_of(&s, (int)num, since, until);
+    if (t) {
+        t->has_upper = get_finite(&t->upper, obj, "upper");
+        t->has_lower = get_finite(&t->lower, obj, "lower");
+    }
 out:
     series_free(&s);
     return t;

@@ -13,6 +13,7 @@
 #include "util/err.h"
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The alert-log members that carry events, in the order they are emitted. */
@@ -25,6 +26,8 @@ extern const size_t event_n_kinds;
 struct event_trend {
     long long since, until;
     struct series series; /* one channel, channels[0]; its points lie in the span */
+    bool has_upper, has_lower;
+    double upper, lower; /* the channel's alarm limits when known (configured or learnt) */
 };
 
 struct event {

@@ -11,6 +11,7 @@
 #include "platform.h"
 #include "series.h"
 #include "tick.h"
+#include "watch.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -127,6 +128,21 @@ static void note_budget(struct tick *t, const char *login, enum platform_op op,
     }
 }
 
+/* The alarm limits of the event's channel, to draw: configured ones win
+ * over those the alert texts taught, as for early warnings. */
+static void limits_of(const struct tick *t, const struct account_conf *a, const struct event *ev,
+                      struct event_trend *trend)
+{
+    struct watch_limit l;
+    int ch = event_channel(ev);
+    if (!account_limit(a, ev->serial, ch, &l))
+        state_learnt_limit(t->st, ev->serial, ch, &l);
+    trend->has_upper = l.has_upper;
+    trend->has_lower = l.has_lower;
+    trend->upper = l.upper;
+    trend->lower = l.lower;
+}
+
 /* Gives each waiting item its channel's part of `s`: the readings of the
  * RECENT_SPAN before the newest one (or the event, when later). */
 static void attach(struct tick *t, const struct wanted *w, const struct series *s)
@@ -142,6 +158,7 @@ static void attach(struct tick *t, const struct wanted *w, const struct series *
                       event_channel(&ev));
             continue;
         }
+        limits_of(t, w->a, &ev, trend);
         ev.trend = trend;
         state_outbox_set_event(t->st, w->items[i].id, &ev);
         event_trend_free(trend);

@@ -942,3 +942,182 @@ Test(event, unusable_routing_members_do_not_fail)
         json_object_put(obj);
     }
 }
+
+/* ---- the trend of an event's channel ---- */
+
+/* A series of channels 1 and 2 with a reading every 10 minutes from
+ * `t0`: ch1 rises from 2.0 by 0.5 a reading; the fourth reading has no
+ * ch1 value; data-ids run from 65534 and wrap. */
+static void trend_series(struct series *s, long long t0, size_t n)
+{
+    memset(s, 0, sizeof *s);
+    s->serial = xstrdup("52C10001");
+    s->utc_offset = 540;
+    s->n_channels = 2;
+    s->channels[0] = (struct series_channel){1, xstrdup("温度"), xstrdup("C")};
+    s->channels[1] = (struct series_channel){2, xstrdup("湿度"), xstrdup("%")};
+    s->points = xcalloc(n, sizeof *s->points);
+    for (size_t i = 0; i < n; i++) {
+        struct series_point *p = &s->points[s->n_points++];
+        p->unixtime = t0 + 600 * (long long)i;
+        p->data_id = (long)((65534 + i) % 65536);
+        p->valid = i == 3 ? 2 : 3;
+        p->v[0] = i == 3 ? 0 : 2.0 + 0.5 * (double)i;
+        p->v[1] = 50;
+    }
+}
+
+static struct event trend_event(void)
+{
+    struct event ev = {0};
+    ev.account = xstrdup("tokyo");
+    ev.serial = xstrdup("52C10001");
+    ev.model = xstrdup("");
+    ev.name = xstrdup("冷蔵庫");
+    ev.kind = xstrdup("ch1");
+    ev.text = xstrdup("CH1 Upper Limit Exceeded 5.5C (limit 5.0C)");
+    ev.unixtime = 1795003000;
+    ev.utc_offset = 540;
+    return ev;
+}
+
+Test(event, channel_of_an_event)
+{
+    struct event ev = {.kind = (char *)"ch3"};
+    cr_assert_eq(event_channel(&ev), 3);
+    ev.kind = (char *)"ch5"; /* cumulative channels have no graph data */
+    cr_assert_eq(event_channel(&ev), 0);
+    ev.kind = (char *)"battery-level";
+    cr_assert_eq(event_channel(&ev), 0);
+    ev.kind = (char *)"reading";
+    ev.channel = 2;
+    cr_assert_eq(event_channel(&ev), 2);
+    ev.kind = (char *)"ch10";
+    cr_assert_eq(event_channel(&ev), 0);
+}
+
+Test(event, trend_keeps_one_channel_in_its_span)
+{
+    struct series s;
+    trend_series(&s, 1795000000, 8);
+    /* The span leaves out the first and the last reading. */
+    struct event_trend *t = event_trend_of(&s, 1, 1795000600, 1795003600);
+    cr_assert_not_null(t);
+    cr_assert_eq(t->series.n_channels, 1);
+    cr_assert_eq(t->series.channels[0].num, 1);
+    cr_assert_str_eq(t->series.channels[0].unit, "C");
+    cr_assert_eq(t->series.n_points, 6);
+    cr_assert_eq(t->series.points[0].unixtime, 1795000600);
+    cr_assert_eq(t->series.points[2].valid, 0); /* the reading without a ch1 value stays a gap */
+    cr_assert_eq(t->series.points[5].valid, 1);
+    cr_assert_float_eq(t->series.points[5].v[0], 5.0, 1e-9);
+    event_trend_free(t);
+    /* No reading of the channel in the span, or no such channel: none. */
+    cr_assert_null(event_trend_of(&s, 1, 1795001800, 1795001800));
+    cr_assert_null(event_trend_of(&s, 3, 1795000000, 1795009999));
+    cr_assert_null(event_trend_of(&s, 1, 1795009999, 1795000000));
+    event_trend_free(NULL);
+    series_free(&s);
+}
+
+Test(event, trend_travels_through_the_outbox_and_shows_in_templates)
+{
+    struct series s;
+    struct err e = {{0}};
+    trend_series(&s, 1795000000, 8);
+    struct event ev = trend_event();
+    ev.trend = event_trend_of(&s, 1, 1795000000, 1795004200);
+    ev.trend->has_upper = true;
+    ev.trend->upper = 5.0;
+    struct json_object *obj = event_to_json(&ev);
+    struct json_object *tj = NULL, *v = NULL;
+    cr_assert(json_object_object_get_ex(obj, "trend", &tj) && tj);
+    /* What templates show. */
+    const struct {
+        const char *key, *want;
+    } shown[] = {
+        {"sparkline", "▁▂▃·▅▆▇█"}, /* a bucket per reading, the gap shown */
+        {"direction", "rising"},
+        {"first", "2"},
+        {"last", "5.5"},
+        {"min", "2"},
+        {"max", "5.5"},
+        {"unit", "C"},
+        {"channel_name", "温度"},
+        {"upper_limit", "5"},
+        {"since_time", "20:06"},
+        {"until_time", "21:16"},
+        {"max_time", "21:16"},
+    };
+    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
+        cr_assert(json_object_object_get_ex(tj, shown[i].key, &v), "no %s", shown[i].key);
+        cr_assert_str_eq(json_object_get_string(v), shown[i].want, "%s", shown[i].key);
+    }
+    cr_assert(json_object_object_get_ex(tj, "count", &v));
+    cr_assert_eq(json_object_get_int(v), 7);
+    cr_assert(json_object_object_get_ex(tj, "hours", &v));
+    cr_assert_eq(json_object_get_int(v), 1);
+    cr_assert_not(json_object_object_get_ex(tj, "lower_limit", NULL));
+
+    /* Back from the outbox: the same points, limits and span. */
+    struct event back;
+    cr_assert_eq(event_from_json(&back, obj, &e), 0, "%s", e.msg);
+    cr_assert_not_null(back.trend);
+    cr_assert_eq(back.trend->since, 1795000000);
+    cr_assert_eq(back.trend->until, 1795004200);
+    cr_assert_eq(back.trend->series.utc_offset, 540);
+    cr_assert_eq(back.trend->series.n_points, 8);
+    for (size_t i = 0; i < 8; i++) {
+        const struct series_point *a = &ev.trend->series.points[i],
+                                  *b = &back.trend->series.points[i];
+        cr_assert_eq(a->unixtime, b->unixtime);
+        cr_assert_eq(a->data_id, b->data_id);
+        cr_assert_eq(a->valid, b->valid);
+        cr_assert_float_eq(a->v[0], b->v[0], 1e-9);
+    }
+    cr_assert(back.trend->has_upper);
+    cr_assert_float_eq(back.trend->upper, 5.0, 1e-9);
+    cr_assert_not(back.trend->has_lower);
+    struct json_object *again = event_to_json(&back);
+    cr_assert(json_object_equal(obj, again), "%s\n%s", json_object_to_json_string(obj),
+              json_object_to_json_string(again));
+
+    /* A copy owns its own trend. */
+    struct event copy = {0};
+    event_copy(&copy, &ev);
+    cr_assert_not_null(copy.trend);
+    cr_assert_neq(copy.trend, ev.trend);
+    cr_assert_eq(copy.trend->series.n_points, 8);
+    cr_assert(copy.trend->has_upper);
+    event_clear(&copy);
+    json_object_put(again);
+    json_object_put(obj);
+    event_clear(&back);
+    event_clear(&ev);
+    series_free(&s);
+}
+
+Test(event, a_trend_that_cannot_be_read_back_is_left_out)
+{
+    static const char *const bad[] = {
+        "{\"since\":1,\"until\":2,\"channel\":1,\"utc_offset\":0,\"points\":{}}",
+        "{\"since\":1,\"until\":2,\"channel\":9,\"utc_offset\":0,\"points\":[]}",
+        "{\"since\":1,\"until\":2,\"channel\":1,\"utc_offset\":0,\"points\":[[1,null]]}",
+        "{\"since\":1,\"until\":2,\"channel\":1,\"utc_offset\":0,\"points\":[[\"1\",null,1]]}",
+        "{\"until\":2,\"channel\":1,\"utc_offset\":0,\"points\":[[1,null,1]]}",
+        "{\"since\":1,\"until\":2,\"channel\":1,\"utc_offset\":0,\"points\":[[1,null,null]]}",
+        "\"a trend\"",
+    };
+    struct event ev = trend_event();
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct json_object *obj = event_to_json(&ev);
+        json_object_object_add(obj, "trend", json_tokener_parse(bad[i]));
+        struct event back;
+        struct err e = {{0}};
+        cr_assert_eq(event_from_json(&back, obj, &e), 0, "%s: %s", bad[i], e.msg);
+        cr_assert_null(back.trend, "%s", bad[i]);
+        event_clear(&back);
+        json_object_put(obj);
+    }
+    event_clear(&ev);
+}
