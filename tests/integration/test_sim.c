@@ -486,7 +486,7 @@ Test(sim, alert_rejects_bad_devices_with_400)
 Test(sim, unknown_paths_get_404)
 {
     struct http_reply r;
-    char *url = xasprintf("%s/v1/devices/latest-data", sim.base_url);
+    char *url = xasprintf("%s/v1/devices/warnings", sim.base_url);
     cr_assert_eq(http_request(&r, "POST", url, "application/json", "{" CREDS "}", NULL), 0);
     free(expect_error(&r, 404));
     http_reply_free(&r);
@@ -663,9 +663,9 @@ Test(sim, control_moves_the_clock_and_adds_alerts)
     http_reply_free(&r);
     free(url);
     url = xasprintf("%s/_sim/faults", sim.base_url);
-    cr_assert_eq(
-        http_request(&r, "POST", url, NULL, "{\"op\":\"data\",\"status\":503,\"count\":1}", NULL),
-        0);
+    cr_assert_eq(http_request(&r, "POST", url, NULL,
+                              "{\"op\":\"warnings\",\"status\":503,\"count\":1}", NULL),
+                 0);
     free(expect_error(&r, 400));
     http_reply_free(&r);
     free(url);

@@ -99,7 +99,7 @@ static void set_fault(struct world *w, const struct json_object *body, struct re
     int status, count;
     struct err e;
     if (!json_object_object_get_ex(body, "op", &op) || !json_object_is_type(op, json_type_string)) {
-        reply_error(out, 400, "\"op\" must be \"current\" or \"alert\"");
+        reply_error(out, 400, "\"op\" must be the name of an operation (a string)");
         return;
     }
     if (int_member(&status, body, "status", 200, 599) < 0 ||

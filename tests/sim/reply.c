@@ -15,6 +15,7 @@ void reply_json(struct reply *out, int status, struct json_object *obj)
 {
     free(out->body);
     out->status = status;
+    out->content_type = NULL;
     out->body = xstrdup(json_object_to_json_string_ext(obj, JSON_FLAGS));
     json_object_put(obj);
 }
@@ -38,7 +39,16 @@ void reply_raw(struct reply *out, int status, const char *body)
 {
     free(out->body);
     out->status = status;
+    out->content_type = NULL;
     out->body = xstrdup(body);
+}
+
+void reply_take(struct reply *out, int status, const char *content_type, char *body)
+{
+    free(out->body);
+    out->status = status;
+    out->content_type = content_type;
+    out->body = body;
 }
 
 void reply_clear(struct reply *r)

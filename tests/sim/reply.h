@@ -20,24 +20,35 @@ struct request {
     size_t body_len;
 };
 
-/* Every reply is sent as `Content-Type: application/json; charset=utf-8`.
- * `body` is owned by the reply (reply_clear frees it). */
+#define REPLY_JSON_TYPE "application/json; charset=utf-8"
+#define REPLY_CSV_TYPE "text/csv; charset=utf-8"
+
+/* A reply is sent with `Content-Type: content_type`, REPLY_JSON_TYPE when
+ * that is NULL. `body` is owned by the reply (reply_clear frees it). */
 struct reply {
     int status;
     char *body;
-    bool rate_headers; /* send X-RateLimit-* from `rate` */
+    const char *content_type; /* NULL or a string constant */
+    bool rate_headers;        /* send X-RateLimit-* from `rate` */
     struct limiter_verdict rate;
+    bool data_count_header; /* send X-RateLimit-Remaining-DataCount: data_count */
+    long long data_count;
 };
 
-/* Sets status and body to the serialised `obj`, and releases `obj`. */
+/* Sets status and body to the serialised `obj` (as JSON), and releases
+ * `obj`. */
 void reply_json(struct reply *out, int status, struct json_object *obj);
 
 /* The platform's error shape: {"error":{"code":STATUS,"message":"..."}}. */
 void reply_error(struct reply *out, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* A body sent exactly as given (copied). */
+/* A body sent exactly as given (copied), as JSON. */
 void reply_raw(struct reply *out, int status, const char *body);
+
+/* Sets status, `content_type` (a string constant) and body, taking over
+ * `body` (which the reply frees). */
+void reply_take(struct reply *out, int status, const char *content_type, char *body);
 
 /* Frees the body; the reply may be reused. */
 void reply_clear(struct reply *r);

@@ -18,6 +18,7 @@
 
 #define SCENARIO_MAX_BYTES (16u * 1024 * 1024)
 #define ALERTS_RETURNED 20
+#define DATA_ID_MAX 65535 /* data-ids run 0 to 65535, then start at 0 again */
 
 const char *const scenario_kinds[SCENARIO_N_KINDS] = {
     "ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "battery-level", "communication-status"};
@@ -176,6 +177,23 @@ static int get_bool(bool *out, const struct json_object *obj, const char *key, b
     return 0;
 }
 
+/* An optional data-id member (0 to DATA_ID_MAX): `dflt` when absent. */
+static int get_data_id(long *out, const struct json_object *obj, const char *key, long dflt,
+                       const struct where *w, struct err *e)
+{
+    long long v;
+    if (!json_object_object_get_ex(obj, key, NULL)) {
+        *out = dflt;
+        return 0;
+    }
+    if (get_int64(&v, obj, key, w, e) < 0)
+        return -1;
+    if (v < 0 || v > DATA_ID_MAX)
+        return fail(e, w, "'%s' must be 0 to %d, not %lld", key, DATA_ID_MAX, v);
+    *out = (long)v;
+    return 0;
+}
+
 /* An optional array member: *out NULL when absent. */
 static int get_array(struct json_object **out, const struct json_object *obj, const char *key,
                      const struct where *w, struct err *e)
@@ -246,18 +264,20 @@ static void reading_clear(struct reading *r, size_t n_values)
 }
 
 /* A reading of a device with `n_channels` channels: {at, unixtime, values,
- * battery}. `values` must give one value per channel. On failure nothing
- * stays allocated. */
+ * battery, data_id}. `values` must give one value per channel; data_id is
+ * -1 when not given (device_push_reading numbers the reading). On failure
+ * nothing stays allocated. */
 static int parse_reading(struct reading *out, const struct json_object *obj, size_t n_channels,
                          const struct where *w, struct err *e)
 {
-    static const char *const keys[] = {"at", "unixtime", "values", "battery", NULL};
+    static const char *const keys[] = {"at", "unixtime", "values", "battery", "data_id", NULL};
     struct json_object *values;
     int rc = -1;
     memset(out, 0, sizeof *out);
     if (need_object(obj, w, e) < 0 || check_keys(obj, keys, w, e) < 0 ||
         get_int64(&out->at, obj, "at", w, e) < 0 ||
         get_int64_or(&out->unixtime, obj, "unixtime", out->at, w, e) < 0 ||
+        get_data_id(&out->data_id, obj, "data_id", -1, w, e) < 0 ||
         get_array(&values, obj, "values", w, e) < 0)
         goto out;
     if (!values) {
@@ -286,17 +306,23 @@ out:
     return rc;
 }
 
+/* Appends `r`; a reading without a data-id of its own gets the one after
+ * the previous reading's (the device's data_id for the first). */
 static void device_push_reading(struct device *d, const struct reading *r)
 {
     if (d->n_readings == d->cap_readings) {
         d->cap_readings = d->cap_readings ? d->cap_readings * 2 : 8;
         d->readings = xreallocarray(d->readings, d->cap_readings, sizeof *d->readings);
     }
-    d->readings[d->n_readings++] = *r;
+    struct reading *added = &d->readings[d->n_readings];
+    *added = *r;
+    if (added->data_id < 0)
+        added->data_id =
+            d->n_readings ? (added[-1].data_id + 1) % (DATA_ID_MAX + 1) : d->first_data_id;
+    d->n_readings++;
 }
 
-/* The latest reading with at <= now, or NULL before the first. */
-static const struct reading *reading_at(const struct device *d, long long now)
+size_t scenario_readings_due(const struct device *d, long long now)
 {
     size_t lo = 0, hi = d->n_readings;
     while (lo < hi) {
@@ -306,7 +332,14 @@ static const struct reading *reading_at(const struct device *d, long long now)
         else
             hi = mid;
     }
-    return lo ? &d->readings[lo - 1] : NULL;
+    return lo;
+}
+
+/* The latest reading with at <= now, or NULL before the first. */
+static const struct reading *reading_at(const struct device *d, long long now)
+{
+    size_t due = scenario_readings_due(d, now);
+    return due ? &d->readings[due - 1] : NULL;
 }
 
 static int parse_channel(struct channel *out, const struct json_object *obj, const struct where *w,
@@ -374,9 +407,9 @@ static int parse_device(struct device *d, struct scenario *s, const struct json_
                         const struct where *w, struct err *e)
 {
     static const char *const keys[] = {
-        "serial",          "model",    "name",     "num",     "base", "group",
-        "time_diff",       "std_bias", "dst_flg",  "battery", "rssi", "channels",
-        "alert_supported", "alerts",   "readings", NULL};
+        "serial",          "model",           "name",    "num",     "base",     "group",
+        "time_diff",       "std_bias",        "dst_flg", "battery", "rssi",     "channels",
+        "alert_supported", "graph_supported", "data_id", "alerts",  "readings", NULL};
     struct json_object *v, *channels, *alerts, *readings;
     struct where sub;
     if (need_object(obj, w, e) < 0 || check_keys(obj, keys, w, e) < 0)
@@ -391,6 +424,8 @@ static int parse_device(struct device *d, struct scenario *s, const struct json_
         get_numtext(&d->battery, obj, "battery", "5", false, w, e) < 0 ||
         get_numtext(&d->rssi, obj, "rssi", "", false, w, e) < 0 ||
         get_bool(&d->alert_supported, obj, "alert_supported", true, w, e) < 0 ||
+        get_bool(&d->graph_supported, obj, "graph_supported", true, w, e) < 0 ||
+        get_data_id(&d->first_data_id, obj, "data_id", 0, w, e) < 0 ||
         get_array(&channels, obj, "channels", w, e) < 0 ||
         get_array(&alerts, obj, "alerts", w, e) < 0 ||
         get_array(&readings, obj, "readings", w, e) < 0)
@@ -718,10 +753,13 @@ static bool json_number_text(const char *text, bool *is_int)
     return *p == '\0';
 }
 
-/* A numeric field as the dialect sends it: always a string in the current
- * dialect; a number in the earlier one when the text is a number (an empty
- * rssi or an error word stays a string, as on the real platform). */
-static struct json_object *numeric(enum dialect d, const char *text)
+bool scenario_is_number(const char *text)
+{
+    bool is_int;
+    return json_number_text(text, &is_int);
+}
+
+struct json_object *scenario_numeric(enum dialect d, const char *text)
 {
     bool is_int;
     if (d == DIALECT_NUMBERS && json_number_text(text, &is_int)) {
@@ -736,11 +774,11 @@ static struct json_object *numeric(enum dialect d, const char *text)
     return json_object_new_string(text);
 }
 
-static struct json_object *numeric_ll(enum dialect d, long long v)
+struct json_object *scenario_numeric_ll(enum dialect d, long long v)
 {
     char text[32];
     snprintf(text, sizeof text, "%lld", v);
-    return numeric(d, text);
+    return scenario_numeric(d, text);
 }
 
 static void add_str(struct json_object *obj, const char *key, const char *value)
@@ -755,24 +793,25 @@ struct json_object *scenario_device_record(const struct account *a, const struct
     const struct reading *r = reading_at(d, now);
     const char *battery = r && r->battery ? r->battery : d->battery;
     struct json_object *rec = json_object_new_object();
-    json_object_object_add(rec, "num", numeric(dl, d->num));
+    json_object_object_add(rec, "num", scenario_numeric(dl, d->num));
     add_str(rec, "serial", d->serial);
     add_str(rec, "model", d->model);
     add_str(rec, "name", d->name);
-    json_object_object_add(rec, "battery", numeric(dl, battery));
-    json_object_object_add(rec, "rssi", numeric(dl, d->rssi));
-    json_object_object_add(rec, "time_diff", numeric(dl, d->time_diff));
-    json_object_object_add(rec, "std_bias", numeric(dl, d->std_bias));
+    json_object_object_add(rec, "battery", scenario_numeric(dl, battery));
+    json_object_object_add(rec, "rssi", scenario_numeric(dl, d->rssi));
+    json_object_object_add(rec, "time_diff", scenario_numeric(dl, d->time_diff));
+    json_object_object_add(rec, "std_bias", scenario_numeric(dl, d->std_bias));
     if (d->dst_flg)
-        json_object_object_add(rec, "dst_flg", numeric(dl, d->dst_flg));
-    json_object_object_add(rec, "dst_bias", numeric(dl, "60"));
-    json_object_object_add(rec, "unixtime", numeric_ll(dl, r ? r->unixtime : now));
+        json_object_object_add(rec, "dst_flg", scenario_numeric(dl, d->dst_flg));
+    json_object_object_add(rec, "dst_bias", scenario_numeric(dl, "60"));
+    json_object_object_add(rec, "unixtime", scenario_numeric_ll(dl, r ? r->unixtime : now));
     struct json_object *channels = json_object_new_array();
     for (size_t i = 0; i < d->n_channels; i++) {
         struct json_object *ch = json_object_new_object();
-        json_object_object_add(ch, "num", numeric_ll(dl, (long long)i + 1));
+        json_object_object_add(ch, "num", scenario_numeric_ll(dl, (long long)i + 1));
         add_str(ch, "name", d->channels[i].name);
-        json_object_object_add(ch, "value", numeric(dl, r ? r->values[i] : d->channels[i].value));
+        json_object_object_add(ch, "value",
+                               scenario_numeric(dl, r ? r->values[i] : d->channels[i].value));
         add_str(ch, "unit", d->channels[i].unit);
         json_object_array_add(channels, ch);
     }
@@ -783,7 +822,7 @@ struct json_object *scenario_device_record(const struct account *a, const struct
     add_str(base, "name", d->base_name);
     json_object_object_add(rec, "baseunit", base);
     struct json_object *group = json_object_new_object();
-    json_object_object_add(group, "num", numeric(dl, d->group_num));
+    json_object_object_add(group, "num", scenario_numeric(dl, d->group_num));
     add_str(group, "name", d->group_name);
     json_object_object_add(rec, "group", group);
     return rec;
@@ -810,16 +849,16 @@ struct json_object *scenario_alert_record(const struct account *a, const struct 
     add_str(rec, "base-serial", d->base_serial);
     add_str(rec, "base-model", d->base_model);
     add_str(rec, "base-name", d->base_name);
-    json_object_object_add(rec, "time-diff", numeric(dl, d->time_diff));
-    json_object_object_add(rec, "std-bias", numeric(dl, d->std_bias));
+    json_object_object_add(rec, "time-diff", scenario_numeric(dl, d->time_diff));
+    json_object_object_add(rec, "std-bias", scenario_numeric(dl, d->std_bias));
     if (d->dst_flg)
-        json_object_object_add(rec, "dst-flg", numeric(dl, d->dst_flg));
-    json_object_object_add(rec, "dst-bias", numeric(dl, "60"));
+        json_object_object_add(rec, "dst-flg", scenario_numeric(dl, d->dst_flg));
+    json_object_object_add(rec, "dst-bias", scenario_numeric(dl, "60"));
     struct json_object *channels = json_object_new_array();
     for (size_t i = 0; i < d->n_channels; i++) {
         struct json_object *ch = json_object_new_object();
         add_str(ch, "name", d->channels[i].name);
-        json_object_object_add(ch, "num", numeric_ll(dl, (long long)i + 1));
+        json_object_object_add(ch, "num", scenario_numeric_ll(dl, (long long)i + 1));
         add_str(ch, "unit", d->channels[i].unit);
         json_object_array_add(channels, ch);
     }
@@ -835,7 +874,7 @@ struct json_object *scenario_alert_record(const struct account *a, const struct 
     struct json_object *logs = json_object_new_array();
     for (size_t i = 0; i < n && i < ALERTS_RETURNED; i++) {
         struct json_object *entry = json_object_new_object();
-        json_object_object_add(entry, "unixtime", numeric_ll(dl, due[i]->unixtime));
+        json_object_object_add(entry, "unixtime", scenario_numeric_ll(dl, due[i]->unixtime));
         for (size_t k = 0; k < SCENARIO_N_KINDS; k++) {
             if (due[i]->text[k])
                 add_str(entry, scenario_kinds[k], due[i]->text[k]);

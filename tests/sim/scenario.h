@@ -39,12 +39,13 @@ struct channel {
 };
 
 /* What a device uploaded: served by Get Current Readings from `at` on, until
- * the next reading's `at`. */
+ * the next reading's `at`, and by the graph-data operations from `at` on. */
 struct reading {
     long long at;       /* the upload's virtual time */
     long long unixtime; /* the measurement's time, sent as the record's unixtime */
     char **values;      /* one per channel of the device, as text */
     char *battery;      /* NULL: the device's own battery field */
+    long data_id;       /* 0 to 65535: the given one, or the previous reading's + 1 */
 };
 
 struct device {
@@ -56,6 +57,8 @@ struct device {
     char *dst_flg; /* NULL: the member is left out of responses */
     char *battery, *rssi;
     bool alert_supported;
+    bool graph_supported; /* false: the graph-data operations answer 400 */
+    long first_data_id;   /* the data-id of the first reading that gives none */
     struct channel *channels;
     size_t n_channels;
     struct alert_entry *alerts; /* unordered; responses sort them */
@@ -106,6 +109,23 @@ int scenario_add_alert(struct scenario *s, const char *serial, const struct json
  * that serial. */
 int scenario_add_reading(struct scenario *s, const char *serial, const struct json_object *reading,
                          struct err *e);
+
+/* How many of d's readings are uploaded at `now` (at <= now): they are the
+ * first ones of d->readings. A binary search. */
+size_t scenario_readings_due(const struct device *d, long long now);
+
+/* True when `text` is a JSON number ("-7.5", "12", "1e3"; not "", " 1",
+ * "Sensor Error"). */
+bool scenario_is_number(const char *text);
+
+/* A numeric field as the dialect sends it: always a string in the current
+ * dialect; a number in the earlier one when the text is a number (an empty
+ * rssi or an error word stays a string, as on the real platform). New
+ * reference. */
+struct json_object *scenario_numeric(enum dialect d, const char *text);
+
+/* scenario_numeric of the decimal text of `v`. */
+struct json_object *scenario_numeric_ll(enum dialect d, long long v);
 
 /* A device record of Get Current Readings, as of `now`: the latest reading
  * with at <= now (its unixtime, values and battery), or, before the first

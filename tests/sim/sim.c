@@ -135,7 +135,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, const struct repl
         MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!resp)
         return MHD_NO;
-    MHD_add_response_header(resp, "Content-Type", "application/json; charset=utf-8");
+    MHD_add_response_header(resp, "Content-Type",
+                            r->content_type ? r->content_type : REPLY_JSON_TYPE);
     if (r->rate_headers) {
         char text[32];
         snprintf(text, sizeof text, "%d", r->rate.limit);
@@ -144,6 +145,11 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, const struct repl
         MHD_add_response_header(resp, "X-RateLimit-Remaining", text);
         snprintf(text, sizeof text, "%lld", r->rate.reset);
         MHD_add_response_header(resp, "X-RateLimit-Reset", text);
+    }
+    if (r->data_count_header) {
+        char text[32];
+        snprintf(text, sizeof text, "%lld", r->data_count);
+        MHD_add_response_header(resp, "X-RateLimit-Remaining-DataCount", text);
     }
     enum MHD_Result ok = MHD_queue_response(conn, (unsigned)r->status, resp);
     MHD_destroy_response(resp);

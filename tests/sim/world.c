@@ -1,8 +1,11 @@
-/* The platform's two operations as the simulator plays them: the request
+/* The platform's six operations as the simulator plays them: the request
  * checks in the documented order, per-login sliding-window rate limits on
- * the virtual clock, injected faults, and a log of every authenticated call
- * so that tests can check what a client did, not only what it was told. */
+ * the virtual clock, the data count of the period operations, injected
+ * faults, and a log of every authenticated call so that tests can check
+ * what a client did, not only what it was told. The graph-data operations
+ * themselves are in graph.c. */
 #include "world.h"
+#include "graph.h"
 #include "limiter.h"
 #include "util/xalloc.h"
 
@@ -10,17 +13,25 @@
 #include <string.h>
 #include <strings.h>
 
-enum op { OP_CURRENT, OP_ALERT, N_OPS };
+enum op { OP_CURRENT, OP_ALERT, OP_LATEST, OP_LATEST_RTR500, OP_DATA, OP_DATA_RTR500, N_OPS };
 
-/* The limits of the operations the simulator offers (spec: "Limits"). */
+/* The operations the simulator offers and their limits (spec: "Limits").
+ * The flags describe the graph-data operations (OP_LATEST and after). */
 static const struct op_row {
     const char *name;
     const char *path;
     int limit;
     long long span;
+    bool rtr500; /* for the remote units of a base unit */
+    bool period; /* by period and number, with the data count */
 } op_table[N_OPS] = {
-    [OP_CURRENT] = {"current", "/v1/devices/current", 10, 120},
-    [OP_ALERT] = {"alert", "/v1/devices/alert", 12, 3600},
+    [OP_CURRENT] = {"current", "/v1/devices/current", 10, 120, false, false},
+    [OP_ALERT] = {"alert", "/v1/devices/alert", 12, 3600, false, false},
+    [OP_LATEST] = {"latest-data", "/v1/devices/latest-data", 60, 60, false, false},
+    [OP_LATEST_RTR500] = {"latest-data-rtr500", "/v1/devices/latest-data-rtr500", 60, 60, true,
+                          false},
+    [OP_DATA] = {"data", "/v1/devices/data", 20, 60, false, true},
+    [OP_DATA_RTR500] = {"data-rtr500", "/v1/devices/data-rtr500", 20, 60, true, true},
 };
 
 struct fault {
@@ -33,8 +44,15 @@ struct call {
     long long t;
     enum op op;
     size_t account;
-    char *serial; /* remote-serial of an alert call when it was a string */
+    char *serial; /* remote-serial when it was a string (never for current) */
     int status;
+};
+
+/* Readings a period call served, for the data count. */
+struct served {
+    long long t;
+    const struct device *d; /* devices belong to one account: per login ID */
+    size_t count;
 };
 
 struct world {
@@ -44,6 +62,8 @@ struct world {
     struct fault faults[N_OPS];
     struct call *calls;
     size_t n_calls, cap_calls;
+    struct served *served;
+    size_t n_served;
     size_t rejected_429;
     unsigned max_in_flight;
 };
@@ -75,6 +95,7 @@ void world_free(struct world *w)
     for (size_t i = 0; i < w->n_calls; i++)
         free(w->calls[i].serial);
     free(w->calls);
+    free(w->served);
     scenario_free(w->sc);
     free(w);
 }
@@ -113,7 +134,29 @@ int world_set_fault(struct world *w, const char *op, int status, int count, cons
             return 0;
         }
     }
-    return err_set(e, "unknown op '%s' (use \"current\" or \"alert\")", op);
+    return err_set(e,
+                   "unknown op '%s' (use current, alert, latest-data, latest-data-rtr500, data "
+                   "or data-rtr500)",
+                   op);
+}
+
+/* What the data count still allows for `d` after the readings served to
+ * it in (now - span, now]; the whole count for NULL (no device named). */
+static size_t data_budget(const struct world *w, const struct device *d)
+{
+    size_t used = 0;
+    for (size_t i = 0; d && i < w->n_served; i++) {
+        const struct served *s = &w->served[i];
+        if (s->d == d && s->t > w->now - GRAPH_DATA_COUNT_SPAN && s->t <= w->now)
+            used += s->count;
+    }
+    return used >= GRAPH_DATA_COUNT_LIMIT ? 0 : GRAPH_DATA_COUNT_LIMIT - used;
+}
+
+static void record_served(struct world *w, const struct device *d, size_t count)
+{
+    w->served = xgrowarray(w->served, w->n_served, sizeof *w->served);
+    w->served[w->n_served++] = (struct served){.t = w->now, .d = d, .count = count};
 }
 
 static void record_call(struct world *w, enum op op, size_t account, const char *serial, int status)
@@ -201,31 +244,61 @@ static void answer_current(const struct world *w, const struct account *a,
     reply_json(out, 200, root);
 }
 
-/* Get Alert Logs, after authentication and the rate limit. */
-static void answer_alert(const struct world *w, const struct account *a,
-                         const struct json_object *body, struct reply *out)
+/* The device named by the string remote-serial and, `with_base`, whose
+ * base unit is the string base-serial; NULL with a 400 in `out` when
+ * there is none. */
+static const struct device *requested_device(struct reply *out, const struct account *a,
+                                             const struct json_object *body, bool with_base)
 {
     const char *remote = member_string(body, "remote-serial");
-    const char *base = member_string(body, "base-serial");
+    const char *base = with_base ? member_string(body, "base-serial") : "";
     if (!remote || !base) {
         reply_error(out, 400, "%s is required and must be a string",
                     !remote ? "remote-serial" : "base-serial");
-        return;
+        return NULL;
     }
     const struct device *d = scenario_find_device(a, remote);
     if (!d) {
         reply_error(out, 400, "unknown remote-serial '%s'", remote);
-        return;
+        return NULL;
     }
-    if (strcmp(d->base_serial, base) != 0) {
+    if (with_base && strcmp(d->base_serial, base) != 0) {
         reply_error(out, 400, "base-serial '%s' is not the base unit of '%s'", base, remote);
-        return;
+        return NULL;
     }
+    return d;
+}
+
+/* Get Alert Logs, after authentication and the rate limit. */
+static void answer_alert(const struct world *w, const struct account *a,
+                         const struct json_object *body, struct reply *out)
+{
+    const struct device *d = requested_device(out, a, body, true);
+    if (!d)
+        return;
     if (!d->alert_supported) {
         reply_error(out, 400, "alert logs are not available for this device model (%s)", d->model);
         return;
     }
     reply_json(out, 200, scenario_alert_record(a, d, w->now));
+}
+
+/* A graph-data operation (graph.h), after authentication and the rate
+ * limit; returns the number of readings served. */
+static size_t answer_graph(const struct world *w, enum op op, const struct account *a,
+                           const struct json_object *body, size_t budget, struct reply *out)
+{
+    const struct device *d = requested_device(out, a, body, op_table[op].rtr500);
+    if (!d)
+        return 0;
+    struct graph_call call = {.a = a,
+                              .d = d,
+                              .body = body,
+                              .now = w->now,
+                              .rtr500 = op_table[op].rtr500,
+                              .period = op_table[op].period,
+                              .budget = budget};
+    return graph_answer(out, &call);
 }
 
 /* Finds the account whose three credentials all match; -1 when none. */
@@ -241,9 +314,14 @@ static long find_account(const struct scenario *sc, const char *key, const char 
     return -1;
 }
 
-static void answer_op(struct world *w, enum op op, const struct request *rq, struct reply *out)
+/* Steps 1 to 4 of the checks: the method, the body and the credentials.
+ * Returns the account's index and the body (*body, new reference), or -1
+ * with the error in `out` (and *body NULL). */
+static long authenticate(struct json_object **body, const struct world *w, const struct request *rq,
+                         struct reply *out)
 {
-    struct json_object *body = NULL;
+    long acct = -1;
+    *body = NULL;
     if (strcmp(rq->method, "POST") != 0) {
         reply_error(out, 400, "method %s not allowed: use POST with X-HTTP-Method-Override: GET",
                     rq->method);
@@ -257,25 +335,39 @@ static void answer_op(struct world *w, enum op op, const struct request *rq, str
         reply_error(out, 415, "Content-Type must be application/json");
         goto out;
     }
-    body = request_json_object(rq);
-    if (!body) {
+    *body = request_json_object(rq);
+    if (!*body) {
         reply_error(out, 415, "the body must be one JSON object");
         goto out;
     }
-    const char *key = member_string(body, "api-key");
-    const char *id = member_string(body, "login-id");
-    const char *pass = member_string(body, "login-pass");
+    const char *key = member_string(*body, "api-key");
+    const char *id = member_string(*body, "login-id");
+    const char *pass = member_string(*body, "login-pass");
     if (!key || !id || !pass) {
         reply_error(out, 400, "%s is required", !key ? "api-key" : !id ? "login-id" : "login-pass");
         goto out;
     }
-    long acct = find_account(w->sc, key, id, pass);
-    if (acct < 0) {
+    acct = find_account(w->sc, key, id, pass);
+    if (acct < 0)
         reply_error(out, 401, "authentication failed");
-        goto out;
+out:
+    if (acct < 0) {
+        json_object_put(*body);
+        *body = NULL;
     }
+    return acct;
+}
+
+static void answer_op(struct world *w, enum op op, const struct request *rq, struct reply *out)
+{
+    struct json_object *body;
+    long acct = authenticate(&body, w, rq, out);
+    if (acct < 0)
+        return;
     const struct account *a = &w->sc->accounts[acct];
-    const char *serial = op == OP_ALERT ? member_string(body, "remote-serial") : NULL;
+    const char *serial = op == OP_CURRENT ? NULL : member_string(body, "remote-serial");
+    const struct device *named = serial ? scenario_find_device(a, serial) : NULL;
+    size_t budget = data_budget(w, named), served = 0;
 
     out->rate_headers = true;
     limiter_take(&out->rate, w->limiters[acct][op], w->now);
@@ -291,11 +383,18 @@ static void answer_op(struct world *w, enum op op, const struct request *rq, str
             reply_error(out, f->status, "simulated fault");
     } else if (op == OP_CURRENT) {
         answer_current(w, a, body, out);
-    } else {
+    } else if (op == OP_ALERT) {
         answer_alert(w, a, body, out);
+    } else {
+        served = answer_graph(w, op, a, body, budget, out);
+    }
+    if (op_table[op].period) {
+        if (served)
+            record_served(w, named, served);
+        out->data_count_header = true;
+        out->data_count = (long long)(budget - served);
     }
     record_call(w, op, (size_t)acct, serial, out->status);
-out:
     json_object_put(body);
 }
 

@@ -1,7 +1,8 @@
 /* The running simulator: the scenario, the virtual clock, one rate limiter
- * per login ID and operation, injected faults and the log of every
- * authenticated call. world_answer plays the platform's two operations;
- * the control endpoints (control.h) reach in through the other functions.
+ * per login ID and operation, the data count of the period operations,
+ * injected faults and the log of every authenticated call. world_answer
+ * plays the platform's six operations; the control endpoints (control.h)
+ * reach in through the other functions.
  *
  * Nothing here locks: the server (sim.c) holds one lock around every use
  * of a world. */
@@ -21,9 +22,10 @@ struct world *world_new(struct scenario *sc);
 
 void world_free(struct world *w);
 
-/* Answers POST /v1/devices/current and /v1/devices/alert as the platform
- * does (checks in the order of tests/sim/README.md); any other path gets a
- * 404 error. `out` starts zeroed; the caller clears it. */
+/* Answers POST /v1/devices/current, alert, latest-data,
+ * latest-data-rtr500, data and data-rtr500 as the platform does (checks in
+ * the order of tests/sim/README.md); any other path gets a 404 error.
+ * `out` starts zeroed; the caller clears it. */
 void world_answer(struct world *w, const struct request *rq, struct reply *out);
 
 long long world_now(const struct world *w);
@@ -41,10 +43,11 @@ int world_add_alert(struct world *w, const char *serial, const struct json_objec
 int world_add_reading(struct world *w, const char *serial, const struct json_object *reading,
                       struct err *e);
 
-/* Makes the next `count` accepted calls of operation `op` ("current" or
- * "alert") answer `status` with `body` (NULL: the platform's error object
- * with code = status), replacing any fault pending for that operation.
- * Fails for an unknown operation. */
+/* Makes the next `count` accepted calls of operation `op` ("current",
+ * "alert", "latest-data", "latest-data-rtr500", "data", "data-rtr500")
+ * answer `status` with `body` (NULL: the platform's error object with code
+ * = status), replacing any fault pending for that operation. Fails for an
+ * unknown operation. */
 int world_set_fault(struct world *w, const char *op, int status, int count, const char *body,
                     struct err *e);
 

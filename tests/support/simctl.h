@@ -38,8 +38,9 @@ void sim_advance(struct sim *s, long long seconds);
  * entry object as in a scenario, e.g. {"unixtime":1795000100,"ch1":"..."}. */
 void sim_add_alert(struct sim *s, const char *serial, const char *alert_json);
 
-/* The next `count` accepted calls of `op` ("current" or "alert") answer
- * `status` with `body` (NULL: the platform's error object, code = status). */
+/* The next `count` accepted calls of `op` (an operation's name: "current",
+ * "alert", "latest-data", "data", ...) answer `status` with `body` (NULL:
+ * the platform's error object, code = status). */
 void sim_fault(struct sim *s, const char *op, int status, int count, const char *body);
 
 /* GET /_sim/stats, parsed (new reference; json_object_put it). */
