@@ -6,7 +6,7 @@
 wsrelay_packages=(
   build-essential cmake pkg-config ca-certificates curl
   libcurl4-openssl-dev libjson-c-dev libyaml-dev libesmtp-dev libssl-dev libpcre2-dev
-  libcairo2-dev libfontconfig-dev fonts-dejavu-core
+  libcairo2-dev libfontconfig-dev fonts-dejavu-core fonts-ipaexfont-gothic
   libcriterion-dev libmicrohttpd-dev
   python3-aiosmtpd openssl clang-format
 )

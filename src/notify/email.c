@@ -27,9 +27,11 @@
  * reports over a pipe which step it is in, and at the end its verdict.
  * That covers every part of it alike, name lookup and TLS handshake
  * included, and the child's memory and sockets go with it. */
+#include "chart.h"
 #include "mime.h"
 #include "notify/notify.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/timebox.h"
 #include "util/url.h"
 #include "util/xalloc.h"
@@ -911,11 +913,89 @@ static int smtp_send(const struct job *j, struct err *e)
 
 /* ---- what the mail says ---- */
 
+#define EMAIL_CHARTS_MAX 5 /* charts in one mail: those of its first events with a trend */
+
 struct email_content {
     char *subject;
     char *text;
     char *html; /* NULL: text only */
+    struct mime_image images[EMAIL_CHARTS_MAX];
+    size_t n_images;
 };
+
+static void email_content_clear(struct email_content *c)
+{
+    free(c->subject);
+    free(c->text);
+    free(c->html);
+    for (size_t i = 0; i < c->n_images; i++) {
+        free((char *)c->images[i].content_id);
+        free((char *)c->images[i].filename);
+        free((unsigned char *)c->images[i].data);
+    }
+    memset(c, 0, sizeof *c);
+}
+
+/* The chart of an event's trend (event.h) as a PNG in *png; -1 with the
+ * reason in `e` when it cannot be drawn. */
+static int trend_chart(unsigned char **png, size_t *len, const struct event *ev, struct err *e)
+{
+    const struct event_trend *t = ev->trend;
+    const struct series_channel *ch = &t->series.channels[0];
+    const char *who = ev->name && *ev->name ? ev->name : ev->serial;
+    char *title = ch->name && *ch->name ? xasprintf("%s · %s", who, ch->name)
+                                        : xasprintf("%s · ch%d", who, ch->num);
+    struct chart_spec spec = {
+        .series = &t->series,
+        .channel = ch->num,
+        .since = t->since,
+        .until = t->until > t->since ? t->until : t->since + 60,
+        .has_upper = t->has_upper,
+        .has_lower = t->has_lower,
+        .upper = t->upper,
+        .lower = t->lower,
+        .marked = ev->unixtime,
+        .title = title,
+    };
+    int rc = chart_png(png, len, &spec, e);
+    free(title);
+    return rc;
+}
+
+/* Draws the charts of the first events that have a trend, as images of
+ * the mail, and names each in its event's context (events[i].trend's
+ * chart_cid), which email.html shows with <img src="cid:...">. An event
+ * whose chart cannot be drawn keeps its sparkline (logged). */
+static void email_charts(struct email_content *out, struct json_object *ctx,
+                         const struct notify_message *m)
+{
+    struct json_object *events = NULL;
+    if (!json_object_object_get_ex(ctx, "events", &events))
+        return;
+    size_t n = json_object_array_length(events);
+    for (size_t i = 0; i < n && i < m->n && out->n_images < EMAIL_CHARTS_MAX; i++) {
+        const struct event *ev = &m->events[i];
+        struct json_object *trend = NULL;
+        unsigned char *png = NULL;
+        size_t len = 0;
+        struct err e;
+        if (!ev->trend ||
+            !json_object_object_get_ex(json_object_array_get_idx(events, i), "trend", &trend) ||
+            !trend)
+            continue;
+        if (trend_chart(&png, &len, ev, &e) < 0) {
+            log_info("email: %s: no chart: %s", ev->serial, e.msg);
+            continue;
+        }
+        struct mime_image *img = &out->images[out->n_images++];
+        img->content_id = xasprintf("chart-%zu@wsrelay", out->n_images);
+        img->content_type = "image/png";
+        img->filename = xasprintf("%s-ch%d.png", ev->serial, ev->trend->series.channels[0].num);
+        img->data = png;
+        img->len = len;
+        json_object_object_add(trend, "chart_cid", json_object_new_string(img->content_id));
+    }
+}
 
 /* Subject and bodies of the mail: the email-subject.txt, email.txt (or
  * the receiver's `template`) and email.html (or its `html_template`)
@@ -928,6 +1008,7 @@ static int email_render(struct email_content *out, const struct notify_env *env,
     int rc = -1;
     struct json_object *ctx = notify_context(r->name, m);
     struct buf subject, text, html;
+    email_charts(out, ctx, m);
     buf_init(&subject, 64 * 1024);
     buf_init(&text, 4 * 1024 * 1024);
     buf_init(&html, 4 * 1024 * 1024);
@@ -1057,6 +1138,8 @@ static int email_send(const struct notify_env *env, const struct receiver_conf *
         .date = (long long)time(NULL),
         .message_id = id,
         .in_reply_to = parent,
+        .images = c.images,
+        .n_images = c.n_images,
     };
     if (mime_compose(&message, &m, e) < 0)
         goto out;
@@ -1072,9 +1155,7 @@ out:
         free(rcpts[i]);
     free(rcpts);
     mime_address_clear(&from);
-    free(c.subject);
-    free(c.text);
-    free(c.html);
+    email_content_clear(&c);
     free(message);
     free(id);
     free(parent);

@@ -50,7 +50,8 @@ char *smtpd_refused_raw(const struct smtpd *s, size_t i);
 
 /* The i-th accepted message as Python decoded it: mail_from, rcpt_tos, tls,
  * authenticated, content_type, subject, headers {lower-case name: [values]},
- * parts [{type, charset, cte, body}], defects. A new reference. */
+ * parts [{type, charset, cte, body}] (an image part: body null, and hex,
+ * size, content_id, disposition, filename), defects. A new reference. */
 struct json_object *smtpd_mail(const struct smtpd *s, size_t i);
 
 /* The server's event log ("CONNECT", "EHLO tls=no", "AUTH PLAIN ok", "MAIL

@@ -101,12 +101,24 @@ def describe(envelope, session, msg):
         if part.is_multipart():
             continue
         body = part.get_content()
-        parts.append({
+        described = {
             "type": part.get_content_type(),
             "charset": part.get_content_charset(),
             "cte": part["Content-Transfer-Encoding"],
-            "body": body.replace("\r\n", "\n"),
-        })
+        }
+        if isinstance(body, bytes):
+            # An image: its bytes in hex, and where and how it is shown.
+            described.update({
+                "body": None,
+                "hex": body.hex(),
+                "size": len(body),
+                "content_id": part["Content-ID"],
+                "disposition": part.get_content_disposition(),
+                "filename": part.get_filename(),
+            })
+        else:
+            described["body"] = body.replace("\r\n", "\n")
+        parts.append(described)
     headers = {}
     for name, value in msg.items():
         headers.setdefault(name.lower(), []).append(str(value))
