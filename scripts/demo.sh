@@ -10,10 +10,14 @@ wsrelay_build "$wsrelay_root/build" >/dev/null
 
 bin=$wsrelay_root/build
 work=$(mktemp -d)
+kept=$wsrelay_root/build/demo # the alarm mail with its chart, kept after the demo
 sim_pid=
+smtp_pid=
 cleanup() {
   [ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null && wait "$sim_pid" 2>/dev/null
+  [ -n "$smtp_pid" ] && kill "$smtp_pid" 2>/dev/null && wait "$smtp_pid" 2>/dev/null
   rm -rf "$work"
+  return 0
 }
 trap cleanup EXIT
 
@@ -23,6 +27,35 @@ sim_pid=$!
 for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
 [ -s "$work/port" ] || { echo "the simulator did not start:" >&2; cat "$work/sim.log" >&2; exit 1; }
 port=$(cat "$work/port")
+
+# A mail server on 127.0.0.1 that keeps every message it accepts in
+# $work/mail (Debian's python3-aiosmtpd, hence /usr/bin/python3), for the email receiver below.
+mkdir -p "$work/mail"
+/usr/bin/python3 - "$work/mail" "$work/smtp-port" >"$work/smtp.log" 2>&1 <<'PY' &
+import os, signal, socket, sys, time
+from aiosmtpd.controller import Controller
+class Keep:
+    async def handle_DATA(self, server, session, envelope):
+        n = len(os.listdir(sys.argv[1]))
+        with open(os.path.join(sys.argv[1], "%03d.eml" % n), "wb") as f:
+            f.write(envelope.original_content)
+        return "250 OK"
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+c = Controller(Keep(), hostname="127.0.0.1", port=port)
+c.start()
+with open(sys.argv[2] + ".tmp", "w") as f:
+    f.write(str(port))
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+signal.sigwait({signal.SIGTERM, signal.SIGINT})
+c.stop()
+PY
+smtp_pid=$!
+for _ in $(seq 100); do [ -s "$work/smtp-port" ] && break; sleep 0.1; done
+[ -s "$work/smtp-port" ] || { echo "the mail server did not start:" >&2; cat "$work/smtp.log" >&2; exit 1; }
+smtp_port=$(cat "$work/smtp-port")
 
 cat >"$work/wsrelay.yaml" <<YAML
 state_file: $work/state.json
@@ -50,13 +83,21 @@ receivers:
     file: {path: $work/slack.json, template: $wsrelay_root/templates/slack.json}
   - name: as-teams
     file: {path: $work/teams.json, template: $wsrelay_root/templates/teams.json}
+  # A real mail, with the chart of an alarm's channel inline.
+  - name: mail
+    email:
+      host: 127.0.0.1
+      port: $smtp_port
+      starttls: "off"
+      from: "wsrelay demo <relay@example.org>"
+      to: "On call <oncall@example.org>"
 rules: $work/rules.yaml
 YAML
 chmod 0600 "$work/wsrelay.yaml" # it holds the demo's credentials
 
 # Two rules: alarms and sensor errors are marked critical; everything else
 # goes the same way without a label. See the README's "Rules".
-every="[on-call, as-email-subject, as-email, as-slack, as-teams]"
+every="[on-call, as-email-subject, as-email, as-slack, as-teams, mail]"
 cat >"$work/rules.yaml" <<YAML
 - name: cold-chain-critical
   match: {event: [alarm, sensor-error]}
@@ -89,6 +130,27 @@ for step in 0 600 1200 1800 2400 3000 3600; do
     python3 -m json.tool --no-ensure-ascii "$work/teams.json"
   fi
 done
+# The first mail that carries a chart: kept, with the chart alone beside it.
+rm -rf "$kept" && mkdir -p "$kept"
+python3 - "$work/mail" "$kept" <<'PY'
+import email, os, sys
+from email import policy
+for name in sorted(os.listdir(sys.argv[1])):
+    raw = open(os.path.join(sys.argv[1], name), "rb").read()
+    msg = email.message_from_bytes(raw, policy=policy.default)
+    png = next((p for p in msg.walk() if p.get_content_type() == "image/png"), None)
+    if png is None:
+        continue
+    open(os.path.join(sys.argv[2], "alarm-mail.eml"), "wb").write(raw)
+    open(os.path.join(sys.argv[2], "alarm-chart.png"), "wb").write(png.get_content())
+    print("\n### an alarm mail with its chart: %s" % os.path.join(sys.argv[2], "alarm-mail.eml"))
+    print("Subject: %s" % msg["subject"])
+    print("(open it in a mail program; the chart alone is %s)" %
+          os.path.join(sys.argv[2], "alarm-chart.png"))
+    break
+else:
+    print("\n(no mail carried a chart)")
+PY
 echo
 echo "### wsrelay status: is everything covered?"
 "$bin/wsrelay" -c "$work/wsrelay.yaml" status --now "$now" || echo "(exit status $?)"

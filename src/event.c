@@ -298,7 +298,8 @@ static struct json_object *value_text(double v)
 /* What templates show of a trend (trend.h): the sparkline (at most
  * TREND_WIDTH_DEFAULT characters), the first,
  * last, lowest and highest values with their local times, the direction
- * and the span in hours. */
+ * and the span in hours, and as words ("20 min" below an hour and a half,
+ * else "6 h"). */
 static void put_trend_summary(struct json_object *obj, const struct event_trend *t)
 {
     struct trend sum;
@@ -336,8 +337,13 @@ static void put_trend_summary(struct json_object *obj, const struct event_trend 
         json_object_object_add(obj, "upper_limit", value_text(t->upper));
     if (t->has_lower)
         json_object_object_add(obj, "lower_limit", value_text(t->lower));
-    json_object_object_add(obj, "hours",
-                           json_object_new_int64((t->until - t->since + 1800) / 3600));
+    long long span = t->until - t->since;
+    json_object_object_add(obj, "hours", json_object_new_int64((span + 1800) / 3600));
+    if (span < 90 * 60)
+        snprintf(text, sizeof text, "%lld min", (span + 30) / 60);
+    else
+        snprintf(text, sizeof text, "%lld h", (span + 1800) / 3600);
+    put_string(obj, "span", text);
 }
 
 /* The trend as the outbox keeps it and templates see it: the span, the

@@ -144,15 +144,17 @@ static void limits_of(const struct tick *t, const struct account_conf *a, const 
 }
 
 /* Gives each waiting item its channel's part of `s`: the readings of the
- * RECENT_SPAN before the newest one (or the event, when later). */
+ * RECENT_SPAN before the newest one (or the event, when later), or of
+ * less when the readings cover less. */
 static void attach(struct tick *t, const struct wanted *w, const struct series *s)
 {
+    long long first = s->n_points ? s->points[0].unixtime : 0;
     long long last = s->n_points ? s->points[s->n_points - 1].unixtime : 0;
     for (size_t i = 0; i < w->n; i++) {
         struct event ev = w->items[i].ev;
         long long until = last > ev.unixtime ? last : ev.unixtime;
-        struct event_trend *trend =
-            event_trend_of(s, event_channel(&ev), until - RECENT_SPAN, until);
+        long long since = until - RECENT_SPAN > first ? until - RECENT_SPAN : first;
+        struct event_trend *trend = event_trend_of(s, event_channel(&ev), since, until);
         if (!trend) {
             log_debug("account %s: %s: no reading of channel %d to show", w->a->name, w->serial,
                       event_channel(&ev));

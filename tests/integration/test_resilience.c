@@ -63,9 +63,10 @@ static int alert_calls_to(const char *serial)
     int count = 0;
     cr_assert(json_object_object_get_ex(stats, "calls", &calls));
     for (size_t i = 0; i < json_object_array_length(calls); i++) {
-        struct json_object *c = json_object_array_get_idx(calls, i);
+        struct json_object *c = json_object_array_get_idx(calls, i), *op = NULL;
         if (json_object_object_get_ex(c, "serial", &v) && v &&
-            strcmp(json_object_get_string(v), serial) == 0)
+            strcmp(json_object_get_string(v), serial) == 0 &&
+            json_object_object_get_ex(c, "op", &op) && !strcmp(json_object_get_string(op), "alert"))
             count++;
     }
     json_object_put(stats);

@@ -1048,6 +1048,7 @@ Test(event, trend_travels_through_the_outbox_and_shows_in_templates)
         {"since_time", "20:06"},
         {"until_time", "21:16"},
         {"max_time", "21:16"},
+        {"span", "70 min"},
     };
     for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
         cr_assert(json_object_object_get_ex(tj, shown[i].key, &v), "no %s", shown[i].key);
