@@ -1152,6 +1152,31 @@ Test(devices, strings_dialect)
     json_object_put(body);
 }
 
+/* A real reply, as public clients keep them (tests/data/platform/README.md). */
+Test(devices, as_captured)
+{
+    struct device_info *d = NULL;
+    size_t n = 0;
+    struct err e = {{0}};
+    struct json_object *body = fixture("current-as-captured.json");
+    cr_assert_eq(platform_parse_devices(&d, &n, body, NULL, &e), 0, "%s", e.msg);
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(d[0].name, "蓄熱の上 TR7");
+    cr_assert_str_eq(d[0].base_serial, "5234A0C2");
+    cr_assert_str_eq(d[0].group_name, "Home", "a group numbered 0 keeps its name");
+    cr_assert_eq(d[0].unixtime, 1617520800);
+    cr_assert_eq(d[0].battery, 1);
+    cr_assert_eq(d[0].utc_offset, 540);
+    cr_assert_eq(d[0].n_channels, 2);
+    cr_assert_str_eq(d[0].channels[1].value, "Sensor Error");
+    cr_assert_str_eq(d[1].base_serial, "5858B01E");
+    cr_assert_str_eq(d[1].channels[0].name, "");
+    cr_assert_str_eq(d[1].channels[0].value, "1.45760");
+    cr_assert_str_eq(d[1].channels[0].unit, "kWh");
+    device_info_free(d, n);
+    json_object_put(body);
+}
+
 Test(devices, numbers_dialect_with_arrays)
 {
     struct device_info *d = NULL;

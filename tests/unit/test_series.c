@@ -254,3 +254,36 @@ Test(series, channels_numbered_from_one_in_a_standalone_record)
     series_free(&s);
     json_object_put(body);
 }
+
+/* Real replies, as public clients keep them (tests/data/platform/README.md). */
+Test(series, latest_data_as_captured)
+{
+    struct series s = {0};
+    struct err e = {{0}};
+    struct json_object *body = fixture("latest-data-as-captured.json");
+    cr_assert_eq(series_parse_json(&s, body, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(s.name, "リビング TR-72wb");
+    cr_assert_eq(s.utc_offset, 540, "no dst_flg: the bias does not apply");
+    cr_assert_eq(s.n_channels, 2);
+    cr_assert_eq(s.channels[0].num, 1);
+    cr_assert_str_eq(s.channels[0].name, "temp");
+    cr_assert_eq(s.channels[1].num, 2);
+    cr_assert_eq(s.n_points, 3);
+    assert_point(&s, 1, 1619040600, 20660, 3, 23.0, 26);
+    series_free(&s);
+    json_object_put(body);
+
+    body = fixture("latest-data-rtr500-as-captured.json");
+    cr_assert_eq(series_parse_json(&s, body, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(s.serial, "52800A10");
+    cr_assert_str_eq(s.base_serial, "5858B01E");
+    cr_assert_str_eq(s.name, "外気");
+    cr_assert_eq(s.n_channels, 1);
+    cr_assert_str_eq(s.channels[0].name, "ch1");
+    cr_assert_eq(s.channels[0].num, 1);
+    cr_assert_eq(s.n_points, 3);
+    assert_point(&s, 2, 1619465175, 34167, 1, 0.3, 0);
+    cr_assert(series_follows(&s.points[1], &s.points[2]), "601 s apart, yet consecutive");
+    series_free(&s);
+    json_object_put(body);
+}
