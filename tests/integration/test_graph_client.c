@@ -176,25 +176,29 @@ Test(graph_client, latest_data_of_both_families_in_both_dialects)
 
 Test(graph_client, data_by_period_with_the_data_count)
 {
-    struct series s = {0};
-    /* Readings after reading 2 and before reading 8, the newest 4 of them. */
-    struct platform_query q = {.serial = "5820D101",
-                               .base = "5893C000",
-                               .from = FIRST + 600,
-                               .to = FIRST + 2400,
-                               .number = 4};
-    struct platform_reply r = query(&s, strings_client, PLATFORM_DATA_RTR500, &q);
-    assert_readings(&s, 4, 8, false, true);
-    cr_assert(r.rl.has_data_count);
-    cr_assert_eq(r.rl.data_count, 160000 - 4);
-    series_free(&s);
-    platform_reply_free(&r);
-    q = (struct platform_query){.serial = "5214000A"};
-    r = query(&s, numbers_client, PLATFORM_DATA, &q);
-    assert_readings(&s, 0, 10, false, true);
-    cr_assert_eq(r.rl.data_count, 160000 - 10);
-    series_free(&s);
-    platform_reply_free(&r);
+    struct platform *clients[] = {strings_client, numbers_client};
+    for (size_t k = 0; k < 2; k++) {
+        struct series s = {0};
+        /* Readings after reading 2 and before reading 8, the newest 4 of them. */
+        struct platform_query q = {.serial = "5820D101",
+                                   .base = "5893C000",
+                                   .from = FIRST + 600,
+                                   .to = FIRST + 2400,
+                                   .number = 4};
+        struct platform_reply r = query(&s, clients[k], PLATFORM_DATA_RTR500, &q);
+        assert_readings(&s, 4, 8, false, true);
+        cr_assert(r.rl.has_data_count);
+        cr_assert_eq(r.rl.data_count, 160000 - 4);
+        series_free(&s);
+        platform_reply_free(&r);
+        /* Without a period: every reading (the platform's default is 16000). */
+        q = (struct platform_query){.serial = "5214000A"};
+        r = query(&s, clients[k], PLATFORM_DATA, &q);
+        assert_readings(&s, 0, 10, false, true);
+        cr_assert_eq(r.rl.data_count, 160000 - 10);
+        series_free(&s);
+        platform_reply_free(&r);
+    }
 }
 
 Test(graph_client, csv_layouts_and_temperature_units)
