@@ -193,20 +193,12 @@ TestSuite(graph_big, .init = setup_big, .fini = teardown, .timeout = 120);
  * credentials (may be ""). */
 static void call(struct http_reply *r, const char *op, const char *creds, const char *fields)
 {
-    char *url = xasprintf("%s/v1/devices/%s", sim.base_url, op);
-    char *body = xasprintf("{%s%s%s}", creds, *fields ? "," : "", fields);
-    char *const headers[] = {(char *)"X-HTTP-Method-Override: GET", NULL};
-    int rc = http_request(r, "POST", url, "application/json", body, headers);
-    cr_assert_eq(rc, 0, "no reply from %s", url);
-    free(url);
-    free(body);
+    sim_call(r, &sim, op, creds, fields);
 }
 
 static struct json_object *parse(const struct http_reply *r)
 {
-    struct json_object *o = json_tokener_parse(r->body);
-    cr_assert(o, "not JSON: %.400s", r->body);
-    return o;
+    return sim_reply_json(r);
 }
 
 /* A successful call's JSON record (new reference), its Content-Type

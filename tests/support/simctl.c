@@ -167,3 +167,22 @@ struct json_object *sim_stats(struct sim *s)
 {
     return control(s, "GET", "/_sim/stats", NULL);
 }
+
+void sim_call(struct http_reply *r, struct sim *s, const char *op, const char *creds,
+              const char *fields)
+{
+    char *url = xasprintf("%s/v1/devices/%s", s->base_url, op);
+    char *body = xasprintf("{%s%s%s}", creds, *fields ? "," : "", fields);
+    char *const headers[] = {(char *)"X-HTTP-Method-Override: GET", NULL};
+    int rc = http_request(r, "POST", url, "application/json", body, headers);
+    cr_assert_eq(rc, 0, "no reply from %s", url);
+    free(url);
+    free(body);
+}
+
+struct json_object *sim_reply_json(const struct http_reply *r)
+{
+    struct json_object *o = json_tokener_parse(r->body);
+    cr_assert(o, "not JSON: %.400s", r->body);
+    return o;
+}

@@ -4,6 +4,7 @@
 #ifndef WSRELAY_TEST_SIMCTL_H
 #define WSRELAY_TEST_SIMCTL_H
 
+#include "http.h"
 #include "proc.h"
 
 #include <json-c/json.h>
@@ -45,5 +46,17 @@ void sim_fault(struct sim *s, const char *op, int status, int count, const char 
 
 /* GET /_sim/stats, parsed (new reference; json_object_put it). */
 struct json_object *sim_stats(struct sim *s);
+
+/* A platform call to the simulator as the client must make it: POST
+ * /v1/devices/OP with X-HTTP-Method-Override: GET and the JSON body
+ * {CREDS,FIELDS} (`creds` and `fields` are members written out, `fields`
+ * may be ""). Fails the test when no reply comes; *r is the caller's to
+ * free (http_reply_free). */
+void sim_call(struct http_reply *r, struct sim *s, const char *op, const char *creds,
+              const char *fields);
+
+/* The body of `r` parsed as JSON (new reference); fails the test when it
+ * is not JSON. */
+struct json_object *sim_reply_json(const struct http_reply *r);
 
 #endif
