@@ -5,6 +5,7 @@
 #include "config.h"
 #include "event.h"
 #include "explain.h"
+#include "lookup.h"
 #include "notify/notify.h"
 #include "rules.h"
 #include "run.h"
@@ -45,6 +46,9 @@ static int cmd_keys(const struct globals *g, int argc, char **argv);
 static int cmd_test_receiver(const struct globals *g, int argc, char **argv);
 static int cmd_render(const struct globals *g, int argc, char **argv);
 static int cmd_explain(const struct globals *g, int argc, char **argv);
+static int cmd_current(const struct globals *g, int argc, char **argv);
+static int cmd_readings(const struct globals *g, int argc, char **argv);
+static int cmd_alerts(const struct globals *g, int argc, char **argv);
 
 static const struct command commands[] = {
     {"run", "[--now UNIXTIME] [--dry-run] [--look SERIAL]... [--loop [--interval DURATION]]",
@@ -57,6 +61,16 @@ static const struct command commands[] = {
     {"status", "[--json] [--now UNIXTIME]",
      "say whether the relay covers every device and receiver (exit 1 when it does not)",
      cmd_status},
+    {"current", "[--account NAME] [--json] [--now UNIXTIME]",
+     "show every device's current readings (one current-readings call per account)", cmd_current},
+    {"readings",
+     "SERIAL [--account NAME] [--since DURATION | --from TIME --to TIME] [--csv | --json] "
+     "[--unit C|F] [--now UNIXTIME]",
+     "show a device's latest readings, or those of a period (one graph-data call)", cmd_readings},
+    {"alerts", "SERIAL [--account NAME] [--force] [--json] [--now UNIXTIME]",
+     "show a device's alert log as the platform keeps it (one of the login's 12 alert calls "
+     "an hour; refused when none is left, unless --force)",
+     cmd_alerts},
     {"explain", "FILE.json [--account NAME] [--serial SERIAL] [--group NAME] [--now UNIXTIME]",
      "show how the rules route the events of a saved alert log; sends nothing", cmd_explain},
     {"keys", "[--rules]",
@@ -631,6 +645,165 @@ usage:
                     "[--group NAME] [--now UNIXTIME]\n");
 out:
     json_object_put(body);
+    config_free(c);
+    return rc;
+}
+
+/* --- look-ups (lookup.h) --------------------------------------------- */
+
+#define LOOKUP_LOCK_WAIT 30 /* seconds a look-up waits for a run's lock */
+
+/* The options of the look-up commands, each allowed where its bit is. */
+enum {
+    LK_ACCOUNT = 1 << 0,
+    LK_JSON = 1 << 1,
+    LK_NOW = 1 << 2,
+    LK_CSV = 1 << 3,
+    LK_UNIT = 1 << 4,
+    LK_SINCE = 1 << 5,
+    LK_FROM = 1 << 6,
+    LK_TO = 1 << 7,
+    LK_FORCE = 1 << 8,
+};
+
+static const char *command_usage(const char *name)
+{
+    const char *usage = "";
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(commands[i].name, name))
+            usage = commands[i].usage;
+    return usage;
+}
+
+/* Reads the options of look-up `cmd` (those in `allowed`) into *o and,
+ * when `serial` is not NULL, the one operand into *serial. -1 (said) for
+ * a usage error. */
+static int lookup_args(struct lookup_options *o, const char **serial, const char *cmd,
+                       unsigned allowed, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"account", required_argument, NULL, LK_ACCOUNT},
+        {"json", no_argument, NULL, LK_JSON},
+        {"now", required_argument, NULL, LK_NOW},
+        {"csv", no_argument, NULL, LK_CSV},
+        {"unit", required_argument, NULL, LK_UNIT},
+        {"since", required_argument, NULL, LK_SINCE},
+        {"from", required_argument, NULL, LK_FROM},
+        {"to", required_argument, NULL, LK_TO},
+        {"force", no_argument, NULL, LK_FORCE},
+        {NULL, 0, NULL, 0},
+    };
+    unsigned seen = 0;
+    int ch, rc = -1;
+    *o = (struct lookup_options){.now = (long long)time(NULL), .lock_wait = LOOKUP_LOCK_WAIT};
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (ch == '?' || !(ch & allowed))
+            goto usage;
+        seen |= (unsigned)ch;
+        bool bad = false;
+        switch (ch) {
+        case LK_ACCOUNT:
+            o->account = optarg;
+            break;
+        case LK_JSON:
+            o->format = LOOKUP_JSON;
+            break;
+        case LK_CSV:
+            o->format = LOOKUP_CSV;
+            break;
+        case LK_NOW:
+            bad = parse_time(&o->now, optarg) < 0;
+            break;
+        case LK_UNIT:
+            bad = strcmp(optarg, "C") && strcmp(optarg, "F");
+            o->unit = optarg[0];
+            break;
+        case LK_SINCE:
+            bad = duration_parse(&o->since, optarg) < 0 || o->since < 1;
+            break;
+        case LK_FROM:
+            bad = lookup_parse_time(&o->from, optarg) < 0;
+            break;
+        case LK_TO:
+            bad = lookup_parse_time(&o->to, optarg) < 0;
+            break;
+        case LK_FORCE:
+            o->force = true;
+            break;
+        }
+        if (bad) {
+            size_t k = 0;
+            while (opts[k].val != ch)
+                k++;
+            fprintf(stderr, "wsrelay: %s: --%s: cannot use '%s' (%s)\n", cmd, opts[k].name, optarg,
+                    ch == LK_UNIT    ? "C or F"
+                    : ch == LK_SINCE ? "a duration such as 2h or 30m"
+                    : ch == LK_NOW   ? "a Unix time"
+                                     : "a Unix time or YYYY-MM-DD HH:MM on the device's clock");
+            goto out;
+        }
+    }
+    if ((seen & LK_CSV) && (seen & LK_JSON)) {
+        fprintf(stderr, "wsrelay: %s: --csv and --json cannot be used together\n", cmd);
+        goto out;
+    }
+    if ((seen & LK_SINCE) && (seen & (LK_FROM | LK_TO))) {
+        fprintf(stderr, "wsrelay: %s: --since cannot be used with --from or --to\n", cmd);
+        goto out;
+    }
+    if (serial ? optind + 1 != argc : optind != argc)
+        goto usage;
+    if (serial)
+        *serial = argv[optind];
+    rc = 0;
+    goto out;
+usage:
+    fprintf(stderr, "usage: wsrelay %s %s\n", cmd, command_usage(cmd));
+out:
+    return rc;
+}
+
+static int cmd_current(const struct globals *g, int argc, char **argv)
+{
+    struct lookup_options o;
+    struct config *c = NULL;
+    int rc = RUN_USAGE;
+    if (lookup_args(&o, NULL, "current", LK_ACCOUNT | LK_JSON | LK_NOW, argc, argv) < 0 ||
+        load_config(&c, g) < 0)
+        goto out;
+    rc = lookup_current(stdout, c, &o);
+out:
+    config_free(c);
+    return rc;
+}
+
+static int cmd_readings(const struct globals *g, int argc, char **argv)
+{
+    struct lookup_options o;
+    struct config *c = NULL;
+    const char *serial = NULL;
+    int rc = RUN_USAGE;
+    unsigned allowed =
+        LK_ACCOUNT | LK_JSON | LK_NOW | LK_CSV | LK_UNIT | LK_SINCE | LK_FROM | LK_TO;
+    if (lookup_args(&o, &serial, "readings", allowed, argc, argv) < 0 || load_config(&c, g) < 0)
+        goto out;
+    rc = lookup_readings(stdout, c, serial, &o);
+out:
+    config_free(c);
+    return rc;
+}
+
+static int cmd_alerts(const struct globals *g, int argc, char **argv)
+{
+    struct lookup_options o;
+    struct config *c = NULL;
+    const char *serial = NULL;
+    int rc = RUN_USAGE;
+    unsigned allowed = LK_ACCOUNT | LK_JSON | LK_NOW | LK_FORCE;
+    if (lookup_args(&o, &serial, "alerts", allowed, argc, argv) < 0 || load_config(&c, g) < 0)
+        goto out;
+    rc = lookup_alerts(stdout, c, serial, &o);
+out:
     config_free(c);
     return rc;
 }

@@ -739,6 +739,7 @@ static void read_reading(struct device_info *d, struct json_object *rec)
     struct json_object *chans = jsonv_member(rec, "channel");
     d->unixtime = jsonv_int(jsonv_member(rec, "unixtime"), &v) && v > 0 ? v : 0;
     d->battery = jsonv_int(jsonv_member(rec, "battery"), &v) && v > 0 && v < 100 ? (int)v : 0;
+    d->rssi = name_text(jsonv_member(rec, "rssi"));
     long long diff = 0, flag = 0, bias = 60;
     if (jsonv_int(jsonv_member(rec, "time_diff"), &diff) && diff > -1440 && diff < 1440) {
         if (jsonv_int(jsonv_member(rec, "dst_flg"), &flag) && flag == 1 &&
@@ -854,6 +855,7 @@ void device_info_free(struct device_info *d, size_t n)
         free(d[i].base_model);
         free(d[i].base_name);
         free(d[i].group_name);
+        free(d[i].rssi);
         for (size_t k = 0; k < d[i].n_channels; k++) {
             free(d[i].channels[k].name);
             free(d[i].channels[k].unit);

@@ -181,6 +181,7 @@ struct device_info {
     char *group_name;   /* "" without a group */
     long long unixtime; /* the reading's time; 0 when absent or not a number */
     int battery;        /* the battery level; 0 when absent or not a number */
+    char *rssi;         /* the radio signal strength as sent; "" when absent */
     int utc_offset;     /* minutes east of UTC of the device's local time: time_diff,
                            plus dst_bias (60 when absent) when dst_flg is 1; 0 when
                            absent or beyond a day */

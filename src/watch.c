@@ -482,8 +482,7 @@ out:
     return reasons;
 }
 
-/* The median of the recent gaps, or 0 when fewer than 2 are known. */
-static long long usual_interval(const struct watch *w)
+long long watch_interval(const struct watch *w)
 {
     long sorted[WATCH_GAPS];
     int n = w->n_gaps;
@@ -505,7 +504,7 @@ unsigned watch_idle(struct watch *w, long long now)
 {
     if (w->unixtime == 0 || w->silent)
         return 0;
-    long long interval = usual_interval(w);
+    long long interval = watch_interval(w);
     if (interval == 0)
         return 0;
     long long threshold = SILENCE_INTERVALS * interval;

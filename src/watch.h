@@ -224,6 +224,11 @@ unsigned watch_take(struct watch *w, const struct watch_reading *r,
                     const struct watch_limit *limits, size_t n_limits, long long seen_at,
                     struct watch_crossing *out, size_t max, size_t *n_out);
 
+/* The device's usual interval between readings, in seconds: the median
+ * of the recent gaps (the mean of the middle two for an even count); 0
+ * while fewer than 2 gaps are known. */
+long long watch_interval(const struct watch *w);
+
 /* At `now`, with no new reading: returns WATCH_SILENT (and sets `silent`)
  * the first time nothing new has come for more than three usual intervals
  * (the median of the recent gaps, the mean of the middle two for an even

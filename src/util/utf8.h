@@ -1,7 +1,7 @@
 /* UTF-8 for text that comes from outside: decoding one character,
  * validating, repairing (a byte that is not part of a well-formed sequence
- * becomes U+FFFD), cutting without splitting a character, and copies fit
- * for a log line or a terminal.
+ * becomes U+FFFD), cutting without splitting a character, copies fit
+ * for a log line or a terminal, and the columns a text takes there.
  *
  * Well-formed means what RFC 3629 allows: no overlong forms, no UTF-16
  * surrogates (U+D800-U+DFFF), nothing above U+10FFFF, no sequence cut
@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct buf;
 
 #define UTF8_REPLACEMENT "\xEF\xBF\xBD" /* U+FFFD, three bytes */
 
@@ -56,5 +58,24 @@ char *utf8_clean(const char *s, size_t n, size_t max, enum utf8_controls control
  * would pass `max` bytes it ends with "…" after the quote and the
  * length: "\"5214\\x1b[2J…\" (1200 bytes)". The caller frees it. */
 char *utf8_escape(const char *s, size_t n, size_t max);
+
+/* --- display width (util/utf8width.c) --------------------------------- */
+
+/* The columns the character `cp` takes on a terminal: 2 for East Asian
+ * Width W and F (kana, kanji, hangul, fullwidth forms such as "Ａ",
+ * most emoji), 0 for combining marks and other characters drawn on their
+ * neighbour or not at all (general category Mn, Me, Cf; not U+00AD) and for
+ * control characters, 1 for every other one. From Unicode 14.0's tables. */
+int utf8_char_width(uint32_t cp);
+
+/* The columns the `n` bytes of `s` take on a terminal: the sum of
+ * utf8_char_width over its characters, each byte that is not part of a
+ * well-formed sequence counting 1 (a terminal shows it as U+FFFD). For
+ * lining up columns of text that holds Japanese names. */
+size_t utf8_width(const char *s, size_t n);
+
+/* Appends the NUL-terminated `s` to `b`, then spaces until it fills
+ * `width` columns (none when it takes that many or more). */
+void utf8_pad(struct buf *b, const char *s, size_t width);
 
 #endif

@@ -52,6 +52,7 @@ static void check_device(const struct device_info *d)
     check_text(d->base_model, PLATFORM_NAME_MAX);
     check_text(d->base_name, PLATFORM_NAME_MAX);
     check_text(d->group_name, PLATFORM_NAME_MAX);
+    check_text(d->rssi, PLATFORM_NAME_MAX);
 }
 
 static void check_round_trip(const struct event *ev)

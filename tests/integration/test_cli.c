@@ -76,6 +76,12 @@ Test(cli, help_lists_every_command)
     cr_assert(strstr(r.out, "\n  explain FILE.json [--account NAME]"));
     cr_assert(strstr(r.out, "\n  test-receiver NAME\n"));
     cr_assert(strstr(r.out, "\n  render --template FILE"));
+    cr_assert(strstr(r.out, "\n  current [--account NAME] [--json] [--now UNIXTIME]\n"), "%s",
+              r.out);
+    cr_assert(strstr(r.out, "\n  readings SERIAL [--account NAME] [--since DURATION | --from "
+                            "TIME --to TIME]"),
+              "%s", r.out);
+    cr_assert(strstr(r.out, "\n  alerts SERIAL [--account NAME] [--force] [--json]"), "%s", r.out);
     cr_assert(strstr(r.out, "Exit status"));
     result_free(&r);
 }

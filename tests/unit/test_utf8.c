@@ -1,7 +1,9 @@
 /* Tests of util/utf8.c: what is well-formed (RFC 3629 and Unicode's table
  * of well-formed byte sequences), repair with U+FFFD, cutting at a
- * character boundary, and the escaped form for log lines. */
+ * character boundary, the escaped form for log lines, and the display
+ * width that lines up tables of Japanese names. */
 #include "util/utf8.h"
+#include "util/buf.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -195,4 +197,73 @@ Test(utf8, escape_is_bounded_and_says_how_long_the_text_was)
     /* Never half an escape or half a character. */
     expect_escape("abc\x1b", 4, 5, "\"abc…\" (4 bytes)");
     expect_escape("ab冷", 5, 4, "\"ab…\" (5 bytes)");
+}
+
+#define WIDTH(s) utf8_width(s, LEN(s))
+
+Test(utf8, width_of_ascii_is_its_length)
+{
+    cr_assert_eq(WIDTH(""), 0);
+    cr_assert_eq(WIDTH("Freezer A"), 9);
+    cr_assert_eq(WIDTH("-18.5"), 5);
+}
+
+Test(utf8, kana_and_kanji_take_two_columns)
+{
+    cr_assert_eq(WIDTH("冷蔵庫"), 6);
+    cr_assert_eq(WIDTH("冷蔵庫 2F"), 9);
+    cr_assert_eq(WIDTH("ひらがな"), 8);
+    cr_assert_eq(WIDTH("カタカナ"), 8);
+    cr_assert_eq(WIDTH("한국"), 4);             /* hangul syllables */
+    cr_assert_eq(WIDTH("\xE3\x80\x80"), 2);     /* U+3000 ideographic space */
+    cr_assert_eq(WIDTH("\xF0\xA0\x80\x8B"), 2); /* U+2000B, a kanji beyond the BMP */
+    cr_assert_eq(WIDTH("\xF0\x9F\x94\xB4"), 2); /* U+1F534, a red circle */
+}
+
+Test(utf8, fullwidth_forms_take_two_columns_and_halfwidth_kana_one)
+{
+    cr_assert_eq(WIDTH("ＡＢＣ"), 6); /* U+FF21.. */
+    cr_assert_eq(WIDTH("１２"), 4);   /* U+FF11.. */
+    cr_assert_eq(WIDTH("￥"), 2);     /* U+FFE5 */
+    cr_assert_eq(WIDTH("ｶﾀｶﾅ"), 4);   /* U+FF76.. halfwidth katakana */
+    cr_assert_eq(WIDTH("°C"), 2);     /* ambiguous width counts 1 */
+    cr_assert_eq(WIDTH("℃"), 1);
+    cr_assert_eq(WIDTH("é"), 1); /* precomposed */
+}
+
+Test(utf8, combining_marks_take_no_column)
+{
+    cr_assert_eq(WIDTH("e\xCC\x81"), 1);                /* e + U+0301 */
+    cr_assert_eq(WIDTH("\xE3\x81\x8B\xE3\x82\x99"), 2); /* か + U+3099 (が) */
+    cr_assert_eq(WIDTH("a\xE2\x80\x8B"
+                       "b"),
+                 2);                                    /* U+200B zero width space */
+    cr_assert_eq(WIDTH("\xE2\x9C\x8B\xEF\xB8\x8F"), 2); /* U+270B + variation selector 16 */
+    cr_assert_eq(utf8_char_width(0x0301), 0);
+    cr_assert_eq(utf8_char_width(0x20DD), 0); /* enclosing circle (Me) */
+    cr_assert_eq(utf8_char_width(0x00AD), 1); /* the soft hyphen is shown */
+}
+
+Test(utf8, width_counts_each_invalid_byte_once_and_controls_not_at_all)
+{
+    cr_assert_eq(WIDTH("\xFF"), 1);
+    cr_assert_eq(WIDTH("a\x80\x80z"), 4);
+    cr_assert_eq(WIDTH("\xE5\x86"), 2);     /* a kanji cut short: two bad bytes */
+    cr_assert_eq(WIDTH("\xC0\xAF"), 2);     /* overlong */
+    cr_assert_eq(WIDTH("\xED\xA0\x80"), 3); /* a surrogate: three bad bytes */
+    cr_assert_eq(WIDTH("a\tb\x1b"), 2);
+    cr_assert_eq(utf8_width("a\0b", 3), 2);
+}
+
+Test(utf8, pad_fills_to_display_width)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    utf8_pad(&b, "冷蔵庫", 8);
+    utf8_pad(&b, "|", 0);
+    utf8_pad(&b, "ab", 4);
+    utf8_pad(&b, "|", 1);
+    utf8_pad(&b, "toolong", 3);
+    cr_assert_str_eq(buf_str(&b), "冷蔵庫  |ab  |toolong");
+    buf_free(&b);
 }

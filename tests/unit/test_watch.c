@@ -802,3 +802,18 @@ Test(watch, extremes_do_not_crash)
     cr_assert_eq(w.n_ch, 1);
     cr_assert_leq(w.ch[0].n_history, WATCH_HISTORY);
 }
+
+Test(watch, interval_is_the_median_gap)
+{
+    struct watch w = {0};
+    cr_assert_eq(watch_interval(&w), 0);
+    w.gaps[0] = 60;
+    w.n_gaps = 1;
+    cr_assert_eq(watch_interval(&w), 0, "one gap is no interval yet");
+    w.gaps[1] = 120;
+    w.n_gaps = 2;
+    cr_assert_eq(watch_interval(&w), 90);
+    w.gaps[2] = 3600;
+    w.n_gaps = 3;
+    cr_assert_eq(watch_interval(&w), 120);
+}
