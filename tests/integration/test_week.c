@@ -733,6 +733,46 @@ static void end_run(struct proc *p)
     proc_stop(p);
 }
 
+/* What the test knows of an alert that never arrived, for whoever
+ * finds the failure: the device's alert calls around it and the rounds
+ * they fell in (killed, refusing), the webhook requests of those rounds,
+ * and what the state's files say of its key now. Caller frees. */
+static char *lost_diagnosis(const struct device *d, long long t, const char *key,
+                            const long long *round_now, const bool *killed, const bool *refusing,
+                            const size_t *first_req)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    for (size_t p = 0; p < d->n_polls; p++) {
+        if (d->polls[p] < t - 3600 || d->polls[p] > t + 3 * 3600)
+            continue;
+        int r = KILL_ROUNDS - 1;
+        while (r > 0 && round_now[r] > d->polls[p])
+            r--;
+        if (round_now[r] > d->polls[p]) {
+            buf_printf(&b, "alert call at %lld: before the rounds\n", d->polls[p]);
+            continue;
+        }
+        buf_printf(&b, "alert call at %lld: round %d (now %lld)%s%s, requests %zu to %zu\n",
+                   d->polls[p], r, round_now[r], killed[r] ? ", killed" : "",
+                   refusing[r] ? ", sink refusing" : "", first_req[r], first_req[r + 1]);
+    }
+    char *path = xasprintf("%s.d/%s.json", R.state_path, d->serial);
+    char *device_file = read_file_str(path);
+    char *state = read_file_str(R.state_path);
+    char *stamp = xasprintf("%lld", t);
+    buf_printf(&b, "%s: %s; the state file %s\n", path,
+               !device_file                 ? "missing"
+               : strstr(device_file, stamp) ? "holds its time"
+                                            : "does not hold its time",
+               state && strstr(state, key) ? "names the key" : "does not name the key");
+    free(stamp);
+    free(state);
+    free(device_file);
+    free(path);
+    return buf_steal(&b);
+}
+
 Test(week, runs_killed_at_random_points_lose_nothing_and_keep_the_state_readable, .timeout = 600)
 {
     /* Two standalone devices and two remote units, each with an alert of
@@ -776,6 +816,7 @@ Test(week, runs_killed_at_random_points_lose_nothing_and_keep_the_state_readable
     /* Round i's webhook requests are [first_req[i], first_req[i + 1]). */
     size_t first_req[KILL_ROUNDS + 1];
     bool killed[KILL_ROUNDS], refusing[KILL_ROUNDS];
+    long long round_now[KILL_ROUNDS];
     size_t kills = 0, kills_in_delivery = 0, alerts_added = 0;
     struct timespec started;
     clock_gettime(CLOCK_MONOTONIC, &started);
@@ -794,6 +835,7 @@ Test(week, runs_killed_at_random_points_lose_nothing_and_keep_the_state_readable
             }
             now += step;
         }
+        round_now[round] = now;
         /* The receiver: mostly fine, sometimes slow, sometimes failing. */
         long long mood = rng_range(0, 9);
         refusing[round] = mood < 2;
@@ -867,7 +909,11 @@ Test(week, runs_killed_at_random_points_lose_nothing_and_keep_the_state_readable
                     continue;
                 char *key = event_key(devs[i].serial, devs[i].e[k].t, kind_names[kind]);
                 const struct hev *h = hevs_find(&got, key);
-                cr_assert_not_null(h, "lost: %s", key);
+                if (!h) {
+                    char *why = lost_diagnosis(&devs[i], devs[i].e[k].t, key, round_now, killed,
+                                               refusing, first_req);
+                    cr_assert_fail("lost: %s\n%s", key, why);
+                }
                 /* Copies in arrival order: each but the last must come
                  * from a run killed before it could record the delivery. */
                 for (; h + 1 < got.v + got.n && strcmp(h[1].id, key) == 0; h++) {
