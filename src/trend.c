@@ -4,6 +4,7 @@
 #include "trend.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 /* The span's seconds times TREND_WIDTH_MAX must fit an unsigned long long. */
@@ -45,6 +46,12 @@ int trend_of(struct trend *out, const struct series *s, int channel_num, long lo
     double sum[TREND_WIDTH_MAX] = {0};
     size_t count[TREND_WIDTH_MAX] = {0};
     const struct series_point *prev = NULL;
+    /* The direction's reference: the first reading of the last eighth,
+     * and the reading before the last, for when that is the last itself. */
+    unsigned long long eighth = (len - 1) / 8;
+    bool have_ref = false;
+    long long ref_at = 0;
+    double ref = 0, before_last = 0;
     for (size_t i = 0; i < s->n_points; i++) {
         const struct series_point *p = &s->points[i];
         if (p->unixtime < since || p->unixtime > until)
@@ -67,6 +74,13 @@ int trend_of(struct trend *out, const struct series *s, int channel_num, long lo
             t.max = v;
             t.max_at = p->unixtime;
         }
+        if (!have_ref &&
+            (unsigned long long)p->unixtime - (unsigned long long)since >= len - 1 - eighth) {
+            have_ref = true;
+            ref = v;
+            ref_at = p->unixtime;
+        }
+        before_last = t.n > 0 ? t.last : v;
         t.last = v;
         t.last_at = p->unixtime;
         t.n++;
@@ -78,10 +92,13 @@ int trend_of(struct trend *out, const struct series *s, int channel_num, long lo
         return err_set(e, "channel %d: no reading from %lld to %lld", channel_num, since, until);
 
     t.change = t.last - t.first;
-    if ((t.change < 0 ? -t.change : t.change) * 8 <= t.max - t.min)
+    /* The last reading alone in the last eighth: compare it with the one
+     * before it. */
+    t.recent = t.last - (have_ref && ref_at != t.last_at ? ref : before_last);
+    if ((t.recent < 0 ? -t.recent : t.recent) * 16 <= t.max - t.min)
         t.direction = "steady";
     else
-        t.direction = t.change > 0 ? "rising" : "falling";
+        t.direction = t.recent > 0 ? "rising" : "falling";
     char *w = t.sparkline;
     for (size_t b = 0; b < width; b++) {
         const char *c = count[b] ? block_of(sum[b] / count[b], t.min, t.max) : empty;

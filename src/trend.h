@@ -23,12 +23,18 @@
  * Slack's and Teams's rendering, and unlike any block, so a gap does not
  * read as a level.
  *
- * Direction: "steady" when the change is at most one eighth of the range
- * (|last - first| * 8 <= max - min: first and last are at most one
- * sparkline band's height apart, a blip that came back included), else
- * "rising" or "falling" by the change's sign. The threshold is relative,
- * so it holds for any unit; a caller that wants an absolute one has
- * `change`. */
+ * Direction: where the channel is going now, which is what a person
+ * paged at night asks. It compares the last reading with the first one of
+ * the span's last eighth (45 minutes of 6 hours), or with the reading
+ * before the last when that eighth holds no other: "steady" when that
+ * recent change is at most a sixteenth of the span's range (half a
+ * sparkline band), else "rising" or "falling" by its sign. So a spike that
+ * is on its way back reads "falling", a climb that stopped an hour ago
+ * "steady", and a steady climb over the whole span "rising" (its last
+ * eighth climbs an eighth of the range), whatever the first reading was.
+ * The threshold is
+ * relative, so it holds for any unit; a caller that wants an absolute one
+ * has `recent` and `change`. */
 #ifndef WSRELAY_TREND_H
 #define WSRELAY_TREND_H
 
@@ -48,6 +54,7 @@ struct trend {
     size_t gaps;
     double first, last, min, max;
     double change; /* last - first */
+    double recent; /* last - the reading the direction compares it with */
     /* Unix times; min_at and max_at are those of the first reading with
      * that value. */
     long long first_at, last_at, min_at, max_at;

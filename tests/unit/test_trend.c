@@ -278,13 +278,41 @@ static const char *direction(size_t n, const double *v)
     return trend(0, 10 * (long long)n - 1, 8).direction;
 }
 
-Test(trend, steady_up_to_one_eighth_of_the_range)
+Test(trend, direction_is_the_last_readings_way)
 {
-    cr_assert_str_eq(direction(3, (double[]){0.0, 8.0, 1.0}), "steady");
-    cr_assert_str_eq(direction(3, (double[]){0.0, 8.0, 1.5}), "rising");
-    cr_assert_str_eq(direction(3, (double[]){8.0, 0.0, 7.0}), "steady");
-    cr_assert_str_eq(direction(3, (double[]){8.0, 0.0, 6.5}), "falling");
-    cr_assert_str_eq(direction(3, (double[]){4.0, 9.0, 4.0}), "steady");
+    /* Three readings 10 s apart: the last eighth holds only the last, so
+     * it is compared with the one before it. */
+    cr_assert_str_eq(direction(3, (double[]){0.0, 1.0, 8.0}), "rising");
+    cr_assert_str_eq(direction(3, (double[]){8.0, 7.0, 0.0}), "falling");
+    /* A spike on its way back falls, whatever the first reading was. */
+    cr_assert_str_eq(direction(3, (double[]){0.0, 8.0, 1.5}), "falling");
+    cr_assert_str_eq(direction(3, (double[]){8.0, 0.0, 6.5}), "rising");
+    /* Up to a sixteenth of the range is steady. */
+    cr_assert_str_eq(direction(3, (double[]){0.0, 8.0, 7.5}), "steady");
+    cr_assert_str_eq(direction(3, (double[]){8.0, 0.0, 0.5}), "steady");
+    cr_assert_str_eq(direction(3, (double[]){0.0, 8.0, 7.4}), "falling");
+}
+
+Test(trend, direction_compares_with_the_start_of_the_last_eighth)
+{
+    /* 17 readings over 160 s; the last eighth starts at 140 s. A climb
+     * that stopped at 120 s is steady, though the first reading was far
+     * below; a climb all the way is rising. */
+    double v[17];
+    for (int i = 0; i < 17; i++)
+        v[i] = i < 12 ? i : 12.0;
+    every(0, 10, 17, v);
+    struct trend t = trend(0, 160, 8);
+    cr_assert_str_eq(t.direction, "steady");
+    cr_assert_float_eq(t.change, 12.0, 1e-9);
+    cr_assert_float_eq(t.recent, 0.0, 1e-9);
+    for (int i = 0; i < 17; i++)
+        v[i] = i;
+    s.n_points = 0;
+    every(0, 10, 17, v);
+    t = trend(0, 160, 8);
+    cr_assert_str_eq(t.direction, "rising");
+    cr_assert_float_eq(t.recent, 2.0, 1e-9, "recent %g", t.recent);
 }
 
 Test(trend, threshold_is_relative_so_a_small_change_alone_is_a_direction)
