@@ -997,6 +997,28 @@ static void email_charts(struct email_content *out, struct json_object *ctx,
     }
 }
 
+/* Leaves out the charts the HTML does not show (a template of the
+ * receiver's own that has no <img src="cid:...">): a mail client would
+ * list them as attachments. */
+static void drop_unshown_charts(struct email_content *c)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < c->n_images; i++) {
+        struct mime_image *img = &c->images[i];
+        char *ref = xasprintf("cid:%s", img->content_id);
+        bool shown = c->html && strstr(c->html, ref);
+        free(ref);
+        if (shown) {
+            c->images[kept++] = *img;
+            continue;
+        }
+        free((char *)img->content_id);
+        free((char *)img->filename);
+        free((unsigned char *)img->data);
+    }
+    c->n_images = kept;
+}
+
 /* Subject and bodies of the mail: the email-subject.txt, email.txt (or
  * the receiver's `template`) and email.html (or its `html_template`)
  * templates over the message's context. The subject is one line, trimmed.
@@ -1025,6 +1047,7 @@ static int email_render(struct email_content *out, const struct notify_env *env,
     free(line);
     out->text = buf_steal(&text);
     out->html = buf_steal(&html);
+    drop_unshown_charts(out);
     rc = 0;
 out:
     buf_free(&subject);

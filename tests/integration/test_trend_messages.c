@@ -261,3 +261,39 @@ Test(trend_messages, trend_false_makes_no_call)
     cr_assert(strstr(doc, "\"trend\": null") || strstr(doc, "\"trend\":null"), "%s", doc);
     free(doc);
 }
+
+Test(trend_messages, an_html_template_without_the_chart_sends_no_image)
+{
+    char *scen = scenario("");
+    relay_start(&R, scen);
+    free(scen);
+    smtpd_start(&S, R.dir, NULL);
+    char *tmpl = xasprintf("%s/plain.html", R.dir);
+    FILE *f = fopen(tmpl, "w");
+    cr_assert_not_null(f);
+    fputs("<p>{{#events}}{{text}} {{#trend}}{{sparkline}}{{/trend}}{{/events}}</p>\n", f);
+    fclose(f);
+    char *receivers = xasprintf("  - name: mail\n"
+                                "    email:\n"
+                                "      host: 127.0.0.1\n"
+                                "      port: %d\n"
+                                "      starttls: \"off\"\n"
+                                "      from: \"wsrelay <relay@example.org>\"\n"
+                                "      to: \"oncall@example.org\"\n"
+                                "      html_template: %s\n",
+                                S.port, tmpl);
+    char *acct = account("true");
+    relay_config(&R, acct, receivers);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0 + 60, &err), 0, "%s", err);
+    free(err);
+    cr_assert_eq(calls_of("latest-data"), 1);
+    cr_assert_eq(smtpd_count(&S), 1);
+    char *raw = smtpd_raw(&S, 0);
+    cr_assert_null(strstr(raw, "image/png"), "a chart no part shows is left out");
+    cr_assert_null(strstr(raw, "multipart/related"), "%s", raw);
+    free(raw);
+    free(acct);
+    free(receivers);
+    free(tmpl);
+}
