@@ -3,6 +3,7 @@
  * lined up by display width), CSV and JSON, the operation each one calls,
  * the ledger that records every call, and the refusals of a spent or
  * blocked budget. */
+#include "jsonpath.h"
 #include "platform.h"
 #include "proc.h"
 #include "relay.h"
@@ -207,38 +208,6 @@ static struct json_object *parse(const struct out *o)
     return j;
 }
 
-static struct json_object *at(struct json_object *o, const char *path)
-{
-    char *copy = xstrdup(path);
-    char *save = NULL;
-    for (char *part = strtok_r(copy, ".", &save); part; part = strtok_r(NULL, ".", &save)) {
-        if (json_object_is_type(o, json_type_array)) {
-            size_t i = (size_t)strtoul(part, NULL, 10);
-            cr_assert_lt(i, json_object_array_length(o), "%s: no element %s", path, part);
-            o = json_object_array_get_idx(o, i);
-        } else {
-            cr_assert(json_object_object_get_ex(o, part, &o), "%s: no '%s'", path, part);
-        }
-    }
-    free(copy);
-    return o;
-}
-
-static const char *str_at(struct json_object *o, const char *path)
-{
-    struct json_object *v = at(o, path);
-    cr_assert(json_object_is_type(v, json_type_string), "%s: %s", path,
-              json_object_to_json_string(v));
-    return json_object_get_string(v);
-}
-
-static long long int_at(struct json_object *o, const char *path)
-{
-    struct json_object *v = at(o, path);
-    cr_assert(json_object_is_type(v, json_type_int), "%s: %s", path, json_object_to_json_string(v));
-    return (long long)json_object_get_int64(v);
-}
-
 /* ---- current ---- */
 
 Test(lookup, current_lines_up_japanese_names_by_display_width)
@@ -268,25 +237,25 @@ Test(lookup, current_as_json)
     struct json_object *j = parse(&o);
     cr_assert(json_object_is_type(j, json_type_array));
     cr_assert_eq(json_object_array_length(j), 3);
-    cr_expect_str_eq(str_at(j, "0.account"), "lab");
-    cr_expect_str_eq(str_at(j, "0.serial"), "5279B002");
-    cr_expect_str_eq(str_at(j, "0.name"), "冷蔵庫 2F");
-    cr_expect_str_eq(str_at(j, "0.channels.0.name"), "温度");
-    cr_expect_str_eq(str_at(j, "0.channels.0.value"), "-18.5");
-    cr_expect_str_eq(str_at(j, "0.channels.0.unit"), "°C");
-    cr_expect_eq(int_at(j, "0.channels.1.num"), 2);
-    cr_expect_str_eq(str_at(j, "0.channels.1.value"), "Sensor Error");
-    cr_expect_eq(int_at(j, "0.battery"), 4);
-    cr_expect_str_eq(str_at(j, "0.rssi"), "");
-    cr_expect_eq(int_at(j, "0.unixtime"), 1794999880);
-    cr_expect_str_eq(str_at(j, "0.local_time"), "2026-11-18 20:04:40");
-    cr_expect_eq(int_at(j, "0.utc_offset"), 540);
-    cr_expect_eq(int_at(j, "0.age"), 120);
-    cr_expect_not(json_object_get_boolean(at(j, "0.stale")));
-    cr_expect(json_object_get_boolean(at(j, "1.stale")));
-    cr_expect_str_eq(str_at(j, "2.base_serial"), "5893C000");
-    cr_expect_str_eq(str_at(j, "2.base_name"), "Base 1");
-    cr_expect_str_eq(str_at(j, "2.rssi"), "4");
+    cr_expect_str_eq(json_str_at(j, "0.account"), "lab");
+    cr_expect_str_eq(json_str_at(j, "0.serial"), "5279B002");
+    cr_expect_str_eq(json_str_at(j, "0.name"), "冷蔵庫 2F");
+    cr_expect_str_eq(json_str_at(j, "0.channels.0.name"), "温度");
+    cr_expect_str_eq(json_str_at(j, "0.channels.0.value"), "-18.5");
+    cr_expect_str_eq(json_str_at(j, "0.channels.0.unit"), "°C");
+    cr_expect_eq(json_int_at(j, "0.channels.1.num"), 2);
+    cr_expect_str_eq(json_str_at(j, "0.channels.1.value"), "Sensor Error");
+    cr_expect_eq(json_int_at(j, "0.battery"), 4);
+    cr_expect_str_eq(json_str_at(j, "0.rssi"), "");
+    cr_expect_eq(json_int_at(j, "0.unixtime"), 1794999880);
+    cr_expect_str_eq(json_str_at(j, "0.local_time"), "2026-11-18 20:04:40");
+    cr_expect_eq(json_int_at(j, "0.utc_offset"), 540);
+    cr_expect_eq(json_int_at(j, "0.age"), 120);
+    cr_expect_not(json_object_get_boolean(json_at(j, "0.stale")));
+    cr_expect(json_object_get_boolean(json_at(j, "1.stale")));
+    cr_expect_str_eq(json_str_at(j, "2.base_serial"), "5893C000");
+    cr_expect_str_eq(json_str_at(j, "2.base_name"), "Base 1");
+    cr_expect_str_eq(json_str_at(j, "2.rssi"), "4");
     json_object_put(j);
     out_free(&o);
 }
@@ -320,15 +289,15 @@ Test(lookup, current_marks_stale_readings_by_the_usual_interval)
     o = wsrelay_at(T0 + 1200, "current", "--json", NULL);
     cr_assert_eq(o.status, 0, "%s%s", o.text, o.err);
     struct json_object *j = parse(&o);
-    cr_expect_eq(int_at(j, "0.age"), 1320);
-    cr_expect_not(json_object_get_boolean(at(j, "0.stale")));
-    cr_expect_not(json_object_get_boolean(at(j, "1.stale")));
-    cr_expect(json_object_get_boolean(at(j, "2.stale")));
+    cr_expect_eq(json_int_at(j, "0.age"), 1320);
+    cr_expect_not(json_object_get_boolean(json_at(j, "0.stale")));
+    cr_expect_not(json_object_get_boolean(json_at(j, "1.stale")));
+    cr_expect(json_object_get_boolean(json_at(j, "2.stale")));
     json_object_put(j);
     out_free(&o);
     o = wsrelay_at(T0 + 1700, "current", "--json", NULL);
     j = parse(&o);
-    cr_expect(json_object_get_boolean(at(j, "0.stale")), "31 min without a known interval");
+    cr_expect(json_object_get_boolean(json_at(j, "0.stale")), "31 min without a known interval");
     json_object_put(j);
     out_free(&o);
 }
@@ -456,17 +425,17 @@ Test(lookup, readings_of_a_period_in_local_time_as_json)
                            "2026-11-18 20:01", "--json", NULL);
     cr_assert_eq(o.status, 0, "%s%s", o.text, o.err);
     struct json_object *j = parse(&o);
-    cr_expect_str_eq(str_at(j, "serial"), "5820D101");
-    cr_expect_str_eq(str_at(j, "base_serial"), "5893C000");
-    cr_expect_str_eq(str_at(j, "operation"), "data-rtr500");
-    cr_expect_eq(int_at(j, "utc_offset"), 540);
-    cr_expect_eq(int_at(j, "channels.0.num"), 1);
-    cr_expect_str_eq(str_at(j, "channels.0.unit"), "°C");
-    cr_assert_eq(json_object_array_length(at(j, "readings")), 1, "%s", o.text);
-    cr_expect_eq(int_at(j, "readings.0.unixtime"), 1794999400);
-    cr_expect_str_eq(str_at(j, "readings.0.local_time"), "2026-11-18 19:56:40");
-    cr_expect_eq(int_at(j, "readings.0.data_id"), 65535);
-    cr_expect_str_eq(str_at(j, "readings.0.values.0"), "7.8");
+    cr_expect_str_eq(json_str_at(j, "serial"), "5820D101");
+    cr_expect_str_eq(json_str_at(j, "base_serial"), "5893C000");
+    cr_expect_str_eq(json_str_at(j, "operation"), "data-rtr500");
+    cr_expect_eq(json_int_at(j, "utc_offset"), 540);
+    cr_expect_eq(json_int_at(j, "channels.0.num"), 1);
+    cr_expect_str_eq(json_str_at(j, "channels.0.unit"), "°C");
+    cr_assert_eq(json_object_array_length(json_at(j, "readings")), 1, "%s", o.text);
+    cr_expect_eq(json_int_at(j, "readings.0.unixtime"), 1794999400);
+    cr_expect_str_eq(json_str_at(j, "readings.0.local_time"), "2026-11-18 19:56:40");
+    cr_expect_eq(json_int_at(j, "readings.0.data_id"), 65535);
+    cr_expect_str_eq(json_str_at(j, "readings.0.values.0"), "7.8");
     json_object_put(j);
     expect_ops("current data-rtr500");
     out_free(&o);
@@ -475,8 +444,8 @@ Test(lookup, readings_of_a_period_in_local_time_as_json)
                 NULL);
     cr_assert_eq(o.status, 0, "%s%s", o.text, o.err);
     j = parse(&o);
-    cr_assert_eq(json_object_array_length(at(j, "readings")), 2, "%s", o.text);
-    cr_expect_eq(int_at(j, "readings.1.data_id"), 0);
+    cr_assert_eq(json_object_array_length(json_at(j, "readings")), 2, "%s", o.text);
+    cr_expect_eq(json_int_at(j, "readings.1.data_id"), 0);
     json_object_put(j);
     expect_ops("current data-rtr500 data-rtr500");
     out_free(&o);
@@ -566,24 +535,24 @@ Test(lookup, alerts_as_json)
     struct out o = wsrelay("alerts", "5820D101", "--json", NULL);
     cr_assert_eq(o.status, 0, "%s%s", o.text, o.err);
     struct json_object *j = parse(&o);
-    cr_expect_str_eq(str_at(j, "serial"), "5820D101");
-    cr_expect_str_eq(str_at(j, "base_serial"), "5893C000");
-    cr_expect_eq(json_object_array_length(at(j, "entries")), 0);
+    cr_expect_str_eq(json_str_at(j, "serial"), "5820D101");
+    cr_expect_str_eq(json_str_at(j, "base_serial"), "5893C000");
+    cr_expect_eq(json_object_array_length(json_at(j, "entries")), 0);
     json_object_put(j);
     out_free(&o);
     o = wsrelay("alerts", "5279B002", "--json", NULL);
     cr_assert_eq(o.status, 0, "%s%s", o.text, o.err);
     j = parse(&o);
-    cr_expect_str_eq(str_at(j, "name"), "冷蔵庫 2F");
-    cr_expect_eq(int_at(j, "utc_offset"), 540);
-    cr_assert_eq(json_object_array_length(at(j, "entries")), 4);
-    cr_expect_str_eq(str_at(j, "entries.0.kind"), "battery-level");
-    cr_expect_str_eq(str_at(j, "entries.3.kind"), "ch1");
-    cr_expect_str_eq(str_at(j, "entries.3.state"), "alarm");
-    cr_expect_str_eq(str_at(j, "entries.3.value"), "-10.2℃");
-    cr_expect_str_eq(str_at(j, "entries.3.limit"), "-15.0℃");
-    cr_expect_eq(int_at(j, "entries.3.unixtime"), 1794998500);
-    cr_expect_str_eq(str_at(j, "entries.3.local_time"), "2026-11-18 19:41:40");
+    cr_expect_str_eq(json_str_at(j, "name"), "冷蔵庫 2F");
+    cr_expect_eq(json_int_at(j, "utc_offset"), 540);
+    cr_assert_eq(json_object_array_length(json_at(j, "entries")), 4);
+    cr_expect_str_eq(json_str_at(j, "entries.0.kind"), "battery-level");
+    cr_expect_str_eq(json_str_at(j, "entries.3.kind"), "ch1");
+    cr_expect_str_eq(json_str_at(j, "entries.3.state"), "alarm");
+    cr_expect_str_eq(json_str_at(j, "entries.3.value"), "-10.2℃");
+    cr_expect_str_eq(json_str_at(j, "entries.3.limit"), "-15.0℃");
+    cr_expect_eq(json_int_at(j, "entries.3.unixtime"), 1794998500);
+    cr_expect_str_eq(json_str_at(j, "entries.3.local_time"), "2026-11-18 19:41:40");
     json_object_put(j);
     expect_ops("alert alert");
     cr_expect_eq(ledger(PLATFORM_ALERT), 2);
@@ -658,8 +627,8 @@ Test(lookup, alerts_fill_the_budget_run_after_run)
               "%s", o.err);
     out_free(&o);
     struct json_object *stats = sim_stats(&R.sim);
-    cr_expect_eq(int_at(stats, "totals." RELAY_LOGIN ".alert"), 12);
-    cr_expect_eq(int_at(stats, "rejected_429"), 0);
+    cr_expect_eq(json_int_at(stats, "totals." RELAY_LOGIN ".alert"), 12);
+    cr_expect_eq(json_int_at(stats, "rejected_429"), 0);
     json_object_put(stats);
 }
 

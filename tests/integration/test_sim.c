@@ -129,20 +129,6 @@ static long long num(struct json_object *o, const char *key)
     return (long long)json_object_get_int64(v);
 }
 
-static long header_num(const struct http_reply *r, const char *name)
-{
-    const char *v = http_header(r, name);
-    cr_assert(v, "no %s header in:\n%s", name, r->headers);
-    return strtol(v, NULL, 10);
-}
-
-static void expect_rate(const struct http_reply *r, long limit, long remaining, long reset)
-{
-    cr_expect_eq(header_num(r, "X-RateLimit-Limit"), limit);
-    cr_expect_eq(header_num(r, "X-RateLimit-Remaining"), remaining);
-    cr_expect_eq(header_num(r, "X-RateLimit-Reset"), reset);
-}
-
 /* Checks status, content type and {"error":{"code":status,"message":...}};
  * returns the message (a copy). */
 static char *expect_error(const struct http_reply *r, long status)
@@ -497,28 +483,28 @@ Test(sim, rate_headers_come_with_successes_and_errors)
     struct http_reply r;
     call(&r, "current", CREDS, "");
     cr_expect_eq(r.status, 200);
-    expect_rate(&r, 10, 9, 120);
+    sim_expect_rate(&r, 10, 9, 120);
     http_reply_free(&r);
 
     sim_advance(&sim, 30);
     call(&r, "current", CREDS, "\"remote-serial\":5");
     free(expect_error(&r, 400));
-    expect_rate(&r, 10, 8, 90);
+    sim_expect_rate(&r, 10, 8, 90);
     http_reply_free(&r);
 
     /* each operation has its own window */
     call(&r, "alert", CREDS, "\"remote-serial\":\"nope\",\"base-serial\":\"nope\"");
     free(expect_error(&r, 400));
-    expect_rate(&r, 12, 11, 3600);
+    sim_expect_rate(&r, 12, 11, 3600);
     http_reply_free(&r);
     call(&r, "alert", CREDS, FREEZER);
     cr_expect_eq(r.status, 200);
-    expect_rate(&r, 12, 10, 3600);
+    sim_expect_rate(&r, 12, 10, 3600);
     http_reply_free(&r);
 
     /* and so has each login */
     call(&r, "alert", NUM_CREDS, "\"remote-serial\":\"5214000C\",\"base-serial\":\"5214000C\"");
-    expect_rate(&r, 12, 11, 3600);
+    sim_expect_rate(&r, 12, 11, 3600);
     http_reply_free(&r);
 }
 
@@ -528,26 +514,26 @@ Test(sim, thirteenth_alert_call_in_an_hour_gets_429_until_the_first_leaves)
     for (int i = 0; i < 12; i++) {
         call(&r, "alert", CREDS, FREEZER);
         cr_assert_eq(r.status, 200, "call %d: %s", i + 1, r.body);
-        expect_rate(&r, 12, 11 - i, 3600 - 100L * i);
+        sim_expect_rate(&r, 12, 11 - i, 3600 - 100L * i);
         http_reply_free(&r);
         sim_advance(&sim, 100);
     }
     /* now = NOW+1200; the first call (NOW) leaves the window at NOW+3600 */
     call(&r, "alert", CREDS, FREEZER);
     free(expect_error(&r, 429));
-    expect_rate(&r, 12, 0, 2400);
+    sim_expect_rate(&r, 12, 0, 2400);
     http_reply_free(&r);
 
     sim_advance(&sim, 2399);
     call(&r, "alert", CREDS, FREEZER);
     free(expect_error(&r, 429));
-    expect_rate(&r, 12, 0, 1);
+    sim_expect_rate(&r, 12, 0, 1);
     http_reply_free(&r);
 
     sim_advance(&sim, 1);
     call(&r, "alert", CREDS, FREEZER);
     cr_expect_eq(r.status, 200, "%s", r.body);
-    expect_rate(&r, 12, 0, 100);
+    sim_expect_rate(&r, 12, 0, 100);
     http_reply_free(&r);
 
     /* the two 429s did not count: the next call is refused again, and one
@@ -571,12 +557,12 @@ Test(sim, eleventh_current_call_in_two_minutes_gets_429)
     }
     call(&r, "current", CREDS, "");
     free(expect_error(&r, 429));
-    expect_rate(&r, 10, 0, 120);
+    sim_expect_rate(&r, 10, 0, 120);
     http_reply_free(&r);
     sim_advance(&sim, 120);
     call(&r, "current", CREDS, "");
     cr_expect_eq(r.status, 200);
-    expect_rate(&r, 10, 9, 120);
+    sim_expect_rate(&r, 10, 9, 120);
     http_reply_free(&r);
 }
 
@@ -589,12 +575,12 @@ Test(sim, faults_answer_the_next_calls_and_count_as_accepted)
     for (int i = 0; i < 2; i++) {
         call(&r, "alert", CREDS, FREEZER);
         free(expect_error(&r, 503));
-        expect_rate(&r, 12, 11 - i, 3600);
+        sim_expect_rate(&r, 12, 11 - i, 3600);
         http_reply_free(&r);
     }
     call(&r, "alert", CREDS, FREEZER);
     cr_expect_eq(r.status, 200);
-    expect_rate(&r, 12, 9, 3600);
+    sim_expect_rate(&r, 12, 9, 3600);
     http_reply_free(&r);
 
     /* only the named operation is affected; a raw body is sent verbatim */
@@ -605,7 +591,7 @@ Test(sim, faults_answer_the_next_calls_and_count_as_accepted)
     call(&r, "current", CREDS, "");
     cr_expect_eq(r.status, 200);
     cr_expect_str_eq(r.body, "{\"devices\":[{\"serial\":");
-    expect_rate(&r, 10, 9, 120);
+    sim_expect_rate(&r, 10, 9, 120);
     http_reply_free(&r);
     call(&r, "current", CREDS, "");
     cr_expect(strstr(r.body, "5214000A"), "fault did not end: %s", r.body);

@@ -266,20 +266,6 @@ static long long row_ll(struct json_object *rec, size_t i, const char *key)
     return strtoll(row_str(rec, i, key), NULL, 10);
 }
 
-static long header_num(const struct http_reply *r, const char *name)
-{
-    const char *v = http_header(r, name);
-    cr_assert(v, "no %s header in:\n%s", name, r->headers);
-    return strtol(v, NULL, 10);
-}
-
-static void expect_rate(const struct http_reply *r, long limit, long remaining, long reset)
-{
-    cr_expect_eq(header_num(r, "X-RateLimit-Limit"), limit);
-    cr_expect_eq(header_num(r, "X-RateLimit-Remaining"), remaining);
-    cr_expect_eq(header_num(r, "X-RateLimit-Reset"), reset);
-}
-
 /* Checks status, content type and {"error":{"code":status,"message":...}};
  * returns the message (a copy). */
 static char *expect_error(const struct http_reply *r, long status)
@@ -462,8 +448,8 @@ Test(graph, data_without_a_period_sends_every_uploaded_reading_and_counts_them)
     struct http_reply r;
     call(&r, "data", CREDS, FREEZER);
     cr_assert_eq(r.status, 200, "%s", r.body);
-    cr_expect_eq(header_num(&r, "X-RateLimit-Remaining-DataCount"), 160000 - FREEZER_UPLOADED);
-    expect_rate(&r, 20, 19, 60);
+    cr_expect_eq(sim_header_num(&r, "X-RateLimit-Remaining-DataCount"), 160000 - FREEZER_UPLOADED);
+    sim_expect_rate(&r, 20, 19, 60);
     struct json_object *rec = parse(&r);
     expect_freezer_rows(rec, 0, FREEZER_UPLOADED);
     json_object_put(rec);
@@ -474,7 +460,8 @@ Test(graph, data_without_a_period_sends_every_uploaded_reading_and_counts_them)
     cr_expect_null(http_header(&r, "X-RateLimit-Remaining-DataCount"));
     http_reply_free(&r);
     call(&r, "data", CREDS, FREEZER ",\"number\":10");
-    cr_expect_eq(header_num(&r, "X-RateLimit-Remaining-DataCount"), 160000 - FREEZER_UPLOADED - 10);
+    cr_expect_eq(sim_header_num(&r, "X-RateLimit-Remaining-DataCount"),
+                 160000 - FREEZER_UPLOADED - 10);
     http_reply_free(&r);
 }
 
@@ -599,7 +586,8 @@ Test(graph_big, data_count_of_160000_readings_an_hour_runs_out_with_429)
     for (int i = 0; i < 3; i++) {
         call(&r, "data", CREDS, fields);
         cr_assert_eq(r.status, 200, "call %d: %s", i + 1, r.status == 200 ? "" : r.body);
-        cr_expect_eq(header_num(&r, "X-RateLimit-Remaining-DataCount"), want[i], "call %d", i + 1);
+        cr_expect_eq(sim_header_num(&r, "X-RateLimit-Remaining-DataCount"), want[i], "call %d",
+                     i + 1);
         struct json_object *rec = parse(&r);
         cr_expect_eq(length(rec, "data"), got[i], "call %d: the reply stops at the data count",
                      i + 1);
@@ -612,8 +600,8 @@ Test(graph_big, data_count_of_160000_readings_an_hour_runs_out_with_429)
     char *msg = expect_error(&r, 429);
     cr_expect(strstr(msg, "data count"), "%s", msg);
     free(msg);
-    cr_expect_eq(header_num(&r, "X-RateLimit-Remaining-DataCount"), 0);
-    expect_rate(&r, 20, 16, 60); /* the request limit counted it */
+    cr_expect_eq(sim_header_num(&r, "X-RateLimit-Remaining-DataCount"), 0);
+    sim_expect_rate(&r, 20, 16, 60); /* the request limit counted it */
     http_reply_free(&r);
 
     /* latest-data is not limited by it */
@@ -628,7 +616,7 @@ Test(graph_big, data_count_of_160000_readings_an_hour_runs_out_with_429)
     sim_advance(&sim, 1);
     call(&r, "data", CREDS, "\"remote-serial\":\"5214000F\",\"number\":5");
     cr_expect_eq(r.status, 200, "%s", r.status == 200 ? "" : r.body);
-    cr_expect_eq(header_num(&r, "X-RateLimit-Remaining-DataCount"), 160000 - 5);
+    cr_expect_eq(sim_header_num(&r, "X-RateLimit-Remaining-DataCount"), 160000 - 5);
     http_reply_free(&r);
 
     struct json_object *st = sim_stats(&sim);
@@ -684,7 +672,7 @@ Test(graph, rtr500_record_has_hyphenated_members_and_four_channels_named_chN)
     json_object_put(rec);
     struct http_reply r;
     call(&r, "data-rtr500", CREDS, LUX);
-    cr_expect_eq(header_num(&r, "X-RateLimit-Remaining-DataCount"), 160000 - 3 - 1 - 3);
+    cr_expect_eq(sim_header_num(&r, "X-RateLimit-Remaining-DataCount"), 160000 - 3 - 1 - 3);
     http_reply_free(&r);
 }
 
@@ -910,14 +898,14 @@ Test(graph, each_operation_has_its_own_request_limit)
         for (int k = 0; k < ops[i].limit; k++) {
             call(&r, ops[i].op, CREDS, ops[i].fields);
             cr_assert_eq(r.status, 200, "%s call %d: %s", ops[i].op, k + 1, r.body);
-            expect_rate(&r, ops[i].limit, ops[i].limit - 1 - k, 60);
+            sim_expect_rate(&r, ops[i].limit, ops[i].limit - 1 - k, 60);
             http_reply_free(&r);
         }
         call(&r, ops[i].op, CREDS, ops[i].fields);
         char *msg = expect_error(&r, 429);
         cr_expect(strstr(msg, "rate limit"), "%s", msg);
         free(msg);
-        expect_rate(&r, ops[i].limit, 0, 60);
+        sim_expect_rate(&r, ops[i].limit, 0, 60);
         http_reply_free(&r);
         /* another login ID has its own */
         call(&r, ops[i].op, NUM_CREDS,
@@ -930,7 +918,7 @@ Test(graph, each_operation_has_its_own_request_limit)
     for (size_t i = 0; i < 4; i++) {
         call(&r, ops[i].op, CREDS, ops[i].fields);
         cr_expect_eq(r.status, 200, "%s a minute later: %s", ops[i].op, r.body);
-        expect_rate(&r, ops[i].limit, ops[i].limit - 1, 60);
+        sim_expect_rate(&r, ops[i].limit, ops[i].limit - 1, 60);
         http_reply_free(&r);
     }
 }
@@ -942,8 +930,8 @@ Test(graph, faults_and_statistics_know_the_new_operations)
     sim_fault(&sim, "latest-data-rtr500", 200, 1, "{\"remote-serial\":");
     call(&r, "data", CREDS, FREEZER);
     free(expect_error(&r, 503));
-    expect_rate(&r, 20, 19, 60);
-    cr_expect_eq(header_num(&r, "X-RateLimit-Remaining-DataCount"), 160000);
+    sim_expect_rate(&r, 20, 19, 60);
+    cr_expect_eq(sim_header_num(&r, "X-RateLimit-Remaining-DataCount"), 160000);
     http_reply_free(&r);
     call(&r, "latest-data-rtr500", CREDS, LUX);
     cr_expect_eq(r.status, 200);

@@ -2,6 +2,7 @@
  * and a webhook sink, on a virtual clock, in both forms; its exit status
  * is what a monitoring script sees. Times are printed in UTC (TZ is set).
  * The README's sample of `wsrelay status` comes from this setup. */
+#include "jsonpath.h"
 #include "proc.h"
 #include "relay.h"
 #include "state.h"
@@ -74,48 +75,17 @@ static struct json_object *parse(const struct out *o)
     return j;
 }
 
-static struct json_object *at(struct json_object *o, const char *path)
-{
-    char *copy = xstrdup(path);
-    char *save = NULL;
-    for (char *part = strtok_r(copy, ".", &save); part; part = strtok_r(NULL, ".", &save)) {
-        if (json_object_is_type(o, json_type_array)) {
-            size_t i = (size_t)strtoul(part, NULL, 10);
-            cr_assert_lt(i, json_object_array_length(o), "%s: no element %s", path, part);
-            o = json_object_array_get_idx(o, i);
-        } else {
-            cr_assert(json_object_object_get_ex(o, part, &o), "%s: no '%s'", path, part);
-        }
-    }
-    free(copy);
-    return o;
-}
-
-static long long int_at(struct json_object *o, const char *path)
-{
-    struct json_object *v = at(o, path);
-    cr_assert(json_object_is_type(v, json_type_int), "%s: %s", path, json_object_to_json_string(v));
-    return (long long)json_object_get_int64(v);
-}
-
 /* Times a run records as it goes (the login's calls and their outcome)
  * are its clock plus the seconds it has run. */
 static void expect_near(struct json_object *o, const char *path, long long want)
 {
-    long long got = int_at(o, path);
+    long long got = json_int_at(o, path);
     cr_expect(got >= want && got <= want + 5, "%s: %lld, want %lld (+5 s)", path, got, want);
 }
 
 static bool null_at(struct json_object *o, const char *path)
 {
-    return json_object_is_type(at(o, path), json_type_null);
-}
-
-static const char *str_at(struct json_object *o, const char *path)
-{
-    struct json_object *v = at(o, path);
-    cr_assert(json_object_is_type(v, json_type_string), "%s", path);
-    return json_object_get_string(v);
+    return json_object_is_type(json_at(o, path), json_type_null);
 }
 
 static void expect_line(const char *text, const char *line)
@@ -138,7 +108,7 @@ static long long sim_total(const char *op)
 {
     struct json_object *stats = sim_stats(&R.sim);
     char *path = xasprintf("totals.%s.%s", RELAY_LOGIN, op);
-    long long n = int_at(stats, path);
+    long long n = json_int_at(stats, path);
     free(path);
     json_object_put(stats);
     return n;
@@ -165,7 +135,7 @@ Test(status_cli, before_any_run_it_is_a_problem)
     o = status_at(T0, true);
     cr_expect_eq(o.status, 1);
     struct json_object *j = parse(&o);
-    cr_expect_str_eq(str_at(j, "verdict"), "PROBLEM");
+    cr_expect_str_eq(json_str_at(j, "verdict"), "PROBLEM");
     json_object_put(j);
     out_free(&o);
 }
@@ -204,24 +174,24 @@ Test(status_cli, after_a_few_runs_every_device_and_the_budget_are_shown)
     o = status_at(T0 + 750, true);
     cr_expect_eq(o.status, 0);
     struct json_object *j = parse(&o);
-    cr_expect_str_eq(str_at(j, "verdict"), "OK");
-    cr_expect_eq(int_at(j, "now"), T0 + 750);
-    cr_expect_str_eq(str_at(j, "logins.0.login_id"), RELAY_LOGIN);
-    cr_expect_eq(int_at(j, "logins.0.alert.used"), sim_total("alert"),
+    cr_expect_str_eq(json_str_at(j, "verdict"), "OK");
+    cr_expect_eq(json_int_at(j, "now"), T0 + 750);
+    cr_expect_str_eq(json_str_at(j, "logins.0.login_id"), RELAY_LOGIN);
+    cr_expect_eq(json_int_at(j, "logins.0.alert.used"), sim_total("alert"),
                  "the ledger counts what the platform counted");
-    cr_expect_eq(int_at(j, "logins.0.alert.used"), 3);
-    cr_expect_eq(int_at(j, "logins.0.alert.limit"), 12);
+    cr_expect_eq(json_int_at(j, "logins.0.alert.used"), 3);
+    cr_expect_eq(json_int_at(j, "logins.0.alert.limit"), 12);
     /* 11 routine calls an hour: a spacing of 327 s, less 32 s of slack. */
     expect_near(j, "logins.0.alert.next_call", T0 + 720 + 327 - 32);
-    cr_expect_eq(int_at(j, "logins.0.alert.reserve"), 1);
-    cr_expect_eq(int_at(j, "logins.0.current.limit"), 10);
-    cr_expect_eq(int_at(j, "logins.0.current.used"), 1, "the discovery 30 s ago");
+    cr_expect_eq(json_int_at(j, "logins.0.alert.reserve"), 1);
+    cr_expect_eq(json_int_at(j, "logins.0.current.limit"), 10);
+    cr_expect_eq(json_int_at(j, "logins.0.current.used"), 1, "the discovery 30 s ago");
     cr_expect_eq(sim_total("current"), 2, "a discovery every 10 minutes");
     expect_near(j, "logins.0.last_ok", T0 + 720);
-    cr_expect_eq(int_at(j, "logins.0.failures"), 0);
+    cr_expect_eq(json_int_at(j, "logins.0.failures"), 0);
     cr_expect(null_at(j, "logins.0.last_error"));
-    cr_expect_eq(int_at(j, "logins.0.look_interval"), 3 * 327);
-    cr_assert_eq(json_object_array_length(at(j, "logins.0.devices")), 3);
+    cr_expect_eq(json_int_at(j, "logins.0.look_interval"), 3 * 327);
+    cr_assert_eq(json_object_array_length(json_at(j, "logins.0.devices")), 3);
     static const struct {
         const char *serial;
         long long last_poll, next_poll, seen;
@@ -231,21 +201,21 @@ Test(status_cli, after_a_few_runs_every_device_and_the_budget_are_shown)
     for (size_t i = 0; i < 3; i++) {
         char path[64];
         snprintf(path, sizeof path, "logins.0.devices.%zu", i);
-        struct json_object *d = at(j, path);
-        cr_expect_str_eq(str_at(d, "serial"), want[i].serial);
-        cr_expect_str_eq(str_at(d, "state"), "polled");
-        cr_expect_eq(int_at(d, "last_poll"), want[i].last_poll, "%s", want[i].serial);
-        cr_expect_eq(int_at(d, "last_ok"), want[i].last_poll, "%s", want[i].serial);
+        struct json_object *d = json_at(j, path);
+        cr_expect_str_eq(json_str_at(d, "serial"), want[i].serial);
+        cr_expect_str_eq(json_str_at(d, "state"), "polled");
+        cr_expect_eq(json_int_at(d, "last_poll"), want[i].last_poll, "%s", want[i].serial);
+        cr_expect_eq(json_int_at(d, "last_ok"), want[i].last_poll, "%s", want[i].serial);
         expect_near(d, "next_poll", want[i].next_poll);
-        cr_expect_eq(int_at(d, "seen_keys"), want[i].seen, "%s", want[i].serial);
+        cr_expect_eq(json_int_at(d, "seen_keys"), want[i].seen, "%s", want[i].serial);
         cr_expect(null_at(d, "refused_until"));
     }
-    cr_expect_str_eq(str_at(j, "receivers.0.name"), "hook");
-    cr_expect_str_eq(str_at(j, "receivers.0.type"), "webhook");
-    cr_expect_eq(int_at(j, "receivers.0.outbox.count"), 0);
-    cr_expect_eq(int_at(j, "receivers.0.last_ok"), T0 + 720);
-    cr_expect_eq(int_at(j, "receivers.0.failures"), 0);
-    cr_expect_eq(int_at(j, "counters.unrouted"), 0);
+    cr_expect_str_eq(json_str_at(j, "receivers.0.name"), "hook");
+    cr_expect_str_eq(json_str_at(j, "receivers.0.type"), "webhook");
+    cr_expect_eq(json_int_at(j, "receivers.0.outbox.count"), 0);
+    cr_expect_eq(json_int_at(j, "receivers.0.last_ok"), T0 + 720);
+    cr_expect_eq(json_int_at(j, "receivers.0.failures"), 0);
+    cr_expect_eq(json_int_at(j, "counters.unrouted"), 0);
     json_object_put(j);
     out_free(&o);
 }
@@ -272,15 +242,15 @@ Test(status_cli, a_failing_receiver_is_a_problem_until_it_delivers)
     o = status_at(T0 + 1230, true);
     cr_expect_eq(o.status, 1);
     struct json_object *j = parse(&o);
-    cr_expect_str_eq(str_at(j, "verdict"), "PROBLEM");
-    cr_expect_eq(json_object_array_length(at(j, "problems")), 1);
-    cr_expect_str_eq(str_at(j, "receivers.0.name"), "hook");
-    cr_expect_eq(int_at(j, "receivers.0.outbox.count"), 4);
-    cr_expect_eq(int_at(j, "receivers.0.outbox.oldest_queued"), T0);
-    cr_expect_geq(int_at(j, "receivers.0.failures"), 3);
+    cr_expect_str_eq(json_str_at(j, "verdict"), "PROBLEM");
+    cr_expect_eq(json_object_array_length(json_at(j, "problems")), 1);
+    cr_expect_str_eq(json_str_at(j, "receivers.0.name"), "hook");
+    cr_expect_eq(json_int_at(j, "receivers.0.outbox.count"), 4);
+    cr_expect_eq(json_int_at(j, "receivers.0.outbox.oldest_queued"), T0);
+    cr_expect_geq(json_int_at(j, "receivers.0.failures"), 3);
     cr_expect(null_at(j, "receivers.0.last_ok"));
-    cr_expect(strstr(str_at(j, "receivers.0.last_error.message"), "HTTP 503"));
-    cr_expect_eq(int_at(j, "receivers.1.failures"), 0, "the file receiver is fine");
+    cr_expect(strstr(json_str_at(j, "receivers.0.last_error.message"), "HTTP 503"));
+    cr_expect_eq(json_int_at(j, "receivers.1.failures"), 0, "the file receiver is fine");
     json_object_put(j);
     out_free(&o);
 
@@ -339,10 +309,10 @@ Test(status_cli, a_dry_run_records_the_calls_but_no_delivery)
     struct out o = status_at(T0 + 10, true);
     cr_expect_eq(o.status, 0, "%s", o.text);
     struct json_object *j = parse(&o);
-    cr_expect_eq(int_at(j, "logins.0.alert.used"), 1);
+    cr_expect_eq(json_int_at(j, "logins.0.alert.used"), 1);
     expect_near(j, "logins.0.last_ok", T0);
     cr_expect(null_at(j, "receivers.0.last_ok"), "nothing was delivered");
-    cr_expect_eq(int_at(j, "receivers.0.outbox.count"), 0, "nothing was queued on disk");
+    cr_expect_eq(json_int_at(j, "receivers.0.outbox.count"), 0, "nothing was queued on disk");
     json_object_put(j);
     out_free(&o);
 }

@@ -186,3 +186,17 @@ struct json_object *sim_reply_json(const struct http_reply *r)
     cr_assert(o, "not JSON: %.400s", r->body);
     return o;
 }
+
+long sim_header_num(const struct http_reply *r, const char *name)
+{
+    const char *v = http_header(r, name);
+    cr_assert(v, "no %s header in:\n%s", name, r->headers);
+    return strtol(v, NULL, 10);
+}
+
+void sim_expect_rate(const struct http_reply *r, long limit, long remaining, long reset)
+{
+    cr_expect_eq(sim_header_num(r, "X-RateLimit-Limit"), limit);
+    cr_expect_eq(sim_header_num(r, "X-RateLimit-Remaining"), remaining);
+    cr_expect_eq(sim_header_num(r, "X-RateLimit-Reset"), reset);
+}

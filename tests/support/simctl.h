@@ -59,4 +59,10 @@ void sim_call(struct http_reply *r, struct sim *s, const char *op, const char *c
  * is not JSON. */
 struct json_object *sim_reply_json(const struct http_reply *r);
 
+/* The integer value of header `name` of `r`; fails the test when absent. */
+long sim_header_num(const struct http_reply *r, const char *name);
+
+/* Expects the three rate-limit headers of a platform reply. */
+void sim_expect_rate(const struct http_reply *r, long limit, long remaining, long reset);
+
 #endif

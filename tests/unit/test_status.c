@@ -1,6 +1,7 @@
 /* `wsrelay status` on states built in a temporary directory: the verdict,
  * the words, and the JSON read back field by field. Times are printed in
  * UTC here (TZ is set). */
+#include "jsonpath.h"
 #include "config.h"
 #include "state.h"
 #include "status.h"
@@ -236,28 +237,9 @@ static struct json_object *report_json(enum status_verdict *verdict)
     return o;
 }
 
-/* The member at `path` ("logins.0.alert.used"): object keys and array
- * indices; fails the test when absent. */
-static struct json_object *at(struct json_object *o, const char *path)
-{
-    char *copy = xstrdup(path);
-    char *save = NULL;
-    for (char *part = strtok_r(copy, ".", &save); part; part = strtok_r(NULL, ".", &save)) {
-        if (json_object_is_type(o, json_type_array)) {
-            size_t i = (size_t)strtoul(part, NULL, 10);
-            cr_assert_lt(i, json_object_array_length(o), "%s: no element %s", path, part);
-            o = json_object_array_get_idx(o, i);
-        } else {
-            cr_assert(json_object_object_get_ex(o, part, &o), "%s: no '%s'", path, part);
-        }
-    }
-    free(copy);
-    return o;
-}
-
 static void expect_int(struct json_object *o, const char *path, long long want)
 {
-    struct json_object *v = at(o, path);
+    struct json_object *v = json_at(o, path);
     cr_expect(json_object_is_type(v, json_type_int), "%s is not an integer", path);
     cr_expect_eq(json_object_get_int64(v), want, "%s: %lld, want %lld", path,
                  (long long)json_object_get_int64(v), want);
@@ -265,13 +247,13 @@ static void expect_int(struct json_object *o, const char *path, long long want)
 
 static void expect_null(struct json_object *o, const char *path)
 {
-    cr_expect(json_object_is_type(at(o, path), json_type_null), "%s is not null: %s", path,
-              json_object_to_json_string(at(o, path)));
+    cr_expect(json_object_is_type(json_at(o, path), json_type_null), "%s is not null: %s", path,
+              json_object_to_json_string(json_at(o, path)));
 }
 
 static void expect_string(struct json_object *o, const char *path, const char *want)
 {
-    struct json_object *v = at(o, path);
+    struct json_object *v = json_at(o, path);
     cr_expect(json_object_is_type(v, json_type_string), "%s is not a string", path);
     cr_expect_str_eq(json_object_get_string(v), want, "%s", path);
 }
@@ -315,7 +297,7 @@ Test(status, a_missing_state_is_a_problem_no_run_has_completed)
     struct json_object *o = report_json(&v);
     cr_expect_eq(v, STATUS_PROBLEM);
     expect_string(o, "verdict", "PROBLEM");
-    cr_expect_eq(json_object_array_length(at(o, "problems")), 1);
+    cr_expect_eq(json_object_array_length(json_at(o, "problems")), 1);
     expect_null(o, "logins.0.last_ok");
     expect_null(o, "logins.0.last_call");
     expect_null(o, "logins.0.look_interval");
@@ -380,8 +362,8 @@ Test(status, json_of_a_healthy_site_field_by_field)
     struct json_object *o = report_json(&v);
     cr_expect_eq(v, STATUS_OK);
     expect_string(o, "verdict", "OK");
-    cr_expect_eq(json_object_array_length(at(o, "problems")), 0);
-    cr_expect_eq(json_object_array_length(at(o, "warnings")), 0);
+    cr_expect_eq(json_object_array_length(json_at(o, "problems")), 0);
+    cr_expect_eq(json_object_array_length(json_at(o, "warnings")), 0);
     expect_int(o, "now", NOW);
     expect_string(o, "state_file", state_path);
 
@@ -404,7 +386,7 @@ Test(status, json_of_a_healthy_site_field_by_field)
     expect_int(o, "logins.0.failures", 0);
     expect_null(o, "logins.0.last_error");
     expect_int(o, "logins.0.look_interval", 3 * SPACING);
-    cr_assert_eq(json_object_array_length(at(o, "logins.0.devices")), 4);
+    cr_assert_eq(json_object_array_length(json_at(o, "logins.0.devices")), 4);
     expect_string(o, "logins.0.devices.0.account", "lab");
     expect_string(o, "logins.0.devices.0.serial", "5214000A");
     expect_string(o, "logins.0.devices.0.name", "Freezer A");
@@ -432,7 +414,7 @@ Test(status, json_of_a_healthy_site_field_by_field)
 
     expect_string(o, "receivers.0.name", "hook");
     expect_string(o, "receivers.0.type", "webhook");
-    cr_expect(json_object_get_boolean(at(o, "receivers.0.configured")));
+    cr_expect(json_object_get_boolean(json_at(o, "receivers.0.configured")));
     expect_int(o, "receivers.0.outbox.count", 0);
     expect_null(o, "receivers.0.outbox.oldest_queued");
     expect_null(o, "receivers.0.outbox.next_try");
@@ -441,7 +423,7 @@ Test(status, json_of_a_healthy_site_field_by_field)
     expect_null(o, "receivers.0.last_error");
     expect_string(o, "receivers.1.name", "log");
     expect_string(o, "receivers.1.type", "file");
-    cr_expect_eq(json_object_array_length(at(o, "receivers")), 2);
+    cr_expect_eq(json_object_array_length(json_at(o, "receivers")), 2);
 
     expect_int(o, "counters.dropped", 2);
     expect_int(o, "counters.throttled", 7);
@@ -682,7 +664,7 @@ Test(status, a_receiver_with_events_waiting_too_long_is_a_problem)
     expect_int(o, "receivers.0.failures", 2);
     expect_int(o, "receivers.0.last_error.at", NOW - MIN);
     expect_string(o, "receivers.0.last_error.message", "receiver 'hook' (webhook): HTTP 503");
-    cr_expect_not(json_object_object_get_ex(at(o, "receivers.0.last_error"), "status", NULL),
+    cr_expect_not(json_object_object_get_ex(json_at(o, "receivers.0.last_error"), "status", NULL),
                   "a receiver's error has no HTTP status member");
     json_object_put(o);
 }
@@ -722,7 +704,7 @@ Test(status, events_for_a_receiver_no_longer_configured)
     struct json_object *o = report_json(NULL);
     expect_string(o, "receivers.2.name", "old-mail");
     expect_null(o, "receivers.2.type");
-    cr_expect_not(json_object_get_boolean(at(o, "receivers.2.configured")));
+    cr_expect_not(json_object_get_boolean(json_at(o, "receivers.2.configured")));
     expect_int(o, "receivers.2.outbox.count", 1);
     json_object_put(o);
 
@@ -777,7 +759,7 @@ Test(status, an_unreadable_state_is_a_problem)
     struct json_object *o = report_json(&v);
     cr_expect_eq(v, STATUS_PROBLEM);
     expect_string(o, "verdict", "PROBLEM");
-    cr_expect_eq(json_object_array_length(at(o, "logins")), 0);
+    cr_expect_eq(json_object_array_length(json_at(o, "logins")), 0);
     expect_null(o, "counters");
     json_object_put(o);
 }
@@ -880,7 +862,7 @@ Test(status, an_announced_signal_says_it_waits)
     free(r.text);
     enum status_verdict v;
     struct json_object *o = report_json(&v);
-    struct json_object *told = at(o, "logins.0.devices.0.reading.signal.told");
+    struct json_object *told = json_at(o, "logins.0.devices.0.reading.signal.told");
     cr_expect(json_object_is_type(told, json_type_boolean) && json_object_get_boolean(told));
     json_object_put(o);
 }
