@@ -1276,6 +1276,14 @@ long account_device_priority(const struct account_conf *a, const char *serial)
     return 1;
 }
 
+const struct account_conf *config_account(const struct config *c, const char *name)
+{
+    for (size_t i = 0; name && i < c->n_accounts; i++)
+        if (!strcmp(c->accounts[i].name, name))
+            return &c->accounts[i];
+    return NULL;
+}
+
 bool account_limit(const struct account_conf *a, const char *serial, int channel,
                    struct watch_limit *out)
 {

@@ -247,6 +247,10 @@ long account_device_priority(const struct account_conf *a, const char *serial);
 bool account_limit(const struct account_conf *a, const char *serial, int channel,
                    struct watch_limit *out);
 
+/* The account of the config named `name`; NULL when none is (or `name`
+ * is NULL). Borrowed from the config. */
+const struct account_conf *config_account(const struct config *c, const char *name);
+
 /* True when accounts[i] is the first account of the config with its login
  * ID: iterate over the accounts and keep these to visit each login ID once. */
 bool config_login_first(const struct config *c, size_t i);

@@ -66,9 +66,9 @@ static void scratch_free(struct scratch *s)
 static const struct account_conf *pick_account(const struct config *c, const char *name,
                                                struct err *e)
 {
-    for (size_t i = 0; name && i < c->n_accounts; i++)
-        if (!strcmp(c->accounts[i].name, name))
-            return &c->accounts[i];
+    const struct account_conf *a = config_account(c, name);
+    if (a)
+        return a;
     if (name) {
         err_set(e, "no account named '%s' in %s", name, c->path);
         return NULL;

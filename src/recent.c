@@ -47,14 +47,6 @@ static bool wants_trend(const struct outbox_item *it, long long fresh_since)
            event_channel(ev) > 0 && (alarmish || !strcmp(ev->kind, "reading"));
 }
 
-static const struct account_conf *account_named(const struct config *c, const char *name)
-{
-    for (size_t i = 0; i < c->n_accounts; i++)
-        if (!strcmp(c->accounts[i].name, name))
-            return &c->accounts[i];
-    return NULL;
-}
-
 /* Adds item `it` to the device it wants in *list (of *n). */
 static void add_wanting(struct wanted **list, size_t *n, const struct account_conf *a,
                         const struct outbox_item *it)
@@ -86,7 +78,7 @@ static struct wanted *gather(const struct tick *t, size_t *n)
         size_t k = 0;
         struct outbox_item *items = state_outbox_due(t->st, c->receivers[r].name, t->opt->now, &k);
         for (size_t i = 0; i < k; i++) {
-            const struct account_conf *a = account_named(c, items[i].event.account);
+            const struct account_conf *a = config_account(c, items[i].event.account);
             if (a && a->trend && wants_trend(&items[i], t->opt->now))
                 add_wanting(&list, n, a, &items[i]);
         }

@@ -195,15 +195,6 @@ out:
 
 /* ---- finding a device ---- */
 
-static const struct account_conf *account_named(const struct config *c, const char *name)
-{
-    const struct account_conf *a = NULL;
-    for (size_t i = 0; i < c->n_accounts && !a; i++)
-        if (!strcmp(c->accounts[i].name, name))
-            a = &c->accounts[i];
-    return a;
-}
-
 /* The accounts to look in: --account's, or all. NULL (said why) for an
  * unknown name. */
 const struct account_conf *session_accounts(const struct session *s, size_t *n)
@@ -211,7 +202,7 @@ const struct account_conf *session_accounts(const struct session *s, size_t *n)
     const struct account_conf *a = s->c->accounts;
     *n = s->c->n_accounts;
     if (s->o->account) {
-        a = account_named(s->c, s->o->account);
+        a = config_account(s->c, s->o->account);
         *n = 1;
         if (!a)
             session_say(s, "no account named '%s' in %s", s->o->account, s->c->path);
