@@ -35,3 +35,16 @@ struct sched_budget budget_read(const struct state *s, const char *login, enum p
         .blocked_until = state_blocked_until(s, login, op),
     };
 }
+
+long long budget_note_reply(struct state *s, const char *login, enum platform_op op,
+                            const struct platform_reply *r, long long now)
+{
+    if (r->rl.present)
+        state_set_ratelimit(s, login, op, &r->rl, now);
+    if (r->http_status != 429 && !(r->rl.present && r->rl.remaining <= 0))
+        return 0;
+    struct sched_budget b = budget_read(s, login, op, now);
+    long long until = scheduler_block_until(&b, r->rl.present ? r->rl.reset : 0, now);
+    state_block(s, login, op, until);
+    return until;
+}

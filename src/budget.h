@@ -35,4 +35,11 @@ int budget_headroom(void);
 struct sched_budget budget_read(const struct state *s, const char *login, enum platform_op op,
                                 long long now);
 
+/* Records what a reply of `op` tells about the budget of `login` at
+ * `now`: its rate-limit headers, and after a 429 or X-RateLimit-Remaining
+ * 0 a block of the operation until the platform's window frees a call.
+ * Returns that block's end, or 0 when the reply set none. */
+long long budget_note_reply(struct state *s, const char *login, enum platform_op op,
+                            const struct platform_reply *r, long long now);
+
 #endif

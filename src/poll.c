@@ -56,15 +56,10 @@ static void note_reply(struct tick *t, const char *login, enum platform_op op,
                        const struct platform_reply *r)
 {
     long long now = tick_now(t);
-    if (r->rl.present)
-        state_set_ratelimit(t->st, login, op, &r->rl, now);
-    if (r->http_status != 429 && !(r->rl.present && r->rl.remaining <= 0))
-        return;
-    struct sched_budget b = budget_read(t->st, login, op, now);
-    long long until = scheduler_block_until(&b, r->rl.present ? r->rl.reset : 0, now);
-    state_block(t->st, login, op, until);
-    log_info("login %s: the platform allows no %s call for %lld s", login, platform_op_name(op),
-             until - now);
+    long long until = budget_note_reply(t->st, login, op, r, now);
+    if (until)
+        log_info("login %s: the platform allows no %s call for %lld s", login, platform_op_name(op),
+                 until - now);
 }
 
 /* Records how a call of `login` went, for `wsrelay status`: a failure

@@ -109,15 +109,8 @@ static bool budget_allows(const struct tick *t, const char *login, enum platform
 static void note_budget(struct tick *t, const char *login, enum platform_op op,
                         const struct platform_reply *r)
 {
-    long long now = tick_now(t);
     metrics_count_call(t->st, login, op, r->http_status == 200, r->http_status);
-    if (r->rl.present)
-        state_set_ratelimit(t->st, login, op, &r->rl, now);
-    if (r->http_status == 429 || (r->rl.present && r->rl.remaining <= 0)) {
-        struct sched_budget b = budget_read(t->st, login, op, now);
-        state_block(t->st, login, op,
-                    scheduler_block_until(&b, r->rl.present ? r->rl.reset : 0, now));
-    }
+    budget_note_reply(t->st, login, op, r, tick_now(t));
 }
 
 /* The alarm limits of the event's channel, to draw: configured ones win

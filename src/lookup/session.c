@@ -143,15 +143,8 @@ out:
 static void note_reply(struct session *s, const char *login, enum platform_op op,
                        const struct platform_reply *r)
 {
-    long long now = s->o->now;
     metrics_count_call(s->st, login, op, r->http_status == 200, r->http_status);
-    if (r->rl.present)
-        state_set_ratelimit(s->st, login, op, &r->rl, now);
-    if (r->http_status == 429 || (r->rl.present && r->rl.remaining <= 0)) {
-        struct sched_budget b = budget_read(s->st, login, op, now);
-        state_block(s->st, login, op,
-                    scheduler_block_until(&b, r->rl.present ? r->rl.reset : 0, now));
-    }
+    budget_note_reply(s->st, login, op, r, s->o->now);
 }
 
 /* One call of `op` for account `a` (q: what it asks; for the current
