@@ -17,7 +17,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define RECENT_SPAN (6 * 3600) /* the trend shows at most this much before the last reading */
 #define RECENT_DEVICES_MAX 10  /* devices read in one run: each call may take its timeout */
@@ -197,19 +196,12 @@ out:
     platform_reply_free(&r);
 }
 
-/* Seconds since `t0` on the monotonic clock. */
-static double seconds_since(const struct timespec *t0)
-{
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
 /* Whether another device may be read: the alerts wait for these calls, so
- * they get RECENT_TIME_MAX seconds at most, within polling's share. */
-static bool may_read(struct tick *t, const struct timespec *started)
+ * none starts at or after `deadline` (tick_now), nor after polling's share
+ * of run_time. */
+static bool may_read(struct tick *t, long long deadline)
 {
-    return !t->unsaved && !tick_stopping(t) && seconds_since(started) < RECENT_TIME_MAX &&
+    return !t->unsaved && !tick_stopping(t) && tick_now(t) < deadline &&
            !tick_out_of_time(t, TICK_POLLING);
 }
 
@@ -224,10 +216,9 @@ void recent_attach(struct tick *t)
     list = gather(t, &n);
     if (n == 0)
         goto out;
-    struct timespec started;
-    clock_gettime(CLOCK_MONOTONIC, &started);
+    long long deadline = tick_now(t) + RECENT_TIME_MAX;
     clients = xcalloc(c->n_accounts, sizeof *clients);
-    for (size_t i = 0; i < n && i < RECENT_DEVICES_MAX && may_read(t, &started); i++)
+    for (size_t i = 0; i < n && i < RECENT_DEVICES_MAX && may_read(t, deadline); i++)
         read_device(t, &clients[list[i].a - c->accounts], &list[i]);
     for (size_t i = 0; i < c->n_accounts; i++)
         platform_free(clients[i]);
