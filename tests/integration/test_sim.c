@@ -2,6 +2,7 @@
  * every error of the documented check order, rate limits and their
  * headers, faults, the statistics, the command line, and the webhook sink
  * the other integration tests rely on. */
+#include "jsonpath.h"
 #include "support.h"
 #include "util/xalloc.h"
 #include "util/buf.h"
@@ -105,30 +106,6 @@ static struct json_object *parse(const struct http_reply *r)
     return sim_reply_json(r);
 }
 
-static struct json_object *get(struct json_object *o, const char *key)
-{
-    struct json_object *v = NULL;
-    cr_assert(json_object_object_get_ex(o, key, &v), "no member '%s' in %s", key,
-              json_object_to_json_string(o));
-    return v;
-}
-
-static const char *str(struct json_object *o, const char *key)
-{
-    struct json_object *v = get(o, key);
-    cr_assert(json_object_is_type(v, json_type_string), "'%s' is not a string: %s", key,
-              json_object_to_json_string(v));
-    return json_object_get_string(v);
-}
-
-static long long num(struct json_object *o, const char *key)
-{
-    struct json_object *v = get(o, key);
-    cr_assert(json_object_is_type(v, json_type_int), "'%s' is not an integer: %s", key,
-              json_object_to_json_string(v));
-    return (long long)json_object_get_int64(v);
-}
-
 /* Checks status, content type and {"error":{"code":status,"message":...}};
  * returns the message (a copy). */
 static char *expect_error(const struct http_reply *r, long status)
@@ -137,9 +114,9 @@ static char *expect_error(const struct http_reply *r, long status)
     const char *ct = http_header(r, "Content-Type");
     cr_assert(ct && strcmp(ct, "application/json; charset=utf-8") == 0, "Content-Type %s", ct);
     struct json_object *o = parse(r);
-    struct json_object *e = get(o, "error");
-    cr_expect_eq(num(e, "code"), status);
-    char *msg = xstrdup(str(e, "message"));
+    struct json_object *e = json_at(o, "error");
+    cr_expect_eq(json_int_at(e, "code"), status);
+    char *msg = xstrdup(json_str_at(e, "message"));
     cr_expect(*msg, "empty message");
     json_object_put(o);
     return msg;
@@ -178,45 +155,45 @@ Test(sim, current_lists_all_devices_with_string_fields)
     cr_assert_eq(r.status, 200, "%s", r.body);
     cr_expect_str_eq(http_header(&r, "Content-Type"), "application/json; charset=utf-8");
     struct json_object *o = parse(&r);
-    struct json_object *devs = get(o, "devices");
+    struct json_object *devs = json_at(o, "devices");
     cr_assert_eq(json_object_array_length(devs), 4);
 
     struct json_object *d = json_object_array_get_idx(devs, 0);
-    cr_expect_str_eq(str(d, "num"), "0");
-    cr_expect_str_eq(str(d, "serial"), "5214000A");
-    cr_expect_str_eq(str(d, "model"), "TR-72A2");
-    cr_expect_str_eq(str(d, "name"), "Freezer A");
-    cr_expect_str_eq(str(d, "battery"), "4");
-    cr_expect_str_eq(str(d, "rssi"), "");
-    cr_expect_str_eq(str(d, "time_diff"), "540");
-    cr_expect_str_eq(str(d, "std_bias"), "0");
-    cr_expect_str_eq(str(d, "dst_flg"), "0");
-    cr_expect_str_eq(str(d, "dst_bias"), "60");
-    cr_expect_str_eq(str(d, "unixtime"), "1795000000");
-    struct json_object *chs = get(d, "channel");
+    cr_expect_str_eq(json_str_at(d, "num"), "0");
+    cr_expect_str_eq(json_str_at(d, "serial"), "5214000A");
+    cr_expect_str_eq(json_str_at(d, "model"), "TR-72A2");
+    cr_expect_str_eq(json_str_at(d, "name"), "Freezer A");
+    cr_expect_str_eq(json_str_at(d, "battery"), "4");
+    cr_expect_str_eq(json_str_at(d, "rssi"), "");
+    cr_expect_str_eq(json_str_at(d, "time_diff"), "540");
+    cr_expect_str_eq(json_str_at(d, "std_bias"), "0");
+    cr_expect_str_eq(json_str_at(d, "dst_flg"), "0");
+    cr_expect_str_eq(json_str_at(d, "dst_bias"), "60");
+    cr_expect_str_eq(json_str_at(d, "unixtime"), "1795000000");
+    struct json_object *chs = json_at(d, "channel");
     cr_assert_eq(json_object_array_length(chs), 2);
     struct json_object *ch = json_object_array_get_idx(chs, 0);
-    cr_expect_str_eq(str(ch, "num"), "1");
-    cr_expect_str_eq(str(ch, "name"), "Temperature");
-    cr_expect_str_eq(str(ch, "value"), "-79.8");
-    cr_expect_str_eq(str(ch, "unit"), "°C");
+    cr_expect_str_eq(json_str_at(ch, "num"), "1");
+    cr_expect_str_eq(json_str_at(ch, "name"), "Temperature");
+    cr_expect_str_eq(json_str_at(ch, "value"), "-79.8");
+    cr_expect_str_eq(json_str_at(ch, "unit"), "°C");
     ch = json_object_array_get_idx(chs, 1);
-    cr_expect_str_eq(str(ch, "num"), "2");
-    cr_expect_str_eq(str(ch, "value"), "Sensor Error");
-    struct json_object *base = get(d, "baseunit");
-    cr_expect_str_eq(str(base, "serial"), "5214000A");
-    cr_expect_str_eq(str(base, "model"), "TR-72A2");
-    cr_expect_str_eq(str(base, "name"), "Freezer A");
-    cr_expect_str_eq(str(get(d, "group"), "num"), "1");
-    cr_expect_str_eq(str(get(d, "group"), "name"), "Lab A");
+    cr_expect_str_eq(json_str_at(ch, "num"), "2");
+    cr_expect_str_eq(json_str_at(ch, "value"), "Sensor Error");
+    struct json_object *base = json_at(d, "baseunit");
+    cr_expect_str_eq(json_str_at(base, "serial"), "5214000A");
+    cr_expect_str_eq(json_str_at(base, "model"), "TR-72A2");
+    cr_expect_str_eq(json_str_at(base, "name"), "Freezer A");
+    cr_expect_str_eq(json_str_at(json_at(d, "group"), "num"), "1");
+    cr_expect_str_eq(json_str_at(json_at(d, "group"), "name"), "Lab A");
 
     d = json_object_array_get_idx(devs, 2);
-    cr_expect_str_eq(str(d, "num"), "2");
-    cr_expect_str_eq(str(d, "name"), "冷蔵庫 2F");
-    cr_expect_str_eq(str(get(d, "baseunit"), "serial"), "5893C000");
-    cr_expect_str_eq(str(get(d, "group"), "num"), "0");
-    cr_expect_str_eq(str(get(d, "group"), "name"), "");
-    cr_expect_eq(json_object_array_length(get(d, "channel")), 0);
+    cr_expect_str_eq(json_str_at(d, "num"), "2");
+    cr_expect_str_eq(json_str_at(d, "name"), "冷蔵庫 2F");
+    cr_expect_str_eq(json_str_at(json_at(d, "baseunit"), "serial"), "5893C000");
+    cr_expect_str_eq(json_str_at(json_at(d, "group"), "num"), "0");
+    cr_expect_str_eq(json_str_at(json_at(d, "group"), "name"), "");
+    cr_expect_eq(json_object_array_length(json_at(d, "channel")), 0);
     json_object_put(o);
     http_reply_free(&r);
 
@@ -224,8 +201,8 @@ Test(sim, current_lists_all_devices_with_string_fields)
     sim_advance(&sim, 61);
     call(&r, "current", CREDS, "");
     o = parse(&r);
-    d = json_object_array_get_idx(get(o, "devices"), 0);
-    cr_expect_str_eq(str(d, "unixtime"), "1795000061");
+    d = json_object_array_get_idx(json_at(o, "devices"), 0);
+    cr_expect_str_eq(json_str_at(d, "unixtime"), "1795000061");
     json_object_put(o);
     http_reply_free(&r);
 }
@@ -236,11 +213,11 @@ static void expect_serials(const char *fields, const char *want)
     call(&r, "current", CREDS, fields);
     cr_assert_eq(r.status, 200, "%s: %s", fields, r.body);
     struct json_object *o = parse(&r);
-    struct json_object *devs = get(o, "devices");
+    struct json_object *devs = json_at(o, "devices");
     char got[256] = "";
     for (size_t i = 0; i < json_object_array_length(devs); i++) {
         strcat(got, i ? " " : "");
-        strncat(got, str(json_object_array_get_idx(devs, i), "serial"), 16);
+        strncat(got, json_str_at(json_object_array_get_idx(devs, i), "serial"), 16);
     }
     cr_expect_str_eq(got, want, "filter %s", fields);
     json_object_put(o);
@@ -262,22 +239,22 @@ Test(sim, current_numbers_dialect_sends_numbers)
     call(&r, "current", NUM_CREDS, "");
     cr_assert_eq(r.status, 200, "%s", r.body);
     struct json_object *o = parse(&r);
-    struct json_object *d = json_object_array_get_idx(get(o, "devices"), 0);
-    cr_expect_eq(num(d, "num"), 0);
-    cr_expect_eq(num(d, "battery"), 5);
-    cr_expect_eq(num(d, "time_diff"), 0);
-    cr_expect_eq(num(d, "dst_bias"), 60);
-    cr_expect_eq(num(d, "unixtime"), NOW);
-    cr_expect_str_eq(str(d, "rssi"), "", "an empty rssi stays a string");
-    struct json_object *ch = json_object_array_get_idx(get(d, "channel"), 0);
-    cr_expect_eq(num(ch, "num"), 1);
-    struct json_object *v = get(ch, "value");
+    struct json_object *d = json_object_array_get_idx(json_at(o, "devices"), 0);
+    cr_expect_eq(json_int_at(d, "num"), 0);
+    cr_expect_eq(json_int_at(d, "battery"), 5);
+    cr_expect_eq(json_int_at(d, "time_diff"), 0);
+    cr_expect_eq(json_int_at(d, "dst_bias"), 60);
+    cr_expect_eq(json_int_at(d, "unixtime"), NOW);
+    cr_expect_str_eq(json_str_at(d, "rssi"), "", "an empty rssi stays a string");
+    struct json_object *ch = json_object_array_get_idx(json_at(d, "channel"), 0);
+    cr_expect_eq(json_int_at(ch, "num"), 1);
+    struct json_object *v = json_at(ch, "value");
     cr_assert(json_object_is_type(v, json_type_double), "value %s", json_object_to_json_string(v));
     cr_expect_float_eq(json_object_get_double(v), -79.8, 1e-9);
     cr_expect(strstr(r.body, "\"value\":-79.8,"), "value not sent as -79.8: %s", r.body);
-    ch = json_object_array_get_idx(get(d, "channel"), 1);
-    cr_expect_str_eq(str(ch, "value"), "Sensor Error");
-    cr_expect_eq(num(get(d, "group"), "num"), 0);
+    ch = json_object_array_get_idx(json_at(d, "channel"), 1);
+    cr_expect_str_eq(json_str_at(ch, "value"), "Sensor Error");
+    cr_expect_eq(json_int_at(json_at(d, "group"), "num"), 0);
     json_object_put(o);
     http_reply_free(&r);
 }
@@ -290,36 +267,36 @@ Test(sim, alert_returns_20_newest_past_entries_newest_first)
     call(&r, "alert", CREDS, FREEZER);
     cr_assert_eq(r.status, 200, "%s", r.body);
     struct json_object *o = parse(&r);
-    cr_expect_str_eq(str(o, "remote-serial"), "5214000A");
-    cr_expect_str_eq(str(o, "remote-model"), "TR-72A2");
-    cr_expect_str_eq(str(o, "remote-name"), "Freezer A");
-    cr_expect_str_eq(str(o, "base-serial"), "5214000A");
-    cr_expect_str_eq(str(o, "base-model"), "TR-72A2");
-    cr_expect_str_eq(str(o, "base-name"), "Freezer A");
-    cr_expect_str_eq(str(o, "time-diff"), "540");
-    cr_expect_str_eq(str(o, "std-bias"), "0");
-    cr_expect_str_eq(str(o, "dst-flg"), "0");
-    cr_expect_str_eq(str(o, "dst-bias"), "60");
-    struct json_object *ch = json_object_array_get_idx(get(o, "channel"), 0);
-    cr_expect_str_eq(str(ch, "name"), "Temperature");
-    cr_expect_str_eq(str(ch, "num"), "1");
-    cr_expect_str_eq(str(ch, "unit"), "°C");
+    cr_expect_str_eq(json_str_at(o, "remote-serial"), "5214000A");
+    cr_expect_str_eq(json_str_at(o, "remote-model"), "TR-72A2");
+    cr_expect_str_eq(json_str_at(o, "remote-name"), "Freezer A");
+    cr_expect_str_eq(json_str_at(o, "base-serial"), "5214000A");
+    cr_expect_str_eq(json_str_at(o, "base-model"), "TR-72A2");
+    cr_expect_str_eq(json_str_at(o, "base-name"), "Freezer A");
+    cr_expect_str_eq(json_str_at(o, "time-diff"), "540");
+    cr_expect_str_eq(json_str_at(o, "std-bias"), "0");
+    cr_expect_str_eq(json_str_at(o, "dst-flg"), "0");
+    cr_expect_str_eq(json_str_at(o, "dst-bias"), "60");
+    struct json_object *ch = json_object_array_get_idx(json_at(o, "channel"), 0);
+    cr_expect_str_eq(json_str_at(ch, "name"), "Temperature");
+    cr_expect_str_eq(json_str_at(ch, "num"), "1");
+    cr_expect_str_eq(json_str_at(ch, "unit"), "°C");
 
-    struct json_object *logs = get(o, "alert-logs");
+    struct json_object *logs = json_at(o, "alert-logs");
     cr_assert_eq(json_object_array_length(logs), 20);
     struct json_object *first = json_object_array_get_idx(logs, 0);
-    cr_expect_str_eq(str(first, "unixtime"), "1794999900");
-    cr_expect_str_eq(str(first, "ch1"), "CH1 Upper Limit Exceeded -70.2°C (limit -75.0°C)");
-    cr_expect_str_eq(str(first, "battery-level"), "Low Battery Warning");
-    cr_expect_str_eq(str(first, "communication-status"), "Communication Error");
+    cr_expect_str_eq(json_str_at(first, "unixtime"), "1794999900");
+    cr_expect_str_eq(json_str_at(first, "ch1"), "CH1 Upper Limit Exceeded -70.2°C (limit -75.0°C)");
+    cr_expect_str_eq(json_str_at(first, "battery-level"), "Low Battery Warning");
+    cr_expect_str_eq(json_str_at(first, "communication-status"), "Communication Error");
     cr_expect_not(json_object_object_get_ex(first, "ch2", NULL), "absent kinds are left out");
     for (size_t i = 1; i < 20; i++) {
         struct json_object *e = json_object_array_get_idx(logs, i);
-        long long t = strtoll(str(e, "unixtime"), NULL, 10);
+        long long t = strtoll(json_str_at(e, "unixtime"), NULL, 10);
         cr_expect_eq(t, NOW - 100LL * (long long)(i + 1), "entry %zu", i);
         char want[32];
         snprintf(want, sizeof want, "alert %zu", i + 1);
-        cr_expect_str_eq(str(e, "ch1"), want);
+        cr_expect_str_eq(json_str_at(e, "ch1"), want);
     }
     json_object_put(o);
     http_reply_free(&r);
@@ -329,11 +306,11 @@ Test(sim, alert_returns_20_newest_past_entries_newest_first)
     sim_advance(&sim, 50);
     call(&r, "alert", CREDS, FREEZER);
     o = parse(&r);
-    logs = get(o, "alert-logs");
+    logs = json_at(o, "alert-logs");
     cr_assert_eq(json_object_array_length(logs), 20);
-    cr_expect_str_eq(str(json_object_array_get_idx(logs, 0), "ch1"), "future 1");
-    cr_expect_str_eq(str(json_object_array_get_idx(logs, 0), "unixtime"), "1795000050");
-    cr_expect_str_eq(str(json_object_array_get_idx(logs, 19), "ch1"), "alert 19");
+    cr_expect_str_eq(json_str_at(json_object_array_get_idx(logs, 0), "ch1"), "future 1");
+    cr_expect_str_eq(json_str_at(json_object_array_get_idx(logs, 0), "unixtime"), "1795000050");
+    cr_expect_str_eq(json_str_at(json_object_array_get_idx(logs, 19), "ch1"), "alert 19");
     json_object_put(o);
     http_reply_free(&r);
 }
@@ -344,11 +321,11 @@ Test(sim, alert_of_remote_unit_names_its_base)
     call(&r, "alert", CREDS, "\"remote-serial\":\"5820D102\",\"base-serial\":\"5893C000\"");
     cr_assert_eq(r.status, 200, "%s", r.body);
     struct json_object *o = parse(&r);
-    cr_expect_str_eq(str(o, "remote-name"), "冷蔵庫 2F");
-    cr_expect_str_eq(str(o, "base-serial"), "5893C000");
-    cr_expect_str_eq(str(o, "base-model"), "RTR500B");
-    cr_expect_str_eq(str(o, "base-name"), "Gateway");
-    cr_expect_eq(json_object_array_length(get(o, "alert-logs")), 0);
+    cr_expect_str_eq(json_str_at(o, "remote-name"), "冷蔵庫 2F");
+    cr_expect_str_eq(json_str_at(o, "base-serial"), "5893C000");
+    cr_expect_str_eq(json_str_at(o, "base-model"), "RTR500B");
+    cr_expect_str_eq(json_str_at(o, "base-name"), "Gateway");
+    cr_expect_eq(json_object_array_length(json_at(o, "alert-logs")), 0);
     json_object_put(o);
     http_reply_free(&r);
 }
@@ -359,13 +336,13 @@ Test(sim, alert_numbers_dialect_sends_numbers)
     call(&r, "alert", NUM_CREDS, "\"remote-serial\":\"5214000C\",\"base-serial\":\"5214000C\"");
     cr_assert_eq(r.status, 200, "%s", r.body);
     struct json_object *o = parse(&r);
-    cr_expect_eq(num(o, "time-diff"), 0);
-    cr_expect_eq(num(o, "dst-bias"), 60);
-    cr_expect_eq(num(json_object_array_get_idx(get(o, "channel"), 0), "num"), 1);
-    struct json_object *logs = get(o, "alert-logs");
+    cr_expect_eq(json_int_at(o, "time-diff"), 0);
+    cr_expect_eq(json_int_at(o, "dst-bias"), 60);
+    cr_expect_eq(json_int_at(json_object_array_get_idx(json_at(o, "channel"), 0), "num"), 1);
+    struct json_object *logs = json_at(o, "alert-logs");
     cr_assert_eq(json_object_array_length(logs), 2);
-    cr_expect_eq(num(json_object_array_get_idx(logs, 0), "unixtime"), NOW - 10);
-    cr_expect_eq(num(json_object_array_get_idx(logs, 1), "unixtime"), NOW - 20);
+    cr_expect_eq(json_int_at(json_object_array_get_idx(logs, 0), "unixtime"), NOW - 10);
+    cr_expect_eq(json_int_at(json_object_array_get_idx(logs, 1), "unixtime"), NOW - 20);
     json_object_put(o);
     http_reply_free(&r);
 }
@@ -616,9 +593,9 @@ Test(sim, control_moves_the_clock_and_adds_alerts)
     struct http_reply r;
     call(&r, "alert", CREDS, "\"remote-serial\":\"5820D101\",\"base-serial\":\"5893C000\"");
     struct json_object *o = parse(&r);
-    struct json_object *logs = get(o, "alert-logs");
+    struct json_object *logs = json_at(o, "alert-logs");
     cr_assert_eq(json_object_array_length(logs), 1);
-    cr_expect_str_eq(str(json_object_array_get_idx(logs, 0), "ch1"), "CH1 Sensor Error");
+    cr_expect_str_eq(json_str_at(json_object_array_get_idx(logs, 0), "ch1"), "CH1 Sensor Error");
     json_object_put(o);
     http_reply_free(&r);
 
@@ -668,28 +645,28 @@ Test(sim, stats_log_every_authenticated_call)
     }
 
     struct json_object *st = sim_stats(&sim);
-    struct json_object *calls = get(st, "calls");
+    struct json_object *calls = json_at(st, "calls");
     cr_assert_eq(json_object_array_length(calls), 20);
     struct json_object *c = json_object_array_get_idx(calls, 0);
-    cr_expect_eq(num(c, "t"), NOW);
-    cr_expect_str_eq(str(c, "op"), "alert");
-    cr_expect_str_eq(str(c, "login_id"), LOGIN);
-    cr_expect_str_eq(str(c, "serial"), "5214000A");
-    cr_expect_eq(num(c, "status"), 200);
-    cr_expect_eq(num(json_object_array_get_idx(calls, 12), "status"), 429);
+    cr_expect_eq(json_int_at(c, "t"), NOW);
+    cr_expect_str_eq(json_str_at(c, "op"), "alert");
+    cr_expect_str_eq(json_str_at(c, "login_id"), LOGIN);
+    cr_expect_str_eq(json_str_at(c, "serial"), "5214000A");
+    cr_expect_eq(json_int_at(c, "status"), 200);
+    cr_expect_eq(json_int_at(json_object_array_get_idx(calls, 12), "status"), 429);
     c = json_object_array_get_idx(calls, 13);
-    cr_expect_str_eq(str(c, "op"), "current");
+    cr_expect_str_eq(json_str_at(c, "op"), "current");
     c = json_object_array_get_idx(calls, 19);
-    cr_expect_eq(num(c, "t"), NOW + 3600);
-    cr_expect_str_eq(str(c, "serial"), "5820D101");
+    cr_expect_eq(json_int_at(c, "t"), NOW + 3600);
+    cr_expect_str_eq(json_str_at(c, "serial"), "5820D101");
 
-    struct json_object *totals = get(get(st, "totals"), LOGIN);
-    cr_expect_eq(num(totals, "alert"), 19);
-    cr_expect_eq(num(totals, "current"), 1);
-    cr_expect_eq(num(get(get(st, "totals"), "num00001"), "alert"), 0);
-    cr_expect_eq(num(st, "rejected_429"), 1);
-    cr_expect_eq(num(get(st, "max_alert_calls_per_hour"), LOGIN), 12);
-    cr_expect_eq(num(get(st, "max_alert_calls_per_hour"), "num00001"), 0);
+    struct json_object *totals = json_at(json_at(st, "totals"), LOGIN);
+    cr_expect_eq(json_int_at(totals, "alert"), 19);
+    cr_expect_eq(json_int_at(totals, "current"), 1);
+    cr_expect_eq(json_int_at(json_at(json_at(st, "totals"), "num00001"), "alert"), 0);
+    cr_expect_eq(json_int_at(st, "rejected_429"), 1);
+    cr_expect_eq(json_int_at(json_at(st, "max_alert_calls_per_hour"), LOGIN), 12);
+    cr_expect_eq(json_int_at(json_at(st, "max_alert_calls_per_hour"), "num00001"), 0);
     json_object_put(st);
 
     /* one second less than an hour apart, 6 + 6 calls share a window */
@@ -700,7 +677,7 @@ Test(sim, stats_log_every_authenticated_call)
         http_reply_free(&r);
     }
     st = sim_stats(&sim);
-    cr_expect_eq(num(get(st, "max_alert_calls_per_hour"), LOGIN), 12);
+    cr_expect_eq(json_int_at(json_at(st, "max_alert_calls_per_hour"), LOGIN), 12);
     json_object_put(st);
     /* Moving the clock back lets a call through (the limiter only looks at
      * (now - 3600, now]); the statistic does not trust the limiter and
@@ -710,7 +687,7 @@ Test(sim, stats_log_every_authenticated_call)
     cr_expect_eq(r.status, 200, "window (now-3600, now] holds 6 calls");
     http_reply_free(&r);
     st = sim_stats(&sim);
-    cr_expect_eq(num(get(st, "max_alert_calls_per_hour"), LOGIN), 13);
+    cr_expect_eq(json_int_at(json_at(st, "max_alert_calls_per_hour"), LOGIN), 13);
     json_object_put(st);
 }
 
@@ -727,7 +704,7 @@ Test(sim, stats_max_per_hour_counts_calls_less_than_an_hour_apart)
         http_reply_free(&r);
     }
     struct json_object *st = sim_stats(&sim);
-    cr_expect_eq(num(get(st, "max_alert_calls_per_hour"), LOGIN), 8);
+    cr_expect_eq(json_int_at(json_at(st, "max_alert_calls_per_hour"), LOGIN), 8);
     json_object_put(st);
     /* 7 more at NOW+3600 share a window with the 3 (10), not with the 5 */
     sim_advance(&sim, 1);
@@ -737,7 +714,7 @@ Test(sim, stats_max_per_hour_counts_calls_less_than_an_hour_apart)
         http_reply_free(&r);
     }
     st = sim_stats(&sim);
-    cr_expect_eq(num(get(st, "max_alert_calls_per_hour"), LOGIN), 10,
+    cr_expect_eq(json_int_at(json_at(st, "max_alert_calls_per_hour"), LOGIN), 10,
                  "calls exactly 3600 s apart are in different windows");
     json_object_put(st);
 }
@@ -805,7 +782,7 @@ Test(sim, demo_scenario_serves_its_story)
     cr_assert_eq(http_request(&r, "POST", url, "application/json", creds, headers), 0);
     cr_assert_eq(r.status, 200, "%s", r.body);
     struct json_object *o = parse(&r);
-    struct json_object *devs = get(o, "devices");
+    struct json_object *devs = json_at(o, "devices");
     cr_expect_eq(json_object_array_length(devs), 4);
     cr_expect(strstr(r.body, "冷蔵庫 2F"), "%s", r.body);
     json_object_put(o);
@@ -954,15 +931,15 @@ static char *current_of(const char *serial)
     call(&r, "current", CREDS, fields);
     cr_assert_eq(r.status, 200, "%s", r.body);
     struct json_object *o = parse(&r);
-    struct json_object *devs = get(o, "devices");
+    struct json_object *devs = json_at(o, "devices");
     cr_assert_eq(json_object_array_length(devs), 1, "%s", r.body);
     struct json_object *d = json_object_array_get_idx(devs, 0);
     struct buf b;
     buf_init(&b, 0);
-    buf_printf(&b, "%s %s", str(d, "unixtime"), str(d, "battery"));
-    struct json_object *chs = get(d, "channel");
+    buf_printf(&b, "%s %s", json_str_at(d, "unixtime"), json_str_at(d, "battery"));
+    struct json_object *chs = json_at(d, "channel");
     for (size_t i = 0; i < json_object_array_length(chs); i++)
-        buf_printf(&b, " %s", str(json_object_array_get_idx(chs, i), "value"));
+        buf_printf(&b, " %s", json_str_at(json_object_array_get_idx(chs, i), "value"));
     json_object_put(o);
     http_reply_free(&r);
     free(fields);
@@ -984,11 +961,12 @@ static char *log_of_l001(void)
     call(&r, "alert", CREDS, "\"remote-serial\":\"5214L001\",\"base-serial\":\"5214L001\"");
     cr_assert_eq(r.status, 200, "%s", r.body);
     struct json_object *o = parse(&r);
-    struct json_object *logs = get(o, "alert-logs");
+    struct json_object *logs = json_at(o, "alert-logs");
     struct buf b;
     buf_init(&b, 0);
     for (size_t i = 0; i < json_object_array_length(logs); i++)
-        buf_printf(&b, "%s%s", i ? "|" : "", str(json_object_array_get_idx(logs, i), "ch1"));
+        buf_printf(&b, "%s%s", i ? "|" : "",
+                   json_str_at(json_object_array_get_idx(logs, i), "ch1"));
     json_object_put(o);
     http_reply_free(&r);
     return buf_steal(&b);

@@ -5,6 +5,7 @@
  * wrap and jump, the data count and its 429, the member names of the
  * base-attached records, every refusal, the rate limit of each operation,
  * faults and the statistics. */
+#include "jsonpath.h"
 #include "support.h"
 #include "util/xalloc.h"
 #include "util/buf.h"
@@ -215,33 +216,9 @@ static struct json_object *record(const char *op, const char *creds, const char 
     return o;
 }
 
-static struct json_object *get(struct json_object *o, const char *key)
-{
-    struct json_object *v = NULL;
-    cr_assert(json_object_object_get_ex(o, key, &v), "no member '%s' in %.400s", key,
-              json_object_to_json_string(o));
-    return v;
-}
-
 static bool has(struct json_object *o, const char *key)
 {
     return json_object_object_get_ex(o, key, NULL);
-}
-
-static const char *str(struct json_object *o, const char *key)
-{
-    struct json_object *v = get(o, key);
-    cr_assert(json_object_is_type(v, json_type_string), "'%s' is not a string: %s", key,
-              json_object_to_json_string(v));
-    return json_object_get_string(v);
-}
-
-static long long num(struct json_object *o, const char *key)
-{
-    struct json_object *v = get(o, key);
-    cr_assert(json_object_is_type(v, json_type_int), "'%s' is not an integer: %s", key,
-              json_object_to_json_string(v));
-    return (long long)json_object_get_int64(v);
 }
 
 static struct json_object *at(struct json_object *array, size_t i)
@@ -252,13 +229,13 @@ static struct json_object *at(struct json_object *array, size_t i)
 
 static size_t length(struct json_object *o, const char *key)
 {
-    return json_object_array_length(get(o, key));
+    return json_object_array_length(json_at(o, key));
 }
 
 /* The string member `key` of data[i] of a strings-dialect record. */
 static const char *row_str(struct json_object *rec, size_t i, const char *key)
 {
-    return str(at(get(rec, "data"), i), key);
+    return json_str_at(at(json_at(rec, "data"), i), key);
 }
 
 static long long row_ll(struct json_object *rec, size_t i, const char *key)
@@ -273,9 +250,9 @@ static char *expect_error(const struct http_reply *r, long status)
     cr_assert_eq(r->status, status, "status %ld, want %ld: %s", r->status, status, r->body);
     cr_expect_str_eq(http_header(r, "Content-Type"), JSON_TYPE);
     struct json_object *o = parse(r);
-    struct json_object *e = get(o, "error");
-    cr_expect_eq(num(e, "code"), status);
-    char *msg = xstrdup(str(e, "message"));
+    struct json_object *e = json_at(o, "error");
+    cr_expect_eq(json_int_at(e, "code"), status);
+    char *msg = xstrdup(json_str_at(e, "message"));
     json_object_put(o);
     return msg;
 }
@@ -345,30 +322,30 @@ static void add_reading(const char *serial, const char *reading)
 Test(graph, latest_data_sends_the_300_newest_uploaded_readings_oldest_first)
 {
     struct json_object *rec = record("latest-data", CREDS, FREEZER, JSON_TYPE);
-    cr_expect_str_eq(str(rec, "serial"), "5214000A");
-    cr_expect_str_eq(str(rec, "model"), "TR-72A2");
-    cr_expect_str_eq(str(rec, "name"), "Freezer A");
-    cr_expect_str_eq(str(rec, "time_diff"), "540");
-    cr_expect_str_eq(str(rec, "std_bias"), "0");
-    cr_expect_str_eq(str(rec, "dst_flg"), "0");
-    cr_expect_str_eq(str(rec, "dst_bias"), "60");
+    cr_expect_str_eq(json_str_at(rec, "serial"), "5214000A");
+    cr_expect_str_eq(json_str_at(rec, "model"), "TR-72A2");
+    cr_expect_str_eq(json_str_at(rec, "name"), "Freezer A");
+    cr_expect_str_eq(json_str_at(rec, "time_diff"), "540");
+    cr_expect_str_eq(json_str_at(rec, "std_bias"), "0");
+    cr_expect_str_eq(json_str_at(rec, "dst_flg"), "0");
+    cr_expect_str_eq(json_str_at(rec, "dst_bias"), "60");
     cr_expect_not(has(rec, "remote-serial") || has(rec, "base-serial") || has(rec, "time-diff"));
-    struct json_object *chs = get(rec, "channel");
+    struct json_object *chs = json_at(rec, "channel");
     cr_assert_eq(json_object_array_length(chs), 2);
-    cr_expect_str_eq(str(at(chs, 0), "name"), "Temp \"in\"");
-    cr_expect_str_eq(str(at(chs, 0), "num"), "0");
-    cr_expect_str_eq(str(at(chs, 0), "unit"), "°C");
-    cr_expect_str_eq(str(at(chs, 1), "name"), "Humidity");
-    cr_expect_str_eq(str(at(chs, 1), "num"), "1");
-    cr_expect_str_eq(str(at(chs, 1), "unit"), "%");
+    cr_expect_str_eq(json_str_at(at(chs, 0), "name"), "Temp \"in\"");
+    cr_expect_str_eq(json_str_at(at(chs, 0), "num"), "0");
+    cr_expect_str_eq(json_str_at(at(chs, 0), "unit"), "°C");
+    cr_expect_str_eq(json_str_at(at(chs, 1), "name"), "Humidity");
+    cr_expect_str_eq(json_str_at(at(chs, 1), "num"), "1");
+    cr_expect_str_eq(json_str_at(at(chs, 1), "unit"), "%");
     /* readings 100 to 399: 400 and 401 are not uploaded yet; 398 and 399
      * carry error values */
     expect_freezer_rows(rec, FREEZER_UPLOADED - 300, 300);
-    struct json_object *last = at(get(rec, "data"), 299);
+    struct json_object *last = at(json_at(rec, "data"), 299);
     cr_expect_eq(json_object_object_length(last), 4, "unixtime, data-id, ch1, ch2: %s",
                  json_object_to_json_string(last));
-    cr_expect_str_eq(str(at(get(rec, "data"), 298), "ch1"), "E-001");
-    cr_expect_str_eq(str(last, "ch2"), "Sensor Error");
+    cr_expect_str_eq(json_str_at(at(json_at(rec, "data"), 298), "ch1"), "E-001");
+    cr_expect_str_eq(json_str_at(last, "ch2"), "Sensor Error");
     json_object_put(rec);
 
     /* a reading counts from its upload on */
@@ -387,11 +364,11 @@ Test(graph, latest_data_has_fewer_readings_when_the_device_has_fewer)
     struct json_object *rec =
         record("latest-data", CREDS, "\"remote-serial\":\"5214000D\"", JSON_TYPE);
     cr_assert_eq(length(rec, "data"), 1);
-    struct json_object *row = at(get(rec, "data"), 0);
-    cr_expect_str_eq(str(row, "unixtime"), "1794999000");
-    cr_expect_str_eq(str(row, "data-id"), "0");
-    cr_expect_str_eq(str(row, "ch1"), "1.5");
-    cr_expect_str_eq(str(row, "ch2"), "2.5");
+    struct json_object *row = at(json_at(rec, "data"), 0);
+    cr_expect_str_eq(json_str_at(row, "unixtime"), "1794999000");
+    cr_expect_str_eq(json_str_at(row, "data-id"), "0");
+    cr_expect_str_eq(json_str_at(row, "ch1"), "1.5");
+    cr_expect_str_eq(json_str_at(row, "ch2"), "2.5");
     cr_expect_not(has(row, "ch3"), "a standalone record has ch1 and ch2 only");
     cr_expect_eq(length(rec, "channel"), 2);
     json_object_put(rec);
@@ -408,36 +385,36 @@ Test(graph, numbers_dialect_sends_numbers_and_leaves_out_a_null_dst_flg)
 {
     struct json_object *rec =
         record("latest-data", NUM_CREDS, "\"remote-serial\":\"5214000C\"", JSON_TYPE);
-    cr_expect_eq(num(rec, "time_diff"), 0);
-    cr_expect_eq(num(rec, "std_bias"), 0);
-    cr_expect_eq(num(rec, "dst_bias"), 60);
+    cr_expect_eq(json_int_at(rec, "time_diff"), 0);
+    cr_expect_eq(json_int_at(rec, "std_bias"), 0);
+    cr_expect_eq(json_int_at(rec, "dst_bias"), 60);
     cr_expect_not(has(rec, "dst_flg"));
-    cr_expect_eq(num(at(get(rec, "channel"), 0), "num"), 0);
-    cr_expect_eq(num(at(get(rec, "channel"), 1), "num"), 1);
-    cr_expect_str_eq(str(at(get(rec, "channel"), 1), "unit"), "");
-    struct json_object *data = get(rec, "data");
+    cr_expect_eq(json_int_at(at(json_at(rec, "channel"), 0), "num"), 0);
+    cr_expect_eq(json_int_at(at(json_at(rec, "channel"), 1), "num"), 1);
+    cr_expect_str_eq(json_str_at(at(json_at(rec, "channel"), 1), "unit"), "");
+    struct json_object *data = json_at(rec, "data");
     cr_assert_eq(json_object_array_length(data), 2);
-    cr_expect_eq(num(at(data, 0), "unixtime"), NOW - 120);
-    cr_expect_eq(num(at(data, 0), "data-id"), 0);
-    struct json_object *v = get(at(data, 0), "ch1");
+    cr_expect_eq(json_int_at(at(data, 0), "unixtime"), NOW - 120);
+    cr_expect_eq(json_int_at(at(data, 0), "data-id"), 0);
+    struct json_object *v = json_at(at(data, 0), "ch1");
     cr_assert(json_object_is_type(v, json_type_double), "%s", json_object_to_json_string(v));
     cr_expect_float_eq(json_object_get_double(v), 98.6, 1e-9);
-    cr_expect_str_eq(str(at(data, 0), "ch2"), "Sensor Error");
-    cr_expect_eq(num(at(data, 1), "ch1"), 32);
-    cr_expect_eq(num(at(data, 1), "ch2"), 1);
-    cr_expect_eq(num(at(data, 1), "data-id"), 1);
+    cr_expect_str_eq(json_str_at(at(data, 0), "ch2"), "Sensor Error");
+    cr_expect_eq(json_int_at(at(data, 1), "ch1"), 32);
+    cr_expect_eq(json_int_at(at(data, 1), "ch2"), 1);
+    cr_expect_eq(json_int_at(at(data, 1), "data-id"), 1);
     json_object_put(rec);
 
     rec = record("data-rtr500", NUM_CREDS,
                  "\"remote-serial\":\"5820D201\",\"base-serial\":\"5893C100\"", JSON_TYPE);
-    cr_expect_eq(num(rec, "time-diff"), 0);
-    cr_expect_eq(num(rec, "dst-flg"), 0);
-    cr_expect_eq(num(rec, "dst-bias"), 60);
-    cr_expect_eq(num(at(get(rec, "channel"), 0), "num"), 1);
-    data = get(rec, "data");
+    cr_expect_eq(json_int_at(rec, "time-diff"), 0);
+    cr_expect_eq(json_int_at(rec, "dst-flg"), 0);
+    cr_expect_eq(json_int_at(rec, "dst-bias"), 60);
+    cr_expect_eq(json_int_at(at(json_at(rec, "channel"), 0), "num"), 1);
+    data = json_at(rec, "data");
     cr_assert_eq(json_object_array_length(data), 1);
-    cr_expect_eq(num(at(data, 0), "unixtime"), NOW - 60);
-    cr_expect_float_eq(json_object_get_double(get(at(data, 0), "ch1")), 7.5, 1e-9);
+    cr_expect_eq(json_int_at(at(data, 0), "unixtime"), NOW - 60);
+    cr_expect_float_eq(json_object_get_double(json_at(at(data, 0), "ch1")), 7.5, 1e-9);
     json_object_put(rec);
 }
 
@@ -620,7 +597,7 @@ Test(graph_big, data_count_of_160000_readings_an_hour_runs_out_with_429)
     http_reply_free(&r);
 
     struct json_object *st = sim_stats(&sim);
-    cr_expect_eq(json_object_get_int64(get(st, "rejected_429")), 2);
+    cr_expect_eq(json_object_get_int64(json_at(st, "rejected_429")), 2);
     json_object_put(st);
 }
 
@@ -631,37 +608,37 @@ Test(graph, rtr500_record_has_hyphenated_members_and_four_channels_named_chN)
     const char *ops[] = {"latest-data-rtr500", "data-rtr500"};
     for (size_t k = 0; k < 2; k++) {
         struct json_object *rec = record(ops[k], CREDS, LUX, JSON_TYPE);
-        cr_expect_str_eq(str(rec, "remote-serial"), "5820D101");
-        cr_expect_str_eq(str(rec, "remote-model"), "RTR-574");
-        cr_expect_str_eq(str(rec, "remote-name"), "Lux Room");
-        cr_expect_str_eq(str(rec, "base-serial"), "5893C000");
-        cr_expect_str_eq(str(rec, "base-model"), "RTR500BW");
-        cr_expect_str_eq(str(rec, "base-name"), "Gateway");
-        cr_expect_str_eq(str(rec, "time-diff"), "-300");
-        cr_expect_str_eq(str(rec, "std-bias"), "0");
-        cr_expect_str_eq(str(rec, "dst-flg"), "1");
-        cr_expect_str_eq(str(rec, "dst-bias"), "60");
+        cr_expect_str_eq(json_str_at(rec, "remote-serial"), "5820D101");
+        cr_expect_str_eq(json_str_at(rec, "remote-model"), "RTR-574");
+        cr_expect_str_eq(json_str_at(rec, "remote-name"), "Lux Room");
+        cr_expect_str_eq(json_str_at(rec, "base-serial"), "5893C000");
+        cr_expect_str_eq(json_str_at(rec, "base-model"), "RTR500BW");
+        cr_expect_str_eq(json_str_at(rec, "base-name"), "Gateway");
+        cr_expect_str_eq(json_str_at(rec, "time-diff"), "-300");
+        cr_expect_str_eq(json_str_at(rec, "std-bias"), "0");
+        cr_expect_str_eq(json_str_at(rec, "dst-flg"), "1");
+        cr_expect_str_eq(json_str_at(rec, "dst-bias"), "60");
         cr_expect_not(has(rec, "serial") || has(rec, "time_diff") || has(rec, "dst_bias"));
-        struct json_object *chs = get(rec, "channel");
+        struct json_object *chs = json_at(rec, "channel");
         cr_assert_eq(json_object_array_length(chs), 4, "channels 5 and 6 are not retrievable");
         const char *units[] = {"lx", "mW/cm²", "°C", "%"};
         for (size_t i = 0; i < 4; i++) {
             char name[32], n[32];
             snprintf(name, sizeof name, "ch%zu", i + 1);
             snprintf(n, sizeof n, "%zu", i + 1);
-            cr_expect_str_eq(str(at(chs, i), "name"), name);
-            cr_expect_str_eq(str(at(chs, i), "num"), n);
-            cr_expect_str_eq(str(at(chs, i), "unit"), units[i]);
+            cr_expect_str_eq(json_str_at(at(chs, i), "name"), name);
+            cr_expect_str_eq(json_str_at(at(chs, i), "num"), n);
+            cr_expect_str_eq(json_str_at(at(chs, i), "unit"), units[i]);
         }
         cr_assert_eq(length(rec, "data"), 3);
-        struct json_object *row = at(get(rec, "data"), 1);
+        struct json_object *row = at(json_at(rec, "data"), 1);
         cr_expect_eq(json_object_object_length(row), 6, "%s", json_object_to_json_string(row));
-        cr_expect_str_eq(str(row, "unixtime"), "1794999700");
-        cr_expect_str_eq(str(row, "data-id"), "1");
-        cr_expect_str_eq(str(row, "ch1"), "130");
-        cr_expect_str_eq(str(row, "ch2"), "0.06");
-        cr_expect_str_eq(str(row, "ch3"), "E-001");
-        cr_expect_str_eq(str(row, "ch4"), "51");
+        cr_expect_str_eq(json_str_at(row, "unixtime"), "1794999700");
+        cr_expect_str_eq(json_str_at(row, "data-id"), "1");
+        cr_expect_str_eq(json_str_at(row, "ch1"), "130");
+        cr_expect_str_eq(json_str_at(row, "ch2"), "0.06");
+        cr_expect_str_eq(json_str_at(row, "ch3"), "E-001");
+        cr_expect_str_eq(json_str_at(row, "ch4"), "51");
         json_object_put(rec);
     }
 
@@ -686,7 +663,7 @@ Test(graph, rtr500_csv_is_the_json_record_sent_as_text_csv)
     json_object_put(csv);
     csv =
         record("data-rtr500", CREDS, LUX ",\"type\":\"csv\",\"temperature-unit\":\"F\"", CSV_TYPE);
-    cr_expect_str_eq(str(at(get(csv, "channel"), 2), "unit"), "°F");
+    cr_expect_str_eq(json_str_at(at(json_at(csv, "channel"), 2), "unit"), "°F");
     json_object_put(csv);
     json_object_put(json);
 }
@@ -767,8 +744,8 @@ Test(graph, temperature_unit_converts_temperature_channels_only)
     const char *fields = FREEZER ",\"temperature-unit\":\"F\",\"unixtime-from\":1794987860,"
                                  "\"unixtime-to\":1794988040";
     struct json_object *rec = record("data", CREDS, fields, JSON_TYPE);
-    cr_expect_str_eq(str(at(get(rec, "channel"), 0), "unit"), "°F");
-    cr_expect_str_eq(str(at(get(rec, "channel"), 1), "unit"), "%", "humidity stays");
+    cr_expect_str_eq(json_str_at(at(json_at(rec, "channel"), 0), "unit"), "°F");
+    cr_expect_str_eq(json_str_at(at(json_at(rec, "channel"), 1), "unit"), "%", "humidity stays");
     cr_expect_str_eq(row_str(rec, 0, "ch1"), "31.6");
     cr_expect_str_eq(row_str(rec, 1, "ch1"), "31.8");
     cr_expect_str_eq(row_str(rec, 0, "ch2"), "48");
@@ -778,14 +755,14 @@ Test(graph, temperature_unit_converts_temperature_channels_only)
     rec = record("latest-data", CREDS,
                  "\"remote-serial\":\"5214000D\",\"temperature-unit\":\"C\",\"type\":\"json\"",
                  JSON_TYPE);
-    cr_expect_str_eq(str(at(get(rec, "channel"), 0), "unit"), "°C");
+    cr_expect_str_eq(json_str_at(at(json_at(rec, "channel"), 0), "unit"), "°C");
     cr_expect_str_eq(row_str(rec, 0, "ch1"), "1.5");
     cr_expect_str_eq(row_str(rec, 0, "ch2"), "2.5");
     json_object_put(rec);
 
     /* "device" changes nothing; error values are never converted */
     rec = record("latest-data", CREDS, FREEZER ",\"temperature-unit\":\"device\"", JSON_TYPE);
-    cr_expect_str_eq(str(at(get(rec, "channel"), 0), "unit"), "°C");
+    cr_expect_str_eq(json_str_at(at(json_at(rec, "channel"), 0), "unit"), "°C");
     cr_expect_str_eq(row_str(rec, 299, "ch1"), "19.9");
     json_object_put(rec);
     rec = record("latest-data", CREDS, FREEZER ",\"temperature-unit\":\"F\"", JSON_TYPE);
@@ -796,12 +773,12 @@ Test(graph, temperature_unit_converts_temperature_channels_only)
     /* a Fahrenheit unit "F" to C, in the numbers dialect */
     rec = record("latest-data", NUM_CREDS,
                  "\"remote-serial\":\"5214000C\",\"temperature-unit\":\"C\"", JSON_TYPE);
-    cr_expect_str_eq(str(at(get(rec, "channel"), 0), "unit"), "°C");
-    struct json_object *data = get(rec, "data");
-    cr_expect_float_eq(json_object_get_double(get(at(data, 0), "ch1")), 37.0, 1e-9);
-    cr_expect_float_eq(json_object_get_double(get(at(data, 1), "ch1")), 0.0, 1e-9);
-    cr_expect_str_eq(str(at(data, 0), "ch2"), "Sensor Error");
-    cr_expect_eq(num(at(data, 1), "ch2"), 1, "a channel without a unit stays");
+    cr_expect_str_eq(json_str_at(at(json_at(rec, "channel"), 0), "unit"), "°C");
+    struct json_object *data = json_at(rec, "data");
+    cr_expect_float_eq(json_object_get_double(json_at(at(data, 0), "ch1")), 37.0, 1e-9);
+    cr_expect_float_eq(json_object_get_double(json_at(at(data, 1), "ch1")), 0.0, 1e-9);
+    cr_expect_str_eq(json_str_at(at(data, 0), "ch2"), "Sensor Error");
+    cr_expect_eq(json_int_at(at(data, 1), "ch2"), 1, "a channel without a unit stays");
     json_object_put(rec);
 
     char *csv = csv_body("latest-data", NUM_CREDS,
@@ -947,7 +924,7 @@ Test(graph, faults_and_statistics_know_the_new_operations)
     http_reply_free(&r);
 
     struct json_object *st = sim_stats(&sim);
-    struct json_object *calls = get(st, "calls");
+    struct json_object *calls = json_at(st, "calls");
     cr_assert_eq(json_object_array_length(calls), 5);
     const char *want[][3] = {{"data", LOGIN, "5214000A"},
                              {"latest-data-rtr500", LOGIN, "5820D101"},
@@ -957,20 +934,20 @@ Test(graph, faults_and_statistics_know_the_new_operations)
     long status[] = {503, 200, 200, 200, 200};
     for (size_t i = 0; i < 5; i++) {
         struct json_object *c = at(calls, i);
-        cr_expect_str_eq(str(c, "op"), want[i][0], "call %zu", i);
-        cr_expect_str_eq(str(c, "login_id"), want[i][1], "call %zu", i);
-        cr_expect_str_eq(str(c, "serial"), want[i][2], "call %zu", i);
-        cr_expect_eq(num(c, "status"), status[i], "call %zu", i);
+        cr_expect_str_eq(json_str_at(c, "op"), want[i][0], "call %zu", i);
+        cr_expect_str_eq(json_str_at(c, "login_id"), want[i][1], "call %zu", i);
+        cr_expect_str_eq(json_str_at(c, "serial"), want[i][2], "call %zu", i);
+        cr_expect_eq(json_int_at(c, "status"), status[i], "call %zu", i);
     }
-    struct json_object *t = get(get(st, "totals"), LOGIN);
+    struct json_object *t = json_at(json_at(st, "totals"), LOGIN);
     cr_expect_eq(json_object_object_length(t), 6);
-    cr_expect_eq(num(t, "current"), 0);
-    cr_expect_eq(num(t, "alert"), 0);
-    cr_expect_eq(num(t, "latest-data"), 0);
-    cr_expect_eq(num(t, "latest-data-rtr500"), 2);
-    cr_expect_eq(num(t, "data"), 1);
-    cr_expect_eq(num(t, "data-rtr500"), 1);
-    cr_expect_eq(num(get(get(st, "totals"), "num00001"), "latest-data"), 1);
+    cr_expect_eq(json_int_at(t, "current"), 0);
+    cr_expect_eq(json_int_at(t, "alert"), 0);
+    cr_expect_eq(json_int_at(t, "latest-data"), 0);
+    cr_expect_eq(json_int_at(t, "latest-data-rtr500"), 2);
+    cr_expect_eq(json_int_at(t, "data"), 1);
+    cr_expect_eq(json_int_at(t, "data-rtr500"), 1);
+    cr_expect_eq(json_int_at(json_at(json_at(st, "totals"), "num00001"), "latest-data"), 1);
     json_object_put(st);
 
     /* faults of the new operations are refused for unknown names only */
