@@ -1,0 +1,443 @@
+/* A JSON scanner: the caller walks the text value by value (jscan.h). */
+#include "util/jscan.h"
+
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+void jscan_init(struct jscan *s, const char *text, size_t len)
+{
+    char *key = s->key;
+    size_t cap = s->key_cap;
+    *s = (struct jscan){.text = text, .p = text, .end = text + len, .key = key, .key_cap = cap};
+}
+
+void jscan_free(struct jscan *s)
+{
+    free(s->key);
+    s->key = NULL;
+    s->key_cap = s->key_len = 0;
+}
+
+bool jscan_fail(struct jscan *s, const char *reason)
+{
+    if (!s->failed) {
+        s->failed = true;
+        s->fail_at = (size_t)(s->p - s->text);
+        s->reason = reason;
+    }
+    return false;
+}
+
+static void skip_space(struct jscan *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
+        s->p++;
+}
+
+/* Skips white space; true when `c` comes next (not consumed). */
+static bool next_is(struct jscan *s, char c)
+{
+    skip_space(s);
+    return s->p < s->end && *s->p == c;
+}
+
+enum jscan_type jscan_peek(struct jscan *s)
+{
+    if (s->failed)
+        return JSCAN_NONE;
+    skip_space(s);
+    if (s->p >= s->end)
+        return JSCAN_NONE;
+    switch (*s->p) {
+    case '{':
+        return JSCAN_OBJECT;
+    case '[':
+        return JSCAN_ARRAY;
+    case '"':
+        return JSCAN_STRING;
+    case 't':
+        return JSCAN_TRUE;
+    case 'f':
+        return JSCAN_FALSE;
+    case 'n':
+        return JSCAN_NULL;
+    case '-':
+    case '0':
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7':
+    case '8':
+    case '9':
+        return JSCAN_NUMBER;
+    default:
+        return JSCAN_NONE;
+    }
+}
+
+/* --- strings ------------------------------------------------------------ */
+
+struct sink {
+    char **data;
+    size_t *len, *cap;
+};
+
+static void sink_put(const struct sink *o, const char *bytes, size_t n)
+{
+    if (!o)
+        return;
+    if (*o->len + n + 1 > *o->cap) {
+        size_t cap = *o->cap ? *o->cap : 64;
+        while (cap < *o->len + n + 1)
+            cap *= 2;
+        *o->data = xrealloc(*o->data, cap);
+        *o->cap = cap;
+    }
+    memcpy(*o->data + *o->len, bytes, n);
+    *o->len += n;
+    (*o->data)[*o->len] = '\0';
+}
+
+static int hex4(const char *p)
+{
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+static size_t put_utf8(char *out, uint32_t cp)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | cp >> 6);
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | cp >> 12);
+        out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | cp >> 18);
+    out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* One escape after its backslash (s->p on the letter); appends its bytes. */
+static bool scan_escape(struct jscan *s, const struct sink *o)
+{
+    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+    const char *hit = s->p < s->end && *s->p ? strchr(from, *s->p) : NULL;
+    if (hit) {
+        sink_put(o, &to[hit - from], 1);
+        s->p++;
+        return true;
+    }
+    if (s->p >= s->end || *s->p != 'u' || s->end - s->p < 5)
+        return jscan_fail(s, "a bad escape in a string");
+    int cp = hex4(s->p + 1);
+    if (cp < 0)
+        return jscan_fail(s, "a bad \\u escape in a string");
+    s->p += 5;
+    uint32_t code = (uint32_t)cp;
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+        int lo = s->end - s->p >= 6 && s->p[0] == '\\' && s->p[1] == 'u' ? hex4(s->p + 2) : -1;
+        if (lo >= 0xDC00 && lo <= 0xDFFF) {
+            code = 0x10000 + (((uint32_t)cp - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
+            s->p += 6;
+        } else {
+            code = 0xFFFD;
+        }
+    } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+        code = 0xFFFD;
+    }
+    char bytes[4];
+    sink_put(o, bytes, put_utf8(bytes, code));
+    return true;
+}
+
+/* A string (s->p on its opening quote), its decoded bytes appended to `o`
+ * (NULL: only checked). Leniently, as jscan.h says. */
+static bool scan_string(struct jscan *s, const struct sink *o)
+{
+    s->p++;
+    for (;;) {
+        const char *run = s->p;
+        while (s->p < s->end && *s->p != '"' && *s->p != '\\')
+            s->p++;
+        sink_put(o, run, (size_t)(s->p - run));
+        if (s->p >= s->end)
+            return jscan_fail(s, "a string without its closing quote");
+        if (*s->p++ == '"')
+            return true;
+        if (!scan_escape(s, o))
+            return false;
+    }
+}
+
+bool jscan_string_dup(struct jscan *s, char **out, size_t *len)
+{
+    char *data = NULL;
+    size_t n = 0, cap = 0;
+    *out = NULL;
+    if (jscan_peek(s) != JSCAN_STRING)
+        return jscan_fail(s, "not a string");
+    struct sink o = {&data, &n, &cap};
+    if (!scan_string(s, &o)) {
+        free(data);
+        return false;
+    }
+    if (!data)
+        data = xstrdup("");
+    *out = data;
+    if (len)
+        *len = n;
+    return true;
+}
+
+/* --- numbers and words -------------------------------------------------- */
+
+static bool digits(struct jscan *s)
+{
+    const char *start = s->p;
+    while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
+        s->p++;
+    return s->p > start;
+}
+
+/* A number's text (s->p on its first byte) copied, NUL-terminated, into
+ * `out`; *integral when it has neither fraction nor exponent. */
+static bool scan_number(struct jscan *s, char *out, size_t size, bool *integral)
+{
+    const char *start = s->p;
+    *integral = true;
+    if (*s->p == '-')
+        s->p++;
+    if (s->p < s->end && *s->p == '0')
+        s->p++;
+    else if (!digits(s))
+        return jscan_fail(s, "a bad number");
+    if (s->p < s->end && *s->p == '.') {
+        s->p++;
+        *integral = false;
+        if (!digits(s))
+            return jscan_fail(s, "a bad number");
+    }
+    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+        s->p++;
+        *integral = false;
+        if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
+            s->p++;
+        if (!digits(s))
+            return jscan_fail(s, "a bad number");
+    }
+    size_t n = (size_t)(s->p - start);
+    if (n >= size)
+        return jscan_fail(s, "a number too long");
+    memcpy(out, start, n);
+    out[n] = '\0';
+    return true;
+}
+
+bool jscan_number(struct jscan *s, double *out)
+{
+    char text[400];
+    bool integral;
+    if (jscan_peek(s) != JSCAN_NUMBER)
+        return jscan_fail(s, "not a number");
+    if (!scan_number(s, text, sizeof text, &integral))
+        return false;
+    double d = strtod(text, NULL);
+    if (!isfinite(d))
+        return jscan_fail(s, "a number beyond range");
+    *out = d;
+    return true;
+}
+
+bool jscan_int(struct jscan *s, long long *out)
+{
+    char text[400];
+    bool integral;
+    if (jscan_peek(s) != JSCAN_NUMBER)
+        return jscan_fail(s, "not an integer");
+    if (!scan_number(s, text, sizeof text, &integral))
+        return false;
+    if (!integral)
+        return jscan_fail(s, "not an integer");
+    errno = 0;
+    long long v = strtoll(text, NULL, 10);
+    if (errno == ERANGE)
+        return jscan_fail(s, "an integer beyond range");
+    *out = v;
+    return true;
+}
+
+static bool word(struct jscan *s, const char *w)
+{
+    size_t n = strlen(w);
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, w, n) != 0)
+        return jscan_fail(s, "an unknown word");
+    s->p += n;
+    return true;
+}
+
+bool jscan_bool(struct jscan *s, bool *out)
+{
+    enum jscan_type t = jscan_peek(s);
+    if (t != JSCAN_TRUE && t != JSCAN_FALSE)
+        return jscan_fail(s, "not true or false");
+    *out = t == JSCAN_TRUE;
+    return word(s, *out ? "true" : "false");
+}
+
+bool jscan_null(struct jscan *s)
+{
+    return jscan_peek(s) == JSCAN_NULL && word(s, "null");
+}
+
+/* --- containers --------------------------------------------------------- */
+
+static bool enter(struct jscan *s, enum jscan_type type, const char *reason)
+{
+    if (jscan_peek(s) != type)
+        return jscan_fail(s, reason);
+    if (s->depth >= JSCAN_DEPTH)
+        return jscan_fail(s, "nested too deep");
+    s->p++;
+    s->first[++s->depth] = true;
+    return true;
+}
+
+/* Before the next value of the open container closed by `close`: false
+ * (and the bracket consumed) at its end. */
+static bool next_in(struct jscan *s, char close)
+{
+    if (s->failed)
+        return false;
+    if (next_is(s, close)) {
+        s->p++;
+        s->depth--;
+        return false;
+    }
+    if (!s->first[s->depth]) {
+        if (!next_is(s, ','))
+            return jscan_fail(s, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+        s->p++;
+        if (next_is(s, close))
+            return jscan_fail(s, "a comma before a closing bracket");
+    }
+    s->first[s->depth] = false;
+    return true;
+}
+
+bool jscan_object(struct jscan *s)
+{
+    return enter(s, JSCAN_OBJECT, "not an object");
+}
+
+bool jscan_member(struct jscan *s)
+{
+    if (!next_in(s, '}'))
+        return false;
+    if (!next_is(s, '"'))
+        return jscan_fail(s, "expected a member name");
+    s->key_len = 0;
+    struct sink o = {&s->key, &s->key_len, &s->key_cap};
+    sink_put(&o, "", 0);
+    if (!scan_string(s, &o))
+        return false;
+    if (!next_is(s, ':'))
+        return jscan_fail(s, "expected ':'");
+    s->p++;
+    return true;
+}
+
+bool jscan_array(struct jscan *s)
+{
+    return enter(s, JSCAN_ARRAY, "not an array");
+}
+
+bool jscan_item(struct jscan *s)
+{
+    return next_in(s, ']');
+}
+
+bool jscan_skip(struct jscan *s, struct jscan_raw *raw)
+{
+    char text[400];
+    bool integral, ok = false;
+    enum jscan_type t = jscan_peek(s);
+    const char *start = s->p;
+    switch (t) {
+    case JSCAN_OBJECT:
+        ok = jscan_object(s);
+        while (ok && jscan_member(s))
+            ok = jscan_skip(s, NULL);
+        break;
+    case JSCAN_ARRAY:
+        ok = jscan_array(s);
+        while (ok && jscan_item(s))
+            ok = jscan_skip(s, NULL);
+        break;
+    case JSCAN_STRING:
+        ok = scan_string(s, NULL);
+        break;
+    case JSCAN_NUMBER:
+        ok = scan_number(s, text, sizeof text, &integral);
+        break;
+    case JSCAN_TRUE:
+        ok = word(s, "true");
+        break;
+    case JSCAN_FALSE:
+        ok = word(s, "false");
+        break;
+    case JSCAN_NULL:
+        ok = word(s, "null");
+        break;
+    case JSCAN_NONE:
+        ok = jscan_fail(s, "expected a value");
+        break;
+    }
+    ok = ok && !s->failed;
+    if (ok && raw)
+        *raw = (struct jscan_raw){start, (size_t)(s->p - start)};
+    return ok;
+}
+
+int jscan_error(const struct jscan *s, struct err *e)
+{
+    if (!s->failed)
+        return 0;
+    return err_set(e, "byte %zu: %s", s->fail_at, s->reason);
+}
+
+int jscan_end(struct jscan *s, struct err *e)
+{
+    skip_space(s);
+    if (!s->failed && (s->depth != 0 || s->p != s->end))
+        jscan_fail(s, s->depth ? "the text ends inside a value" : "text after the value");
+    return jscan_error(s, e);
+}

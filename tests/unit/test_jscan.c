@@ -1,0 +1,213 @@
+/* util/jscan: reading JSON value by value. Valid and invalid texts are
+ * also given to json-c in its strict mode, which must agree. */
+#include "util/jscan.h"
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Whether json-c, strict, takes `text` as one document. */
+static bool json_c_takes(const char *text)
+{
+    struct json_tokener *tok = json_tokener_new_ex(JSCAN_DEPTH + 1);
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    struct json_object *o = json_tokener_parse_ex(tok, text, (int)strlen(text));
+    bool ok = json_tokener_get_error(tok) == json_tokener_success &&
+              json_tokener_get_parse_end(tok) == strlen(text);
+    json_object_put(o);
+    json_tokener_free(tok);
+    return ok;
+}
+
+static bool jscan_takes(const char *text)
+{
+    struct jscan s = {0};
+    struct err e;
+    jscan_init(&s, text, strlen(text));
+    jscan_skip(&s, NULL);
+    int rc = jscan_end(&s, &e);
+    jscan_free(&s);
+    return rc == 0;
+}
+
+Test(jscan, agrees_with_json_c_on_valid_documents)
+{
+    static const char *const valid[] = {
+        "{}",
+        "[]",
+        " {\"a\" : [1, -2.5e3, true, false, null, \"x\"]} ",
+        "\"\\u00e9\\ud83d\\ude00\\n\\/\"",
+        "[0]",
+        "[-0.0e+1]",
+        "{\"a\":{\"b\":{\"c\":[[[]]]}}}",
+        "\"冷蔵庫 1\"",
+        "[\"\\u0000\"]",
+    };
+    for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
+        cr_expect(json_c_takes(valid[i]), "json-c refuses %s", valid[i]);
+        cr_expect(jscan_takes(valid[i]), "jscan refuses %s", valid[i]);
+    }
+}
+
+Test(jscan, agrees_with_json_c_on_invalid_documents)
+{
+    static const char *const invalid[] = {
+        "",
+        "{",
+        "[1,]",
+        "{\"a\":1,}",
+        "{\"a\" 1}",
+        "{a:1}",
+        "[01]",
+        "[.5]",
+        "[1e]",
+        "[-]",
+        "\"\\x\"",
+        "\"abc",
+        "[tru]",
+        "[nul]",
+        "{} {}",
+        "[1 2]",
+        "'a'",
+    };
+    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
+        cr_expect(!json_c_takes(invalid[i]), "json-c takes %s", invalid[i]);
+        cr_expect(!jscan_takes(invalid[i]), "jscan takes %s", invalid[i]);
+    }
+}
+
+/* Strings as lenient as json-c's: what the platform sends is cleaned by
+ * whoever keeps it, and one odd name must not cost a whole reply. */
+Test(jscan, strings_are_as_lenient_as_json_c)
+{
+    static const struct {
+        const char *text, *decoded;
+    } cases[] = {
+        {"\"\\ud800\"", "\xef\xbf\xbd"},
+        {"\"\\udc00x\"", "\xef\xbf\xbdx"},
+        {"\"\\ud800\\u0041\"", "\xef\xbf\xbd" "A"},
+        {"\"a\tb\"", "a\tb"},
+        {"\"\xff\"", "\xff"},
+        {"\"\xc3\"", "\xc3"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct jscan s = {0};
+        char *str = NULL;
+        cr_expect(json_c_takes(cases[i].text), "json-c refuses case %zu", i);
+        jscan_init(&s, cases[i].text, strlen(cases[i].text));
+        cr_assert(jscan_string_dup(&s, &str, NULL), "case %zu", i);
+        cr_expect_str_eq(str, cases[i].decoded, "case %zu", i);
+        free(str);
+        jscan_free(&s);
+    }
+}
+
+/* Where jscan is stricter than json-c, which takes NaN even in its
+ * strict mode: no number in JSON is NaN. */
+Test(jscan, refuses_nan)
+{
+    cr_expect(!jscan_takes("[NaN]"));
+    cr_expect(!jscan_takes("[-Infinity]"));
+    cr_expect(!jscan_takes("[1.]"), "json-c takes 1. too");
+}
+
+Test(jscan, reads_members_and_items_in_order)
+{
+    const char *text = "{\"t\": 1795000000, \"v\": [\"-79.8\", 2.5, null], \"ok\": true, "
+                       "\"k\\u00e9y\": {\"x\": [1, {\"y\": 2}]}}";
+    struct jscan s = {0};
+    struct err e;
+    long long t = 0;
+    bool ok = false;
+    double d = 0;
+    char *str = NULL;
+    struct jscan_raw raw = {0};
+    jscan_init(&s, text, strlen(text));
+    cr_assert(jscan_object(&s));
+    cr_assert(jscan_member(&s));
+    cr_expect_str_eq(s.key, "t");
+    cr_assert(jscan_int(&s, &t));
+    cr_expect_eq(t, 1795000000LL);
+    cr_assert(jscan_member(&s));
+    cr_expect_str_eq(s.key, "v");
+    cr_assert(jscan_array(&s));
+    cr_assert(jscan_item(&s));
+    cr_assert(jscan_string_dup(&s, &str, NULL));
+    cr_expect_str_eq(str, "-79.8");
+    free(str);
+    cr_assert(jscan_item(&s));
+    cr_assert_eq(jscan_peek(&s), JSCAN_NUMBER);
+    cr_assert(jscan_number(&s, &d));
+    cr_expect_float_eq(d, 2.5, 1e-12);
+    cr_assert(jscan_item(&s));
+    cr_expect(jscan_null(&s));
+    cr_expect(!jscan_item(&s));
+    cr_assert(jscan_member(&s));
+    cr_assert(jscan_bool(&s, &ok));
+    cr_expect(ok);
+    cr_assert(jscan_member(&s));
+    cr_expect_str_eq(s.key, "k\xc3\xa9y");
+    cr_assert(jscan_skip(&s, &raw));
+    cr_expect_eq(raw.len, strlen("{\"x\": [1, {\"y\": 2}]}"));
+    cr_expect(memcmp(raw.text, "{\"x\": [1, {\"y\": 2}]}", raw.len) == 0);
+    cr_expect(!jscan_member(&s));
+    cr_expect_eq(jscan_end(&s, &e), 0);
+    jscan_free(&s);
+}
+
+Test(jscan, the_first_error_sticks_with_its_offset)
+{
+    const char *text = "{\"n\": 1.5, \"m\": 2}";
+    struct jscan s = {0};
+    struct err e;
+    long long n = 0;
+    jscan_init(&s, text, strlen(text));
+    cr_assert(jscan_object(&s));
+    cr_assert(jscan_member(&s));
+    cr_expect(!jscan_int(&s, &n), "1.5 is no integer");
+    cr_expect(!jscan_member(&s), "nothing after an error");
+    cr_expect_eq(jscan_end(&s, &e), -1);
+    cr_expect_str_eq(e.msg, "byte 9: not an integer");
+    jscan_free(&s);
+}
+
+Test(jscan, strings_keep_nul_bytes_and_their_length)
+{
+    const char *text = "\"a\\u0000b\"";
+    struct jscan s = {0};
+    char *str = NULL;
+    size_t len = 0;
+    jscan_init(&s, text, strlen(text));
+    cr_assert(jscan_string_dup(&s, &str, &len));
+    cr_expect_eq(len, 3);
+    cr_expect(memcmp(str, "a\0b", 3) == 0);
+    free(str);
+    jscan_free(&s);
+}
+
+Test(jscan, nesting_is_bounded)
+{
+    char deep[2 * (JSCAN_DEPTH + 2) + 1];
+    size_t n = JSCAN_DEPTH + 1;
+    memset(deep, '[', n);
+    memset(deep + n, ']', n);
+    deep[2 * n] = '\0';
+    cr_expect(!jscan_takes(deep));
+    deep[0] = ' ';
+    deep[2 * n - 1] = ' ';
+    cr_expect(jscan_takes(deep), "JSCAN_DEPTH levels are allowed");
+}
+
+Test(jscan, integers_beyond_range_and_huge_numbers_fail)
+{
+    struct jscan s = {0};
+    long long n;
+    double d;
+    const char *big = "99999999999999999999";
+    jscan_init(&s, big, strlen(big));
+    cr_expect(!jscan_int(&s, &n));
+    jscan_init(&s, "1e400", 5);
+    cr_expect(!jscan_number(&s, &d));
+    jscan_free(&s);
+}
