@@ -53,23 +53,8 @@ Test(jscan, agrees_with_json_c_on_valid_documents)
 Test(jscan, agrees_with_json_c_on_invalid_documents)
 {
     static const char *const invalid[] = {
-        "",
-        "{",
-        "[1,]",
-        "{\"a\":1,}",
-        "{\"a\" 1}",
-        "{a:1}",
-        "[01]",
-        "[.5]",
-        "[1e]",
-        "[-]",
-        "\"\\x\"",
-        "\"abc",
-        "[tru]",
-        "[nul]",
-        "{} {}",
-        "[1 2]",
-        "'a'",
+        "",    "{",       "[1,]",  "{\"a\":1,}", "{\"a\" 1}", "{a:1}", "[01]",  "[.5]", "[1e]",
+        "[-]", "\"\\x\"", "\"abc", "[tru]",      "[nul]",     "{} {}", "[1 2]", "'a'",
     };
     for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
         cr_expect(!json_c_takes(invalid[i]), "json-c takes %s", invalid[i]);
@@ -86,7 +71,8 @@ Test(jscan, strings_are_as_lenient_as_json_c)
     } cases[] = {
         {"\"\\ud800\"", "\xef\xbf\xbd"},
         {"\"\\udc00x\"", "\xef\xbf\xbdx"},
-        {"\"\\ud800\\u0041\"", "\xef\xbf\xbd" "A"},
+        {"\"\\ud800\\u0041\"", "\xef\xbf\xbd"
+                               "A"},
         {"\"a\tb\"", "a\tb"},
         {"\"\xff\"", "\xff"},
         {"\"\xc3\"", "\xc3"},
