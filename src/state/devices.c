@@ -12,13 +12,19 @@
  * successful poll, refused until); discovery never drops a history entry.
  * Only entries of serials that are neither listed nor named by an outbox
  * item, and that nothing has touched for 30 days, are dropped, to bound
- * the file. */
+ * the file.
+ *
+ * A native section (section.h): each account as C structures beside the
+ * text the file had for it, written back as it was unless the account
+ * changed. Members this version does not know, of an account, a device or
+ * a history entry, are kept as their text and written after the known
+ * ones. */
 #include "state.h"
 #include "state/section.h"
-#include "util/jsonv.h"
+#include "util/strmap.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
-#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,137 +32,529 @@
 #define HISTORY_KEEP (30LL * 86400) /* an unlisted, untouched device's history */
 #define CLAMP_REFUSED 86400         /* furthest refused_until from now after a clock jump */
 
-/* A history entry with these times and no refusal in a row. */
-static struct json_object *history_object(long long first_known, long long last_poll,
-                                          long long last_ok, long long refused_until)
+struct fleet_device {
+    char *serial, *base, *model, *name, *group;
+    char *extra; /* unknown members: ,"k":v... ; NULL when none */
+};
+
+struct fleet_history {
+    char *serial;
+    long long first_known, last_poll, last_ok, refused_until;
+    long refusals;         /* 0: not written */
+    bool has_poll, has_ok; /* read from the file: for an older file's migration */
+    char *extra;
+};
+
+struct fleet_account {
+    char *name;
+    bool has_discovered;
+    long long discovered_at;
+    struct fleet_device *devices;
+    size_t n_devices;
+    struct strmap listed; /* serial -> position in devices */
+    struct fleet_history *history;
+    size_t n_history;
+    struct strmap known; /* serial -> position in history */
+    char *extra;
+    char *text; /* the account as the file had it; NULL once changed */
+    size_t text_len;
+};
+
+struct fleet {
+    struct fleet_account *a;
+    size_t n;
+    struct strmap index; /* name -> position in a */
+};
+
+/* --- entries ---------------------------------------------------------- */
+
+static void device_free(struct fleet_device *d)
 {
-    struct json_object *h = jsonv_need(json_object_new_object());
-    jsonv_put_int(h, "first_known", first_known);
-    jsonv_put_int(h, "last_poll", last_poll);
-    jsonv_put_int(h, "last_ok", last_ok);
-    jsonv_put_int(h, "refused_until", refused_until);
+    free(d->serial);
+    free(d->base);
+    free(d->model);
+    free(d->name);
+    free(d->group);
+    free(d->extra);
+}
+
+static void account_free(struct fleet_account *a)
+{
+    for (size_t i = 0; i < a->n_devices; i++)
+        device_free(&a->devices[i]);
+    for (size_t i = 0; i < a->n_history; i++) {
+        free(a->history[i].serial);
+        free(a->history[i].extra);
+    }
+    free(a->devices);
+    free(a->history);
+    strmap_clear(&a->listed);
+    strmap_clear(&a->known);
+    free(a->name);
+    free(a->extra);
+    free(a->text);
+    memset(a, 0, sizeof *a);
+}
+
+static void free_fleet(struct state *s)
+{
+    struct fleet *f = s->fleet;
+    if (!f)
+        return;
+    for (size_t i = 0; i < f->n; i++)
+        account_free(&f->a[i]);
+    free(f->a);
+    strmap_clear(&f->index);
+    free(f);
+    s->fleet = NULL;
+}
+
+static struct fleet_account *find_account(const struct state *s, const char *name)
+{
+    size_t i;
+    return s->fleet && strmap_get(&s->fleet->index, name, &i) ? &s->fleet->a[i] : NULL;
+}
+
+/* The account `name`, made (discovered at 0, no devices) when absent, and
+ * marked changed: the caller is about to change it. */
+static struct fleet_account *change_account(struct state *s, const char *name)
+{
+    struct fleet_account *a = find_account(s, name);
+    if (!a) {
+        if (!s->fleet)
+            s->fleet = xcalloc(1, sizeof *s->fleet);
+        struct fleet *f = s->fleet;
+        f->a = xreallocarray(f->a, f->n + 1, sizeof *f->a);
+        a = &f->a[f->n];
+        memset(a, 0, sizeof *a);
+        a->name = xstrdup(name);
+        a->has_discovered = true;
+        strmap_put(&f->index, name, f->n++);
+    }
+    free(a->text);
+    a->text = NULL;
+    return a;
+}
+
+static struct fleet_history *history_of(const struct fleet_account *a, const char *serial)
+{
+    size_t i;
+    return a && strmap_get(&a->known, serial, &i) ? &a->history[i] : NULL;
+}
+
+/* The history entry of `serial`, made (all times 0) when absent. */
+static struct fleet_history *history_entry(struct fleet_account *a, const char *serial)
+{
+    struct fleet_history *h = history_of(a, serial);
+    if (h)
+        return h;
+    a->history = xreallocarray(a->history, a->n_history + 1, sizeof *a->history);
+    h = &a->history[a->n_history];
+    memset(h, 0, sizeof *h);
+    h->serial = xstrdup(serial);
+    strmap_put(&a->known, serial, a->n_history++);
     return h;
 }
 
-/* --- checking a loaded document ---------------------------------------- */
+static struct fleet_device *listed(const struct fleet_account *a, const char *serial)
+{
+    size_t i;
+    return a && strmap_get(&a->listed, serial, &i) ? &a->devices[i] : NULL;
+}
+
+static void index_devices(struct fleet_account *a)
+{
+    strmap_clear(&a->listed);
+    for (size_t i = 0; i < a->n_devices; i++)
+        if (!listed(a, a->devices[i].serial)) /* the first of a serial listed twice */
+            strmap_put(&a->listed, a->devices[i].serial, i);
+}
+
+/* --- reading the file ---------------------------------------------------- */
+
+/* The readers take the member's name from js->key and say where they are
+ * with a chain of `struct where` (section.h). */
+
+static bool fail(struct jscan *js, const struct where *up, const char *key, const char *what,
+                 struct err *e)
+{
+    struct where at = {up, key, 0};
+    native_fail(js, key ? &at : up, what, e);
+    return false;
+}
+
+/* Appends an unknown member (the scanner on its value) to *extra as
+ * ,"KEY":VALUE. */
+static bool keep_unknown(struct jscan *js, char **extra)
+{
+    struct jscan_raw raw;
+    if (!jscan_skip(js, &raw))
+        return false;
+    struct buf b;
+    buf_init(&b, 0);
+    if (*extra)
+        buf_puts(&b, *extra);
+    buf_append(&b, ",", 1);
+    buf_json_string(&b, js->key, js->key_len);
+    buf_append(&b, ":", 1);
+    buf_append(&b, raw.text, raw.len);
+    free(*extra);
+    *extra = buf_steal(&b);
+    return true;
+}
+
+static bool read_time(struct jscan *js, long long *out, const struct where *up, struct err *e)
+{
+    return (jscan_peek(js) == JSCAN_NUMBER && jscan_int(js, out)) ||
+           fail(js, up, js->key, "not an integer", e);
+}
+
+/* A string member: UTF-8 text, cut at a NUL byte as the state always read
+ * it. */
+static bool read_text(struct jscan *js, char **out, const struct where *up, struct err *e)
+{
+    char *s = NULL;
+    size_t len = 0;
+    if (jscan_peek(js) != JSCAN_STRING)
+        return fail(js, up, js->key, "not a string", e);
+    if (!jscan_string_dup(js, &s, &len))
+        return false;
+    if (!utf8_valid(s, len)) {
+        free(s);
+        return fail(js, up, js->key, "not UTF-8", e);
+    }
+    free(*out);
+    *out = s;
+    return true;
+}
 
 static const char *const history_times[] = {"first_known", "last_poll", "last_ok", "refused_until",
                                             "refusals"};
 
-/* Moves the last_poll and last_ok of an older file's device list into the
+static bool read_history_entry(struct jscan *js, struct fleet_history *h, const struct where *at,
+                               struct err *e)
+{
+    if (jscan_peek(js) != JSCAN_OBJECT)
+        return fail(js, at, NULL, "not an object", e);
+    jscan_object(js);
+    while (jscan_member(js)) {
+        long long *times[] = {&h->first_known, &h->last_poll, &h->last_ok, &h->refused_until};
+        size_t k = 0;
+        while (k < 5 && strcmp(js->key, history_times[k]) != 0)
+            k++;
+        long long v = 0;
+        if (k == 5 ? !keep_unknown(js, &h->extra) : !read_time(js, &v, at, e))
+            return false;
+        if (k < 4)
+            *times[k] = v;
+        else if (k == 4)
+            h->refusals = (long)v;
+        h->has_poll = h->has_poll || k == 1;
+        h->has_ok = h->has_ok || k == 2;
+    }
+    return !js->failed;
+}
+
+/* The poll times a device of an older file's list carried. */
+struct old_times {
+    char *serial;
+    bool has_poll, has_ok;
+    long long poll, ok;
+};
+
+/* Reads one device of the list, and in *old what it says of its polls. */
+static bool read_device(struct jscan *js, struct fleet_device *d, struct old_times *old,
+                        const struct where *at, struct err *e)
+{
+    static const char *const texts[] = {"serial", "base", "model", "name", "group"};
+    char **fields[] = {&d->serial, &d->base, &d->model, &d->name, &d->group};
+    *old = (struct old_times){0};
+    if (jscan_peek(js) != JSCAN_OBJECT)
+        return fail(js, at, NULL, "not an object", e);
+    jscan_object(js);
+    while (jscan_member(js)) {
+        size_t k = 0;
+        while (k < 5 && strcmp(js->key, texts[k]) != 0)
+            k++;
+        bool good;
+        if (k < 5)
+            good = read_text(js, fields[k], at, e);
+        else if (!strcmp(js->key, "last_poll"))
+            good = (old->has_poll = true) && read_time(js, &old->poll, at, e);
+        else if (!strcmp(js->key, "last_ok"))
+            good = (old->has_ok = true) && read_time(js, &old->ok, at, e);
+        else
+            good = keep_unknown(js, &d->extra);
+        if (!good)
+            return false;
+    }
+    if (js->failed)
+        return false;
+    if (!d->serial)
+        return fail(js, at, NULL, "no 'serial'", e);
+    for (size_t k = 1; k < 5; k++)
+        if (!*fields[k])
+            *fields[k] = xstrdup("");
+    return true;
+}
+
+/* The poll times an older file kept in its device list move to the
  * history. An entry the history already has wins; it only takes the times
- * it lacks. The first time the device was known is not in such a file: the
- * earliest poll is the best guess, else it stays 0 and the next
+ * it lacks. The first time the device was known is not in such a file:
+ * the earliest poll is the best guess, else it stays 0 and the next
  * state_set_devices or state_device_polled sets it. */
-static void migrate_devices(struct json_object *acc)
+static void migrate_device(struct fleet_account *a, const struct old_times *old)
 {
-    struct json_object *devs = member(acc, "devices", json_type_array);
-    size_t n = devs ? json_object_array_length(devs) : 0;
-    for (size_t i = 0; i < n; i++) {
-        struct json_object *d = json_object_array_get_idx(devs, i);
-        const char *serial = str_member(d, "serial");
-        bool has_poll = json_object_object_get_ex(d, "last_poll", NULL);
-        bool has_ok = json_object_object_get_ex(d, "last_ok", NULL);
-        if (!has_poll && !has_ok)
-            continue;
-        long long poll = int_member(d, "last_poll", 0);
-        long long ok = int_member(d, "last_ok", 0);
-        struct json_object *hist = child_object(acc, "history");
-        struct json_object *h = member(hist, serial, json_type_object);
-        if (!h) {
-            long long first = poll;
-            if (ok && (!first || ok < first))
-                first = ok;
-            jsonv_put(hist, serial, history_object(first, poll, ok, 0));
+    struct fleet_history *h = history_of(a, old->serial);
+    if (!h) {
+        h = history_entry(a, old->serial);
+        h->first_known = old->poll;
+        if (old->ok && (!h->first_known || old->ok < h->first_known))
+            h->first_known = old->ok;
+        h->last_poll = old->poll;
+        h->last_ok = old->ok;
+        return;
+    }
+    if (!h->has_poll)
+        h->last_poll = old->poll;
+    if (!h->has_ok)
+        h->last_ok = old->ok;
+}
+
+static bool read_devices(struct jscan *js, struct fleet_account *a, struct old_times **old,
+                         size_t *n_old, const struct where *at, struct err *e)
+{
+    struct where list = {at, "devices", 0};
+    if (jscan_peek(js) != JSCAN_ARRAY)
+        return fail(js, &list, NULL, "not an array", e);
+    for (size_t i = 0; i < a->n_devices; i++)
+        device_free(&a->devices[i]);
+    a->n_devices = 0;
+    jscan_array(js);
+    for (size_t i = 0; jscan_item(js); i++) {
+        struct fleet_device d = {0};
+        struct old_times o;
+        struct where item = {&list, NULL, i};
+        if (!read_device(js, &d, &o, &item, e)) {
+            device_free(&d);
+            return false;
+        }
+        if (o.has_poll || o.has_ok) {
+            o.serial = xstrdup(d.serial);
+            *old = xreallocarray(*old, *n_old + 1, sizeof **old);
+            (*old)[(*n_old)++] = o;
+        }
+        a->devices = xreallocarray(a->devices, a->n_devices + 1, sizeof *a->devices);
+        a->devices[a->n_devices++] = d;
+    }
+    return !js->failed;
+}
+
+static bool read_history(struct jscan *js, struct fleet_account *a, const struct where *at,
+                         struct err *e)
+{
+    struct where hist = {at, "history", 0};
+    if (jscan_peek(js) != JSCAN_OBJECT)
+        return fail(js, &hist, NULL, "not an object", e);
+    jscan_object(js);
+    while (jscan_member(js)) {
+        if (strlen(js->key) != js->key_len)
+            return fail(js, &hist, NULL, "a serial with a NUL byte", e);
+        struct fleet_history *h = history_entry(a, js->key);
+        struct where entry = {&hist, h->serial, 0};
+        free(h->extra); /* a serial given twice: the last one wins */
+        *h = (struct fleet_history){.serial = h->serial};
+        if (!read_history_entry(js, h, &entry, e))
+            return false;
+    }
+    return !js->failed;
+}
+
+/* Reads one account; *migrated when an older file's device list had poll
+ * times to move (the account then differs from its text). */
+static bool read_account(struct jscan *js, struct fleet_account *a, bool *migrated,
+                         const struct where *at, struct err *e)
+{
+    struct old_times *old = NULL;
+    size_t n_old = 0;
+    bool good = false;
+    if (jscan_peek(js) != JSCAN_OBJECT) {
+        fail(js, at, NULL, "not an object", e);
+        goto out;
+    }
+    jscan_object(js);
+    while (jscan_member(js)) {
+        bool ok;
+        if (!strcmp(js->key, "discovered_at"))
+            ok = (a->has_discovered = true) && read_time(js, &a->discovered_at, at, e);
+        else if (!strcmp(js->key, "devices"))
+            ok = read_devices(js, a, &old, &n_old, at, e);
+        else if (!strcmp(js->key, "history"))
+            ok = read_history(js, a, at, e);
+        else
+            ok = keep_unknown(js, &a->extra);
+        if (!ok)
+            goto out;
+    }
+    if (js->failed)
+        goto out;
+    index_devices(a);
+    for (size_t i = 0; i < n_old; i++)
+        migrate_device(a, &old[i]);
+    *migrated = n_old > 0;
+    good = true;
+out:
+    for (size_t i = 0; i < n_old; i++)
+        free(old[i].serial);
+    free(old);
+    return good;
+}
+
+static int read_accounts(struct state *s, struct jscan *js, struct err *e)
+{
+    struct where top = {NULL, "accounts", 0};
+    free_fleet(s); /* a second "accounts" replaces the first */
+    if (jscan_peek(js) != JSCAN_OBJECT)
+        return fail(js, &top, NULL, "not an object", e), -1;
+    jscan_object(js);
+    while (jscan_member(js)) {
+        if (strlen(js->key) != js->key_len || !utf8_valid(js->key, js->key_len))
+            return fail(js, &top, NULL, "a name that is not UTF-8 text", e), -1;
+        struct fleet_account *a = find_account(s, js->key);
+        if (a) { /* a name given twice: the last one wins */
+            char *name = xstrdup(a->name);
+            account_free(a);
+            a->name = name;
         } else {
-            if (!json_object_object_get_ex(h, "last_poll", NULL))
-                jsonv_put_int(h, "last_poll", poll);
-            if (!json_object_object_get_ex(h, "last_ok", NULL))
-                jsonv_put_int(h, "last_ok", ok);
+            a = change_account(s, js->key);
+            a->has_discovered = false;
         }
-        json_object_object_del(d, "last_poll");
-        json_object_object_del(d, "last_ok");
-    }
-}
-
-static int check_history(struct json_object *hist, const char *account, struct err *e)
-{
-    char where[256];
-    struct json_object_iterator it = json_object_iter_begin(hist);
-    struct json_object_iterator end = json_object_iter_end(hist);
-    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
-        struct json_object *h = json_object_iter_peek_value(&it);
-        snprintf(where, sizeof where, "accounts.%s.history.%s", account,
-                 json_object_iter_peek_name(&it));
-        if (check_type(h, json_type_object, where, e) < 0)
+        struct where at = {&top, a->name, 0};
+        jscan_peek(js); /* past white space: where the account's text starts */
+        const char *start = js->p;
+        bool migrated = false;
+        if (!read_account(js, a, &migrated, &at, e))
             return -1;
-        for (size_t k = 0; k < sizeof history_times / sizeof history_times[0]; k++)
-            if (check_opt(h, history_times[k], json_type_int, where, e) < 0)
-                return -1;
+        if (!migrated) {
+            a->text_len = (size_t)(js->p - start);
+            a->text = xmalloc(a->text_len + 1);
+            memcpy(a->text, start, a->text_len);
+            a->text[a->text_len] = '\0';
+        }
     }
+    if (js->failed)
+        return fail(js, &top, NULL, "not JSON", e), -1;
     return 0;
 }
 
-static int check_accounts(struct json_object *accounts, struct err *e)
+/* --- writing ------------------------------------------------------------- */
+
+static void put_text(struct buf *out, const char *key, const char *value)
 {
-    char where[256];
-    if (check_type(accounts, json_type_object, "accounts", e) < 0)
-        return -1;
-    struct json_object_iterator it = json_object_iter_begin(accounts);
-    struct json_object_iterator end = json_object_iter_end(accounts);
-    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
-        const char *name = json_object_iter_peek_name(&it);
-        struct json_object *acc = json_object_iter_peek_value(&it);
-        snprintf(where, sizeof where, "accounts.%s", name);
-        if (check_type(acc, json_type_object, where, e) < 0 ||
-            check_opt(acc, "discovered_at", json_type_int, where, e) < 0 ||
-            check_opt(acc, "devices", json_type_array, where, e) < 0 ||
-            check_opt(acc, "history", json_type_object, where, e) < 0)
-            return -1;
-        struct json_object *hist = member(acc, "history", json_type_object);
-        if (hist && check_history(hist, name, e) < 0)
-            return -1;
-        struct json_object *devs = member(acc, "devices", json_type_array);
-        size_t n = devs ? json_object_array_length(devs) : 0;
-        for (size_t i = 0; i < n; i++) {
-            struct json_object *d = json_object_array_get_idx(devs, i);
-            snprintf(where, sizeof where, "accounts.%s.devices[%zu]", name, i);
-            if (check_type(d, json_type_object, where, e) < 0 ||
-                check_req(d, "serial", json_type_string, where, e) < 0 ||
-                check_opt(d, "base", json_type_string, where, e) < 0 ||
-                check_opt(d, "model", json_type_string, where, e) < 0 ||
-                check_opt(d, "name", json_type_string, where, e) < 0 ||
-                check_opt(d, "group", json_type_string, where, e) < 0 ||
-                check_opt(d, "last_poll", json_type_int, where, e) < 0 ||
-                check_opt(d, "last_ok", json_type_int, where, e) < 0)
-                return -1;
-        }
-        migrate_devices(acc);
+    buf_append(out, ",\"", 2);
+    buf_puts(out, key);
+    buf_append(out, "\":", 2);
+    buf_json_string(out, value, strlen(value));
+}
+
+static void put_time(struct buf *out, const char *key, long long v, bool comma)
+{
+    buf_append(out, comma ? ",\"" : "\"", comma ? 2 : 1);
+    buf_puts(out, key);
+    buf_append(out, "\":", 2);
+    buf_put_ll(out, v);
+}
+
+static void put_account(struct buf *out, const struct fleet_account *a)
+{
+    buf_append(out, "{", 1);
+    if (a->has_discovered)
+        put_time(out, "discovered_at", a->discovered_at, false);
+    buf_puts(out, a->has_discovered ? ",\"devices\":[" : "\"devices\":[");
+    for (size_t i = 0; i < a->n_devices; i++) {
+        const struct fleet_device *d = &a->devices[i];
+        buf_puts(out, i ? ",{\"serial\":" : "{\"serial\":");
+        buf_json_string(out, d->serial, strlen(d->serial));
+        put_text(out, "base", d->base);
+        put_text(out, "model", d->model);
+        put_text(out, "name", d->name);
+        put_text(out, "group", d->group);
+        if (d->extra)
+            buf_puts(out, d->extra);
+        buf_append(out, "}", 1);
     }
-    return 0;
+    buf_puts(out, "],\"history\":{");
+    for (size_t i = 0; i < a->n_history; i++) {
+        const struct fleet_history *h = &a->history[i];
+        if (i)
+            buf_append(out, ",", 1);
+        buf_json_string(out, h->serial, strlen(h->serial));
+        buf_append(out, ":{", 2);
+        put_time(out, "first_known", h->first_known, false);
+        put_time(out, "last_poll", h->last_poll, true);
+        put_time(out, "last_ok", h->last_ok, true);
+        put_time(out, "refused_until", h->refused_until, true);
+        if (h->refusals)
+            put_time(out, "refusals", h->refusals, true);
+        if (h->extra)
+            buf_puts(out, h->extra);
+        buf_append(out, "}", 1);
+    }
+    buf_append(out, "}", 1);
+    if (a->extra)
+        buf_puts(out, a->extra);
+    buf_append(out, "}", 1);
+}
+
+/* An account changed since it was read is written from its structures,
+ * and keeps that text for the next save. */
+static void write_accounts(const struct state *s, struct buf *out)
+{
+    buf_append(out, "{", 1);
+    for (size_t i = 0; s->fleet && i < s->fleet->n; i++) {
+        struct fleet_account *a = &s->fleet->a[i];
+        if (i)
+            buf_append(out, ",", 1);
+        buf_json_string(out, a->name, strlen(a->name));
+        buf_append(out, ":", 1);
+        if (!a->text) {
+            struct buf one;
+            buf_init(&one, 0);
+            put_account(&one, a);
+            a->text_len = one.len;
+            a->text = buf_steal(&one);
+        }
+        buf_append(out, a->text, a->text_len);
+    }
+    buf_append(out, "}", 1);
 }
 
 /* --- a clock that jumped ----------------------------------------------- */
 
-static void clamp_accounts(struct json_object *accounts, const struct state_clamp *to)
+static bool lower(long long *t, long long max)
+{
+    if (*t <= max)
+        return false;
+    *t = max;
+    return true;
+}
+
+static void clamp_accounts(struct state *s, const struct state_clamp *to)
 {
     long long now = to->now;
-    struct json_object_iterator it = json_object_iter_begin(accounts);
-    struct json_object_iterator end = json_object_iter_end(accounts);
-    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
-        struct json_object *acc = json_object_iter_peek_value(&it);
-        clamp_member(acc, "discovered_at", now);
-        struct json_object *hist = member(acc, "history", json_type_object);
-        if (!hist)
-            continue;
-        struct json_object_iterator hit = json_object_iter_begin(hist);
-        struct json_object_iterator hend = json_object_iter_end(hist);
-        for (; !json_object_iter_equal(&hit, &hend); json_object_iter_next(&hit)) {
-            struct json_object *h = json_object_iter_peek_value(&hit);
-            clamp_member(h, "first_known", now);
-            clamp_member(h, "last_poll", now);
-            clamp_member(h, "last_ok", now);
-            clamp_member(h, "refused_until", now + CLAMP_REFUSED);
+    for (size_t i = 0; s->fleet && i < s->fleet->n; i++) {
+        struct fleet_account *a = &s->fleet->a[i];
+        bool changed = lower(&a->discovered_at, now);
+        for (size_t k = 0; k < a->n_history; k++) {
+            struct fleet_history *h = &a->history[k];
+            changed = lower(&h->first_known, now) || changed;
+            changed = lower(&h->last_poll, now) || changed;
+            changed = lower(&h->last_ok, now) || changed;
+            changed = lower(&h->refused_until, now + CLAMP_REFUSED) || changed;
+        }
+        if (changed) {
+            free(a->text);
+            a->text = NULL;
         }
     }
 }
@@ -165,65 +563,18 @@ static void clamp_accounts(struct json_object *accounts, const struct state_clam
 
 long long state_discovered_at(const struct state *s, const char *account)
 {
-    return int_member(member(section(s, &state_section_accounts), account, json_type_object),
-                      "discovered_at", 0);
-}
-
-static struct json_object *account_object(struct state *s, const char *account)
-{
-    struct json_object *accounts = section(s, &state_section_accounts);
-    struct json_object *acc = member(accounts, account, json_type_object);
-    if (!acc) {
-        acc = jsonv_need(json_object_new_object());
-        jsonv_put_int(acc, "discovered_at", 0);
-        jsonv_put(acc, "devices", jsonv_need(json_object_new_array()));
-        jsonv_put(acc, "history", jsonv_need(json_object_new_object()));
-        jsonv_put(accounts, account, acc);
-    }
-    return acc;
+    const struct fleet_account *a = find_account(s, account);
+    return a ? a->discovered_at : 0;
 }
 
 void state_set_discovered(struct state *s, const char *account, long long now)
 {
-    jsonv_put_int(account_object(s, account), "discovered_at", now);
-}
-
-static struct json_object *device_object(const char *serial, const char *base, const char *model,
-                                         const char *name, const char *group)
-{
-    struct json_object *d = jsonv_need(json_object_new_object());
-    jsonv_put(d, "serial", jsonv_need(json_object_new_string(serial)));
-    jsonv_put(d, "base", jsonv_need(json_object_new_string(base ? base : "")));
-    jsonv_put(d, "model", jsonv_need(json_object_new_string(model ? model : "")));
-    jsonv_put(d, "name", jsonv_need(json_object_new_string(name ? name : "")));
-    jsonv_put(d, "group", jsonv_need(json_object_new_string(group ? group : "")));
-    return d;
-}
-
-/* The history entry of `serial` in the account `acc`, made (all times 0)
- * when absent. */
-static struct json_object *history_entry(struct json_object *acc, const char *serial)
-{
-    struct json_object *hist = child_object(acc, "history");
-    struct json_object *h = member(hist, serial, json_type_object);
-    if (!h) {
-        h = history_object(0, 0, 0, 0);
-        jsonv_put(hist, serial, h);
-    }
-    return h;
-}
-
-/* Whether the account's device list names `serial`. */
-static bool listed(const struct json_object *acc, const char *serial)
-{
-    struct json_object *list = member(acc, "devices", json_type_array);
-    size_t n = list ? json_object_array_length(list) : 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *have = str_member(json_object_array_get_idx(list, i), "serial");
-        if (have && strcmp(have, serial) == 0)
-            return true;
-    }
-    return false;
+    struct fleet_account *a = find_account(s, account);
+    if (a && a->has_discovered && a->discovered_at == now)
+        return;
+    a = change_account(s, account);
+    a->has_discovered = true;
+    a->discovered_at = now;
 }
 
 /* Whether an outbox item (of any account) is about `serial`. */
@@ -243,34 +594,57 @@ static bool in_outbox(const struct state *s, const char *serial)
 
 /* Drops the history of devices that are neither listed nor in the outbox
  * and that were neither first known nor polled in the 30 days before
- * `now`. Such a device that comes back is new again (first_known = now). */
-static void prune_history(struct state *s, struct json_object *acc, long long now)
+ * `now`. Such a device that comes back is new again (first_known = now).
+ * Returns whether it dropped any. */
+static bool prune_history(const struct state *s, struct fleet_account *a, long long now)
 {
-    struct json_object *hist = member(acc, "history", json_type_object);
-    if (!hist)
-        return;
-    size_t n = 0;
-    char **drop = xcalloc((size_t)json_object_object_length(hist) + 1, sizeof *drop);
-    struct json_object_iterator it = json_object_iter_begin(hist);
-    struct json_object_iterator end = json_object_iter_end(hist);
-    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
-        const char *serial = json_object_iter_peek_name(&it);
-        struct json_object *h = json_object_iter_peek_value(&it);
-        long long latest = int_member(h, "first_known", 0);
-        long long poll = int_member(h, "last_poll", 0);
-        long long ok = int_member(h, "last_ok", 0);
-        if (poll > latest)
-            latest = poll;
-        if (ok > latest)
-            latest = ok;
-        if (latest < now - HISTORY_KEEP && !listed(acc, serial) && !in_outbox(s, serial))
-            drop[n++] = xstrdup(serial);
+    size_t kept = 0;
+    for (size_t i = 0; i < a->n_history; i++) {
+        struct fleet_history *h = &a->history[i];
+        long long latest = h->first_known;
+        if (h->last_poll > latest)
+            latest = h->last_poll;
+        if (h->last_ok > latest)
+            latest = h->last_ok;
+        if (latest < now - HISTORY_KEEP && !listed(a, h->serial) && !in_outbox(s, h->serial)) {
+            free(h->serial);
+            free(h->extra);
+            continue;
+        }
+        a->history[kept++] = *h;
     }
+    if (kept == a->n_history)
+        return false;
+    a->n_history = kept;
+    strmap_clear(&a->known);
+    for (size_t i = 0; i < kept; i++)
+        strmap_put(&a->known, a->history[i].serial, i);
+    return true;
+}
+
+static const char *or_empty(const char *s)
+{
+    return s ? s : "";
+}
+
+/* Whether the account's list is `devs` (those with a serial) already. */
+static bool same_list(const struct fleet_account *a, const struct state_device *devs, size_t n)
+{
+    size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        json_object_object_del(hist, drop[i]);
-        free(drop[i]);
+        const struct state_device *d = &devs[i];
+        if (!d->serial)
+            continue;
+        const struct fleet_device *have = k < a->n_devices ? &a->devices[k] : NULL;
+        if (!have || have->extra || strcmp(have->serial, d->serial) != 0 ||
+            strcmp(have->base, or_empty(d->base)) != 0 ||
+            strcmp(have->model, or_empty(d->model)) != 0 ||
+            strcmp(have->name, or_empty(d->name)) != 0 ||
+            strcmp(have->group, or_empty(d->group)) != 0)
+            return false;
+        k++;
     }
-    free(drop);
+    return k == a->n_devices;
 }
 
 /* A new device takes its poll times and refused_until from the caller (a
@@ -279,58 +653,73 @@ static void prune_history(struct state *s, struct json_object *acc, long long no
 void state_set_devices(struct state *s, const char *account, const struct state_device *devs,
                        size_t n, long long now)
 {
-    struct json_object *acc = account_object(s, account);
-    struct json_object *hist = child_object(acc, "history");
-    struct json_object *list = jsonv_need(json_object_new_array());
+    struct fleet_account *a = find_account(s, account);
+    bool changed = !a || !same_list(a, devs, n);
+    for (size_t i = 0; a && !changed && i < n; i++) {
+        const struct fleet_history *h = devs[i].serial ? history_of(a, devs[i].serial) : NULL;
+        changed = devs[i].serial && (!h || h->first_known == 0);
+    }
+    if (!changed) {
+        /* prune_history changes nothing it does not drop */
+        if (prune_history(s, a, now))
+            change_account(s, account);
+        return;
+    }
+    a = change_account(s, account);
+    for (size_t i = 0; i < a->n_devices; i++)
+        device_free(&a->devices[i]);
+    a->n_devices = 0;
+    a->devices = xreallocarray(a->devices, n ? n : 1, sizeof *a->devices);
     for (size_t i = 0; i < n; i++) {
         const struct state_device *d = &devs[i];
         if (!d->serial)
             continue;
-        jsonv_append(list, device_object(d->serial, d->base, d->model, d->name, d->group));
-        struct json_object *h = member(hist, d->serial, json_type_object);
-        if (!h)
-            jsonv_put(hist, d->serial,
-                      history_object(now, d->last_poll, d->last_ok, d->refused_until));
-        else if (int_member(h, "first_known", 0) == 0)
-            jsonv_put_int(h, "first_known", now);
+        a->devices[a->n_devices++] = (struct fleet_device){
+            .serial = xstrdup(d->serial),
+            .base = xstrdup(or_empty(d->base)),
+            .model = xstrdup(or_empty(d->model)),
+            .name = xstrdup(or_empty(d->name)),
+            .group = xstrdup(or_empty(d->group)),
+        };
+        struct fleet_history *h = history_of(a, d->serial);
+        if (!h) {
+            h = history_entry(a, d->serial);
+            h->first_known = now;
+            h->last_poll = d->last_poll;
+            h->last_ok = d->last_ok;
+            h->refused_until = d->refused_until;
+        } else if (h->first_known == 0) {
+            h->first_known = now;
+        }
     }
-    jsonv_put(acc, "devices", list);
-    prune_history(s, acc, now);
+    index_devices(a);
+    prune_history(s, a, now);
 }
 
 struct state_device *state_devices(const struct state *s, const char *account, size_t *n)
 {
-    struct json_object *acc =
-        member(section(s, &state_section_accounts), account, json_type_object);
-    struct json_object *list = member(acc, "devices", json_type_array);
-    struct json_object *hist = member(acc, "history", json_type_object);
-    size_t len = list ? json_object_array_length(list) : 0;
+    const struct fleet_account *a = find_account(s, account);
     struct state_device *out = NULL;
     *n = 0;
-    if (len == 0)
+    if (!a || a->n_devices == 0)
         return NULL;
-    out = xcalloc(len, sizeof *out);
-    for (size_t i = 0; i < len; i++) {
-        struct json_object *d = json_object_array_get_idx(list, i);
-        const char *serial = str_member(d, "serial");
-        const char *base = str_member(d, "base");
-        const char *model = str_member(d, "model");
-        const char *name = str_member(d, "name");
-        const char *group = str_member(d, "group");
-        if (!serial)
-            continue;
-        struct json_object *h = member(hist, serial, json_type_object);
+    out = xcalloc(a->n_devices, sizeof *out);
+    for (size_t i = 0; i < a->n_devices; i++) {
+        const struct fleet_device *d = &a->devices[i];
+        const struct fleet_history *h = history_of(a, d->serial);
         struct state_device *o = &out[(*n)++];
-        o->serial = xstrdup(serial);
-        o->base = xstrdup(base ? base : "");
-        o->model = xstrdup(model ? model : "");
-        o->name = xstrdup(name ? name : "");
-        o->group = xstrdup(group ? group : "");
-        o->first_known = int_member(h, "first_known", 0);
-        o->last_poll = int_member(h, "last_poll", 0);
-        o->last_ok = int_member(h, "last_ok", 0);
-        o->refused_until = int_member(h, "refused_until", 0);
-        o->refusals = (long)int_member(h, "refusals", 0);
+        o->serial = xstrdup(d->serial);
+        o->base = xstrdup(d->base);
+        o->model = xstrdup(d->model);
+        o->name = xstrdup(d->name);
+        o->group = xstrdup(d->group);
+        if (h) {
+            o->first_known = h->first_known;
+            o->last_poll = h->last_poll;
+            o->last_ok = h->last_ok;
+            o->refused_until = h->refused_until;
+            o->refusals = h->refusals;
+        }
     }
     return out;
 }
@@ -354,45 +743,44 @@ void state_devices_free(struct state_device *d, size_t n)
 void state_device_polled(struct state *s, const char *account, const char *serial, const char *base,
                          long long now, bool ok)
 {
-    struct json_object *acc = account_object(s, account);
-    struct json_object *list = child_array(acc, "devices");
-    size_t n = json_object_array_length(list);
-    bool found = false;
-    for (size_t i = 0; i < n && !found; i++) {
-        struct json_object *d = json_object_array_get_idx(list, i);
-        const char *have = str_member(d, "serial");
-        if (have && strcmp(have, serial) == 0) {
-            found = true;
-            if (base)
-                jsonv_put(d, "base", jsonv_need(json_object_new_string(base)));
-        }
+    struct fleet_account *a = change_account(s, account);
+    struct fleet_device *d = listed(a, serial);
+    if (d && base) {
+        free(d->base);
+        d->base = xstrdup(base);
+    } else if (!d) {
+        a->devices = xreallocarray(a->devices, a->n_devices + 1, sizeof *a->devices);
+        a->devices[a->n_devices] = (struct fleet_device){
+            .serial = xstrdup(serial),
+            .base = xstrdup(or_empty(base)),
+            .model = xstrdup(""),
+            .name = xstrdup(""),
+            .group = xstrdup(""),
+        };
+        strmap_put(&a->listed, serial, a->n_devices++);
     }
-    if (!found)
-        jsonv_append(list, device_object(serial, base, "", "", ""));
-    struct json_object *h = history_entry(acc, serial);
-    if (int_member(h, "first_known", 0) == 0)
-        jsonv_put_int(h, "first_known", now);
-    jsonv_put_int(h, "last_poll", now);
+    struct fleet_history *h = history_entry(a, serial);
+    if (h->first_known == 0)
+        h->first_known = now;
+    h->last_poll = now;
     if (ok) {
-        jsonv_put_int(h, "last_ok", now);
-        json_object_object_del(h, "refusals");
+        h->last_ok = now;
+        h->refusals = 0;
     }
 }
 
 void state_device_refused(struct state *s, const char *account, const char *serial, long long until,
                           long refusals)
 {
-    struct json_object *h = history_entry(account_object(s, account), serial);
-    jsonv_put_int(h, "refused_until", until);
-    if (refusals > 0)
-        jsonv_put_int(h, "refusals", refusals);
-    else
-        json_object_object_del(h, "refusals");
+    struct fleet_history *h = history_entry(change_account(s, account), serial);
+    h->refused_until = until;
+    h->refusals = refusals > 0 ? refusals : 0;
 }
 
-const struct state_section state_section_accounts = {
+const struct state_native state_native_accounts = {
     .name = "accounts",
-    .type = json_type_object,
-    .check = check_accounts,
+    .read = read_accounts,
+    .write = write_accounts,
     .clamp = clamp_accounts,
+    .free = free_fleet,
 };

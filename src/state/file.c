@@ -11,6 +11,7 @@
 #include "util/fileio.h"
 #include "util/jsonv.h"
 #include "util/log.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 #include <errno.h>
@@ -34,19 +35,26 @@
 static const struct state_section *const sections[] = {
     &state_section_seen,      /* seen.c */
     &state_section_floors,    /* seen.c */
-    &state_section_accounts,  /* devices.c */
     &state_section_logins,    /* ledger.c */
     &state_section_outbox,    /* outbox.c */
     &state_section_throttles, /* throttles.c */
     &state_section_counters,  /* counters.c */
     &state_section_receivers, /* health.c */
     &state_section_self,      /* self.c */
-    &state_section_watch,     /* watch.c */
-    &state_section_limits,    /* watch.c */
     &state_section_signals,   /* signals.c */
 };
 
 #define N_SECTIONS (sizeof sections / sizeof sections[0])
+
+/* The sections kept in their own form (section.h), written after the
+ * others in this order. */
+static const struct state_native *const natives[] = {
+    &state_native_accounts, /* devices.c */
+    &state_native_watch,    /* watch.c */
+    &state_native_limits,   /* watch.c */
+};
+
+#define N_NATIVES (sizeof natives / sizeof natives[0])
 
 /* --- checking a loaded document ---------------------------------------- */
 
@@ -96,26 +104,133 @@ static uint64_t digest_of(const char *text, size_t len)
     return h ^ ((uint64_t)len * 0x9e3779b97f4a7c15ULL);
 }
 
-/* Reads and checks `path` into *out; a missing file is an empty state.
- * The file is opened without following a symlink and without blocking
- * (a FIFO or a device there is refused, never waited on or moved), and
- * with *fd (may be NULL) the caller keeps the descriptor of what was read,
- * -1 when nothing was: state_open moves a corrupt file aside through it.
- * *corrupt (may be NULL) tells a file that was read but is not a state
- * this version understands (including one over the size limit) from one
- * that could not be read at all. *digest (may be NULL) gets the digest of
- * the text read without its final newline (what a save of the same
- * document writes, when this version wrote the file); 0 when there was
- * no file or it is not a state. */
-static int load(struct json_object **out, int *fd, const char *path, bool *corrupt,
-                uint64_t *digest, struct err *e)
+/* Appends the path of `at` to `b`, outermost first. */
+static void where_text(struct buf *b, const struct where *at)
+{
+    if (at->up)
+        where_text(b, at->up);
+    if (at->key)
+        buf_printf(b, at->up ? ".%s" : "%s", at->key);
+    else
+        buf_printf(b, "[%zu]", at->index);
+}
+
+int native_fail(struct jscan *js, const struct where *at, const char *what, struct err *e)
+{
+    struct err scan;
+    struct buf where;
+    buf_init(&where, ERR_MAX);
+    where_text(&where, at);
+    if (js->failed) { /* the text itself is broken: say how */
+        jscan_error(js, &scan);
+        err_set(e, "%s: %s", buf_str(&where), scan.msg);
+    } else {
+        jscan_fail(js, what);
+        err_set(e, "%s: %s (byte %zu)", buf_str(&where), what, js->fail_at);
+    }
+    buf_free(&where);
+    return -1;
+}
+
+static const struct state_native *native_named(const char *name)
+{
+    for (size_t i = 0; i < N_NATIVES; i++)
+        if (strcmp(natives[i]->name, name) == 0)
+            return natives[i];
+    return NULL;
+}
+
+/* Parses one member's value (`raw`) into *out with json-c as the whole
+ * file used to be: strictly, UTF-8 checked. False when it is not JSON. */
+static bool parse_member(struct json_object **out, const struct jscan_raw *raw)
+{
+    struct json_tokener *tok = json_tokener_new();
+    if (!tok)
+        xalloc_die();
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    struct json_object *v = json_tokener_parse_ex(tok, raw->text, (int)raw->len);
+    if (json_tokener_get_error(tok) == json_tokener_continue)
+        v = json_tokener_parse_ex(tok, "", 1); /* a number at the very end */
+    bool ok = json_tokener_get_error(tok) == json_tokener_success;
+    if (!ok) {
+        json_object_put(v);
+        v = NULL;
+    }
+    json_tokener_free(tok);
+    *out = v;
+    return ok;
+}
+
+/* Parses `text`, a whole file, into s->root and the native sections:
+ * members of a native section by its reader, every other by json-c. */
+static int parse_text(struct state *s, const char *text, size_t len, struct err *e)
+{
+    int rc = -1;
+    struct jscan js = {0};
+    jscan_init(&js, text, len);
+    if (jscan_peek(&js) != JSCAN_OBJECT) {
+        jscan_skip(&js, NULL);
+        if (jscan_end(&js, e) == 0)
+            err_set(e, "not a JSON object");
+        goto out;
+    }
+    s->root = jsonv_need(json_object_new_object());
+    jscan_object(&js);
+    while (jscan_member(&js)) {
+        const struct state_native *nat = native_named(js.key);
+        struct jscan_raw raw;
+        if (nat) {
+            if (nat->read(s, &js, e) < 0)
+                goto out;
+            continue;
+        }
+        if (strlen(js.key) != js.key_len || !utf8_valid(js.key, js.key_len)) {
+            jscan_fail(&js, "a member name that is not UTF-8 text");
+            break;
+        }
+        char *name = xstrdup(js.key);
+        struct json_object *v = NULL;
+        if (jscan_skip(&js, &raw)) {
+            if (parse_member(&v, &raw))
+                jsonv_put(s->root, name, v);
+            else
+                jscan_fail(&js, "a member that is not UTF-8 JSON");
+        }
+        free(name);
+    }
+    if (jscan_end(&js, e) < 0)
+        goto out;
+    rc = 0;
+out:
+    jscan_free(&js);
+    return rc;
+}
+
+static void free_natives(struct state *s)
+{
+    for (size_t i = 0; i < N_NATIVES; i++)
+        natives[i]->free(s);
+}
+
+/* Reads and checks s->path into s->root and the native sections; a
+ * missing file is an empty state. The file is opened without following a
+ * symlink and without blocking (a FIFO or a device there is refused,
+ * never waited on or moved), and with *fd (may be NULL) the caller keeps
+ * the descriptor of what was read, -1 when nothing was: state_open moves
+ * a corrupt file aside through it. *corrupt (may be NULL) tells a file
+ * that was read but is not a state this version understands (including
+ * one over the size limit) from one that could not be read at all.
+ * *digest (may be NULL) gets the digest of the text read without its
+ * final newline (what a save of the same document writes, when this
+ * version wrote the file); 0 when there was no file or it is not a
+ * state. On failure s->root is NULL and the native sections empty. */
+static int load(struct state *s, int *fd, bool *corrupt, uint64_t *digest, struct err *e)
 {
     bool read = false;
     int rc = -1;
     int in = -1;
+    const char *path = s->path;
     struct buf text;
-    struct json_tokener *tok = NULL;
-    struct json_object *root = NULL;
     struct json_object *v = NULL;
     struct stat st;
 
@@ -124,7 +239,7 @@ static int load(struct json_object **out, int *fd, const char *path, bool *corru
         *digest = 0;
     in = file_open_regular(path, FILE_NOFOLLOW, &st, e);
     if (in < 0 && errno == ENOENT) {
-        root = new_root();
+        s->root = new_root();
         rc = 0;
         goto out;
     }
@@ -143,31 +258,12 @@ static int load(struct json_object **out, int *fd, const char *path, bool *corru
         err_set(e, "%s: corrupt state file: empty", path);
         goto out;
     }
-    tok = json_tokener_new();
-    if (!tok)
-        xalloc_die();
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    /* The length includes the final NUL so that the tokener knows the text
-     * ends there; it must then have consumed everything before it. */
-    root = json_tokener_parse_ex(tok, text.data, (int)text.len + 1);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    if (jerr != json_tokener_success) {
-        err_set(e, "%s: corrupt state file: %s at offset %zu", path,
-                jerr == json_tokener_continue ? "unexpected end of data"
-                                              : json_tokener_error_desc(jerr),
-                json_tokener_get_parse_end(tok));
+    if (parse_text(s, text.data, text.len, e) < 0) {
+        err_prefix(e, "%s: corrupt state file", path);
         goto out;
     }
-    if (json_tokener_get_parse_end(tok) < text.len) {
-        err_set(e, "%s: corrupt state file: unexpected data at offset %zu", path,
-                json_tokener_get_parse_end(tok));
-        goto out;
-    }
-    if (!json_object_is_type(root, json_type_object)) {
-        err_set(e, "%s: corrupt state file: not a JSON object", path);
-        goto out;
-    }
-    if (!json_object_object_get_ex(root, "version", &v) || !json_object_is_type(v, json_type_int)) {
+    if (!json_object_object_get_ex(s->root, "version", &v) ||
+        !json_object_is_type(v, json_type_int)) {
         err_set(e, "%s: corrupt state file: no integer 'version'", path);
         goto out;
     }
@@ -180,7 +276,7 @@ static int load(struct json_object **out, int *fd, const char *path, bool *corru
         err_set(e, "%s: corrupt state file: version %lld", path, version);
         goto out;
     }
-    if (check_root(root, e) < 0) {
+    if (check_root(s->root, e) < 0) {
         err_prefix(e, "%s: corrupt state file", path);
         goto out;
     }
@@ -195,12 +291,10 @@ out:
     else if (in >= 0)
         close(in);
     if (rc < 0) {
-        json_object_put(root);
-        root = NULL;
+        json_object_put(s->root);
+        s->root = NULL;
+        free_natives(s);
     }
-    *out = root;
-    if (tok)
-        json_tokener_free(tok);
     buf_free(&text);
     return rc;
 }
@@ -436,7 +530,7 @@ int state_open(struct state **out, const char *path, int lock_wait, struct err *
     if (lock(&s->lock_fd, path, lock_wait, e) < 0)
         goto out;
     bool corrupt = false;
-    if (load(&s->root, &fd, path, &corrupt, &s->saved, e) < 0) {
+    if (load(s, &fd, &corrupt, &s->saved, e) < 0) {
         if (!corrupt || set_aside(s, fd, e->msg, e) < 0)
             goto out;
         s->root = new_root();
@@ -470,8 +564,7 @@ int state_peek(struct state **out, const char *path, struct err *e)
         goto out;
     }
     s->path = xstrdup(path);
-    if (load(&s->root, NULL, path, NULL, NULL, e) < 0 ||
-        seen_files_open(&s->files, path, true, e) < 0)
+    if (load(s, NULL, NULL, NULL, e) < 0 || seen_files_open(&s->files, path, true, e) < 0)
         goto out;
     *out = s;
     s = NULL;
@@ -481,33 +574,23 @@ out:
     return rc;
 }
 
-/* Writes `json` (the text of a root, `len` bytes) and a newline to `path`
- * atomically. */
-static int write_text(const char *path, const char *json, size_t len, struct err *e)
-{
-    int rc = -1;
-    struct buf text;
-    buf_init(&text, 0);
-    if (!json) {
-        err_set(e, "cannot serialise the state");
-        goto out;
-    }
-    buf_append(&text, json, len);
-    buf_puts(&text, "\n");
-    if (file_write_atomic(path, text.data, text.len, 0600, e) < 0)
-        goto out;
-    rc = 0;
-out:
-    buf_free(&text);
-    return rc;
-}
-
-/* Writes `root` to `path` atomically; on failure the old file is intact. */
-static int write_root(const char *path, struct json_object *root, struct err *e)
+/* The document's text: the root's members, then each native section's;
+ * with a newline after it when `newline`. */
+static void document_text(struct buf *out, const struct state *s, bool newline)
 {
     size_t len = 0;
-    const char *json = json_object_to_json_string_length(root, JSON_FLAGS, &len);
-    return write_text(path, json, len, e);
+    const char *json = json_object_to_json_string_length(s->root, JSON_FLAGS, &len);
+    if (!json || len < 2)
+        xalloc_die(); /* json-c fails only when out of memory */
+    buf_append(out, json, len - 1);
+    for (size_t i = 0; i < N_NATIVES; i++) {
+        if (out->len > 1)
+            buf_append(out, ",", 1);
+        buf_json_string(out, natives[i]->name, strlen(natives[i]->name));
+        buf_append(out, ":", 1);
+        natives[i]->write(s, out);
+    }
+    buf_append(out, newline ? "}\n" : "}", newline ? 2 : 1);
 }
 
 /* A state read without the lock must never overwrite what a run that
@@ -527,29 +610,37 @@ static int refuse_read_only(const struct state *s, struct err *e)
  * about). */
 static int write_state_file(struct state *s, struct err *e)
 {
-    size_t size = 0;
-    const char *json = json_object_to_json_string_length(s->root, JSON_FLAGS, &size);
+    int rc = -1;
+    struct buf text;
+    buf_init(&text, 0);
+    document_text(&text, s, true);
     /* Down to 15/16 of the limit: the relay event that reports it, and
      * the next events, must not make every following save trim again. */
-    for (int tries = 0; json && size + 1 > s->max_bytes && tries < 3; tries++) {
-        if (!outbox_shed(s, size + 1 - s->max_bytes / 16 * 15))
+    for (int tries = 0; text.len > s->max_bytes && tries < 3; tries++) {
+        if (!outbox_shed(s, text.len - s->max_bytes / 16 * 15))
             break;
-        json = json_object_to_json_string_length(s->root, JSON_FLAGS, &size);
+        buf_reset(&text);
+        document_text(&text, s, true);
     }
-    if (json && size + 1 > s->max_bytes)
+    if (text.len > s->max_bytes)
         log_error("%s: the state holds %zu bytes, more than the %zu it should, with an empty "
                   "outbox",
-                  s->path, size + 1, s->max_bytes);
+                  s->path, text.len, s->max_bytes);
     /* A run that changed nothing (most runs find nothing due) rewrites
      * nothing: no write, no fsync, the file as it was. */
-    uint64_t digest = json ? digest_of(json, size) : 0;
-    if (digest && digest == s->saved)
-        return 0;
+    uint64_t digest = digest_of(text.data, text.len - 1);
+    if (digest && digest == s->saved) {
+        rc = 0;
+        goto out;
+    }
     s->saved = 0; /* a write that fails may still have replaced the file */
-    if (write_text(s->path, json, size, e) < 0)
-        return -1;
+    if (file_write_atomic(s->path, text.data, text.len, 0600, e) < 0)
+        goto out;
     s->saved = digest;
-    return 0;
+    rc = 0;
+out:
+    buf_free(&text);
+    return rc;
 }
 
 /* The state file first, then the device files (seen_flush): the journal
@@ -595,23 +686,28 @@ void state_trimmed_free(struct state_trim *t, size_t n)
 int state_save_budget(struct state *s, struct err *e)
 {
     int rc = -1;
-    struct json_object *disk = NULL;
+    struct state disk = {.path = s->path};
     struct json_object *copy = NULL;
+    struct buf text;
+    buf_init(&text, 0);
     if (s->read_only)
         return refuse_read_only(s, e);
-    if (load(&disk, NULL, s->path, NULL, NULL, e) < 0)
+    if (load(&disk, NULL, NULL, NULL, e) < 0)
         goto out;
     if (json_object_deep_copy(section(s, &state_section_logins), &copy, NULL) < 0 || !copy)
         xalloc_die();
-    jsonv_put(disk, state_section_logins.name, copy);
+    jsonv_put(disk.root, state_section_logins.name, copy);
+    document_text(&text, &disk, true);
     s->saved = 0; /* the file is no longer the document's text */
-    if (write_root(s->path, disk, e) < 0)
+    if (file_write_atomic(s->path, text.data, text.len, 0600, e) < 0)
         goto out;
     rc = 0;
 out:
     if (rc < 0)
         err_prefix(e, "%s: cannot save the budget", s->path);
-    json_object_put(disk);
+    json_object_put(disk.root);
+    free_natives(&disk);
+    buf_free(&text);
     return rc;
 }
 
@@ -628,6 +724,7 @@ void state_close(struct state *s)
         close(s->lock_fd);
     }
     json_object_put(s->root);
+    free_natives(s);
     seen_files_free(s->files);
     state_trimmed_free(s->trimmed, s->n_trimmed);
     free(s->path);
@@ -644,4 +741,6 @@ void state_clamp_clock(struct state *s, long long now, long max_block)
     for (size_t i = 0; i < N_SECTIONS; i++)
         if (sections[i]->clamp)
             sections[i]->clamp(section(s, sections[i]), &to);
+    for (size_t i = 0; i < N_NATIVES; i++)
+        natives[i]->clamp(s, &to);
 }

@@ -84,7 +84,9 @@
 #define WSRELAY_STATE_SECTION_H
 
 #include "state.h"
+#include "util/buf.h"
 #include "util/err.h"
+#include "util/jscan.h"
 #include "util/jsonv.h"
 
 #include <json-c/json.h>
@@ -113,7 +115,9 @@ struct state {
                                    same text writes nothing */
     struct state_trim *trimmed; /* what saves gave up for it, not yet taken */
     size_t n_trimmed;
-    struct seen_files *files; /* the per-device files of seen keys, PATH.d/ */
+    struct seen_files *files;  /* the per-device files of seen keys, PATH.d/ */
+    struct readings *readings; /* the watch and limits sections (watch.c); NULL: empty */
+    struct fleet *fleet;       /* the accounts section (devices.c); NULL: empty */
 };
 
 /* What state_clamp_clock corrects to: each section's clamp lowers its
@@ -139,17 +143,60 @@ struct state_section {
     void (*clamp)(struct json_object *v, const struct state_clamp *to);
 };
 
+/* A section kept in its own form rather than as json-c objects: C
+ * structures, with the text of each entry as the file had it, written
+ * back as it was unless the entry changed. The per-device sections (the
+ * device lists and histories, the readings memory, the learnt limits) are
+ * most of the file's bytes at a large fleet, and json-c's objects cost
+ * more to build, write and free than the rest of a run; a run that polls
+ * one device or finds nothing new leaves nearly all of their entries
+ * untouched. The document, and so the file, is the same either way.
+ *
+ * file.c reads the top-level object with a scanner (util/jscan.h): the
+ * members of native sections go to their `read`, every other member is
+ * parsed by json-c into the root as before. A save writes the root, then
+ * each native section's member. */
+struct state_native {
+    const char *name; /* the member */
+    /* Reads the member's value, `js` positioned on it, into `s` (replacing
+     * what an earlier member of the same name gave: the last one wins, as
+     * json-c's does). Checks what `check` would: fails (the scan failed or
+     * not) with a message naming the member, as check does. */
+    int (*read)(struct state *s, struct jscan *js, struct err *e);
+    /* Appends the member's value as JSON ({} when empty). */
+    void (*write)(const struct state *s, struct buf *out);
+    /* As state_section's clamp, on `s`. */
+    void (*clamp)(struct state *s, const struct state_clamp *to);
+    /* Frees what `read` and the accessors kept in `s`. */
+    void (*free)(struct state *s);
+};
+
+extern const struct state_native state_native_accounts; /* devices.c */
+extern const struct state_native state_native_watch;    /* watch.c */
+extern const struct state_native state_native_limits;   /* watch.c */
+
+/* Where a native section's reader is, for its messages: a chain from the
+ * innermost member or item out to the section's member, built on the
+ * stack as the reader descends and formatted only when something fails
+ * ("watch.5214000A.ch[0].value"). */
+struct where {
+    const struct where *up; /* NULL: the section's member itself */
+    const char *key;        /* a member's name; NULL for an item of an array */
+    size_t index;           /* the item's position */
+};
+
+/* Fails the scan with `what` at `at`: "WHERE: WHAT (byte N)", or, when
+ * the text itself was broken, "WHERE: byte N: WHY" (file.c). Returns -1. */
+int native_fail(struct jscan *js, const struct where *at, const char *what, struct err *e);
+
 extern const struct state_section state_section_seen;      /* seen.c */
 extern const struct state_section state_section_floors;    /* seen.c */
-extern const struct state_section state_section_accounts;  /* devices.c */
 extern const struct state_section state_section_logins;    /* ledger.c */
 extern const struct state_section state_section_outbox;    /* outbox.c */
 extern const struct state_section state_section_throttles; /* throttles.c */
 extern const struct state_section state_section_counters;  /* counters.c */
 extern const struct state_section state_section_receivers; /* health.c */
 extern const struct state_section state_section_self;      /* self.c */
-extern const struct state_section state_section_watch;     /* watch.c */
-extern const struct state_section state_section_limits;    /* watch.c */
 extern const struct state_section state_section_signals;   /* signals.c */
 
 /* --- what sections lend each other ------------------------------------- */

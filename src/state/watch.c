@@ -1,306 +1,815 @@
 /* What each device serial's current readings were lately (watch.h), in
  * the "watch" section, and the limits of its channels that alert texts
- * taught, in "limits". Both are per serial and forgotten together. */
+ * taught, in "limits". Both are per serial and forgotten together.
+ *
+ * Both are native sections (section.h): one entry per serial with its
+ * memory as a struct watch and its limits as rows, each beside the text
+ * the file had for it. A readings run takes every device's reading, and
+ * most readings change nothing: their entries are written back as the
+ * text that was read, without a number formatted again. */
 #include "state.h"
 #include "state/section.h"
-#include "util/jsonv.h"
+#include "util/strmap.h"
 #include "util/xalloc.h"
 
-#include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* --- checking a loaded document ---------------------------------------- */
+/* One channel's learnt limits, under its member name ("1", "2", ...). */
+struct limit_row {
+    char *key;
+    struct watch_limit l;
+};
 
-static int check_number(const struct json_object *obj, const char *key, const char *where,
+/* One serial's entry. A text is the entry's JSON as the file has it (or
+ * as the last change wrote it); NULL when it must be written from the
+ * structure. */
+struct reading_entry {
+    char *serial;
+    bool has_watch;
+    struct watch w;
+    char *watch_text;
+    size_t watch_len;
+    bool has_limits;
+    struct limit_row *limits;
+    size_t n_limits;
+    char *limits_text;
+    size_t limits_len;
+};
+
+struct readings {
+    struct reading_entry *e; /* in the order serials first came */
+    size_t n, cap;
+    struct strmap index; /* serial -> position in e */
+};
+
+static struct reading_entry *find(const struct state *s, const char *serial)
+{
+    size_t i;
+    return s->readings && strmap_get(&s->readings->index, serial, &i) ? &s->readings->e[i] : NULL;
+}
+
+static struct reading_entry *find_or_add(struct state *s, const char *serial)
+{
+    struct reading_entry *r = find(s, serial);
+    if (r)
+        return r;
+    if (!s->readings)
+        s->readings = xcalloc(1, sizeof *s->readings);
+    struct readings *rs = s->readings;
+    if (rs->n == rs->cap) {
+        rs->cap = rs->cap ? rs->cap * 2 : 64;
+        rs->e = xreallocarray(rs->e, rs->cap, sizeof *rs->e);
+    }
+    r = &rs->e[rs->n];
+    memset(r, 0, sizeof *r);
+    r->serial = xstrdup(serial);
+    strmap_put(&rs->index, serial, rs->n++);
+    return r;
+}
+
+static void forget_watch(struct reading_entry *r)
+{
+    free(r->watch_text);
+    r->watch_text = NULL;
+    r->has_watch = false;
+    memset(&r->w, 0, sizeof r->w);
+}
+
+static void forget_limits(struct reading_entry *r)
+{
+    for (size_t i = 0; i < r->n_limits; i++)
+        free(r->limits[i].key);
+    free(r->limits);
+    free(r->limits_text);
+    r->limits = NULL;
+    r->limits_text = NULL;
+    r->n_limits = 0;
+    r->has_limits = false;
+}
+
+static void free_readings(struct state *s)
+{
+    struct readings *rs = s->readings;
+    if (!rs)
+        return;
+    for (size_t i = 0; i < rs->n; i++) {
+        forget_watch(&rs->e[i]);
+        forget_limits(&rs->e[i]);
+        free(rs->e[i].serial);
+    }
+    free(rs->e);
+    strmap_clear(&rs->index);
+    free(rs);
+    s->readings = NULL;
+}
+
+/* Drops the entries that hold neither a memory nor limits. */
+static void compact(struct state *s)
+{
+    struct readings *rs = s->readings;
+    size_t kept = 0;
+    strmap_clear(&rs->index);
+    for (size_t i = 0; i < rs->n; i++) {
+        if (!rs->e[i].has_watch && !rs->e[i].has_limits) {
+            free(rs->e[i].serial);
+            continue;
+        }
+        rs->e[kept] = rs->e[i];
+        strmap_put(&rs->index, rs->e[kept].serial, kept);
+        kept++;
+    }
+    rs->n = kept;
+}
+
+/* --- reading the file ---------------------------------------------------- */
+
+/* The readers below take the member's name from js->key and say where
+ * they are with a chain of `struct where` (section.h), which costs
+ * nothing until a message needs it. */
+
+static bool fail(struct jscan *js, const struct where *up, const char *key, const char *what,
+                 struct err *e)
+{
+    struct where at = {up, key, 0};
+    native_fail(js, key ? &at : up, what, e);
+    return false;
+}
+
+/* A number member: JSON's integers and doubles alike. */
+static bool read_number(struct jscan *js, double *out, const struct where *up, struct err *e)
+{
+    return (jscan_peek(js) == JSCAN_NUMBER && jscan_number(js, out)) ||
+           fail(js, up, js->key, "not a number", e);
+}
+
+static bool read_int(struct jscan *js, long long *out, const struct where *up, struct err *e)
+{
+    return (jscan_peek(js) == JSCAN_NUMBER && jscan_int(js, out)) ||
+           fail(js, up, js->key, "not an integer", e);
+}
+
+static bool read_bool(struct jscan *js, bool *out, const struct where *up, struct err *e)
+{
+    enum jscan_type t = jscan_peek(js);
+    return ((t == JSCAN_TRUE || t == JSCAN_FALSE) && jscan_bool(js, out)) ||
+           fail(js, up, js->key, "not a boolean", e);
+}
+
+static int clamp_int(long long v, int lo, int hi)
+{
+    return v < lo ? lo : v > hi ? hi : (int)v;
+}
+
+/* An array of numbers, the last `max` kept: doubles in `out`, or (with
+ * `lout`) integers in `lout`. */
+static bool read_list(struct jscan *js, double *out, long *lout, int *n, int max,
+                      const struct where *up, struct err *e)
+{
+    struct where list = {up, js->key, 0};
+    if (jscan_peek(js) != JSCAN_ARRAY)
+        return fail(js, &list, NULL, "not an array", e);
+    jscan_array(js);
+    *n = 0;
+    for (size_t i = 0; jscan_item(js); i++) {
+        double d = 0;
+        long long v = 0;
+        bool ok =
+            jscan_peek(js) == JSCAN_NUMBER && (lout ? jscan_int(js, &v) : jscan_number(js, &d));
+        if (!ok) {
+            struct where item = {&list, NULL, i};
+            return fail(js, &item, NULL, lout ? "not an integer" : "not a number", e);
+        }
+        if (*n == max) { /* keep the newest: drop the oldest */
+            if (lout)
+                memmove(lout, lout + 1, (size_t)(max - 1) * sizeof *lout);
+            else
+                memmove(out, out + 1, (size_t)(max - 1) * sizeof *out);
+            (*n)--;
+        }
+        if (lout)
+            lout[(*n)++] = (long)v;
+        else
+            out[(*n)++] = d;
+    }
+    return !js->failed;
+}
+
+static bool read_channel(struct jscan *js, struct watch_channel *c, const struct where *at,
+                         struct err *e)
+{
+    bool has_num = false;
+    long long v = 0;
+    memset(c, 0, sizeof *c);
+    if (jscan_peek(js) != JSCAN_OBJECT)
+        return fail(js, at, NULL, "not an object", e);
+    jscan_object(js);
+    while (jscan_member(js)) {
+        const char *k = js->key;
+        bool ok = true;
+        if (!strcmp(k, "num")) {
+            ok = read_int(js, &v, at, e);
+            c->num = clamp_int(v, 0, 99);
+            has_num = true;
+        } else if (!strcmp(k, "error")) {
+            ok = read_bool(js, &c->error, at, e);
+        } else if (!strcmp(k, "back")) {
+            ok = read_bool(js, &c->back, at, e);
+        } else if (!strcmp(k, "value")) {
+            ok = read_number(js, &c->value, at, e);
+        } else if (!strcmp(k, "step")) {
+            ok = read_number(js, &c->step, at, e);
+        } else if (!strcmp(k, "history")) {
+            ok = read_list(js, c->history, NULL, &c->n_history, WATCH_HISTORY, at, e);
+        } else if (!strcmp(k, "band") || !strcmp(k, "zone") || !strcmp(k, "warned")) {
+            int *field = k[0] == 'b' ? &c->band : k[0] == 'z' ? &c->zone : &c->warned;
+            ok = read_int(js, &v, at, e);
+            *field = clamp_int(v, -1, 1);
+        } else if (!strcmp(k, "warned_at")) {
+            ok = read_int(js, &c->warned_at, at, e);
+        } else if (!strcmp(k, "at_poll")) {
+            c->has_at_poll = true;
+            c->at_poll_error = jscan_null(js);
+            c->at_poll = 0;
+            ok = c->at_poll_error ||
+                 (jscan_peek(js) == JSCAN_NUMBER && jscan_number(js, &c->at_poll)) ||
+                 fail(js, at, "at_poll", "neither a number nor null", e);
+        } else {
+            ok = jscan_skip(js, NULL);
+        }
+        if (!ok)
+            return false;
+    }
+    if (js->failed)
+        return false;
+    return has_num || fail(js, at, NULL, "no 'num'", e);
+}
+
+/* One device's readings memory into *w. */
+static bool read_watch(struct jscan *js, struct watch *w, const struct where *at, struct err *e)
+{
+    long long v = 0;
+    memset(w, 0, sizeof *w);
+    if (jscan_peek(js) != JSCAN_OBJECT)
+        return fail(js, at, NULL, "not an object", e);
+    jscan_object(js);
+    while (jscan_member(js)) {
+        const char *k = js->key;
+        bool ok = true;
+        if (!strcmp(k, "t")) {
+            ok = read_int(js, &w->unixtime, at, e);
+        } else if (!strcmp(k, "seen")) {
+            ok = read_int(js, &w->seen_at, at, e);
+        } else if (!strcmp(k, "battery")) {
+            ok = read_int(js, &v, at, e);
+            w->battery = clamp_int(v, 0, 99);
+        } else if (!strcmp(k, "pending")) {
+            ok = read_int(js, &v, at, e);
+            w->pending = (unsigned)clamp_int(v, 0, 0xffff);
+        } else if (!strcmp(k, "pending_since")) {
+            ok = read_int(js, &w->pending_since, at, e);
+        } else if (!strcmp(k, "pending_after")) {
+            ok = read_int(js, &w->pending_after, at, e);
+        } else if (!strcmp(k, "pending_at")) {
+            ok = read_int(js, &w->pending_at, at, e);
+        } else if (!strcmp(k, "recheck_at")) {
+            ok = read_int(js, &w->recheck_at, at, e);
+        } else if (!strcmp(k, "silent")) {
+            ok = read_bool(js, &w->silent, at, e);
+        } else if (!strcmp(k, "told")) {
+            ok = read_bool(js, &w->pending_told, at, e);
+        } else if (!strcmp(k, "gaps")) {
+            ok = read_list(js, NULL, w->gaps, &w->n_gaps, WATCH_GAPS, at, e);
+        } else if (!strcmp(k, "ch")) {
+            struct where list = {at, "ch", 0};
+            if (jscan_peek(js) != JSCAN_ARRAY)
+                return fail(js, &list, NULL, "not an array", e);
+            jscan_array(js);
+            w->n_ch = 0;
+            for (size_t i = 0; ok && jscan_item(js); i++) {
+                struct watch_channel c;
+                struct where item = {&list, NULL, i};
+                ok = read_channel(js, &c, &item, e);
+                if (ok && w->n_ch < WATCH_CHANNELS)
+                    w->ch[w->n_ch++] = c;
+            }
+        } else {
+            ok = jscan_skip(js, NULL);
+        }
+        if (!ok)
+            return false;
+    }
+    return !js->failed;
+}
+
+/* Takes a member's text as the entry's. */
+static char *copy_raw(const char *start, const char *end, size_t *len)
+{
+    *len = (size_t)(end - start);
+    char *text = xmalloc(*len + 1);
+    memcpy(text, start, *len);
+    text[*len] = '\0';
+    return text;
+}
+
+/* Reads every member of the section's object with `one`, which fills the
+ * entry of the member's serial (a name without NUL bytes). */
+static int read_section(struct state *s, struct jscan *js, const char *name,
+                        bool (*one)(struct state *s, struct jscan *js, const char *serial,
+                                    const struct where *at, struct err *e),
                         struct err *e)
 {
-    struct json_object *v = NULL;
-    if (!json_object_object_get_ex(obj, key, &v) || is_number(v))
-        return 0;
-    return err_set(e, "%s.%s: not a number", where, key);
-}
-
-static int check_watch_channel(const struct json_object *c, const char *where, struct err *e)
-{
-    static const char *const ints[] = {"band", "zone", "warned_at", "warned"};
-    struct json_object *at = NULL;
-    if (check_type(c, json_type_object, where, e) < 0 ||
-        check_req(c, "num", json_type_int, where, e) < 0 ||
-        check_opt(c, "error", json_type_boolean, where, e) < 0 ||
-        check_opt(c, "back", json_type_boolean, where, e) < 0 ||
-        check_number(c, "value", where, e) < 0 || check_number(c, "step", where, e) < 0 ||
-        check_numbers(c, "history", false, where, e) < 0)
-        return -1;
-    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
-        if (check_opt(c, ints[k], json_type_int, where, e) < 0)
-            return -1;
-    if (json_object_object_get_ex(c, "at_poll", &at) && at && !is_number(at))
-        return err_set(e, "%s.at_poll: neither a number nor null", where);
-    return 0;
-}
-
-/* One device's readings memory. */
-static int check_watch(struct json_object *w, const char *where, struct err *e)
-{
-    static const char *const ints[] = {"t",          "seen",          "battery",
-                                       "pending",    "pending_since", "pending_after",
-                                       "pending_at", "recheck_at"};
-    if (check_type(w, json_type_object, where, e) < 0 ||
-        check_opt(w, "silent", json_type_boolean, where, e) < 0 ||
-        check_opt(w, "told", json_type_boolean, where, e) < 0 ||
-        check_numbers(w, "gaps", true, where, e) < 0 ||
-        check_opt(w, "ch", json_type_array, where, e) < 0)
-        return -1;
-    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
-        if (check_opt(w, ints[k], json_type_int, where, e) < 0)
-            return -1;
-    struct json_object *ch = member(w, "ch", json_type_array);
-    size_t n = ch ? json_object_array_length(ch) : 0;
-    for (size_t i = 0; i < n; i++) {
-        char cw[320];
-        snprintf(cw, sizeof cw, "%s.ch[%zu]", where, i);
-        if (check_watch_channel(json_object_array_get_idx(ch, i), cw, e) < 0)
+    struct where top = {NULL, name, 0};
+    if (jscan_peek(js) != JSCAN_OBJECT)
+        return fail(js, &top, NULL, "not an object", e), -1;
+    jscan_object(js);
+    while (jscan_member(js)) {
+        if (strlen(js->key) != js->key_len)
+            return fail(js, &top, NULL, "a serial with a NUL byte", e), -1;
+        char *serial = xstrdup(js->key);
+        struct where at = {&top, serial, 0};
+        bool ok = one(s, js, serial, &at, e);
+        free(serial);
+        if (!ok)
             return -1;
     }
+    if (js->failed)
+        return fail(js, &top, NULL, "not JSON", e), -1;
     return 0;
 }
 
-static int check_watches(struct json_object *watch, struct err *e)
+static bool read_watch_member(struct state *s, struct jscan *js, const char *serial,
+                              const struct where *at, struct err *e)
 {
-    return check_members(watch, "watch", check_watch, e);
+    struct watch w;
+    jscan_peek(js); /* past white space: where the member's text starts */
+    const char *start = js->p;
+    if (!read_watch(js, &w, at, e))
+        return false;
+    struct reading_entry *r = find_or_add(s, serial);
+    forget_watch(r);
+    r->has_watch = true;
+    r->w = w;
+    r->watch_text = copy_raw(start, js->p, &r->watch_len);
+    return true;
 }
 
-/* One channel's limits. */
-static int check_limit(struct json_object *l, const char *where, struct err *e)
+/* The state's own sections are replaced, not merged, by a later member of
+ * the same name (json-c's rule); so is each serial's entry. */
+static int read_watches(struct state *s, struct jscan *js, struct err *e)
 {
-    if (check_type(l, json_type_object, where, e) < 0 || check_number(l, "upper", where, e) < 0 ||
-        check_number(l, "lower", where, e) < 0)
-        return -1;
-    return 0;
+    for (size_t i = 0; s->readings && i < s->readings->n; i++)
+        forget_watch(&s->readings->e[i]);
+    return read_section(s, js, "watch", read_watch_member, e);
 }
 
-/* One device's limits, by channel. */
-static int check_device_limits(struct json_object *chans, const char *where, struct err *e)
+/* One channel's limits (a member "upper" or "lower" that is not a number
+ * is an error; others are skipped). */
+static bool read_limit(struct jscan *js, struct watch_limit *l, const struct where *at,
+                       struct err *e)
 {
-    return check_members(chans, where, check_limit, e);
+    if (jscan_peek(js) != JSCAN_OBJECT)
+        return fail(js, at, NULL, "not an object", e);
+    jscan_object(js);
+    while (jscan_member(js)) {
+        bool upper = !strcmp(js->key, "upper");
+        bool ok = true;
+        if (upper || !strcmp(js->key, "lower")) {
+            ok = read_number(js, upper ? &l->upper : &l->lower, at, e);
+            *(upper ? &l->has_upper : &l->has_lower) = true;
+        } else {
+            ok = jscan_skip(js, NULL);
+        }
+        if (!ok)
+            return false;
+    }
+    return !js->failed;
 }
 
-static int check_limits(struct json_object *limits, struct err *e)
+static bool read_limits_member(struct state *s, struct jscan *js, const char *serial,
+                               const struct where *at, struct err *e)
 {
-    return check_members(limits, "limits", check_device_limits, e);
+    struct limit_row *rows = NULL;
+    size_t n = 0;
+    bool ok = false;
+    jscan_peek(js); /* past white space: where the member's text starts */
+    const char *start = js->p;
+    if (jscan_peek(js) != JSCAN_OBJECT) {
+        fail(js, at, NULL, "not an object", e);
+        goto out;
+    }
+    jscan_object(js);
+    while (jscan_member(js)) {
+        if (strlen(js->key) != js->key_len) {
+            fail(js, at, NULL, "a channel with a NUL byte", e);
+            goto out;
+        }
+        rows = xreallocarray(rows, n + 1, sizeof *rows);
+        rows[n] = (struct limit_row){.key = xstrdup(js->key)};
+        struct where chan = {at, rows[n].key, 0};
+        if (!read_limit(js, &rows[n++].l, &chan, e))
+            goto out;
+    }
+    ok = !js->failed || fail(js, at, NULL, "not JSON", e);
+out:
+    if (ok) {
+        struct reading_entry *r = find_or_add(s, serial);
+        forget_limits(r);
+        r->has_limits = true;
+        r->limits = rows;
+        r->n_limits = n;
+        r->limits_text = copy_raw(start, js->p, &r->limits_len);
+        rows = NULL;
+        n = 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(rows[i].key);
+    free(rows);
+    return ok;
+}
+
+static int read_all_limits(struct state *s, struct jscan *js, struct err *e)
+{
+    for (size_t i = 0; s->readings && i < s->readings->n; i++)
+        forget_limits(&s->readings->e[i]);
+    return read_section(s, js, "limits", read_limits_member, e);
+}
+
+/* --- writing ------------------------------------------------------------- */
+
+static void put_key(struct buf *out, const char *key)
+{
+    buf_json_string(out, key, strlen(key));
+    buf_append(out, ":", 1);
+}
+
+/* `v` in decimal at the end of `end`'s buffer; returns where it starts. */
+static char *decimal(char *end, unsigned long long v)
+{
+    do
+        *--end = (char)('0' + v % 10);
+    while (v /= 10);
+    return end;
+}
+
+/* A number as the state writes it: at most 10 significant digits, so that
+ * -79.8 stays "-79.8" in the file ("%.10g"). Readings have few decimals:
+ * a value that is exactly a decimal of at most 9 digits with at most 4
+ * after the point is written as that decimal, which is what "%.10g" gives,
+ * without printf's cost (a save writes tens of thousands of them). */
+static void put_number(struct buf *out, double d)
+{
+    static const double scale[] = {1, 10, 100, 1000, 10000};
+    char text[32];
+    if (!isfinite(d)) /* not reached: readings are parsed finite; JSON has no inf */
+        d = 0;
+    for (int k = 0; k < 5; k++) {
+        double v = d * scale[k];
+        if (!(fabs(v) < 1e9))
+            break;
+        long long n = llround(v);
+        if ((double)n / scale[k] != d)
+            continue;
+        char *end = text + sizeof text;
+        unsigned long long u = n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n;
+        char *p = end;
+        for (int i = 0; i < k; i++, u /= 10)
+            *--p = (char)('0' + u % 10);
+        if (k)
+            *--p = '.';
+        p = decimal(p, u);
+        if (n < 0 || (n == 0 && signbit(d)))
+            *--p = '-';
+        buf_append(out, p, (size_t)(end - p));
+        return;
+    }
+    int n = snprintf(text, sizeof text, "%.10g", d);
+    buf_append(out, text, (size_t)n);
+}
+
+static void put_int(struct buf *out, const char *key, long long v)
+{
+    buf_append(out, ",\"", 2);
+    buf_puts(out, key);
+    buf_append(out, "\":", 2);
+    buf_put_ll(out, v);
+}
+
+static void put_bool(struct buf *out, const char *key, bool v)
+{
+    buf_append(out, ",", 1);
+    put_key(out, key);
+    buf_puts(out, v ? "true" : "false");
+}
+
+static void put_channel(struct buf *out, const struct watch_channel *c)
+{
+    buf_puts(out, "{\"num\":");
+    buf_put_ll(out, c->num);
+    put_bool(out, "error", c->error);
+    buf_puts(out, ",\"value\":");
+    put_number(out, c->value);
+    buf_puts(out, ",\"step\":");
+    put_number(out, c->step);
+    buf_puts(out, ",\"history\":[");
+    for (int i = 0; i < c->n_history && i < WATCH_HISTORY; i++) {
+        if (i)
+            buf_append(out, ",", 1);
+        put_number(out, c->history[i]);
+    }
+    buf_append(out, "]", 1);
+    put_int(out, "band", c->band);
+    put_int(out, "zone", c->zone);
+    if (c->has_at_poll) {
+        buf_puts(out, ",\"at_poll\":");
+        if (c->at_poll_error)
+            buf_puts(out, "null");
+        else
+            put_number(out, c->at_poll);
+    }
+    put_int(out, "warned_at", c->warned_at);
+    put_int(out, "warned", c->warned);
+    if (c->back)
+        put_bool(out, "back", true);
+    buf_append(out, "}", 1);
+}
+
+/* The memory as JSON, in the order a new entry has always been written. */
+static void put_watch(struct buf *out, const struct watch *w)
+{
+    buf_puts(out, "{\"t\":");
+    buf_put_ll(out, w->unixtime);
+    put_int(out, "seen", w->seen_at);
+    buf_puts(out, ",\"gaps\":[");
+    for (int i = 0; i < w->n_gaps && i < WATCH_GAPS; i++) {
+        if (i)
+            buf_append(out, ",", 1);
+        buf_put_ll(out, w->gaps[i]);
+    }
+    buf_append(out, "]", 1);
+    put_int(out, "battery", w->battery);
+    put_bool(out, "silent", w->silent);
+    put_int(out, "pending", w->pending);
+    put_int(out, "pending_since", w->pending_since);
+    put_int(out, "pending_after", w->pending_after);
+    put_int(out, "pending_at", w->pending_at);
+    put_int(out, "recheck_at", w->recheck_at);
+    if (w->pending_told)
+        put_bool(out, "told", true);
+    buf_puts(out, ",\"ch\":[");
+    for (int i = 0; i < w->n_ch && i < WATCH_CHANNELS; i++) {
+        if (i)
+            buf_append(out, ",", 1);
+        put_channel(out, &w->ch[i]);
+    }
+    buf_puts(out, "]}");
+}
+
+static void put_limits(struct buf *out, const struct reading_entry *r)
+{
+    buf_append(out, "{", 1);
+    for (size_t i = 0; i < r->n_limits; i++) {
+        const struct watch_limit *l = &r->limits[i].l;
+        if (i)
+            buf_append(out, ",", 1);
+        put_key(out, r->limits[i].key);
+        buf_append(out, "{", 1);
+        if (l->has_upper) {
+            buf_puts(out, "\"upper\":");
+            put_number(out, l->upper);
+        }
+        if (l->has_lower) {
+            buf_puts(out, l->has_upper ? ",\"lower\":" : "\"lower\":");
+            put_number(out, l->lower);
+        }
+        buf_append(out, "}", 1);
+    }
+    buf_append(out, "}", 1);
+}
+
+/* Entries changed since they were read are written from their structure,
+ * and keep that text for the next save. */
+static void write_watches(const struct state *s, struct buf *out)
+{
+    bool first = true;
+    buf_append(out, "{", 1);
+    for (size_t i = 0; s->readings && i < s->readings->n; i++) {
+        struct reading_entry *r = &s->readings->e[i];
+        if (!r->has_watch)
+            continue;
+        if (!first)
+            buf_append(out, ",", 1);
+        first = false;
+        put_key(out, r->serial);
+        if (!r->watch_text) {
+            struct buf one;
+            buf_init(&one, 0);
+            put_watch(&one, &r->w);
+            r->watch_len = one.len;
+            r->watch_text = buf_steal(&one);
+        }
+        buf_append(out, r->watch_text, r->watch_len);
+    }
+    buf_append(out, "}", 1);
+}
+
+static void write_limits(const struct state *s, struct buf *out)
+{
+    bool first = true;
+    buf_append(out, "{", 1);
+    for (size_t i = 0; s->readings && i < s->readings->n; i++) {
+        struct reading_entry *r = &s->readings->e[i];
+        if (!r->has_limits)
+            continue;
+        if (!first)
+            buf_append(out, ",", 1);
+        first = false;
+        put_key(out, r->serial);
+        if (r->limits_text)
+            buf_append(out, r->limits_text, r->limits_len);
+        else
+            put_limits(out, r);
+    }
+    buf_append(out, "}", 1);
 }
 
 /* --- a clock that jumped ----------------------------------------------- */
 
-static void clamp_watches(struct json_object *watch, const struct state_clamp *to)
+static bool lower(long long *t, long long max)
 {
-    long long now = to->now;
-    struct json_object_iterator it = json_object_iter_begin(watch);
-    struct json_object_iterator end = json_object_iter_end(watch);
-    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
-        struct json_object *w = json_object_iter_peek_value(&it);
-        clamp_member(w, "seen", now);
-        clamp_member(w, "pending_since", now);
-        clamp_member(w, "pending_at", now);
-        clamp_member(w, "recheck_at", now + 3600);
+    if (*t <= max)
+        return false;
+    *t = max;
+    return true;
+}
+
+static void clamp_watches(struct state *s, const struct state_clamp *to)
+{
+    for (size_t i = 0; s->readings && i < s->readings->n; i++) {
+        struct reading_entry *r = &s->readings->e[i];
+        if (!r->has_watch)
+            continue;
+        bool changed = lower(&r->w.seen_at, to->now);
+        changed = lower(&r->w.pending_since, to->now) || changed;
+        changed = lower(&r->w.pending_at, to->now) || changed;
+        changed = lower(&r->w.recheck_at, to->now + 3600) || changed;
+        if (changed) {
+            free(r->watch_text);
+            r->watch_text = NULL;
+        }
     }
+}
+
+static void no_clamp(struct state *s, const struct state_clamp *to)
+{
+    (void)s;
+    (void)to;
+}
+
+static void no_free(struct state *s)
+{
+    (void)s;
 }
 
 /* --- readings (watch.h) ------------------------------------------------ */
 
-/* A number as the state writes it: at most 10 significant digits, so that
- * -79.8 stays "-79.8" in the file. */
-static struct json_object *number_object(double d)
-{
-    char text[32];
-    if (!isfinite(d)) /* not reached: readings are parsed finite; JSON has no inf */
-        d = 0;
-    snprintf(text, sizeof text, "%.10g", d);
-    return jsonv_need(json_object_new_double_s(d, text));
-}
-
-static double number_member(const struct json_object *obj, const char *key, double dflt)
-{
-    struct json_object *v = NULL;
-    if (!obj || !json_object_object_get_ex(obj, key, &v) || !is_number(v))
-        return dflt;
-    return json_object_get_double(v);
-}
-
-static int small_int(const struct json_object *obj, const char *key, int lo, int hi)
-{
-    long long v = int_member(obj, key, 0);
-    return v < lo ? lo : v > hi ? hi : (int)v;
-}
-
-static void read_watch_channel(struct watch_channel *c, const struct json_object *o)
-{
-    struct json_object *v = NULL;
-    memset(c, 0, sizeof *c);
-    c->num = small_int(o, "num", 0, 99);
-    c->error = json_object_get_boolean(member(o, "error", json_type_boolean));
-    c->value = number_member(o, "value", 0);
-    c->step = number_member(o, "step", 0);
-    struct json_object *h = member(o, "history", json_type_array);
-    size_t n = h ? json_object_array_length(h) : 0;
-    size_t from = n > WATCH_HISTORY ? n - WATCH_HISTORY : 0;
-    for (size_t i = from; i < n; i++)
-        c->history[c->n_history++] = json_object_get_double(json_object_array_get_idx(h, i));
-    c->band = small_int(o, "band", -1, 1);
-    c->zone = small_int(o, "zone", -1, 1);
-    if (json_object_object_get_ex(o, "at_poll", &v)) {
-        c->has_at_poll = true;
-        c->at_poll_error = !v;
-        c->at_poll = v ? json_object_get_double(v) : 0;
-    }
-    c->warned_at = int_member(o, "warned_at", 0);
-    c->warned = small_int(o, "warned", -1, 1);
-    c->back = json_object_get_boolean(member(o, "back", json_type_boolean));
-}
-
 bool state_watch(const struct state *s, const char *serial, struct watch *out)
 {
-    struct json_object *w = member(section(s, &state_section_watch), serial, json_type_object);
-    memset(out, 0, sizeof *out);
-    if (!w)
+    const struct reading_entry *r = find(s, serial);
+    if (!r || !r->has_watch) {
+        memset(out, 0, sizeof *out);
         return false;
-    out->unixtime = int_member(w, "t", 0);
-    out->seen_at = int_member(w, "seen", 0);
-    struct json_object *gaps = member(w, "gaps", json_type_array);
-    size_t n = gaps ? json_object_array_length(gaps) : 0;
-    for (size_t i = n > WATCH_GAPS ? n - WATCH_GAPS : 0; i < n; i++)
-        out->gaps[out->n_gaps++] = (long)json_object_get_int64(json_object_array_get_idx(gaps, i));
-    out->battery = small_int(w, "battery", 0, 99);
-    out->silent = json_object_get_boolean(member(w, "silent", json_type_boolean));
-    out->pending = (unsigned)small_int(w, "pending", 0, 0xffff);
-    out->pending_since = int_member(w, "pending_since", 0);
-    out->pending_after = int_member(w, "pending_after", 0);
-    out->pending_at = int_member(w, "pending_at", 0);
-    out->recheck_at = int_member(w, "recheck_at", 0);
-    out->pending_told = json_object_get_boolean(member(w, "told", json_type_boolean));
-    struct json_object *ch = member(w, "ch", json_type_array);
-    n = ch ? json_object_array_length(ch) : 0;
-    for (size_t i = 0; i < n && out->n_ch < WATCH_CHANNELS; i++)
-        read_watch_channel(&out->ch[out->n_ch++], json_object_array_get_idx(ch, i));
+    }
+    *out = r->w;
     return true;
 }
 
-static struct json_object *watch_channel_object(const struct watch_channel *c)
+static bool same_channel(const struct watch_channel *a, const struct watch_channel *b)
 {
-    struct json_object *o = jsonv_need(json_object_new_object());
-    struct json_object *h = jsonv_need(json_object_new_array());
-    jsonv_put_int(o, "num", c->num);
-    jsonv_put(o, "error", jsonv_need(json_object_new_boolean(c->error)));
-    jsonv_put(o, "value", number_object(c->value));
-    jsonv_put(o, "step", number_object(c->step));
-    for (int i = 0; i < c->n_history && i < WATCH_HISTORY; i++)
-        jsonv_append(h, number_object(c->history[i]));
-    jsonv_put(o, "history", h);
-    jsonv_put_int(o, "band", c->band);
-    jsonv_put_int(o, "zone", c->zone);
-    if (c->has_at_poll)
-        jsonv_put(o, "at_poll", c->at_poll_error ? NULL : number_object(c->at_poll));
-    jsonv_put_int(o, "warned_at", c->warned_at);
-    jsonv_put_int(o, "warned", c->warned);
-    if (c->back)
-        jsonv_put(o, "back", jsonv_need(json_object_new_boolean(true)));
-    return o;
+    if (a->n_history != b->n_history ||
+        memcmp(a->history, b->history, (size_t)a->n_history * sizeof *a->history) != 0)
+        return false;
+    return a->num == b->num && a->error == b->error && a->value == b->value && a->step == b->step &&
+           a->band == b->band && a->zone == b->zone && a->has_at_poll == b->has_at_poll &&
+           a->at_poll_error == b->at_poll_error && a->at_poll == b->at_poll &&
+           a->warned_at == b->warned_at && a->warned == b->warned && a->back == b->back;
+}
+
+/* Whether `a` and `b` would be written alike. */
+static bool same_watch(const struct watch *a, const struct watch *b)
+{
+    if (a->unixtime != b->unixtime || a->seen_at != b->seen_at || a->n_gaps != b->n_gaps ||
+        memcmp(a->gaps, b->gaps, (size_t)a->n_gaps * sizeof *a->gaps) != 0 ||
+        a->battery != b->battery || a->silent != b->silent || a->pending != b->pending ||
+        a->pending_since != b->pending_since || a->pending_after != b->pending_after ||
+        a->pending_at != b->pending_at || a->recheck_at != b->recheck_at ||
+        a->pending_told != b->pending_told || a->n_ch != b->n_ch)
+        return false;
+    for (int i = 0; i < a->n_ch; i++)
+        if (!same_channel(&a->ch[i], &b->ch[i]))
+            return false;
+    return true;
 }
 
 void state_set_watch(struct state *s, const char *serial, const struct watch *w)
 {
-    struct json_object *o = jsonv_need(json_object_new_object());
-    struct json_object *gaps = jsonv_need(json_object_new_array());
-    struct json_object *ch = jsonv_need(json_object_new_array());
-    jsonv_put_int(o, "t", w->unixtime);
-    jsonv_put_int(o, "seen", w->seen_at);
-    for (int i = 0; i < w->n_gaps && i < WATCH_GAPS; i++)
-        jsonv_append(gaps, jsonv_need(json_object_new_int64(w->gaps[i])));
-    jsonv_put(o, "gaps", gaps);
-    jsonv_put_int(o, "battery", w->battery);
-    jsonv_put(o, "silent", jsonv_need(json_object_new_boolean(w->silent)));
-    jsonv_put_int(o, "pending", w->pending);
-    jsonv_put_int(o, "pending_since", w->pending_since);
-    jsonv_put_int(o, "pending_after", w->pending_after);
-    jsonv_put_int(o, "pending_at", w->pending_at);
-    jsonv_put_int(o, "recheck_at", w->recheck_at);
-    if (w->pending_told)
-        jsonv_put(o, "told", jsonv_need(json_object_new_boolean(true)));
-    for (int i = 0; i < w->n_ch && i < WATCH_CHANNELS; i++)
-        jsonv_append(ch, watch_channel_object(&w->ch[i]));
-    jsonv_put(o, "ch", ch);
-    jsonv_put(section(s, &state_section_watch), serial, o);
+    struct reading_entry *r = find_or_add(s, serial);
+    if (r->has_watch && same_watch(&r->w, w))
+        return;
+    forget_watch(r);
+    r->has_watch = true;
+    r->w = *w;
 }
 
 size_t state_prune_watches(struct state *s, long long before)
 {
-    struct json_object *watch = section(s, &state_section_watch);
     size_t n = 0;
-    char **drop = xcalloc((size_t)json_object_object_length(watch) + 1, sizeof *drop);
-    struct json_object_iterator it = json_object_iter_begin(watch);
-    struct json_object_iterator end = json_object_iter_end(watch);
-    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
-        if (int_member(json_object_iter_peek_value(&it), "seen", 0) < before)
-            drop[n++] = xstrdup(json_object_iter_peek_name(&it));
-    for (size_t i = 0; i < n; i++) {
-        json_object_object_del(watch, drop[i]);
-        json_object_object_del(section(s, &state_section_limits), drop[i]);
-        free(drop[i]);
+    for (size_t i = 0; s->readings && i < s->readings->n; i++) {
+        struct reading_entry *r = &s->readings->e[i];
+        if (r->has_watch && r->w.seen_at < before) {
+            forget_watch(r);
+            forget_limits(r);
+            n++;
+        }
     }
-    free(drop);
+    if (n)
+        compact(s);
     return n;
 }
 
 /* --- learnt limits ----------------------------------------------------- */
 
+static struct limit_row *limit_row(const struct reading_entry *r, const char *key)
+{
+    for (size_t i = 0; r && i < r->n_limits; i++)
+        if (!strcmp(r->limits[i].key, key))
+            return &r->limits[i];
+    return NULL;
+}
+
+/* A channel's member name: its number in decimal. */
+static const char *channel_key(char *out, size_t size, int channel)
+{
+    char *end = out + size - 1;
+    *end = '\0';
+    char *p = decimal(end, channel < 0 ? 0 : (unsigned long long)channel);
+    if (channel < 0)
+        *--p = '-';
+    return p;
+}
+
 bool state_learnt_limit(const struct state *s, const char *serial, int channel,
                         struct watch_limit *out)
 {
     char key[16];
-    snprintf(key, sizeof key, "%d", channel);
-    struct json_object *l = member(
-        member(section(s, &state_section_limits), serial, json_type_object), key, json_type_object);
-    struct json_object *v = NULL;
+    const struct reading_entry *r = find(s, serial);
+    const struct limit_row *row =
+        r && r->n_limits ? limit_row(r, channel_key(key, sizeof key, channel)) : NULL;
     memset(out, 0, sizeof *out);
-    if (!l)
+    if (!row)
         return false;
-    if (json_object_object_get_ex(l, "upper", &v) && is_number(v)) {
-        out->has_upper = true;
-        out->upper = json_object_get_double(v);
-    }
-    if (json_object_object_get_ex(l, "lower", &v) && is_number(v)) {
-        out->has_lower = true;
-        out->lower = json_object_get_double(v);
-    }
+    *out = row->l;
     return out->has_upper || out->has_lower;
 }
 
 bool state_learn_limit(struct state *s, const char *serial, int channel, bool upper, double value)
 {
-    char key[16];
+    char text[16];
     struct watch_limit old;
-    snprintf(key, sizeof key, "%d", channel);
+    const char *key = channel_key(text, sizeof text, channel);
     state_learnt_limit(s, serial, channel, &old);
     if (upper ? old.has_upper && old.upper == value : old.has_lower && old.lower == value)
         return false;
-    struct json_object *l =
-        child_object(child_object(section(s, &state_section_limits), serial), key);
-    jsonv_put(l, upper ? "upper" : "lower", number_object(value));
+    struct reading_entry *r = find_or_add(s, serial);
+    struct limit_row *row = limit_row(r, key);
+    if (!row) {
+        r->limits = xreallocarray(r->limits, r->n_limits + 1, sizeof *r->limits);
+        row = &r->limits[r->n_limits++];
+        *row = (struct limit_row){.key = xstrdup(key)};
+    }
+    *(upper ? &row->l.has_upper : &row->l.has_lower) = true;
+    *(upper ? &row->l.upper : &row->l.lower) = value;
+    r->has_limits = true;
+    free(r->limits_text);
+    r->limits_text = NULL;
     return true;
 }
 
-const struct state_section state_section_watch = {
+const struct state_native state_native_watch = {
     .name = "watch",
-    .type = json_type_object,
-    .check = check_watches,
+    .read = read_watches,
+    .write = write_watches,
     .clamp = clamp_watches,
+    .free = free_readings,
 };
 
-const struct state_section state_section_limits = {
+/* Shares the entries of the watch section, which frees them. */
+const struct state_native state_native_limits = {
     .name = "limits",
-    .type = json_type_object,
-    .check = check_limits,
+    .read = read_all_limits,
+    .write = write_limits,
+    .clamp = no_clamp,
+    .free = no_free,
 };

@@ -35,6 +35,68 @@ int buf_puts(struct buf *b, const char *s)
     return buf_append(b, s, strlen(s));
 }
 
+int buf_put_ll(struct buf *b, long long v)
+{
+    char text[24];
+    char *p = text + sizeof text;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do
+        *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--p = '-';
+    return buf_append(b, p, (size_t)(text + sizeof text - p));
+}
+
+int buf_json_string(struct buf *b, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t done = 0;
+    int rc = buf_append(b, "\"", 1);
+    for (size_t i = 0; i < len && rc == 0; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[7] = {'\\', 0};
+        size_t n = 2;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        switch (c) {
+        case '\b':
+            esc[1] = 'b';
+            break;
+        case '\f':
+            esc[1] = 'f';
+            break;
+        case '\n':
+            esc[1] = 'n';
+            break;
+        case '\r':
+            esc[1] = 'r';
+            break;
+        case '\t':
+            esc[1] = 't';
+            break;
+        case '"':
+            esc[1] = '"';
+            break;
+        case '\\':
+            esc[1] = '\\';
+            break;
+        default:
+            memcpy(esc + 1, "u00", 3);
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            n = 6;
+        }
+        rc = buf_append(b, s + done, i - done);
+        if (rc == 0)
+            rc = buf_append(b, esc, n);
+        done = i + 1;
+    }
+    if (rc == 0)
+        rc = buf_append(b, s + done, len - done);
+    return rc == 0 ? buf_append(b, "\"", 1) : rc;
+}
+
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap)
 {
     va_list copy;

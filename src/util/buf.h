@@ -23,6 +23,14 @@ int buf_puts(struct buf *b, const char *s);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 
+/* Appends `len` bytes of `s` as a JSON string, quotes included, escaped
+ * as json-c writes the state (JSON_C_TO_STRING_NOSLASHESCAPE): '"', '\\'
+ * and the control characters; other bytes as they are. */
+int buf_json_string(struct buf *b, const char *s, size_t len);
+
+/* Appends `v` in decimal (as "%lld" writes it, without printf's cost). */
+int buf_put_ll(struct buf *b, long long v);
+
 /* The contents as a string: "" for a buffer never appended to. */
 const char *buf_str(const struct buf *b);
 

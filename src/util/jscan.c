@@ -262,6 +262,33 @@ static bool scan_number(struct jscan *s, char *out, size_t size, bool *integral)
     return true;
 }
 
+/* The value of a number's text without an exponent and with at most 15
+ * digits, exactly as strtod gives it: the digits make an integer that a
+ * double holds exactly, and dividing it by a power of ten that a double
+ * holds exactly is rounded correctly (IEEE 754). False for other texts. */
+static bool short_decimal(const char *text, double *out)
+{
+    static const double tens[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                  1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    const char *p = text + (*text == '-');
+    long long m = 0;
+    int digits = 0, decimals = -1;
+    for (; *p; p++) {
+        if (*p == '.') {
+            decimals = 0;
+            continue;
+        }
+        if (*p < '0' || *p > '9' || ++digits > 15)
+            return false;
+        m = m * 10 + (*p - '0');
+        if (decimals >= 0)
+            decimals++;
+    }
+    double d = (double)m / tens[decimals > 0 ? decimals : 0];
+    *out = *text == '-' ? -d : d;
+    return true;
+}
+
 bool jscan_number(struct jscan *s, double *out)
 {
     char text[400];
@@ -270,6 +297,8 @@ bool jscan_number(struct jscan *s, double *out)
         return jscan_fail(s, "not a number");
     if (!scan_number(s, text, sizeof text, &integral))
         return false;
+    if (short_decimal(text, out))
+        return true;
     double d = strtod(text, NULL);
     if (!isfinite(d))
         return jscan_fail(s, "a number beyond range");

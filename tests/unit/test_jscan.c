@@ -197,3 +197,35 @@ Test(jscan, integers_beyond_range_and_huge_numbers_fail)
     cr_expect(!jscan_number(&s, &d));
     jscan_free(&s);
 }
+
+/* Numbers read as strtod reads them, by the short path or the long one. */
+Test(jscan, numbers_read_as_strtod_reads_them)
+{
+    static const char *const texts[] = {
+        "0",
+        "-0",
+        "4",
+        "-79.8",
+        "0.1",
+        "0.30000000000000004",
+        "123456789012345",
+        "1234567890123456",
+        "-0.000001",
+        "99.99",
+        "1e3",
+        "2.5E-3",
+        "-1.7976931348623157e308",
+        "5e-324",
+        "0.1234567890123456789",
+        "18446744073709551616",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        struct jscan s = {0};
+        double d = 0;
+        jscan_init(&s, texts[i], strlen(texts[i]));
+        cr_assert(jscan_number(&s, &d), "%s", texts[i]);
+        double want = strtod(texts[i], NULL);
+        cr_expect(memcmp(&d, &want, sizeof d) == 0, "%s: %.17g, strtod %.17g", texts[i], d, want);
+        jscan_free(&s);
+    }
+}

@@ -2623,6 +2623,30 @@ Test(state, a_readings_memory_comes_back_as_it_was_saved)
     state_close(s);
 }
 
+/* Numbers are written as "%.10g" writes them, however they are written. */
+Test(state, readings_are_written_with_ten_significant_digits)
+{
+    static const double values[] = {
+        -79.8, 0.1,    4,     1234.5678, 1e-5, 123456789.5, 0.30000000000000004,
+        -0.0,  2.5e12, 99.99, -1.25,     1e300};
+    size_t n = sizeof values / sizeof values[0];
+    struct state *s = open_ok();
+    struct watch w = {.unixtime = 1795000000, .n_ch = 1};
+    w.ch[0] = (struct watch_channel){.num = 1, .n_history = (int)n};
+    memcpy(w.ch[0].history, values, sizeof values);
+    state_set_watch(s, "5214000A", &w);
+    s = reopen(s);
+    char *text = slurp(path);
+    char want[512] = "\"history\":[";
+    for (size_t i = 0; i < n; i++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), i ? ",%.10g" : "%.10g",
+                 values[i]);
+    strcat(want, "]");
+    cr_expect_not_null(strstr(text, want), "%s not in %s", want, text);
+    free(text);
+    state_close(s);
+}
+
 Test(state, learnt_limits_are_kept_per_serial_and_channel)
 {
     struct state *s = open_ok();

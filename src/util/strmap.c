@@ -1,0 +1,74 @@
+/* A string-to-index map with open addressing (strmap.h). */
+#include "util/strmap.h"
+
+#include "util/xalloc.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct strmap_slot {
+    char *key; /* NULL: empty */
+    size_t index;
+};
+
+static uint64_t hash_of(const char *key)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+        h ^= *p;
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* The slot of `key`, or the empty slot where it would go. */
+static struct strmap_slot *slot_of(const struct strmap *m, const char *key)
+{
+    size_t i = (size_t)hash_of(key) & (m->cap - 1);
+    while (m->slots[i].key && strcmp(m->slots[i].key, key) != 0)
+        i = (i + 1) & (m->cap - 1);
+    return &m->slots[i];
+}
+
+bool strmap_get(const struct strmap *m, const char *key, size_t *out)
+{
+    if (!m->cap)
+        return false;
+    const struct strmap_slot *s = slot_of(m, key);
+    if (!s->key)
+        return false;
+    *out = s->index;
+    return true;
+}
+
+static void grow(struct strmap *m)
+{
+    struct strmap old = *m;
+    m->cap = old.cap ? old.cap * 2 : 16;
+    m->slots = xcalloc(m->cap, sizeof *m->slots);
+    for (size_t i = 0; i < old.cap; i++)
+        if (old.slots[i].key)
+            *slot_of(m, old.slots[i].key) = old.slots[i];
+    free(old.slots);
+}
+
+void strmap_put(struct strmap *m, const char *key, size_t index)
+{
+    if ((m->n + 1) * 4 > m->cap * 3)
+        grow(m);
+    struct strmap_slot *s = slot_of(m, key);
+    if (!s->key) {
+        s->key = xstrdup(key);
+        m->n++;
+    }
+    s->index = index;
+}
+
+void strmap_clear(struct strmap *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        free(m->slots[i].key);
+    free(m->slots);
+    *m = (struct strmap){0};
+}
