@@ -7,8 +7,8 @@
  * the state and three stat()s, and exits 0.
  *
  * The front never judges a command line or a configuration: whatever it
- * does not recognise as a plain `run` (global -c FILE and -v, then `run`
- * with at most --now UNIXTIME), and any doubt about the quiet file, goes
+ * does not recognise as a plain `run` (global -c FILE, -v and -q, then
+ * `run` with at most --now UNIXTIME), and any doubt about the quiet file, goes
  * to wsrelay-net, which reports problems as it always did.
  *
  * wsrelay-net is looked for beside this program first (a build directory,
@@ -36,8 +36,8 @@
 /* What a plain `run` command line asks for. */
 struct plain_run {
     const char *config_path;
-    long long now; /* --now, or 0 for the clock */
-    bool verbose;
+    long long now;        /* --now, or 0 for the clock */
+    enum log_level level; /* -v: LOG_DEBUG, -q: LOG_WARN; the last one wins */
 };
 
 static int parse_now(long long *out, const char *text)
@@ -51,14 +51,16 @@ static int parse_now(long long *out, const char *text)
     return 0;
 }
 
-/* Fills *r when argv is [-c FILE | -v]... run [--now UNIXTIME]; false for
- * any other command line, left to wsrelay-net. */
+/* Fills *r when argv is [-c FILE | -v | -q]... run [--now UNIXTIME];
+ * false for any other command line, left to wsrelay-net. */
 static bool plain_run(struct plain_run *r, int argc, char **argv)
 {
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "-v") == 0)
-            r->verbose = true;
+            r->level = LOG_DEBUG;
+        else if (strcmp(argv[i], "-q") == 0)
+            r->level = LOG_WARN;
         else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc)
             r->config_path = argv[++i];
         else
@@ -148,7 +150,7 @@ static int exec_net(char **argv)
     }
     if (path != beside)
         execv(path, argv);
-    fprintf(stderr, "wsrelay: cannot run %s: %s\n", path, strerror(errno));
+    log_plain(LOG_ERROR, "cannot run %s: %s", path, strerror(errno));
     free(beside);
     free(dir);
     return RUN_USAGE;
@@ -156,12 +158,11 @@ static int exec_net(char **argv)
 
 int main(int argc, char **argv)
 {
-    struct plain_run r = {.config_path = getenv("WSRELAY_CONFIG")};
+    struct plain_run r = {.config_path = getenv("WSRELAY_CONFIG"), .level = LOG_INFO};
     if (!r.config_path || !*r.config_path)
         r.config_path = CONFIG_DEFAULT_PATH;
     if (plain_run(&r, argc, argv)) {
-        if (r.verbose)
-            log_set_level(LOG_DEBUG);
+        log_set_level(r.level);
         if (quiet_now(&r))
             return RUN_OK;
     }

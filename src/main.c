@@ -34,7 +34,7 @@ struct globals {
 
 struct command {
     const char *name;
-    const char *usage; /* after "wsrelay [-c FILE] [-v] NAME" */
+    const char *usage; /* after "wsrelay [-c FILE] [-v | -q] NAME" */
     const char *help;
     int (*fn)(const struct globals *g, int argc, char **argv);
 };
@@ -87,7 +87,7 @@ static const struct command commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: wsrelay [-c FILE] [-v] COMMAND [ARGS]\n\n"
+    fprintf(out, "usage: wsrelay [-c FILE] [-v | -q] COMMAND [ARGS]\n\n"
                  "Relays the alert logs of T&D WebStorage devices to the people on call.\n\n"
                  "Commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
@@ -96,7 +96,8 @@ static void usage(FILE *out)
     fprintf(out,
             "\nOptions:\n"
             "  -c FILE      configuration file (default $WSRELAY_CONFIG, else %s)\n"
-            "  -v           show debug lines\n"
+            "  -v           show debug lines too\n"
+            "  -q           show only warnings and errors\n"
             "  -h, --help   show this help\n"
             "  --version    show the version\n\n"
             "Exit status: 0 all went well; 1 a failure the next run retries;\n"
@@ -108,7 +109,7 @@ static int load_config(struct config **out, const struct globals *g)
 {
     struct err e;
     if (config_load(out, g->config_path, &e) < 0) {
-        fprintf(stderr, "wsrelay: %s\n", e.msg);
+        log_plain(LOG_ERROR, "%s", e.msg);
         return -1;
     }
     return 0;
@@ -821,13 +822,16 @@ int main(int argc, char **argv)
     if (!g.config_path || !*g.config_path)
         g.config_path = CONFIG_DEFAULT_PATH;
     /* "+": stop at the command; its own options follow it. */
-    while ((ch = getopt_long(argc, argv, "+c:vh", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+c:vqh", opts, NULL)) != -1) {
         switch (ch) {
         case 'c':
             g.config_path = optarg;
             break;
         case 'v':
             log_set_level(LOG_DEBUG);
+            break;
+        case 'q':
+            log_set_level(LOG_WARN);
             break;
         case 'h':
             usage(stdout);
@@ -853,7 +857,7 @@ int main(int argc, char **argv)
         return RUN_USAGE;
     }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        fprintf(stderr, "wsrelay: cannot initialise libcurl\n");
+        log_plain(LOG_ERROR, "cannot initialise libcurl");
         return RUN_FAILED;
     }
     int sub_argc = argc - optind;
