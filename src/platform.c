@@ -764,7 +764,7 @@ static bool read_members(struct jscan *s, const char *const *names, size_t n,
         return false;
     while (jscan_member(s)) {
         size_t i = 0;
-        while (i < n && strcmp(s->key, names[i]) != 0)
+        while (i < n && (s->key[0] != names[i][0] || strcmp(s->key, names[i]) != 0))
             i++;
         if (!jscan_skip(s, i < n ? &found[i] : NULL))
             return false;
