@@ -512,7 +512,8 @@ static bool call_begin(struct platform *p, struct call *c, enum platform_op op,
 
 /* Turns the transfer's outcome `cc` (ignored when `begun` is false) into
  * c->reply, logs it and releases what call_begin took. Returns 0 on a 200
- * with a JSON object body, -1 otherwise. */
+ * with a JSON object body (of Get Current Readings, a body that starts
+ * with '{', kept as text), or with any body of a CSV type; -1 otherwise. */
 static int call_end(struct platform *p, struct call *c, bool begun, CURLcode cc)
 {
     int rc = -1;
