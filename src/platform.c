@@ -6,6 +6,7 @@
 #include "platform.h"
 #include "serial.h"
 #include "util/buf.h"
+#include "util/jscan.h"
 #include "util/jsonv.h"
 #include "util/log.h"
 #include "util/redact.h"
@@ -74,22 +75,6 @@ struct platform_limit platform_op_limit(enum platform_op op)
 
 /* ---- JSON helpers ---- */
 
-/* `v` when it is an object, its first element when it is an array that
- * starts with an object; else NULL. */
-static struct json_object *object_or_first(struct json_object *v)
-{
-    if (!v)
-        return NULL;
-    if (json_object_is_type(v, json_type_object))
-        return v;
-    if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > 0) {
-        struct json_object *first = json_object_array_get_idx(v, 0);
-        if (first && json_object_is_type(first, json_type_object))
-            return first;
-    }
-    return NULL;
-}
-
 /* Parses exactly `len` bytes as one JSON value (whitespace may follow).
  * NULL when it is not JSON, or is JSON null. */
 static struct json_object *parse_json(const char *data, size_t len)
@@ -118,6 +103,15 @@ out:
     if (tok)
         json_tokener_free(tok);
     return obj;
+}
+
+/* True when the first byte of `data` that is not white space is '{'. */
+static bool starts_object(const char *data, size_t len)
+{
+    size_t i = 0;
+    while (i < len && data[i] && strchr(" \t\r\n", data[i]))
+        i++;
+    return i < len && data[i] == '{';
 }
 
 /* ---- The client ---- */
@@ -518,7 +512,8 @@ static bool call_begin(struct platform *p, struct call *c, enum platform_op op,
 
 /* Turns the transfer's outcome `cc` (ignored when `begun` is false) into
  * c->reply, logs it and releases what call_begin took. Returns 0 on a 200
- * with a JSON object body, -1 otherwise. */
+ * with a JSON object body (of Get Current Readings, a body that starts
+ * with '{', kept as text), or with any body of a CSV type; -1 otherwise. */
 static int call_end(struct platform *p, struct call *c, bool begun, CURLcode cc)
 {
     int rc = -1;
@@ -553,7 +548,14 @@ static int call_end(struct platform *p, struct call *c, bool begun, CURLcode cc)
         out->message = error_message(&out->api_code, out->http_status, &c->body, p->account);
         goto out;
     }
-    if (c->type != PLATFORM_TYPE_JSON) {
+    if (c->type != PLATFORM_TYPE_JSON || c->op == PLATFORM_CURRENT) {
+        /* A Get Current Readings reply is kept as text for
+         * platform_parse_devices, which reads it without a tree; here
+         * only its first byte is looked at. */
+        if (c->type == PLATFORM_TYPE_JSON && !starts_object(c->body.data, c->body.len)) {
+            out->message = xstrdup("HTTP 200 with a body that is not a JSON object");
+            goto out;
+        }
         out->text = xmalloc(c->body.len + 1);
         memcpy(out->text, c->body.data ? c->body.data : "", c->body.len);
         out->text[c->body.len] = '\0';
@@ -712,134 +714,458 @@ void platform_multi_call(struct platform_multi *m, struct platform_request *reqs
 
 /* ---- Devices of a Get Current Readings body ---- */
 
-/* A name, model or group name: repaired, one line, bounded. */
-static char *name_text(struct json_object *v)
+/* The reply is read with util/jscan.h rather than a json-c tree, with the
+ * results json-c's reading gave: a member name is looked up as given and
+ * then with '_' and '-' swapped (jsonv_member), the last of members of the
+ * same name wins and a null one counts as absent, numbers read as json-c
+ * prints them (jsonv_text) and integers as jsonv_int takes them. The
+ * members of an object that are wanted are first taken as raw spans (a
+ * small table filled by one pass), then the chosen ones decoded. */
+
+#define NUMBER_TEXT 400 /* a number's text, as util/jscan.c bounds it, and NUL */
+
+/* The members of a device record, of a base unit and group, and of a
+ * channel that are read; each name with '_' is followed by its '-'
+ * spelling. */
+enum {
+    R_SERIAL,
+    R_BASEUNIT,
+    R_MODEL,
+    R_NAME,
+    R_GROUP,
+    R_CHANNEL,
+    R_UNIXTIME,
+    R_BATTERY,
+    R_RSSI,
+    R_TIME_DIFF,
+    R_TIME_DIFF_ALT,
+    R_DST_FLG,
+    R_DST_FLG_ALT,
+    R_DST_BIAS,
+    R_DST_BIAS_ALT,
+    R_N
+};
+static const char *const record_names[R_N] = {
+    "serial", "baseunit",  "model",     "name",    "group",   "channel",  "unixtime", "battery",
+    "rssi",   "time_diff", "time-diff", "dst_flg", "dst-flg", "dst_bias", "dst-bias"};
+enum { U_SERIAL, U_MODEL, U_NAME, U_N };
+static const char *const unit_names[U_N] = {"serial", "model", "name"};
+enum { C_NUM, C_NAME, C_UNIT, C_VALUE, C_N };
+static const char *const channel_names[C_N] = {"num", "name", "unit", "value"};
+
+/* The object that comes next in `s` read into `found` (n spans, one per
+ * name of `names`; an absent member's text NULL): the last member of each
+ * name, compared as json-c compares names (up to a NUL written as
+ * \u0000). False on an error of the scan. */
+static bool read_members(struct jscan *s, const char *const *names, size_t n,
+                         struct jscan_raw *found)
 {
-    char *s = jsonv_text_clean(v, PLATFORM_NAME_MAX, UTF8_CONTROLS_NONE);
-    return s ? s : xstrdup("");
+    memset(found, 0, n * sizeof *found);
+    if (!jscan_object(s))
+        return false;
+    while (jscan_member(s)) {
+        size_t i = 0;
+        while (i < n && (s->key[0] != names[i][0] || strcmp(s->key, names[i]) != 0))
+            i++;
+        if (!jscan_skip(s, i < n ? &found[i] : NULL))
+            return false;
+    }
+    return !s->failed;
 }
 
-/* The serial member of `obj` into *out (a copy) when it is a serial. 0 when
- * absent or empty (*out NULL); -1 with what is wrong in `e` when it breaks
- * serial.h's rule. */
-static int read_serial(char **out, const struct json_object *obj, const char *what, struct err *e)
+static bool present(const struct jscan_raw *v)
 {
+    return v->text && v->text[0] != 'n';
+}
+
+/* jsonv_member over a table: the member `i`, else its other spelling `alt`,
+ * when not null; NULL when neither is there. */
+static const struct jscan_raw *member(const struct jscan_raw *found, int i, int alt)
+{
+    return present(&found[i]) ? &found[i] : present(&found[alt]) ? &found[alt] : NULL;
+}
+
+static bool is_number(const struct jscan_raw *v)
+{
+    return v && (v->text[0] == '-' || (v->text[0] >= '0' && v->text[0] <= '9'));
+}
+
+/* A number without fraction or exponent: one json-c keeps as an integer. */
+static bool is_integral(const struct jscan_raw *v)
+{
+    for (size_t i = 0; i < v->len; i++)
+        if (v->text[i] == '.' || v->text[i] == 'e' || v->text[i] == 'E')
+            return false;
+    return true;
+}
+
+/* The integer json-c makes of an integral number `v`, and whether it took
+ * it as unsigned (above INT64_MAX): beyond range, the nearest bound. */
+static long long integer_of(const struct jscan_raw *v, unsigned long long *u, bool *is_unsigned)
+{
+    char text[NUMBER_TEXT];
+    size_t n = v->len < sizeof text ? v->len : sizeof text - 1;
+    memcpy(text, v->text, n);
+    text[n] = '\0';
+    *is_unsigned = false;
+    if (text[0] == '-')
+        return strtoll(text, NULL, 10);
+    *u = strtoull(text, NULL, 10);
+    *is_unsigned = *u > (unsigned long long)LLONG_MAX;
+    return *is_unsigned ? LLONG_MAX : (long long)*u;
+}
+
+/* A number's text as json-c gives it (jsonv_text): an integer printed in
+ * decimal, any other number as it was written. */
+static size_t number_text(char out[NUMBER_TEXT], const struct jscan_raw *v)
+{
+    if (!is_integral(v)) {
+        size_t n = v->len < NUMBER_TEXT ? v->len : NUMBER_TEXT - 1;
+        memcpy(out, v->text, n);
+        out[n] = '\0';
+        return n;
+    }
+    unsigned long long u = 0;
+    bool is_unsigned = false;
+    long long i = integer_of(v, &u, &is_unsigned);
+    int n =
+        is_unsigned ? snprintf(out, NUMBER_TEXT, "%llu", u) : snprintf(out, NUMBER_TEXT, "%lld", i);
+    return n > 0 ? (size_t)n : 0;
+}
+
+/* The text jsonv_text_raw gives of `v` (NULL: absent) and its length: a
+ * string decoded, whole (NUL bytes included), a number as number_text
+ * writes it into `num`; NULL for any other value. A string with escapes
+ * is decoded into *tmp, which the caller frees. */
+static const char *value_text(const struct jscan_raw *v, char num[NUMBER_TEXT], char **tmp,
+                              size_t *len)
+{
+    *tmp = NULL;
+    if (!v)
+        return NULL;
+    if (is_number(v)) {
+        *len = number_text(num, v);
+        return num;
+    }
+    if (v->text[0] != '"')
+        return NULL;
+    if (!memchr(v->text, '\\', v->len)) {
+        *len = v->len - 2;
+        return v->text + 1;
+    }
+    struct jscan s = {0};
+    jscan_init(&s, v->text, v->len);
+    if (!jscan_string_dup(&s, tmp, len))
+        return NULL; /* cannot happen: the span was scanned already */
+    return *tmp;
+}
+
+/* A name, model or group name: repaired, one line, bounded; "" when
+ * absent or not text. */
+static char *name_text(const struct jscan_raw *v)
+{
+    char num[NUMBER_TEXT], *tmp = NULL;
     size_t len = 0;
-    const char *s = jsonv_text_raw(jsonv_member(obj, "serial"), &len);
+    const char *s = value_text(v, num, &tmp, &len);
+    char *out = s ? utf8_clean(s, len, PLATFORM_NAME_MAX, UTF8_CONTROLS_NONE) : xstrdup("");
+    free(tmp);
+    return out;
+}
+
+/* jsonv_int of `v`: an integer number, or a string of digits (an optional
+ * '-' first) read up to its first NUL. */
+static bool value_int(const struct jscan_raw *v, long long *out)
+{
+    char num[NUMBER_TEXT], *tmp = NULL;
+    size_t len = 0;
+    bool ok = false;
+    if (!v)
+        return false;
+    if (is_number(v)) {
+        if (!is_integral(v))
+            return false;
+        unsigned long long u = 0;
+        bool is_unsigned = false;
+        *out = integer_of(v, &u, &is_unsigned);
+        return true;
+    }
+    if (v->text[0] != '"')
+        return false;
+    const char *s = value_text(v, num, &tmp, &len);
+    if (s && !tmp) {
+        /* Borrowed from the reply, which goes on after it: a copy ends it. */
+        char *copy = len < sizeof num ? num : (tmp = xmalloc(len + 1));
+        memcpy(copy, s, len);
+        copy[len] = '\0';
+        s = copy;
+    }
+    if (s) {
+        const char *digits = *s == '-' ? s + 1 : s;
+        char *end = NULL;
+        if (*digits >= '0' && *digits <= '9') {
+            errno = 0;
+            long long n = strtoll(s, &end, 10);
+            if (!errno && !*end) {
+                *out = n;
+                ok = true;
+            }
+        }
+    }
+    free(tmp);
+    return ok;
+}
+
+/* The serial `v` into *out (a copy) when it is a serial. 0 when absent or
+ * empty (*out NULL); -1 with what is wrong in `e` when it breaks
+ * serial.h's rule. */
+static int read_serial(char **out, const struct jscan_raw *v, const char *what, struct err *e)
+{
+    char num[NUMBER_TEXT], *tmp = NULL;
+    size_t len = 0;
+    int rc = 0;
+    const char *s = value_text(v, num, &tmp, &len);
     *out = NULL;
-    return s && len > 0 ? serial_copy(out, s, len, what, e) : 0;
+    if (s && len > 0)
+        rc = serial_copy(out, s, len, what, e);
+    free(tmp);
+    return rc;
+}
+
+/* object_or_first of `v` into *out: `v` when it is an object, its first
+ * element when it is an array that starts with an object; else false. */
+static bool object_or_first(struct jscan *s, const struct jscan_raw *v, struct jscan_raw *out)
+{
+    if (!v)
+        return false;
+    if (v->text[0] == '{') {
+        *out = *v;
+        return true;
+    }
+    if (v->text[0] != '[')
+        return false;
+    jscan_init(s, v->text, v->len);
+    return jscan_array(s) && jscan_item(s) && jscan_peek(s) == JSCAN_OBJECT && jscan_skip(s, out);
+}
+
+/* The members `names` of the object `v` (NULL: none) into `found`. */
+static void read_object(struct jscan *s, const struct jscan_raw *v, const char *const *names,
+                        size_t n, struct jscan_raw *found)
+{
+    memset(found, 0, n * sizeof *found);
+    if (!v)
+        return;
+    jscan_init(s, v->text, v->len);
+    read_members(s, names, n, found);
+}
+
+/* The channels of a record: the first PLATFORM_CHANNELS_MAX values of the
+ * array `v`, of which the objects are kept. */
+static void read_channels(struct device_info *d, struct jscan *s, const struct jscan_raw *v)
+{
+    struct jscan_raw items[PLATFORM_CHANNELS_MAX];
+    size_t len = 0;
+    long long num;
+    if (!v || v->text[0] != '[')
+        return;
+    jscan_init(s, v->text, v->len);
+    jscan_array(s);
+    while (len < PLATFORM_CHANNELS_MAX && jscan_item(s))
+        jscan_skip(s, &items[len++]);
+    d->channels = xcalloc(len ? len : 1, sizeof *d->channels);
+    for (size_t i = 0; i < len; i++) {
+        struct jscan_raw f[C_N];
+        struct channel_info *ci = &d->channels[d->n_channels];
+        if (items[i].text[0] != '{')
+            continue;
+        read_object(s, &items[i], channel_names, C_N, f);
+        ci->num = value_int(member(f, C_NUM, C_NUM), &num) && num >= 1 && num <= 99 ? (int)num
+                                                                                    : (int)i + 1;
+        ci->name = name_text(member(f, C_NAME, C_NAME));
+        ci->unit = name_text(member(f, C_UNIT, C_UNIT));
+        ci->value = name_text(member(f, C_VALUE, C_VALUE));
+        d->n_channels++;
+    }
 }
 
 /* The reading of a device record: its time, battery and channels. What is
  * missing or not a number is 0 (or ""): a reading is a hint for the
  * scheduler, never a reason to drop the device. */
-static void read_reading(struct device_info *d, struct json_object *rec)
+static void read_reading(struct device_info *d, struct jscan *s, const struct jscan_raw *f)
 {
     long long v;
-    struct json_object *chans = jsonv_member(rec, "channel");
-    d->unixtime = jsonv_int(jsonv_member(rec, "unixtime"), &v) && v > 0 ? v : 0;
-    d->battery = jsonv_int(jsonv_member(rec, "battery"), &v) && v > 0 && v < 100 ? (int)v : 0;
-    d->rssi = name_text(jsonv_member(rec, "rssi"));
+    d->unixtime = value_int(member(f, R_UNIXTIME, R_UNIXTIME), &v) && v > 0 ? v : 0;
+    d->battery = value_int(member(f, R_BATTERY, R_BATTERY), &v) && v > 0 && v < 100 ? (int)v : 0;
+    d->rssi = name_text(member(f, R_RSSI, R_RSSI));
     long long diff = 0, flag = 0, bias = 60;
-    if (jsonv_int(jsonv_member(rec, "time_diff"), &diff) && diff > -1440 && diff < 1440) {
-        if (jsonv_int(jsonv_member(rec, "dst_flg"), &flag) && flag == 1 &&
-            !(jsonv_int(jsonv_member(rec, "dst_bias"), &bias) && bias >= 0 && bias <= 120))
+    if (value_int(member(f, R_TIME_DIFF, R_TIME_DIFF_ALT), &diff) && diff > -1440 && diff < 1440) {
+        if (value_int(member(f, R_DST_FLG, R_DST_FLG_ALT), &flag) && flag == 1 &&
+            !(value_int(member(f, R_DST_BIAS, R_DST_BIAS_ALT), &bias) && bias >= 0 && bias <= 120))
             bias = 60;
         d->utc_offset = (int)(diff + (flag == 1 ? bias : 0));
     }
-    if (!chans || !json_object_is_type(chans, json_type_array))
-        return;
-    size_t len = json_object_array_length(chans);
-    if (len > PLATFORM_CHANNELS_MAX)
-        len = PLATFORM_CHANNELS_MAX;
-    d->channels = xcalloc(len ? len : 1, sizeof *d->channels);
-    for (size_t i = 0; i < len; i++) {
-        struct json_object *c = json_object_array_get_idx(chans, i);
-        struct channel_info *ci = &d->channels[d->n_channels];
-        if (!c || !json_object_is_type(c, json_type_object))
-            continue;
-        ci->num = jsonv_int(jsonv_member(c, "num"), &v) && v >= 1 && v <= 99 ? (int)v : (int)i + 1;
-        ci->name = name_text(jsonv_member(c, "name"));
-        ci->unit = name_text(jsonv_member(c, "unit"));
-        ci->value = name_text(jsonv_member(c, "value"));
-        d->n_channels++;
-    }
+    read_channels(d, s, member(f, R_CHANNEL, R_CHANNEL));
 }
 
-/* Fills `d` from one device record; -1 with the reason in `e` when it has
- * no usable serial or base serial (d is then left empty). */
-static int read_device(struct device_info *d, struct json_object *rec, struct err *e)
+/* Fills `d` from the members `f` of one device record, `s` a scanner for
+ * the values within it; -1 with the reason in `e` when it has no usable
+ * serial or base serial (d is then left empty). */
+static int read_device(struct device_info *d, struct jscan *s, const struct jscan_raw *f,
+                       struct err *e)
 {
-    struct json_object *unit, *group;
+    struct jscan_raw unit_span, group_span, unit[U_N], group[U_N];
     char *base_serial = NULL;
     memset(d, 0, sizeof *d);
-    if (!rec || !json_object_is_type(rec, json_type_object))
-        return err_set(e, "not an object");
-    if (read_serial(&d->serial, rec, "serial", e) < 0)
+    if (read_serial(&d->serial, member(f, R_SERIAL, R_SERIAL), "serial", e) < 0)
         return -1;
     if (!d->serial)
         return err_set(e, "no serial");
-    unit = object_or_first(jsonv_member(rec, "baseunit"));
-    if (read_serial(&base_serial, unit, "base unit serial", e) < 0) {
+    bool has_unit = object_or_first(s, member(f, R_BASEUNIT, R_BASEUNIT), &unit_span);
+    read_object(s, has_unit ? &unit_span : NULL, unit_names, U_N, unit);
+    if (read_serial(&base_serial, member(unit, U_SERIAL, U_SERIAL), "base unit serial", e) < 0) {
         err_prefix(e, "device %s", d->serial);
         free(d->serial);
         d->serial = NULL;
         return -1;
     }
-    d->model = name_text(jsonv_member(rec, "model"));
-    d->name = name_text(jsonv_member(rec, "name"));
+    d->model = name_text(member(f, R_MODEL, R_MODEL));
+    d->name = name_text(member(f, R_NAME, R_NAME));
     if (base_serial) {
         d->base_serial = base_serial;
-        d->base_model = name_text(jsonv_member(unit, "model"));
-        d->base_name = name_text(jsonv_member(unit, "name"));
+        d->base_model = name_text(member(unit, U_MODEL, U_MODEL));
+        d->base_name = name_text(member(unit, U_NAME, U_NAME));
     } else {
         /* No base unit given: a standalone device is its own base unit. */
         d->base_serial = xstrdup(d->serial);
         d->base_model = xstrdup(d->model);
         d->base_name = xstrdup(d->name);
     }
-    group = object_or_first(jsonv_member(rec, "group"));
-    d->group_name = name_text(jsonv_member(group, "name"));
-    read_reading(d, rec);
+    bool has_group = object_or_first(s, member(f, R_GROUP, R_GROUP), &group_span);
+    read_object(s, has_group ? &group_span : NULL, unit_names, U_N, group);
+    d->group_name = name_text(member(group, U_NAME, U_NAME));
+    read_reading(d, s, f);
     return 0;
 }
 
-int platform_parse_devices(struct device_info **out, size_t *n, const struct json_object *body,
+/* A record skipped, to be said once the whole reply has been read. */
+struct skipped {
+    size_t index;
+    struct err why;
+};
+
+/* What one `devices` array gave. */
+struct device_list {
+    struct device_info *items;
+    size_t count, cap, records;
+    struct skipped *skipped;
+    size_t n_skipped, cap_skipped;
+};
+
+static void device_list_clear(struct device_list *l)
+{
+    device_info_free(l->items, l->count);
+    free(l->skipped);
+    memset(l, 0, sizeof *l);
+}
+
+static void note_skipped(struct device_list *l, const struct err *why)
+{
+    if (l->n_skipped == l->cap_skipped) {
+        l->cap_skipped = l->cap_skipped ? 2 * l->cap_skipped : 8;
+        l->skipped = xreallocarray(l->skipped, l->cap_skipped, sizeof *l->skipped);
+    }
+    l->skipped[l->n_skipped].index = l->records;
+    l->skipped[l->n_skipped++].why = *why;
+}
+
+/* The devices array that comes next in `s`, `sub` a second scanner for
+ * the values within each record. */
+static void read_devices(struct device_list *l, struct jscan *s, struct jscan *sub)
+{
+    jscan_array(s);
+    while (jscan_item(s)) {
+        struct jscan_raw f[R_N];
+        struct err why;
+        if (jscan_peek(s) != JSCAN_OBJECT) {
+            if (!jscan_skip(s, NULL))
+                return;
+            err_set(&why, "not an object");
+            note_skipped(l, &why);
+            l->records++;
+            continue;
+        }
+        if (!read_members(s, record_names, R_N, f))
+            return;
+        if (l->count == l->cap) {
+            l->cap = l->cap ? 2 * l->cap : 64;
+            l->items = xreallocarray(l->items, l->cap, sizeof *l->items);
+        }
+        if (read_device(&l->items[l->count], sub, f, &why) < 0)
+            note_skipped(l, &why);
+        else
+            l->count++;
+        l->records++;
+    }
+}
+
+int platform_parse_devices(struct device_info **out, size_t *n, const char *text, size_t len,
                            const char *account, struct err *e)
 {
     int rc = -1;
-    struct device_info *list = NULL;
-    size_t count = 0, len = 0;
-    struct json_object *devices = jsonv_member(body, "devices");
+    struct jscan s = {0}, sub = {0};
+    struct device_list list = {0};
+    bool found = false;
+    struct err why;
     *out = NULL;
     *n = 0;
-    if (!devices || !json_object_is_type(devices, json_type_array)) {
+    /* What follows the value may be white space or NUL bytes, as call_end
+     * used to allow. */
+    while (text && len > 0 && strchr(" \t\r\n", text[len - 1]))
+        len--;
+    jscan_init(&s, text ? text : "", text ? len : 0);
+    jscan_init(&sub, "", 0);
+    if (jscan_object(&s)) {
+        while (jscan_member(&s)) {
+            if (strcmp(s.key, "devices") != 0) {
+                jscan_skip(&s, NULL);
+                continue;
+            }
+            /* json-c kept the last of members of the same name. */
+            device_list_clear(&list);
+            found = jscan_peek(&s) == JSCAN_ARRAY;
+            if (found)
+                read_devices(&list, &s, &sub);
+            else
+                jscan_skip(&s, NULL);
+        }
+    }
+    if (jscan_end(&s, &why) < 0) {
+        err_set(e, "Get Current Readings reply is not a JSON object: %s", why.msg);
+        goto out;
+    }
+    if (!found) {
         err_set(e, "Get Current Readings reply has no 'devices' array");
         goto out;
     }
-    len = json_object_array_length(devices);
-    if (len > 0)
-        list = xreallocarray(NULL, len, sizeof *list);
-    for (size_t i = 0; i < len; i++) {
-        struct err why;
-        if (read_device(&list[count], json_object_array_get_idx(devices, i), &why) < 0) {
-            if (account)
-                log_warn("platform: account %s: device record %zu of %zu skipped: %s", account,
-                         i + 1, len, why.msg);
-            else
-                log_warn("platform: device record %zu of %zu skipped: %s", i + 1, len, why.msg);
-            continue;
-        }
-        count++;
+    for (size_t i = 0; i < list.n_skipped; i++) {
+        const struct skipped *k = &list.skipped[i];
+        if (account)
+            log_warn("platform: account %s: device record %zu of %zu skipped: %s", account,
+                     k->index + 1, list.records, k->why.msg);
+        else
+            log_warn("platform: device record %zu of %zu skipped: %s", k->index + 1, list.records,
+                     k->why.msg);
     }
     rc = 0;
 out:
-    if (rc == 0 && count > 0) {
-        *out = list;
-        *n = count;
-    } else {
-        free(list);
+    if (rc == 0 && list.count > 0) {
+        *out = list.items;
+        *n = list.count;
+        list.items = NULL;
+        list.count = 0;
     }
+    device_list_clear(&list);
+    jscan_free(&s);
+    jscan_free(&sub);
     return rc;
 }
 

@@ -61,9 +61,12 @@ struct platform_reply {
     int api_code;     /* error.code of an error body; 0 when absent or not JSON */
     char *message;    /* what went wrong, for logs (never holds a secret); NULL on success */
     struct ratelimit rl;
-    struct json_object *body; /* the parsed JSON object of a 200 JSON reply; else NULL */
-    char *text;               /* the body of a 200 CSV reply (NUL-terminated); else NULL */
-    size_t text_len;
+    struct json_object *body; /* the parsed JSON object of a 200 JSON reply other than Get
+                                 Current Readings; else NULL */
+    char *text;               /* the body of a 200 CSV reply, or of a 200 Get Current Readings reply
+                                 (whose JSON platform_parse_devices reads; only its first byte, '{',
+                                 is checked): NUL-terminated; else NULL */
+    size_t text_len;          /* its length in bytes */
 };
 
 struct platform;
@@ -84,7 +87,8 @@ void platform_set_timeouts(struct platform *p, long connect_s, long total_s);
  * for PLATFORM_CURRENT both are NULL (all devices), or one names the remote
  * unit (sent as `remote-serial`) or the base unit (`base-serial`) to list;
  * `serial` wins when both are given, as the platform forbids both. Returns 0 on a 200 with
- * a JSON object body, -1 otherwise; in both cases `out` (zeroed by the
+ * a JSON object body (for PLATFORM_CURRENT, a body that starts with '{', kept as text
+ * for platform_parse_devices), -1 otherwise; in both cases `out` (zeroed by the
  * caller) describes the reply and must be released with
  * platform_reply_free. Whatever `out` held from an earlier call is freed
  * first. http_status is 0 when no HTTP response came, and the status
@@ -202,9 +206,18 @@ struct device_info {
  * values. A reading's unixtime and battery that are missing or not
  * integers are 0; a channel without a usable `num` takes its position.
  * *out (caller frees with
- * device_info_free) is an array of *n devices. Fails only when `devices`
- * is missing or not an array. */
-int platform_parse_devices(struct device_info **out, size_t *n, const struct json_object *body,
+ * device_info_free) is an array of *n devices.
+ *
+ * `text` is the reply's body (`len` bytes, as platform_reply's text
+ * holds it), read with util/jscan.h rather than built into a json-c tree,
+ * with the results json-c's reading gave: of members of the same name the
+ * last counts, a null member is absent, a member named with '_' is also
+ * found named with '-' (util/jsonv.h, jsonv_member), a number reads as the
+ * text json-c gives it. Fails when the text is not one JSON object (white
+ * space and NUL bytes may follow it), or when its `devices` is missing or
+ * not an array; the warnings of skipped records are only given when it
+ * does not fail. */
+int platform_parse_devices(struct device_info **out, size_t *n, const char *text, size_t len,
                            const char *account, struct err *e);
 
 void device_info_free(struct device_info *d, size_t n);

@@ -280,8 +280,9 @@ Test(platform, current_request_and_ratelimit)
     cr_assert_eq(r.http_status, 200);
     cr_assert_eq(r.api_code, 0);
     cr_assert_null(r.message);
-    cr_assert_not_null(r.body);
-    cr_assert(json_object_is_type(r.body, json_type_object));
+    cr_assert_null(r.body, "a Get Current Readings reply is kept as text");
+    cr_assert_str_eq(r.text, "{\"devices\":[]}");
+    cr_assert_eq(r.text_len, strlen(r.text));
     cr_assert(r.rl.present);
     cr_assert_eq(r.rl.limit, 10);
     cr_assert_eq(r.rl.reset, 120);
@@ -487,15 +488,37 @@ Test(platform, error_message_cut_on_character)
 Test(platform, ok_but_not_json)
 {
     struct platform_reply r = {0};
-    const char *bodies[] = {"devices: none", "[1,2,3]", "\"text\"", "null", "", "{\"a\":1} x"};
+    const char *bodies[] = {"devices: none", "[1,2,3]",    "\"text\"", "null", "",
+                            " \n",           "{\"a\":1} x"};
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
         answer(200, bodies[i]);
-        cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), -1, "%s", bodies[i]);
+        enum platform_op op =
+            i + 1 < sizeof bodies / sizeof bodies[0] ? PLATFORM_CURRENT : PLATFORM_ALERT;
+        cr_assert_eq(platform_call(client, op, "52C10001", "58210001", &r), -1, "%s", bodies[i]);
         cr_assert_eq(r.http_status, 200);
         cr_assert_null(r.body);
+        cr_assert_null(r.text);
         cr_assert_str_eq(r.message, "HTTP 200 with a body that is not a JSON object");
         platform_reply_free(&r);
     }
+}
+
+/* Of a Get Current Readings reply only the first byte is looked at; the
+ * rest is platform_parse_devices's to refuse. */
+Test(platform, current_reply_checked_when_read)
+{
+    struct platform_reply r = {0};
+    struct device_info *d = NULL;
+    size_t n = 0;
+    struct err e = {{0}};
+    answer(200, " {\"devices\":[]} x");
+    cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), 0);
+    cr_assert_str_eq(r.text, " {\"devices\":[]} x");
+    cr_assert_eq(platform_parse_devices(&d, &n, r.text, r.text_len, NULL, &e), -1);
+    cr_assert_str_eq(
+        e.msg, "Get Current Readings reply is not a JSON object: byte 16: text after the value");
+    cr_assert_null(d);
+    platform_reply_free(&r);
 }
 
 Test(platform, redirect_not_followed)
@@ -735,7 +758,7 @@ Test(platform, reply_reset_between_calls)
     cr_assert_eq(r.api_code, 0);
     cr_assert_null(r.message);
     cr_assert_not(r.rl.present);
-    cr_assert_not_null(r.body);
+    cr_assert_not_null(r.text);
     platform_reply_free(&r);
 }
 
@@ -851,7 +874,7 @@ Test(platform, odd_device_data_is_repaired_or_skipped)
                  r.message ? r.message : "");
 
     int saved, fd = stderr_begin(&saved);
-    cr_assert_eq(platform_parse_devices(&d, &n, r.body, "test", &e), 0, "%s", e.msg);
+    cr_assert_eq(platform_parse_devices(&d, &n, r.text, r.text_len, "test", &e), 0, "%s", e.msg);
     char *log = stderr_end(fd, saved);
     cr_assert_eq(n, 2, "the three devices without a trustworthy serial are left out");
     cr_assert_str_eq(d[0].serial, "52C10001");
@@ -1111,19 +1134,23 @@ Test(platform, op_names)
 
 /* ---- platform_parse_devices ---- */
 
-static struct json_object *fixture(const char *name)
+/* The text of tests/data/platform/NAME in `b` (buf_free it). */
+static void fixture(struct buf *b, const char *name)
 {
-    struct buf b;
     struct err e = {{0}};
     char *path = xasprintf("%s/tests/data/platform/%s", WSRELAY_SOURCE_DIR, name);
-    struct json_object *obj;
-    buf_init(&b, 1 << 20);
-    cr_assert_eq(file_read(&b, path, &e), 0, "%s", e.msg);
-    obj = json_tokener_parse(buf_str(&b));
-    cr_assert_not_null(obj, "%s does not parse", path);
-    buf_free(&b);
+    buf_init(b, 1 << 20);
+    cr_assert_eq(file_read(b, path, &e), 0, "%s", e.msg);
     free(path);
-    return obj;
+}
+
+/* Lists the devices of `text`, which must succeed. */
+static size_t parse_ok(struct device_info **d, const char *text, size_t len)
+{
+    size_t n = 0;
+    struct err e = {{0}};
+    cr_assert_eq(platform_parse_devices(d, &n, text, len, NULL, &e), 0, "%s", e.msg);
+    return n;
 }
 
 TestSuite(devices, .timeout = 20);
@@ -1131,10 +1158,9 @@ TestSuite(devices, .timeout = 20);
 Test(devices, strings_dialect)
 {
     struct device_info *d = NULL;
-    size_t n = 0;
-    struct err e = {{0}};
-    struct json_object *body = fixture("current-strings.json");
-    cr_assert_eq(platform_parse_devices(&d, &n, body, NULL, &e), 0, "%s", e.msg);
+    struct buf body;
+    fixture(&body, "current-strings.json");
+    size_t n = parse_ok(&d, body.data, body.len);
     cr_assert_eq(n, 2); /* the record without serial is skipped */
     cr_assert_str_eq(d[0].serial, "52C10001");
     cr_assert_str_eq(d[0].model, "RTR501B");
@@ -1149,17 +1175,16 @@ Test(devices, strings_dialect)
     cr_assert_str_eq(d[1].base_name, "Freezer 2");
     cr_assert_str_eq(d[1].group_name, "");
     device_info_free(d, n);
-    json_object_put(body);
+    buf_free(&body);
 }
 
 /* A real reply, as public clients keep them (tests/data/platform/README.md). */
 Test(devices, as_captured)
 {
     struct device_info *d = NULL;
-    size_t n = 0;
-    struct err e = {{0}};
-    struct json_object *body = fixture("current-as-captured.json");
-    cr_assert_eq(platform_parse_devices(&d, &n, body, NULL, &e), 0, "%s", e.msg);
+    struct buf body;
+    fixture(&body, "current-as-captured.json");
+    size_t n = parse_ok(&d, body.data, body.len);
     cr_assert_eq(n, 2);
     cr_assert_str_eq(d[0].name, "蓄熱の上 TR7");
     cr_assert_str_eq(d[0].base_serial, "5234A0C2");
@@ -1174,16 +1199,15 @@ Test(devices, as_captured)
     cr_assert_str_eq(d[1].channels[0].value, "1.45760");
     cr_assert_str_eq(d[1].channels[0].unit, "kWh");
     device_info_free(d, n);
-    json_object_put(body);
+    buf_free(&body);
 }
 
 Test(devices, numbers_dialect_with_arrays)
 {
     struct device_info *d = NULL;
-    size_t n = 0;
-    struct err e = {{0}};
-    struct json_object *body = fixture("current-numbers.json");
-    cr_assert_eq(platform_parse_devices(&d, &n, body, NULL, &e), 0, "%s", e.msg);
+    struct buf body;
+    fixture(&body, "current-numbers.json");
+    size_t n = parse_ok(&d, body.data, body.len);
     cr_assert_eq(n, 2);
     cr_assert_str_eq(d[0].serial, "52100003");
     cr_assert_str_eq(d[0].model, "RTR-502");
@@ -1199,7 +1223,46 @@ Test(devices, numbers_dialect_with_arrays)
     cr_assert_str_eq(d[1].base_name, "Standalone");
     cr_assert_str_eq(d[1].group_name, "");
     device_info_free(d, n);
-    json_object_put(body);
+    buf_free(&body);
+}
+
+/* What json-c made of a reply, the scanner gives: the last of members of
+ * one name, null as absent, '-' for '_', numbers as json-c prints them. */
+Test(devices, read_as_json_c_read_it)
+{
+    struct device_info *d = NULL;
+    const char *text =
+        "{\"devices\":[{\"serial\":\"00000000\"}],\"other\":{\"devices\":1},\"devices\":["
+        "{\"serial\":\"x\",\"serial\":\"52C1\\u0030001\",\"name\":1.50,\"name\\u0000x\":2E3,"
+        "\"model\":-0,\"rssi\":99999999999999999999,\"battery\":\"0042\",\"unixtime\":1e3,"
+        "\"time_diff\":null,\"time-diff\":\"540\",\"dst-flg\":1,\"dst_bias\":30,"
+        "\"baseunit\":[{\"serial\":\"58210001\",\"name\":\"a\\u0000b\"},{}],"
+        "\"group\":[\"x\",{\"name\":\"g\"}],"
+        "\"channel\":[{\"num\":-1,\"value\":\"\\ud800\"},7,{\"num\":\"3\",\"unit\":true}]},"
+        "{\"serial\":12345678,\"channel\":{},\"group\":{\"name\":null},\"battery\":1.0}"
+        "]}\n\0";
+    size_t n = parse_ok(&d, text, strlen(text) + 2);
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(d[0].serial, "52C10001");
+    cr_assert_str_eq(d[0].name, "2E3", "a name cut at \\u0000 is the same name");
+    cr_assert_str_eq(d[0].model, "0");
+    cr_assert_str_eq(d[0].rssi, "18446744073709551615");
+    cr_assert_eq(d[0].battery, 42);
+    cr_assert_eq(d[0].unixtime, 0, "1e3 is not an integer");
+    cr_assert_eq(d[0].utc_offset, 540 + 30);
+    cr_assert_str_eq(d[0].base_serial, "58210001");
+    cr_assert_str_eq(d[0].base_name, "a b");
+    cr_assert_str_eq(d[0].group_name, "", "the first of the array is not an object");
+    cr_assert_eq(d[0].n_channels, 2);
+    cr_assert_eq(d[0].channels[0].num, 1);
+    cr_assert_str_eq(d[0].channels[0].value, UTF8_REPLACEMENT);
+    cr_assert_eq(d[0].channels[1].num, 3);
+    cr_assert_str_eq(d[0].channels[1].unit, "");
+    cr_assert_str_eq(d[1].serial, "12345678");
+    cr_assert_str_eq(d[1].base_name, "");
+    cr_assert_eq(d[1].n_channels, 0);
+    cr_assert_eq(d[1].battery, 0);
+    device_info_free(d, n);
 }
 
 Test(devices, empty_and_bad)
@@ -1207,19 +1270,40 @@ Test(devices, empty_and_bad)
     struct device_info *d = (struct device_info *)&d;
     size_t n = 99;
     struct err e = {{0}};
-    struct json_object *body = json_tokener_parse("{\"devices\":[]}");
-    cr_assert_eq(platform_parse_devices(&d, &n, body, NULL, &e), 0);
+    const char *empty = "{\"devices\":[]}";
+    cr_assert_eq(platform_parse_devices(&d, &n, empty, strlen(empty), NULL, &e), 0);
     cr_assert_eq(n, 0);
     cr_assert_null(d);
-    json_object_put(body);
-    const char *bad[] = {"{}", "{\"devices\":{}}", "[]", "{\"devices\":\"x\"}"};
+    const char *bad[] = {"{}", "{\"devices\":{}}", "{\"devices\":\"x\"}", "{\"devices\":null}",
+                         "{\"devices\":[],\"devices\":{}}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        body = json_tokener_parse(bad[i]);
-        cr_assert_eq(platform_parse_devices(&d, &n, body, NULL, &e), -1, "%s", bad[i]);
+        d = (struct device_info *)&d;
+        n = 99;
+        cr_assert_eq(platform_parse_devices(&d, &n, bad[i], strlen(bad[i]), NULL, &e), -1, "%s",
+                     bad[i]);
         cr_assert_null(d);
         cr_assert_eq(n, 0);
-        cr_assert_not_null(strstr(e.msg, "devices"));
-        json_object_put(body);
+        cr_assert_str_eq(e.msg, "Get Current Readings reply has no 'devices' array");
     }
+    const struct {
+        const char *text, *msg;
+    } broken[] = {
+        {"[]", "byte 0: not an object"},
+        {"", "byte 0: not an object"},
+        {"{\"devices\":[{\"serial\":\"52C10001\"}]", "byte 34: expected ',' or '}'"},
+        {"{\"devices\":[]} {}", "byte 15: text after the value"},
+        {"{\"devices\":[1,]}", "byte 14: a comma before a closing bracket"},
+    };
+    for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+        const char *t = broken[i].text;
+        cr_assert_eq(platform_parse_devices(&d, &n, t, strlen(t), NULL, &e), -1, "%s", t);
+        cr_assert_null(d);
+        cr_assert_eq(n, 0);
+        char *want =
+            xasprintf("Get Current Readings reply is not a JSON object: %s", broken[i].msg);
+        cr_assert_str_eq(e.msg, want);
+        free(want);
+    }
+    cr_assert_eq(platform_parse_devices(&d, &n, NULL, 0, NULL, &e), -1);
     device_info_free(NULL, 0);
 }
