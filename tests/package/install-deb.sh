@@ -43,6 +43,7 @@ IFS=: read -r _ _ uid gid _ home shell < <(getent passwd wsrelay) || fail "no us
 expect 750 root wsrelay /etc/wsrelay
 expect 640 root wsrelay /etc/wsrelay/wsrelay.yaml
 expect 700 wsrelay wsrelay /var/lib/wsrelay
+expect 750 wsrelay wsrelay /var/log/wsrelay
 dpkg-query -W -f='${Conffiles}' wsrelay | grep -q '^ /etc/wsrelay/wsrelay.yaml ' ||
   fail "/etc/wsrelay/wsrelay.yaml is not a conffile"
 cmp -s /etc/wsrelay/wsrelay.yaml /usr/share/doc/wsrelay/examples/wsrelay.yaml ||
@@ -83,7 +84,7 @@ out=$(systemd-analyze verify "$man" /lib/systemd/system/wsrelay.service \
 # Purge: the state, the config and the overrides go; the user stays.
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq wsrelay >/dev/null || fail "apt-get purge"
 installed=0
-for gone in /usr/bin/wsrelay /usr/libexec/wsrelay /etc/wsrelay /var/lib/wsrelay; do
+for gone in /usr/bin/wsrelay /usr/libexec/wsrelay /etc/wsrelay /var/lib/wsrelay /var/log/wsrelay; do
   [ ! -e "$gone" ] || fail "$gone is still there after purge"
 done
 ! dpkg-statoverride --list | grep -q /etc/wsrelay || fail "statoverrides left after purge"
