@@ -9,6 +9,7 @@ wsrelay_packages=(
   libcairo2-dev libfontconfig-dev fonts-dejavu-core fonts-ipaexfont-gothic
   libcriterion-dev libmicrohttpd-dev
   python3-aiosmtpd openssl clang-format mandoc
+  dpkg-dev lintian python3-yaml
 )
 
 wsrelay_install_deps() {

@@ -12,8 +12,11 @@
  * to wsrelay-net, which reports problems as it always did.
  *
  * wsrelay-net is looked for beside this program first (a build directory,
- * or a copy of both in one place), then in WSRELAY_LIBEXECDIR, where the
- * install puts it. */
+ * or a copy of both in one place), then in the libexec directory of the
+ * installation that holds this program (WSRELAY_LIBEXEC_FROM_BIN from its
+ * own directory, so a package staged under another prefix than the build's
+ * still finds its own), then in WSRELAY_LIBEXECDIR, where the install puts
+ * it. */
 #include "config.h"
 #include "quiet.h"
 #include "run.h"
@@ -135,23 +138,30 @@ static char *own_dir(void)
 }
 
 /* Replaces this process with wsrelay-net and the same arguments: the one
- * beside this program, or when there is none there, the installed one.
- * One that is there but does not run is an error, never a reason to run
- * another (which could be another version). Returns only on failure. */
+ * beside this program, or when there is none there, the one of this
+ * program's installation, or the one of the configured install. One that
+ * is there but does not run is an error, never a reason to run another
+ * (which could be another version). Returns only on failure. */
 static int exec_net(char **argv)
 {
     char *dir = own_dir();
-    char *beside = dir ? xasprintf("%s/" NET_NAME, dir) : NULL;
-    const char *path = WSRELAY_LIBEXECDIR "/" NET_NAME;
-    if (beside) {
-        execv(beside, argv);
-        if (errno != ENOENT)
-            path = beside;
+    char *paths[3];
+    size_t n = 0;
+    if (dir) {
+        paths[n++] = xasprintf("%s/" NET_NAME, dir);
+        paths[n++] = xasprintf("%s/" WSRELAY_LIBEXEC_FROM_BIN "/" NET_NAME, dir);
     }
-    if (path != beside)
-        execv(path, argv);
-    log_plain(LOG_ERROR, "cannot run %s: %s", path, strerror(errno));
-    free(beside);
+    paths[n++] = xstrdup(WSRELAY_LIBEXECDIR "/" NET_NAME);
+    size_t i = 0;
+    for (; i < n; i++) {
+        execv(paths[i], argv);
+        if (errno != ENOENT)
+            break;
+    }
+    int saved = errno;
+    log_plain(LOG_ERROR, "cannot run %s: %s", paths[i < n ? i : n - 1], strerror(saved));
+    for (i = 0; i < n; i++)
+        free(paths[i]);
     free(dir);
     return RUN_USAGE;
 }

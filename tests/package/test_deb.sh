@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The Debian package of this build (cpack -G DEB into a temporary
+# directory): its control fields (Depends computed from the libraries),
+# its files and their modes, the conffile, the maintainer scripts, and
+# lintian with no error. Installing it changes the system, so that is
+# tests/package/install-deb.sh's job (.ci/run), not this test's.
+#   test_deb.sh SOURCE_DIR BUILD_DIR SANITIZED(ON|OFF)
+# Exit 77 (skipped) in a sanitizer build: its binaries are not ones to ship.
+set -euo pipefail
+src=$1 build=$2 sanitized=${3:-OFF}
+if [ "$sanitized" = ON ]; then
+  echo "skipped: a sanitizer build makes no package (the normal build tests it)"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+for tool in cpack dpkg-deb dpkg-shlibdeps lintian; do
+  command -v $tool >/dev/null || fail "$tool is missing (scripts/deps.sh installs it)"
+done
+
+out=$(cpack -G DEB -B "$tmp" --config "$build/CPackConfig.cmake" 2>&1) || fail "cpack: $out"
+debs=("$tmp"/wsrelay_*.deb)
+[ ${#debs[@]} -eq 1 ] && [ -f "${debs[0]}" ] || fail "cpack made ${debs[*]}"
+deb=${debs[0]}
+version=$(sed -n 's/^project(wsrelay VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
+case $(basename "$deb") in
+wsrelay_"$version"-*_"$(dpkg --print-architecture)".deb) ;;
+*) fail "package named $(basename "$deb")" ;;
+esac
+
+field() { dpkg-deb -f "$deb" "$1"; }
+[ "$(field Package)" = wsrelay ] || fail "Package: $(field Package)"
+[[ $(field Version) == "$version"-* ]] || fail "Version: $(field Version)"
+depends=$(field Depends)
+for lib in libc6 libcurl4 libjson-c5 libyaml-0-2 libesmtp6 libssl3 libpcre2-8-0 libcairo2 adduser; do
+  grep -qE "(^|, )$lib( |,|$)" <<<"$depends" || fail "Depends lacks $lib: $depends"
+done
+
+# Files and modes, as dpkg will unpack them (all root:root).
+listing=$(dpkg-deb -c "$deb")
+has() {
+  grep -qE "^$1 root/root +[0-9]+ [0-9-]+ [0-9:]+ \./${2#/}$" <<<"$listing" || fail "no $1 $2 in the package"
+}
+has -rwxr-xr-x /usr/bin/wsrelay
+has -rwxr-xr-x /usr/libexec/wsrelay/wsrelay-net
+has -rw-r--r-- /etc/wsrelay/wsrelay.yaml
+has -rw-r--r-- /lib/systemd/system/wsrelay.service
+has -rw-r--r-- /lib/systemd/system/wsrelay.timer
+has -rw-r--r-- /lib/systemd/system/wsrelay-loop.service
+has -rw-r--r-- /usr/share/doc/wsrelay/copyright
+has -rw-r--r-- /usr/share/doc/wsrelay/changelog.Debian.gz
+has -rw-r--r-- /usr/share/doc/wsrelay/examples/wsrelay.yaml
+has -rw-r--r-- /usr/share/wsrelay/templates/email.html
+! grep -q ' \./usr/local/' <<<"$listing" || fail "the package has files in /usr/local"
+! grep -qv '^[-d]' <<<"$listing" || fail "the package has something else than files and directories"
+
+# Stripped binaries.
+dpkg-deb -x "$deb" "$tmp/x"
+for bin in usr/bin/wsrelay usr/libexec/wsrelay/wsrelay-net; do
+  readelf -S "$tmp/x/$bin" | grep -q '\.debug_info\|\.symtab' && fail "$bin is not stripped"
+done
+
+# Control: the conffile and the maintainer scripts.
+dpkg-deb -e "$deb" "$tmp/control"
+[ "$(cat "$tmp/control/conffiles")" = /etc/wsrelay/wsrelay.yaml ] ||
+  fail "conffiles: $(cat "$tmp/control/conffiles")"
+for script in postinst prerm postrm; do
+  [ "$(stat -c %a "$tmp/control/$script")" = 755 ] || fail "$script is not 0755"
+  sh -n "$tmp/control/$script" || fail "$script does not parse"
+done
+grep -q 'adduser --system' "$tmp/control/postinst" || fail "postinst makes no system user"
+
+# lintian: errors fail; the warnings that remain are known and explained in
+# packaging/debian/README.
+status=0
+lintian --no-cfg --fail-on error "$deb" >"$tmp/lintian" 2>&1 || status=$?
+out=$(grep -v '^running with root privileges' "$tmp/lintian" || true)
+[ $status -eq 0 ] || fail "lintian (status $status): $out"
+! grep -q '^E:' <<<"$out" || fail "lintian: $out"
+if [ -n "$out" ]; then echo "lintian:"; echo "$out"; fi
+echo "package OK: $(basename "$deb"), Depends: $depends"
