@@ -399,6 +399,19 @@ def json_floor(bindir, sim, work, state, now):
     return rows
 
 
+def restore(saved, state):
+    """Puts the state saved as `saved` (its file and its directory of
+    device files) back at `state`, without the quiet file."""
+    shutil.copyfile(saved, state)
+    for extra in (state + ".quiet", state + ".d"):
+        if os.path.isdir(extra):
+            shutil.rmtree(extra)
+        elif os.path.exists(extra):
+            os.unlink(extra)
+    if os.path.isdir(saved + ".d"):
+        shutil.copytree(saved + ".d", state + ".d")
+
+
 def bench_quiet(bindir, work, repeat):
     """The runs wsrelay makes most: one login ID of N devices whose state
     knows every device (each polled once, its 20 entries seen), then runs
@@ -447,7 +460,8 @@ def bench_quiet(bindir, work, repeat):
                 now += 3700  # the previous run's calls have left the window
             last = now
             rows = []
-            for signals, label in ((False, "no call due"), (True, "readings, nothing new")):
+            for signals, label in ((False, "no call due"),
+                                   (True, "readings, every device uploaded since the last run")):
                 samples, calls = [], set()
                 for k in range(repeat):
                     # Before the routine's next slot (0.9 spacing after the last
@@ -460,6 +474,27 @@ def bench_quiet(bindir, work, repeat):
                                                ["run", "--now", str(now)], log))
                     calls.add(tuple(a - b for a, b in zip(sim.calls(), before)))
                 rows.append((label, calls, samples))
+            # A readings run that finds nothing new at all: no device has
+            # uploaded since the run before (the simulator's readings carry
+            # its clock, so the clock stays at that run's time), and the run
+            # comes a minute later, well before a device could be silent.
+            # From the same state each time.
+            read = os.path.join(d, "read-state.json")
+            shutil.copyfile(state, read)
+            if os.path.isdir(state + ".d"):
+                shutil.copytree(state + ".d", read + ".d")
+            with open(state, encoding="utf-8") as f:
+                seen_at = max(w["t"] for w in json.load(f)["watch"].values())
+            samples, calls = [], set()
+            for k in range(repeat):
+                restore(read, state)
+                sim.set_clock(seen_at)
+                before = sim.calls()
+                samples.append(run_wsrelay(bindir, configs[True],
+                                           ["run", "--now", str(seen_at + 60)], log))
+                calls.add(tuple(a - b for a, b in zip(sim.calls(), before)))
+            restore(read, state)
+            rows.append(("readings, nothing new", calls, samples))
             # A run that polls one device and finds nothing new: `--look`
             # on the call the budget keeps in reserve, from the same state
             # each time (restored before each run). The simulator's clock
@@ -470,14 +505,7 @@ def bench_quiet(bindir, work, repeat):
                 shutil.copytree(state + ".d", polled + ".d")
             samples, calls = [], set()
             for k in range(repeat):
-                shutil.copyfile(polled, state)
-                for extra in (state + ".quiet", state + ".d"):
-                    if os.path.isdir(extra):
-                        shutil.rmtree(extra)
-                    elif os.path.exists(extra):
-                        os.unlink(extra)
-                if os.path.isdir(polled + ".d"):
-                    shutil.copytree(polled + ".d", state + ".d")
+                restore(polled, state)
                 sim.set_clock(last + 30 + 3700 * (k + 1))
                 before = sim.calls()
                 samples.append(run_wsrelay(bindir, configs[False], [
@@ -671,6 +699,10 @@ def quiet_targets(quiet):
         cpu = med(x.cpu for x in readings)
         rows.append(("2000 devices on one login ID: a readings run that finds nothing new costs "
                      "at most 40 ms CPU", ms(cpu), cpu <= 0.040))
+    uploaded = quiet.get((2000, "readings, every device uploaded since the last run"))
+    if uploaded:
+        rows.append(("2000 devices on one login ID: a readings run after every device uploaded "
+                     "(no target; for comparison)", ms(med(x.cpu for x in uploaded)), True))
     return rows
 
 

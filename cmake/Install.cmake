@@ -1,7 +1,8 @@
 # What `cmake --install` puts where (GNUInstallDirs, relative to the
 # prefix):
 #   bin/                         wsrelay, wsrelay-sim
-#   libexec/wsrelay/             wsrelay-net, which the front execs
+#   libexec/wsrelay/             wsrelay-net, which the front execs, and
+#                                wsrelay-chart, which wsrelay-net runs to draw a chart
 #   share/wsrelay/templates/     the built-in templates, to copy and adapt
 #   share/doc/wsrelay/           README.md, docs/
 #   share/doc/wsrelay/examples/  the example config, rules, systemd units, cron file
@@ -14,7 +15,7 @@
 # and the Debian package includes (cmake/DebianPackage.cmake).
 
 install(TARGETS wsrelay RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS wsrelay-net RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/wsrelay)
+install(TARGETS wsrelay-net wsrelay-chart RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/wsrelay)
 if(TARGET wsrelay-sim)
   install(TARGETS wsrelay-sim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()

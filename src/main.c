@@ -1,7 +1,6 @@
 /* The command line: global options, then one command from the table below.
  * Exit codes: 0 all went well, 1 a run-time failure that the next run
  * retries (state saved), 2 a usage or configuration error (nothing done). */
-#include "chart.h"
 #include "config.h"
 #include "event.h"
 #include "explain.h"
@@ -868,7 +867,6 @@ int main(int argc, char **argv)
     optind = 0;
     rc = cmd->fn(&g, sub_argc, sub_argv);
     curl_global_cleanup();
-    chart_release();
     fflush(stdout);
     return rc;
 }

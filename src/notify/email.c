@@ -27,7 +27,7 @@
  * reports over a pipe which step it is in, and at the end its verdict.
  * That covers every part of it alike, name lookup and TLS handshake
  * included, and the child's memory and sockets go with it. */
-#include "chart.h"
+#include "chartproc.h"
 #include "mime.h"
 #include "notify/notify.h"
 #include "util/buf.h"
@@ -936,32 +936,6 @@ static void email_content_clear(struct email_content *c)
     memset(c, 0, sizeof *c);
 }
 
-/* The chart of an event's trend (event.h) as a PNG in *png; -1 with the
- * reason in `e` when it cannot be drawn. */
-static int trend_chart(unsigned char **png, size_t *len, const struct event *ev, struct err *e)
-{
-    const struct event_trend *t = ev->trend;
-    const struct series_channel *ch = &t->series.channels[0];
-    const char *who = ev->name && *ev->name ? ev->name : ev->serial;
-    char *title = ch->name && *ch->name ? xasprintf("%s · %s", who, ch->name)
-                                        : xasprintf("%s · ch%d", who, ch->num);
-    struct chart_spec spec = {
-        .series = &t->series,
-        .channel = ch->num,
-        .since = t->since,
-        .until = t->until > t->since ? t->until : t->since + 60,
-        .has_upper = t->has_upper,
-        .has_lower = t->has_lower,
-        .upper = t->upper,
-        .lower = t->lower,
-        .marked = ev->unixtime,
-        .title = title,
-    };
-    int rc = chart_png(png, len, &spec, e);
-    free(title);
-    return rc;
-}
-
 /* Draws the charts of the first events that have a trend, as images of
  * the mail, and names each in its event's context (events[i].trend's
  * chart_cid), which email.html shows with <img src="cid:...">. An event
@@ -983,7 +957,7 @@ static void email_charts(struct email_content *out, struct json_object *ctx,
             !json_object_object_get_ex(json_object_array_get_idx(events, i), "trend", &trend) ||
             !trend)
             continue;
-        if (trend_chart(&png, &len, ev, &e) < 0) {
+        if (chartproc_png(&png, &len, ev, &e) < 0) {
             log_info("email: %s: no chart: %s", ev->serial, e.msg);
             continue;
         }

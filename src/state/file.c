@@ -91,17 +91,25 @@ static struct json_object *new_root(void)
 }
 
 /* What a save compares to know whether the document changed since it was
- * read or written: FNV-1a (64 bits) of the text, with its length folded
+ * read or written: a 64-bit hash of the text, eight bytes at a time
+ * (FNV-1a's prime on each word, then a final mix), with its length folded
  * in. 0 stands for "not known" (the next save writes); a text whose digest
  * happens to be 0 is merely written once more. */
 static uint64_t digest_of(const char *text, size_t len)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)text[i];
-        h *= 0x100000001b3ULL;
+    uint64_t h = 0xcbf29ce484222325ULL ^ ((uint64_t)len * 0x9e3779b97f4a7c15ULL);
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, text + i, 8);
+        h = (h ^ w) * 0x100000001b3ULL;
+        h ^= h >> 29;
     }
-    return h ^ ((uint64_t)len * 0x9e3779b97f4a7c15ULL);
+    for (; i < len; i++)
+        h = (h ^ (unsigned char)text[i]) * 0x100000001b3ULL;
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ULL;
+    return h ^ (h >> 32);
 }
 
 /* Appends the path of `at` to `b`, outermost first. */

@@ -9,6 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "string_stop reads words as little-endian"
+#endif
+
 void jscan_init(struct jscan *s, const char *text, size_t len)
 {
     char *key = s->key;
@@ -33,14 +37,14 @@ bool jscan_fail(struct jscan *s, const char *reason)
     return false;
 }
 
-static void skip_space(struct jscan *s)
+static inline void skip_space(struct jscan *s)
 {
     while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
         s->p++;
 }
 
 /* Skips white space; true when `c` comes next (not consumed). */
-static bool next_is(struct jscan *s, char c)
+static inline bool next_is(struct jscan *s, char c)
 {
     skip_space(s);
     return s->p < s->end && *s->p == c;
@@ -90,9 +94,11 @@ struct sink {
     size_t *len, *cap;
 };
 
+/* Appends to the sink, which stays NUL-terminated (nothing to append to a
+ * sink that has its buffer changes nothing). */
 static void sink_put(const struct sink *o, const char *bytes, size_t n)
 {
-    if (!o)
+    if (!o || (n == 0 && *o->data))
         return;
     if (*o->len + n + 1 > *o->cap) {
         size_t cap = *o->cap ? *o->cap : 64;
@@ -181,15 +187,36 @@ static bool scan_escape(struct jscan *s, const struct sink *o)
 
 /* A string (s->p on its opening quote), its decoded bytes appended to `o`
  * (NULL: only checked). Leniently, as jscan.h says. */
+/* The first '"' or '\\' from `p` on, or `end`; eight bytes at a time
+ * where eight are left: a byte of the word is one of the two when the
+ * word XOR that byte repeated has a zero byte there, and the lowest bit
+ * the zero-byte test sets is that of the first such byte (the machine is
+ * little-endian; the build checks it). */
+static const char *string_stop(const char *p, const char *end)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    while (end - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+        uint64_t hit = ((q - ones) & ~q & highs) | ((b - ones) & ~b & highs);
+        if (hit)
+            return p + __builtin_ctzll(hit) / 8;
+        p += 8;
+    }
+    while (p < end && *p != '"' && *p != '\\')
+        p++;
+    return p;
+}
+
 static bool scan_string(struct jscan *s, const struct sink *o)
 {
     s->p++;
     for (;;) {
-        const char *run = s->p;
-        while (s->p < s->end && *s->p != '"' && *s->p != '\\')
-            s->p++;
-        sink_put(o, run, (size_t)(s->p - run));
-        if (s->p >= s->end)
+        const char *stop = string_stop(s->p, s->end);
+        sink_put(o, s->p, (size_t)(stop - s->p));
+        s->p = stop;
+        if (stop == s->end)
             return jscan_fail(s, "a string without its closing quote");
         if (*s->p++ == '"')
             return true;
@@ -316,6 +343,14 @@ bool jscan_int(struct jscan *s, long long *out)
         return false;
     if (!integral)
         return jscan_fail(s, "not an integer");
+    const char *digit = text + (text[0] == '-');
+    if (strlen(digit) <= 18) { /* fits: no overflow to check */
+        long long v = 0;
+        for (; *digit; digit++)
+            v = v * 10 + (*digit - '0');
+        *out = text[0] == '-' ? -v : v;
+        return true;
+    }
     errno = 0;
     long long v = strtoll(text, NULL, 10);
     if (errno == ERANGE)
@@ -393,11 +428,17 @@ bool jscan_member(struct jscan *s)
         return false;
     if (!next_is(s, '"'))
         return jscan_fail(s, "expected a member name");
-    s->key_len = 0;
     struct sink o = {&s->key, &s->key_len, &s->key_cap};
-    sink_put(&o, "", 0);
-    if (!scan_string(s, &o))
+    s->key_len = 0;
+    sink_put(&o, "", 0); /* the buffer exists */
+    s->key[0] = '\0';
+    const char *stop = string_stop(s->p + 1, s->end);
+    if (stop < s->end && *stop == '"') { /* no escape: one copy */
+        sink_put(&o, s->p + 1, (size_t)(stop - s->p - 1));
+        s->p = stop + 1;
+    } else if (!scan_string(s, &o)) {
         return false;
+    }
     if (!next_is(s, ':'))
         return jscan_fail(s, "expected ':'");
     s->p++;

@@ -1,9 +1,12 @@
 /* UTF-8 decoding, repair and cutting, for text that wsrelay did not write
  * itself: replies of the platform, answers of receivers, files. */
 #include "util/utf8.h"
+
 #include "util/buf.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
+#include <string.h>
 
 size_t utf8_decode(uint32_t *out, const char *s, size_t n)
 {
@@ -86,6 +89,17 @@ bool utf8_is_control(uint32_t cp)
 char *utf8_clean(const char *s, size_t n, size_t max, enum utf8_controls controls)
 {
     struct buf b;
+    size_t plain = 0;
+    /* Printable ASCII, most of what passes here, stays as it is. */
+    while (plain < n && plain < max && (unsigned char)s[plain] >= 0x20 &&
+           (unsigned char)s[plain] < 0x7f)
+        plain++;
+    if (plain == n) {
+        char *copy = xmalloc(n + 1);
+        memcpy(copy, s, n);
+        copy[n] = '\0';
+        return copy;
+    }
     buf_init(&b, 0);
     for (size_t i = 0; i < n;) {
         uint32_t cp = 0;

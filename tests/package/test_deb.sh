@@ -44,6 +44,7 @@ has() {
 }
 has -rwxr-xr-x /usr/bin/wsrelay
 has -rwxr-xr-x /usr/libexec/wsrelay/wsrelay-net
+has -rwxr-xr-x /usr/libexec/wsrelay/wsrelay-chart
 has -rw-r--r-- /etc/wsrelay/wsrelay.yaml
 has -rw-r--r-- /lib/systemd/system/wsrelay.service
 has -rw-r--r-- /lib/systemd/system/wsrelay.timer
@@ -57,7 +58,7 @@ has -rw-r--r-- /usr/share/wsrelay/templates/email.html
 
 # Stripped binaries.
 dpkg-deb -x "$deb" "$tmp/x"
-for bin in usr/bin/wsrelay usr/libexec/wsrelay/wsrelay-net; do
+for bin in usr/bin/wsrelay usr/libexec/wsrelay/wsrelay-net usr/libexec/wsrelay/wsrelay-chart; do
   readelf -S "$tmp/x/$bin" | grep -q '\.debug_info\|\.symtab' && fail "$bin is not stripped"
 done
 

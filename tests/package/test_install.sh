@@ -23,6 +23,7 @@ expect() {
 expect 755 /usr/bin/wsrelay
 [ ! -f "$build/wsrelay-sim" ] || expect 755 /usr/bin/wsrelay-sim
 expect 755 /usr/libexec/wsrelay/wsrelay-net
+expect 755 /usr/libexec/wsrelay/wsrelay-chart
 for t in "$src"/templates/*; do
   expect 644 "/usr/share/wsrelay/templates/$(basename "$t")"
 done

@@ -1,0 +1,188 @@
+/* Drawing a chart in the wsrelay-chart helper (chartproc.h). */
+#include "chartproc.h"
+
+#include "chart.h"
+#include "util/buf.h"
+#include "util/fileio.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+char *chartproc_title(const struct event *ev)
+{
+    const struct series_channel *ch = &ev->trend->series.channels[0];
+    const char *who = ev->name && *ev->name ? ev->name : ev->serial;
+    return ch->name && *ch->name ? xasprintf("%s · %s", who, ch->name)
+                                 : xasprintf("%s · ch%d", who, ch->num);
+}
+
+/* The helper beside this program; NULL when this program's path is not
+ * known. */
+static char *helper_path(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    char *dir = file_dirname(exe);
+    char *path = dir ? xasprintf("%s/" CHARTPROC_NAME, dir) : NULL;
+    free(dir);
+    return path;
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Writes `in` to the helper (*to, closed and set to -1 once all is
+ * written) and reads its answer into `out` at the same time (a pipe holds
+ * only so much), until it closes its output or the time runs out. Returns
+ * 0, or -1 with the reason in `e`. */
+static int talk(int *to, int from, const char *in, size_t in_len, struct buf *out, struct err *e)
+{
+    size_t sent = 0;
+    long long deadline = now_ms() + CHARTPROC_TIMEOUT_MS;
+    for (;;) {
+        struct pollfd fds[2] = {{.fd = from, .events = POLLIN}, {.fd = *to, .events = POLLOUT}};
+        nfds_t n = *to >= 0 ? 2 : 1;
+        long long left = deadline - now_ms();
+        if (left <= 0)
+            return err_set(e, CHARTPROC_NAME ": no chart after %d s", CHARTPROC_TIMEOUT_MS / 1000);
+        int ready = poll(fds, n, (int)left);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready < 0)
+            return err_set(e, CHARTPROC_NAME ": poll: %s", strerror(errno));
+        if (n == 2 && fds[1].revents) {
+            ssize_t w = (fds[1].revents & POLLOUT) ? write(*to, in + sent, in_len - sent) : -1;
+            if (w > 0)
+                sent += (size_t)w;
+            if (w < 0 && errno != EAGAIN && errno != EINTR) /* it stopped reading */
+                sent = in_len;
+            if (sent == in_len) {
+                close(*to);
+                *to = -1;
+            }
+        }
+        if (fds[0].revents) {
+            char chunk[65536];
+            ssize_t r = read(from, chunk, sizeof chunk);
+            if (r == 0)
+                break;
+            if (r < 0 && errno != EAGAIN && errno != EINTR)
+                return err_set(e, CHARTPROC_NAME ": read: %s", strerror(errno));
+            if (r > 0 && buf_append(out, chunk, (size_t)r) < 0)
+                return err_set(e, CHARTPROC_NAME ": answer over %u bytes", CHART_PNG_MAX);
+        }
+    }
+    return 0;
+}
+
+int chartproc_png(unsigned char **png, size_t *len, const struct event *ev, struct err *e)
+{
+    int rc = -1;
+    int in[2] = {-1, -1}, out[2] = {-1, -1};
+    pid_t pid = -1;
+    char *path = NULL;
+    struct buf answer;
+    struct json_object *doc = NULL;
+    struct sigaction ignore = {.sa_handler = SIG_IGN}, was;
+    bool sigpipe = false;
+    buf_init(&answer, CHART_PNG_MAX);
+    *png = NULL;
+    *len = 0;
+    if (!ev->trend) {
+        err_set(e, "no trend to draw");
+        goto out;
+    }
+    path = helper_path();
+    if (!path || access(path, X_OK) < 0) {
+        err_set(e, "%s: %s", path ? path : CHARTPROC_NAME,
+                path ? strerror(errno) : "this program's directory is not known");
+        goto out;
+    }
+    doc = event_to_json(ev);
+    size_t doc_len = 0;
+    const char *text = json_object_to_json_string_length(doc, JSON_C_TO_STRING_PLAIN, &doc_len);
+    if (pipe(in) < 0 || pipe(out) < 0) {
+        err_set(e, CHARTPROC_NAME ": pipe: %s", strerror(errno));
+        goto out;
+    }
+    for (int i = 0; i < 2; i++) { /* the helper gets them as 0 and 1 only */
+        fcntl(in[i], F_SETFD, FD_CLOEXEC);
+        fcntl(out[i], F_SETFD, FD_CLOEXEC);
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    char *argv[] = {(char *)CHARTPROC_NAME, NULL};
+    int err = posix_spawn(&pid, path, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (err != 0) {
+        pid = -1;
+        err_set(e, "%s: %s", path, strerror(err));
+        goto out;
+    }
+    close(in[0]);
+    close(out[1]);
+    in[0] = out[1] = -1;
+    fcntl(in[1], F_SETFL, O_NONBLOCK);
+    /* A helper that dies before reading everything must not kill us. */
+    sigpipe = sigaction(SIGPIPE, &ignore, &was) == 0;
+    if (talk(&in[1], out[0], text, doc_len, &answer, e) < 0) {
+        kill(pid, SIGKILL);
+        goto out;
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    pid = -1;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        size_t n = strcspn(buf_str(&answer), "\n");
+        err_set(e, "%.*s", (int)(n < 300 ? n : 300),
+                WIFEXITED(status) && n ? buf_str(&answer) : CHARTPROC_NAME " failed");
+        goto out;
+    }
+    if (answer.len < 8 || memcmp(answer.data, "\x89PNG\r\n\x1a\n", 8) != 0) {
+        err_set(e, CHARTPROC_NAME ": the answer is not a PNG");
+        goto out;
+    }
+    *len = answer.len;
+    *png = (unsigned char *)buf_steal(&answer);
+    rc = 0;
+out:
+    if (pid > 0)
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    if (sigpipe)
+        sigaction(SIGPIPE, &was, NULL);
+    for (int i = 0; i < 2; i++) {
+        if (in[i] >= 0)
+            close(in[i]);
+        if (out[i] >= 0)
+            close(out[i]);
+    }
+    json_object_put(doc);
+    buf_free(&answer);
+    free(path);
+    return rc;
+}
