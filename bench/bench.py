@@ -702,7 +702,7 @@ def quiet_targets(quiet):
     uploaded = quiet.get((2000, "readings, every device uploaded since the last run"))
     if uploaded:
         rows.append(("2000 devices on one login ID: a readings run after every device uploaded "
-                     "(no target; for comparison)", ms(med(x.cpu for x in uploaded)), True))
+                     "(no target; for comparison)", ms(med(x.cpu for x in uploaded)), None))
     return rows
 
 
@@ -737,8 +737,9 @@ def targets(parallel, size, outbox, config=None, quiet=None):
     print("| target | measured | met |")
     print("|---|---|---|")
     for statement, measured, met in rows:
-        print("| %s | %s | %s |" % (statement, measured, "yes" if met else "**no**"))
-    missed = sum(1 for row in rows if not row[2])
+        print("| %s | %s | %s |" % (statement, measured,
+                                    "—" if met is None else "yes" if met else "**no**"))
+    missed = sum(1 for row in rows if row[2] is False)
     print("\n%s\n" % ("Every target met." if not missed else
                       "%d target%s missed: run again on a quiet machine before drawing "
                       "conclusions." % (missed, "" if missed == 1 else "s")))

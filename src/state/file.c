@@ -129,11 +129,11 @@ int native_fail(struct jscan *js, const struct where *at, const char *what, stru
     struct buf where;
     buf_init(&where, ERR_MAX);
     where_text(&where, at);
-    if (js->failed) { /* the text itself is broken: say how */
+    jscan_fail(js, what);
+    if (js->reason != what) { /* the text itself is broken, or ends: say how */
         jscan_error(js, &scan);
         err_set(e, "%s: %s", buf_str(&where), scan.msg);
     } else {
-        jscan_fail(js, what);
         err_set(e, "%s: %s (byte %zu)", buf_str(&where), what, js->fail_at);
     }
     buf_free(&where);
@@ -188,8 +188,17 @@ static int parse_text(struct state *s, const char *text, size_t len, struct err 
         const struct state_native *nat = native_named(js.key);
         struct jscan_raw raw;
         if (nat) {
-            if (nat->read(s, &js, e) < 0)
+            err_clear(e);
+            if (nat->read(s, &js, e) < 0) {
+                /* A reader names where the text broke when it knows; when
+                 * the scan itself stopped (a truncated file), the section. */
+                if (!e->msg[0]) {
+                    struct err scan;
+                    jscan_error(&js, &scan);
+                    err_set(e, "%s: %s", nat->name, scan.msg);
+                }
                 goto out;
+            }
             continue;
         }
         if (strlen(js.key) != js.key_len || !utf8_valid(js.key, js.key_len)) {

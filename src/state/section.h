@@ -186,7 +186,8 @@ struct where {
 };
 
 /* Fails the scan with `what` at `at`: "WHERE: WHAT (byte N)", or, when
- * the text itself was broken, "WHERE: byte N: WHY" (file.c). Returns -1. */
+ * the text itself was broken or ends there, "WHERE: byte N: WHY" (file.c).
+ * Returns -1. */
 int native_fail(struct jscan *js, const struct where *at, const char *what, struct err *e);
 
 extern const struct state_section state_section_seen;      /* seen.c */

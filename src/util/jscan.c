@@ -32,7 +32,7 @@ bool jscan_fail(struct jscan *s, const char *reason)
     if (!s->failed) {
         s->failed = true;
         s->fail_at = (size_t)(s->p - s->text);
-        s->reason = reason;
+        s->reason = s->p >= s->end ? "the text ends too soon" : reason;
     }
     return false;
 }

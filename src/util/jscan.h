@@ -113,8 +113,9 @@ bool jscan_bool(struct jscan *s, bool *out);
 bool jscan_null(struct jscan *s);
 
 /* Marks the scan failed at the current position with `reason` (a static
- * string), unless it failed already; returns false. For readers that find
- * a value of the wrong kind. */
+ * string; "the text ends too soon" at the end of the text), unless it
+ * failed already; returns false. For readers that find a value of the
+ * wrong kind. */
 bool jscan_fail(struct jscan *s, const char *reason);
 
 /* After the top-level value: 0 when the scan succeeded and only white

@@ -1,8 +1,9 @@
 /* Fuzzes the state loader with arbitrary file contents: a state that loads
  * must save (in full and budget-only) and load again, also after its clock
  * was clamped, the devices of account "lab" set again, its throttles
- * pruned and set, a counter counted and the health of a login and a
- * receiver recorded; one that does not load is moved aside whole by
+ * pruned and set, a counter counted, the health of a login and a
+ * receiver recorded, and a device's readings memory and a learnt limit set
+ * (which must come back as set); one that does not load is moved aside whole by
  * state_open (and refused by state_peek). state_peek loads exactly what state_open loads. Never a
  * crash on a hand-edited or damaged file. */
 #include "fuzz.h"
@@ -115,11 +116,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         state_outbox_summary(s, NULL, &sum);
         if (sum.count != state_outbox_count(s, NULL))
             abort();
+        /* A readings memory and a learnt limit changed: what is saved of
+         * them comes back (the other entries go back as they were read). */
+        struct watch w, got;
+        if (!state_watch(s, "5214000A", &w)) {
+            w = (struct watch){.unixtime = 1795000000, .n_ch = 1, .n_gaps = 1, .gaps = {60}};
+            w.ch[0] = (struct watch_channel){.num = 1,
+                                             .value = -79.8,
+                                             .n_history = 2,
+                                             .history = {-80.1, 1e300},
+                                             .has_at_poll = true,
+                                             .at_poll_error = true};
+        }
+        w.seen_at = w.seen_at < 1795000000 ? 1795000000 : w.seen_at + 1;
+        state_set_watch(s, "5214000A", &w);
+        state_learn_limit(s, "5214000A", 2, false, -0.5);
         if (state_save(s, &e) < 0)
             abort();
         state_close(s);
-        if (state_open(&s, path, 0, &e) < 0)
+        if (state_open(&s, path, 0, &e) < 0 || state_set_aside(s, NULL))
             abort(); /* what we saved must load */
+        struct watch_limit l;
+        if (!state_watch(s, "5214000A", &got) || got.seen_at != w.seen_at ||
+            got.unixtime != w.unixtime || got.n_ch != w.n_ch || got.n_gaps != w.n_gaps ||
+            !state_learnt_limit(s, "5214000A", 2, &l) || !l.has_lower || l.lower != -0.5)
+            abort();
+        for (int i = 0; i < w.n_ch; i++)
+            if (got.ch[i].num != w.ch[i].num || got.ch[i].n_history != w.ch[i].n_history)
+                abort();
         state_close(s);
     } else {
         abort(); /* a file that can be read always opens, moved aside if need be */

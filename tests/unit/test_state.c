@@ -3,6 +3,7 @@
 #include "state.h"
 #include "util/buf.h"
 #include "util/fileio.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
@@ -2700,6 +2701,31 @@ Test(state, signal_calls_and_starvation_are_kept_per_login)
     state_set_signals_starved(s, "tbzz9999", 0);
     cr_expect_eq(state_signals_starved(s, "tbzz9999"), 0);
     state_close(s);
+}
+
+/* A file cut short inside a per-device section says so, naming the
+ * section, in a message a log line can carry. */
+Test(state, a_file_cut_short_in_a_device_section_says_where)
+{
+    static const char *const cut[] = {
+        "{\"version\":1,\"watch\":{\"5214000A\":{\"t\":1,",
+        "{\"version\":1,\"limits\":{\"5214000A\":{\"1\":{\"upper\":",
+        "{\"version\":1,\"accounts\":{\"t\":{\"devices\":[{\"serial\":\"A\"",
+        "{\"version\":1,\"accounts\":{\"t\":{\"history\":{\"A\":{\"x\":[1,",
+    };
+    static const char *const section[] = {"watch", "limits", "accounts", "accounts"};
+    for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
+        const char *why = NULL;
+        spew(path, cut[i]);
+        struct state *s = open_ok();
+        cr_assert_not_null(state_set_aside(s, &why), "%s was taken as good", cut[i]);
+        char *want = xasprintf("corrupt state file: %s", section[i]);
+        cr_expect_not_null(strstr(why, want), "%s: %s", cut[i], why);
+        cr_expect_not_null(strstr(why, "the text ends too soon"), "%s: %s", cut[i], why);
+        cr_expect(utf8_valid(why, strlen(why)), "%s", cut[i]);
+        free(want);
+        state_close(s);
+    }
 }
 
 Test(state, a_readings_memory_of_the_wrong_shape_is_corrupt)
