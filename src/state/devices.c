@@ -50,10 +50,10 @@ struct fleet_account {
     bool has_discovered;
     long long discovered_at;
     struct fleet_device *devices;
-    size_t n_devices;
+    size_t n_devices, devices_cap;
     struct strmap listed; /* serial -> position in devices */
     struct fleet_history *history;
-    size_t n_history;
+    size_t n_history, history_cap;
     struct strmap known; /* serial -> position in history */
     char *extra;
     char *text; /* the account as the file had it; NULL once changed */
@@ -67,6 +67,17 @@ struct fleet {
 };
 
 /* --- entries ---------------------------------------------------------- */
+
+/* Room in *arr (of `size`-byte elements, *cap of them) for one more after
+ * `n`: the capacity doubles, so that filling a list of 2000 devices does
+ * not copy it 2000 times. */
+static void *room_for_one(void *arr, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return arr;
+    *cap = *cap ? *cap * 2 : 16;
+    return xreallocarray(arr, *cap, size);
+}
 
 static void device_free(struct fleet_device *d)
 {
@@ -148,7 +159,7 @@ static struct fleet_history *history_entry(struct fleet_account *a, const char *
     struct fleet_history *h = history_of(a, serial);
     if (h)
         return h;
-    a->history = xreallocarray(a->history, a->n_history + 1, sizeof *a->history);
+    a->history = room_for_one(a->history, &a->history_cap, a->n_history, sizeof *a->history);
     h = &a->history[a->n_history];
     memset(h, 0, sizeof *h);
     h->serial = xstrdup(serial);
@@ -188,19 +199,22 @@ static bool fail(struct jscan *js, const struct where *up, const char *key, cons
 static bool keep_unknown(struct jscan *js, char **extra)
 {
     struct jscan_raw raw;
-    if (!jscan_skip(js, &raw))
-        return false;
     struct buf b;
     buf_init(&b, 0);
     if (*extra)
         buf_puts(&b, *extra);
     buf_append(&b, ",", 1);
+    /* The name now: skipping the value reads the names inside it. */
     buf_json_string(&b, js->key, js->key_len);
     buf_append(&b, ":", 1);
-    buf_append(&b, raw.text, raw.len);
-    free(*extra);
-    *extra = buf_steal(&b);
-    return true;
+    bool ok = jscan_skip(js, &raw);
+    if (ok) {
+        buf_append(&b, raw.text, raw.len);
+        free(*extra);
+        *extra = buf_steal(&b);
+    }
+    buf_free(&b);
+    return ok;
 }
 
 static bool read_time(struct jscan *js, long long *out, const struct where *up, struct err *e)
@@ -344,7 +358,7 @@ static bool read_devices(struct jscan *js, struct fleet_account *a, struct old_t
             *old = xreallocarray(*old, *n_old + 1, sizeof **old);
             (*old)[(*n_old)++] = o;
         }
-        a->devices = xreallocarray(a->devices, a->n_devices + 1, sizeof *a->devices);
+        a->devices = room_for_one(a->devices, &a->devices_cap, a->n_devices, sizeof *a->devices);
         a->devices[a->n_devices++] = d;
     }
     return !js->failed;
@@ -669,7 +683,10 @@ void state_set_devices(struct state *s, const char *account, const struct state_
     for (size_t i = 0; i < a->n_devices; i++)
         device_free(&a->devices[i]);
     a->n_devices = 0;
-    a->devices = xreallocarray(a->devices, n ? n : 1, sizeof *a->devices);
+    if (n > a->devices_cap) {
+        a->devices = xreallocarray(a->devices, n, sizeof *a->devices);
+        a->devices_cap = n;
+    }
     for (size_t i = 0; i < n; i++) {
         const struct state_device *d = &devs[i];
         if (!d->serial)
@@ -749,7 +766,7 @@ void state_device_polled(struct state *s, const char *account, const char *seria
         free(d->base);
         d->base = xstrdup(base);
     } else if (!d) {
-        a->devices = xreallocarray(a->devices, a->n_devices + 1, sizeof *a->devices);
+        a->devices = room_for_one(a->devices, &a->devices_cap, a->n_devices, sizeof *a->devices);
         a->devices[a->n_devices] = (struct fleet_device){
             .serial = xstrdup(serial),
             .base = xstrdup(or_empty(base)),

@@ -175,6 +175,15 @@ static int parse_text(struct state *s, const char *text, size_t len, struct err 
 {
     int rc = -1;
     struct jscan js = {0};
+    /* What json-c refused in the whole file, the scanner would take: a NUL
+     * byte (which would cut a member kept as text) and bytes that are not
+     * UTF-8. */
+    size_t valid = utf8_valid_prefix(text, len);
+    const char *nul = memchr(text, '\0', valid); /* U+0000 is UTF-8 */
+    if (nul)
+        return err_set(e, "byte %zu: a NUL byte", (size_t)(nul - text));
+    if (valid < len)
+        return err_set(e, "byte %zu: not UTF-8", valid);
     jscan_init(&js, text, len);
     if (jscan_peek(&js) != JSCAN_OBJECT) {
         jscan_skip(&js, NULL);

@@ -52,16 +52,27 @@ size_t utf8_decode(uint32_t *out, const char *s, size_t n)
     return len;
 }
 
-bool utf8_valid(const char *s, size_t n)
+size_t utf8_valid_prefix(const char *s, size_t n)
 {
     uint32_t cp;
-    for (size_t i = 0; i < n;) {
+    size_t i = 0;
+    while (i < n) {
+        uint64_t w;
+        if (n - i >= 8 && (memcpy(&w, s + i, 8), (w & 0x8080808080808080ULL) == 0)) {
+            i += 8; /* eight ASCII bytes */
+            continue;
+        }
         size_t len = utf8_decode(&cp, s + i, n - i);
         if (len == 0)
-            return false;
+            break;
         i += len;
     }
-    return true;
+    return i;
+}
+
+bool utf8_valid(const char *s, size_t n)
+{
+    return utf8_valid_prefix(s, n) == n;
 }
 
 size_t utf8_cut(const char *s, size_t n, size_t max)

@@ -26,6 +26,10 @@ size_t utf8_decode(uint32_t *out, const char *s, size_t n);
 /* True when the `n` bytes of `s` are well-formed UTF-8. */
 bool utf8_valid(const char *s, size_t n);
 
+/* The length of the longest well-formed prefix of the `n` bytes of `s`:
+ * `n` when they all are, else where the first byte that is not starts. */
+size_t utf8_valid_prefix(const char *s, size_t n);
+
 /* The length of the longest prefix of `s` (`n` bytes) of at most `max`
  * bytes that does not end inside a well-formed sequence: `n` when n <=
  * max. A byte that is not UTF-8 counts as a character of its own. */

@@ -2728,6 +2728,61 @@ Test(state, a_file_cut_short_in_a_device_section_says_where)
     }
 }
 
+/* A NUL byte or a byte that is not UTF-8, anywhere (here inside members
+ * this version does not know, which it keeps as their text), makes the
+ * file corrupt, as json-c's reading made it. */
+Test(state, a_nul_byte_or_bad_utf8_anywhere_is_corrupt)
+{
+    static const struct {
+        const char *text;
+        size_t len;
+        const char *why;
+    } bad[] = {
+#define CASE(text, why) {text, sizeof text - 1, why}
+        CASE("{\"version\":1,\"accounts\":{\"t\":{\"x\":\"a\0b\"}}}", "byte 36: a NUL byte"),
+        CASE("{\"version\":1,\"watch\":{\"A\":{\"x\":\"\xff\"}}}", "byte 32: not UTF-8"),
+#undef CASE
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *why = NULL;
+        struct err e;
+        cr_assert_eq(file_write_atomic(path, bad[i].text, bad[i].len, 0600, &e), 0, "%s", e.msg);
+        struct state *s = open_ok();
+        cr_assert_not_null(state_set_aside(s, &why), "case %zu was taken as good", i);
+        cr_expect_not_null(strstr(why, bad[i].why), "case %zu: %s", i, why);
+        state_close(s);
+    }
+}
+
+/* Members this version does not know, inside an account, a device or a
+ * history entry, are kept under their own names when the account changes
+ * and is written again. */
+Test(state, unknown_members_of_an_account_are_kept_when_it_changes)
+{
+    spew(path, "{\"version\":1,\"accounts\":{\"t\":{\"discovered_at\":5,"
+               "\"later\":[{\"serial\":\"Z\",\"group\":\"g\"}],"
+               "\"devices\":[{\"serial\":\"A\",\"base\":\"A\",\"new\":{\"k\":1}}],"
+               "\"history\":{\"A\":{\"first_known\":1,\"also\":[2]}}}}}");
+    struct state *s = open_ok();
+    cr_assert_null(state_set_aside(s, NULL));
+    state_set_discovered(s, "t", 1795000000);
+    state_device_polled(s, "t", "A", NULL, 1795000000, true);
+    s = reopen(s);
+    char *text = slurp(path);
+    cr_expect_not_null(strstr(text, "\"later\":[{\"serial\":\"Z\",\"group\":\"g\"}]"), "%s", text);
+    cr_expect_not_null(strstr(text, "\"new\":{\"k\":1}"), "%s", text);
+    cr_expect_not_null(strstr(text, "\"also\":[2]"), "%s", text);
+    cr_expect_null(strstr(text, "\"group\":[{"), "a member under another's name: %s", text);
+    size_t n = 0;
+    struct state_device *d = state_devices(s, "t", &n);
+    cr_assert_eq(n, 1);
+    cr_expect_eq(d[0].last_ok, 1795000000);
+    cr_expect_eq(state_discovered_at(s, "t"), 1795000000);
+    state_devices_free(d, n);
+    free(text);
+    state_close(s);
+}
+
 Test(state, a_readings_memory_of_the_wrong_shape_is_corrupt)
 {
     static const char *const bad[] = {
