@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -34,12 +33,7 @@ char *chartproc_title(const struct event *ev)
  * known. */
 static char *helper_path(void)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return NULL;
-    exe[n] = '\0';
-    char *dir = file_dirname(exe);
+    char *dir = file_exe_dir();
     char *path = dir ? xasprintf("%s/" CHARTPROC_NAME, dir) : NULL;
     free(dir);
     return path;

@@ -126,17 +126,6 @@ out:
     return quiet;
 }
 
-/* The directory of this program, from /proc/self/exe; NULL when unknown. */
-static char *own_dir(void)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return NULL;
-    exe[n] = '\0';
-    return file_dirname(exe);
-}
-
 /* Replaces this process with wsrelay-net and the same arguments: the one
  * beside this program, or when there is none there, the one of this
  * program's installation, or the one of the configured install. One that
@@ -144,7 +133,7 @@ static char *own_dir(void)
  * (which could be another version). Returns only on failure. */
 static int exec_net(char **argv)
 {
-    char *dir = own_dir();
+    char *dir = file_exe_dir();
     char *paths[3];
     size_t n = 0;
     if (dir) {

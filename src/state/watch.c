@@ -589,50 +589,47 @@ static void put_limits(struct buf *out, const struct reading_entry *r)
     buf_append(out, "}", 1);
 }
 
-/* Entries changed since they were read are written from their structure,
- * and keep that text for the next save. */
-static void write_watches(const struct state *s, struct buf *out)
+/* The section's object: each entry that has one (its memory, or with
+ * `limits` its limits) under its serial, as its text. An entry changed
+ * since it was read is written from its structure, and keeps that text
+ * for the next save. */
+static void write_entries(const struct state *s, struct buf *out, bool limits)
 {
     bool first = true;
     buf_append(out, "{", 1);
     for (size_t i = 0; s->readings && i < s->readings->n; i++) {
         struct reading_entry *r = &s->readings->e[i];
-        if (!r->has_watch)
+        char **text = limits ? &r->limits_text : &r->watch_text;
+        size_t *len = limits ? &r->limits_len : &r->watch_len;
+        if (limits ? !r->has_limits : !r->has_watch)
             continue;
         if (!first)
             buf_append(out, ",", 1);
         first = false;
         put_key(out, r->serial);
-        if (!r->watch_text) {
+        if (!*text) {
             struct buf one;
             buf_init(&one, 0);
-            put_watch(&one, &r->w);
-            r->watch_len = one.len;
-            r->watch_text = buf_steal(&one);
+            if (limits)
+                put_limits(&one, r);
+            else
+                put_watch(&one, &r->w);
+            *len = one.len;
+            *text = buf_steal(&one);
         }
-        buf_append(out, r->watch_text, r->watch_len);
+        buf_append(out, *text, *len);
     }
     buf_append(out, "}", 1);
 }
 
+static void write_watches(const struct state *s, struct buf *out)
+{
+    write_entries(s, out, false);
+}
+
 static void write_limits(const struct state *s, struct buf *out)
 {
-    bool first = true;
-    buf_append(out, "{", 1);
-    for (size_t i = 0; s->readings && i < s->readings->n; i++) {
-        struct reading_entry *r = &s->readings->e[i];
-        if (!r->has_limits)
-            continue;
-        if (!first)
-            buf_append(out, ",", 1);
-        first = false;
-        put_key(out, r->serial);
-        if (r->limits_text)
-            buf_append(out, r->limits_text, r->limits_len);
-        else
-            put_limits(out, r);
-    }
-    buf_append(out, "}", 1);
+    write_entries(s, out, true);
 }
 
 /* --- a clock that jumped ----------------------------------------------- */

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,4 +207,14 @@ bool file_id_same(const struct file_id *a, const struct file_id *b)
 {
     return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
            a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+}
+
+char *file_exe_dir(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    return file_dirname(exe);
 }

@@ -75,4 +75,8 @@ bool file_id_same(const struct file_id *a, const struct file_id *b);
 /* The directory part of `path` ("." when there is none); caller frees. */
 char *file_dirname(const char *path);
 
+/* The directory of the running program, from /proc/self/exe (the caller
+ * frees it); NULL when it cannot be known. */
+char *file_exe_dir(void);
+
 #endif

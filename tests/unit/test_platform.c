@@ -1289,8 +1289,8 @@ Test(devices, empty_and_bad)
         const char *text, *msg;
     } broken[] = {
         {"[]", "byte 0: not an object"},
-        {"", "byte 0: not an object"},
-        {"{\"devices\":[{\"serial\":\"52C10001\"}]", "byte 34: expected ',' or '}'"},
+        {"", "byte 0: the text ends too soon"},
+        {"{\"devices\":[{\"serial\":\"52C10001\"}]", "byte 34: the text ends too soon"},
         {"{\"devices\":[]} {}", "byte 15: text after the value"},
         {"{\"devices\":[1,]}", "byte 14: a comma before a closing bracket"},
     };
