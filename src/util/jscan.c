@@ -322,13 +322,16 @@ bool jscan_number(struct jscan *s, double *out)
     bool integral;
     if (jscan_peek(s) != JSCAN_NUMBER)
         return jscan_fail(s, "not a number");
+    const char *start = s->p;
     if (!scan_number(s, text, sizeof text, &integral))
         return false;
     if (short_decimal(text, out))
         return true;
     double d = strtod(text, NULL);
-    if (!isfinite(d))
+    if (!isfinite(d)) {
+        s->p = start; /* the error is the number's, wherever it ends */
         return jscan_fail(s, "a number beyond range");
+    }
     *out = d;
     return true;
 }
@@ -339,10 +342,13 @@ bool jscan_int(struct jscan *s, long long *out)
     bool integral;
     if (jscan_peek(s) != JSCAN_NUMBER)
         return jscan_fail(s, "not an integer");
+    const char *start = s->p;
     if (!scan_number(s, text, sizeof text, &integral))
         return false;
-    if (!integral)
+    if (!integral) {
+        s->p = start; /* the error is the number's, wherever it ends */
         return jscan_fail(s, "not an integer");
+    }
     const char *digit = text + (text[0] == '-');
     if (strlen(digit) <= 18) { /* fits: no overflow to check */
         long long v = 0;
@@ -353,8 +359,10 @@ bool jscan_int(struct jscan *s, long long *out)
     }
     errno = 0;
     long long v = strtoll(text, NULL, 10);
-    if (errno == ERANGE)
+    if (errno == ERANGE) {
+        s->p = start;
         return jscan_fail(s, "an integer beyond range");
+    }
     *out = v;
     return true;
 }

@@ -154,7 +154,7 @@ Test(jscan, the_first_error_sticks_with_its_offset)
     cr_expect(!jscan_int(&s, &n), "1.5 is no integer");
     cr_expect(!jscan_member(&s), "nothing after an error");
     cr_expect_eq(jscan_end(&s, &e), -1);
-    cr_expect_str_eq(e.msg, "byte 9: not an integer");
+    cr_expect_str_eq(e.msg, "byte 6: not an integer", "where the number starts");
     jscan_free(&s);
 }
 
@@ -195,6 +195,13 @@ Test(jscan, integers_beyond_range_and_huge_numbers_fail)
     cr_expect(!jscan_int(&s, &n));
     jscan_init(&s, "1e400", 5);
     cr_expect(!jscan_number(&s, &d));
+    struct err e;
+    cr_expect_eq(jscan_error(&s, &e), -1);
+    cr_expect_str_eq(e.msg, "byte 0: a number beyond range", "not the end of the text");
+    jscan_init(&s, "12.5", 4);
+    cr_expect(!jscan_int(&s, &n));
+    cr_expect_eq(jscan_error(&s, &e), -1);
+    cr_expect_str_eq(e.msg, "byte 0: not an integer");
     jscan_free(&s);
 }
 
