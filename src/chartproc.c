@@ -66,11 +66,12 @@ static int talk(int *to, int from, const char *in, size_t in_len, struct buf *ou
         if (ready < 0)
             return err_set(e, CHARTPROC_NAME ": poll: %s", strerror(errno));
         if (n == 2 && fds[1].revents) {
-            ssize_t w = (fds[1].revents & POLLOUT) ? write(*to, in + sent, in_len - sent) : -1;
+            bool writable = fds[1].revents & POLLOUT;
+            ssize_t w = writable ? write(*to, in + sent, in_len - sent) : -1;
             if (w > 0)
                 sent += (size_t)w;
-            if (w < 0 && errno != EAGAIN && errno != EINTR) /* it stopped reading */
-                sent = in_len;
+            else if (!writable || (errno != EAGAIN && errno != EINTR))
+                sent = in_len; /* it stopped reading: its answer says why */
             if (sent == in_len) {
                 close(*to);
                 *to = -1;
