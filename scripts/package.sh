@@ -19,8 +19,10 @@ export CFLAGS="$CFLAGS $CPPFLAGS"
 # and `cpack` not rebuilding everything first.
 cmake -S "$wsrelay_root" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
   -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON >/dev/null
-targets=(wsrelay wsrelay-net wsrelay-sim)
-if cmake --build "$dir" --target help | grep -q '\.\.\. wsrelay-man$'; then
+targets=(wsrelay wsrelay-net wsrelay-chart wsrelay-sim)
+# Not grep -q: it would stop reading, and pipefail would take cmake's
+# SIGPIPE for "no such target".
+if cmake --build "$dir" --target help | grep '\.\.\. wsrelay-man$' >/dev/null; then
   targets+=(wsrelay-man)
 fi
 cmake --build "$dir" -j"$(nproc)" --target "${targets[@]}"

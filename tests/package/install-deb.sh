@@ -68,15 +68,22 @@ grep -q ': OK: 2 accounts, 3 receivers' <<<"$out" || fail "wsrelay check said: $
 [ "$(command -v wsrelay)" = /usr/bin/wsrelay ] || fail "wsrelay is $(command -v wsrelay)"
 wsrelay --version | grep -q '^wsrelay [0-9]' || fail "wsrelay --version (via wsrelay-net)"
 
-# The units, now with the real /usr/bin/wsrelay, and the man pages if any.
+# The helpers and the man pages are installed (read whole first: grep -q
+# on a pipe would stop reading, and pipefail would take the writer's
+# SIGPIPE for a failure); man finds the pages where it is installed.
+files=$(dpkg -L wsrelay)
+for f in /usr/libexec/wsrelay/wsrelay-net /usr/libexec/wsrelay/wsrelay-chart \
+  /usr/share/man/man1/wsrelay.1.gz /usr/share/man/man5/wsrelay.yaml.5.gz; do
+  grep -qx "$f" <<<"$files" || fail "$f is not in the package"
+  [ -f "$f" ] || fail "$f was not installed"
+done
 man=--man=no
-if dpkg -L wsrelay | grep -q '^/usr/share/man/man1/wsrelay\.1\.gz$'; then
+if command -v man >/dev/null; then
   man -w wsrelay >/dev/null || fail "man -w wsrelay"
+  man -w 5 wsrelay.yaml >/dev/null || fail "man -w 5 wsrelay.yaml"
   man=--man=yes
 fi
-if dpkg -L wsrelay | grep -q '^/usr/share/man/man5/wsrelay\.yaml\.5\.gz$'; then
-  man -w 5 wsrelay.yaml >/dev/null || fail "man -w 5 wsrelay.yaml"
-fi
+# The units, now with the real /usr/bin/wsrelay.
 out=$(systemd-analyze verify "$man" /lib/systemd/system/wsrelay.service \
   /lib/systemd/system/wsrelay.timer /lib/systemd/system/wsrelay-loop.service 2>&1) ||
   fail "systemd-analyze verify: $out"
