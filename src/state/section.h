@@ -2,18 +2,23 @@
  * nobody else: the definition of struct state, the json-c helpers every
  * section uses, and the table of sections.
  *
- * In memory the state stays a json-c tree (objects are hash tables),
- * checked once on load so that every accessor can trust it. Each top-level
- * member of the document is a section, described by one row (struct
- * state_section) that the file of that section exports: the member's name
- * and type, the check a loaded document's member must pass, and what a
- * clock that jumped back must correct in it. file.c walks its list of rows
- * when it loads a file (checks, in the list's order, so that a file with
- * several faults always names the same one) and in state_clamp_clock. A
- * new section is one file exporting one row (or a row beside a related
- * one, as floors beside seen) and one entry in file.c's list.
+ * In memory most of the state is a json-c tree (objects are hash tables),
+ * checked once on load so that every accessor can trust it; the three
+ * per-device sections (accounts, watch, limits) are native sections, C
+ * structures read and checked by their own files (struct state_native
+ * below). Each top-level member of the document is a section, described
+ * by one row that the file of that section exports: for a json-c section
+ * (struct state_section) the member's name and type, the check a loaded
+ * document's member must pass, and what a clock that jumped back must
+ * correct in it. file.c walks its lists of rows when it loads a file
+ * (native sections as the scan meets them, then the others' checks in the
+ * list's order, so that a file with several faults always names the same
+ * one) and in state_clamp_clock. A new section is one file exporting one
+ * row (or a row beside a related one, as floors beside seen) and one entry
+ * in file.c's list.
  *
- * The file (one line; a new file has its keys in this order):
+ * The file (one line; a new file has the json-c sections' keys in this
+ * order, then accounts, watch and limits):
  *
  *   {"version":1,"next_id":7,
  *    "seen":{"5214000A":{"1795000000/ch1":1,...},...},

@@ -40,12 +40,6 @@ char *jsonv_text(struct json_object *v)
     }
 }
 
-char *jsonv_text_or_empty(struct json_object *v)
-{
-    char *s = jsonv_text(v);
-    return s ? s : xstrdup("");
-}
-
 const char *jsonv_text_raw(struct json_object *v, size_t *len)
 {
     if (!v)

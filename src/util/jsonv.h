@@ -1,7 +1,7 @@
 /* Reading JSON values written in either of the platform's dialects: member
  * names in kebab-case or snake_case, numbers as JSON numbers or as strings
- * of digits. None of these allocate except jsonv_text, jsonv_text_or_empty
- * and jsonv_text_clean, whose result the caller frees; and the building
+ * of digits. None of these allocate except jsonv_text and
+ * jsonv_text_clean, whose result the caller frees; and the building
  * helpers at the end, which end the program when json-c runs out of
  * memory. */
 #ifndef WSRELAY_JSONV_H
@@ -21,9 +21,6 @@ struct json_object *jsonv_member(const struct json_object *obj, const char *key)
 /* A string value copied, or a number as its decimal text; NULL for any
  * other type or when `v` is NULL. */
 char *jsonv_text(struct json_object *v);
-
-/* Like jsonv_text, but "" instead of NULL. */
-char *jsonv_text_or_empty(struct json_object *v);
 
 /* The text of a string or a number (its decimal text) without a copy, and
  * its length in *len: a string's whole length, NUL bytes included (json-c
