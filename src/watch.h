@@ -139,8 +139,7 @@ struct watch {
     int n_gaps;
     int battery; /* the last battery level; 0: unknown */
     bool silent; /* WATCH_SILENT was raised and uploads have not resumed */
-    struct watch_channel ch[WATCH_CHANNELS];
-    int n_ch;
+    int n_ch;    /* channels in ch[] */
     /* Kept by the caller (run.c) for the scheduler: */
     unsigned pending;        /* reasons raised since the last alert-log poll */
     long long pending_since; /* when the first of them was raised; 0: none */
@@ -159,6 +158,9 @@ struct watch {
                                 signals whose news is not. A reason that is not
                                 told, joining, starts the signal again (since,
                                 after, at) as that reason */
+    /* Last, so that a copy of the first n_ch is a whole memory (the state
+     * keeps each device's memory so, state/watch.c). */
+    struct watch_channel ch[WATCH_CHANNELS];
 };
 
 /* One channel of a reading, as the platform gives it. */

@@ -56,8 +56,13 @@ struct fleet_account {
     size_t n_history, history_cap;
     struct strmap known; /* serial -> position in history */
     char *extra;
-    char *text; /* the account as the file had it; NULL once changed */
-    size_t text_len;
+    struct entry_text text; /* the account's JSON (section.h) */
+    /* Where the text has its one discovered_at number (bytes from its
+     * start; disc_len 0: not once), and whether that number is stale:
+     * every readings run sets the time of a list it finds unchanged, and
+     * only those digits need writing again, not 2000 devices. */
+    size_t disc_at, disc_len;
+    bool disc_stale;
 };
 
 struct fleet {
@@ -103,7 +108,7 @@ static void account_free(struct fleet_account *a)
     strmap_clear(&a->known);
     free(a->name);
     free(a->extra);
-    free(a->text);
+    entry_text_drop(&a->text);
     memset(a, 0, sizeof *a);
 }
 
@@ -142,8 +147,9 @@ static struct fleet_account *change_account(struct state *s, const char *name)
         a->has_discovered = true;
         strmap_put(&f->index, name, f->n++);
     }
-    free(a->text);
-    a->text = NULL;
+    entry_text_drop(&a->text);
+    a->disc_len = 0;
+    a->disc_stale = false;
     return a;
 }
 
@@ -254,7 +260,7 @@ static bool read_history_entry(struct jscan *js, struct fleet_history *h, const 
     while (jscan_member(js)) {
         long long *times[] = {&h->first_known, &h->last_poll, &h->last_ok, &h->refused_until};
         size_t k = 0;
-        while (k < 5 && strcmp(js->key, history_times[k]) != 0)
+        while (k < 5 && !jscan_key_is(js, history_times[k]))
             k++;
         long long v = 0;
         if (k == 5 ? !keep_unknown(js, &h->extra) : !read_time(js, &v, at, e))
@@ -288,14 +294,14 @@ static bool read_device(struct jscan *js, struct fleet_device *d, struct old_tim
     jscan_object(js);
     while (jscan_member(js)) {
         size_t k = 0;
-        while (k < 5 && strcmp(js->key, texts[k]) != 0)
+        while (k < 5 && !jscan_key_is(js, texts[k]))
             k++;
         bool good;
         if (k < 5)
             good = read_text(js, fields[k], at, e);
-        else if (!strcmp(js->key, "last_poll"))
+        else if (jscan_key_is(js, "last_poll"))
             good = (old->has_poll = true) && read_time(js, &old->poll, at, e);
-        else if (!strcmp(js->key, "last_ok"))
+        else if (jscan_key_is(js, "last_ok"))
             good = (old->has_ok = true) && read_time(js, &old->ok, at, e);
         else
             good = keep_unknown(js, &d->extra);
@@ -384,13 +390,14 @@ static bool read_history(struct jscan *js, struct fleet_account *a, const struct
     return !js->failed;
 }
 
-/* Reads one account; *migrated when an older file's device list had poll
- * times to move (the account then differs from its text). */
-static bool read_account(struct jscan *js, struct fleet_account *a, bool *migrated,
-                         const struct where *at, struct err *e)
+/* Reads one account, whose text starts at `start`; *migrated when an
+ * older file's device list had poll times to move (the account then
+ * differs from its text). */
+static bool read_account(struct jscan *js, struct fleet_account *a, const char *start,
+                         bool *migrated, const struct where *at, struct err *e)
 {
     struct old_times *old = NULL;
-    size_t n_old = 0;
+    size_t n_old = 0, n_disc = 0;
     bool good = false;
     if (jscan_peek(js) != JSCAN_OBJECT) {
         fail(js, at, NULL, "not an object", e);
@@ -399,11 +406,15 @@ static bool read_account(struct jscan *js, struct fleet_account *a, bool *migrat
     jscan_object(js);
     while (jscan_member(js)) {
         bool ok;
-        if (!strcmp(js->key, "discovered_at"))
+        if (jscan_key_is(js, "discovered_at")) {
+            jscan_peek(js); /* past white space: where the number starts */
+            a->disc_at = (size_t)(js->p - start);
             ok = (a->has_discovered = true) && read_time(js, &a->discovered_at, at, e);
-        else if (!strcmp(js->key, "devices"))
+            a->disc_len = (size_t)(js->p - start) - a->disc_at;
+            n_disc++;
+        } else if (jscan_key_is(js, "devices")) {
             ok = read_devices(js, a, &old, &n_old, at, e);
-        else if (!strcmp(js->key, "history"))
+        } else if (jscan_key_is(js, "history"))
             ok = read_history(js, a, at, e);
         else
             ok = keep_unknown(js, &a->extra);
@@ -412,6 +423,8 @@ static bool read_account(struct jscan *js, struct fleet_account *a, bool *migrat
     }
     if (js->failed)
         goto out;
+    if (n_disc != 1)
+        a->disc_len = 0;
     index_devices(a);
     for (size_t i = 0; i < n_old; i++)
         migrate_device(a, &old[i]);
@@ -447,14 +460,10 @@ static int read_accounts(struct state *s, struct jscan *js, struct err *e)
         jscan_peek(js); /* past white space: where the account's text starts */
         const char *start = js->p;
         bool migrated = false;
-        if (!read_account(js, a, &migrated, &at, e))
+        if (!read_account(js, a, start, &migrated, &at, e))
             return -1;
-        if (!migrated) {
-            a->text_len = (size_t)(js->p - start);
-            a->text = xmalloc(a->text_len + 1);
-            memcpy(a->text, start, a->text_len);
-            a->text[a->text_len] = '\0';
-        }
+        if (!migrated)
+            a->text = entry_text_span(start, js);
     }
     if (js->failed)
         return fail(js, &top, NULL, "not JSON", e), -1;
@@ -521,24 +530,35 @@ static void put_account(struct buf *out, const struct fleet_account *a)
 }
 
 /* An account changed since it was read is written from its structures,
- * and keeps that text for the next save. */
+ * and keeps that text for the next save; one whose discovery time alone
+ * changed is its text with that number written anew. */
 static void write_accounts(const struct state *s, struct buf *out)
 {
     buf_append(out, "{", 1);
     for (size_t i = 0; s->fleet && i < s->fleet->n; i++) {
         struct fleet_account *a = &s->fleet->a[i];
+        const struct entry_text *t = &a->text;
         if (i)
             buf_append(out, ",", 1);
         buf_json_string(out, a->name, strlen(a->name));
         buf_append(out, ":", 1);
-        if (!a->text) {
+        if (t->p && a->disc_stale) {
+            size_t after = a->disc_at + a->disc_len;
+            buf_append(out, t->p, a->disc_at);
+            buf_put_ll(out, a->discovered_at);
+            buf_append(out, t->p + after, t->len - after);
+        } else if (t->p) {
+            buf_append(out, t->p, t->len);
+        } else {
             struct buf one;
             buf_init(&one, 0);
             put_account(&one, a);
-            a->text_len = one.len;
-            a->text = buf_steal(&one);
+            entry_text_keep(&a->text, &one, out);
+            if (a->has_discovered) { /* put_account writes it first */
+                a->disc_at = sizeof "{\"discovered_at\":" - 1;
+                a->disc_len = strcspn(a->text.p + a->disc_at, ",}");
+            }
         }
-        buf_append(out, a->text, a->text_len);
     }
     buf_append(out, "}", 1);
 }
@@ -566,10 +586,8 @@ static void clamp_accounts(struct state *s, const struct state_clamp *to)
             changed = lower(&h->last_ok, now) || changed;
             changed = lower(&h->refused_until, now + CLAMP_REFUSED) || changed;
         }
-        if (changed) {
-            free(a->text);
-            a->text = NULL;
-        }
+        if (changed)
+            change_account(s, a->name);
     }
 }
 
@@ -586,6 +604,11 @@ void state_set_discovered(struct state *s, const char *account, long long now)
     struct fleet_account *a = find_account(s, account);
     if (a && a->has_discovered && a->discovered_at == now)
         return;
+    if (a && a->text.p && a->disc_len) {
+        a->discovered_at = now;
+        a->disc_stale = true;
+        return;
+    }
     a = change_account(s, account);
     a->has_discovered = true;
     a->discovered_at = now;

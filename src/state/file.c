@@ -236,6 +236,8 @@ static void free_natives(struct state *s)
 {
     for (size_t i = 0; i < N_NATIVES; i++)
         natives[i]->free(s);
+    free(s->text); /* after the entries that borrow from it */
+    s->text = NULL;
 }
 
 /* Reads and checks s->path into s->root and the native sections; a
@@ -308,6 +310,7 @@ static int load(struct state *s, int *fd, bool *corrupt, uint64_t *digest, struc
     }
     if (digest)
         *digest = digest_of(text.data, text.len - (text.data[text.len - 1] == '\n'));
+    s->text = buf_steal(&text); /* the native entries' texts are spans of it */
     rc = 0;
 out:
     if (corrupt)

@@ -99,6 +99,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LEDGER_KEEP 7200 /* seconds of call times kept: two of the longest span */
@@ -123,6 +124,9 @@ struct state {
     struct seen_files *files;  /* the per-device files of seen keys, PATH.d/ */
     struct readings *readings; /* the watch and limits sections (watch.c); NULL: empty */
     struct fleet *fleet;       /* the accounts section (devices.c); NULL: empty */
+    char *text;                /* the file as load() read it, which native entries
+                                  borrow their texts from (struct entry_text);
+                                  freed after them */
 };
 
 /* What state_clamp_clock corrects to: each section's clamp lowers its
@@ -179,6 +183,38 @@ struct state_native {
 extern const struct state_native state_native_accounts; /* devices.c */
 extern const struct state_native state_native_watch;    /* watch.c */
 extern const struct state_native state_native_limits;   /* watch.c */
+
+/* A native entry's JSON text: a span of s->text as the file had it
+ * (borrowed, `own` false) or a text of its own written after a change;
+ * `p` NULL when the entry must be written from its structure. */
+struct entry_text {
+    const char *p;
+    size_t len;
+    bool own;
+};
+
+/* The entry changed: its text is gone. */
+static inline void entry_text_drop(struct entry_text *t)
+{
+    if (t->own)
+        free((char *)t->p);
+    *t = (struct entry_text){0};
+}
+
+/* The span from `start` to the scanner's position, borrowed. */
+static inline struct entry_text entry_text_span(const char *start, const struct jscan *js)
+{
+    return (struct entry_text){start, (size_t)(js->p - start), false};
+}
+
+/* Keeps `b`'s text as the entry's own and appends it to `out`. */
+static inline void entry_text_keep(struct entry_text *t, struct buf *b, struct buf *out)
+{
+    t->len = b->len;
+    t->p = buf_steal(b);
+    t->own = true;
+    buf_append(out, t->p, t->len);
+}
 
 /* Where a native section's reader is, for its messages: a chain from the
  * innermost member or item out to the section's member, built on the

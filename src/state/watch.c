@@ -13,6 +13,7 @@
 #include "util/xalloc.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,21 +24,39 @@ struct limit_row {
     struct watch_limit l;
 };
 
-/* One serial's entry. A text is the entry's JSON as the file has it (or
- * as the last change wrote it); NULL when it must be written from the
- * structure. */
+/* One serial's entry, each half beside its text (section.h).
+ *
+ * The memory is kept with room for its channels only (watch_keep): a
+ * struct watch has room for WATCH_CHANNELS of 32 values each, 2.7 KB,
+ * where most devices have one or two channels; at 2000 devices the full
+ * structures were 5.4 MB to allocate and touch every run. */
 struct reading_entry {
     char *serial;
-    bool has_watch;
-    struct watch w;
-    char *watch_text;
-    size_t watch_len;
+    struct watch *w; /* NULL: no memory */
+    struct entry_text watch_text;
     bool has_limits;
     struct limit_row *limits;
     size_t n_limits;
-    char *limits_text;
-    size_t limits_len;
+    struct entry_text limits_text;
 };
+
+_Static_assert(offsetof(struct watch, ch) + sizeof((struct watch){0}.ch) == sizeof(struct watch),
+               "ch[] is the last member of struct watch");
+
+/* The bytes of a struct watch up to its n_ch channels. */
+static size_t watch_size(const struct watch *w)
+{
+    int n = w->n_ch < 0 ? 0 : w->n_ch > WATCH_CHANNELS ? WATCH_CHANNELS : w->n_ch;
+    return offsetof(struct watch, ch) + (size_t)n * sizeof w->ch[0];
+}
+
+/* A copy of `w` with room for its channels only. */
+static struct watch *watch_keep(const struct watch *w)
+{
+    struct watch *kept = xmalloc(watch_size(w));
+    memcpy(kept, w, watch_size(w));
+    return kept;
+}
 
 struct readings {
     struct reading_entry *e; /* in the order serials first came */
@@ -72,10 +91,9 @@ static struct reading_entry *find_or_add(struct state *s, const char *serial)
 
 static void forget_watch(struct reading_entry *r)
 {
-    free(r->watch_text);
-    r->watch_text = NULL;
-    r->has_watch = false;
-    memset(&r->w, 0, sizeof r->w);
+    entry_text_drop(&r->watch_text);
+    free(r->w);
+    r->w = NULL;
 }
 
 static void forget_limits(struct reading_entry *r)
@@ -83,9 +101,8 @@ static void forget_limits(struct reading_entry *r)
     for (size_t i = 0; i < r->n_limits; i++)
         free(r->limits[i].key);
     free(r->limits);
-    free(r->limits_text);
+    entry_text_drop(&r->limits_text);
     r->limits = NULL;
-    r->limits_text = NULL;
     r->n_limits = 0;
     r->has_limits = false;
 }
@@ -113,7 +130,7 @@ static void compact(struct state *s)
     size_t kept = 0;
     strmap_clear(&rs->index);
     for (size_t i = 0; i < rs->n; i++) {
-        if (!rs->e[i].has_watch && !rs->e[i].has_limits) {
+        if (!rs->e[i].w && !rs->e[i].has_limits) {
             free(rs->e[i].serial);
             continue;
         }
@@ -209,27 +226,28 @@ static bool read_channel(struct jscan *js, struct watch_channel *c, const struct
     while (jscan_member(js)) {
         const char *k = js->key;
         bool ok = true;
-        if (!strcmp(k, "num")) {
+        if (jscan_key_is(js, "num")) {
             ok = read_int(js, &v, at, e);
             c->num = clamp_int(v, 0, 99);
             has_num = true;
-        } else if (!strcmp(k, "error")) {
+        } else if (jscan_key_is(js, "error")) {
             ok = read_bool(js, &c->error, at, e);
-        } else if (!strcmp(k, "back")) {
+        } else if (jscan_key_is(js, "back")) {
             ok = read_bool(js, &c->back, at, e);
-        } else if (!strcmp(k, "value")) {
+        } else if (jscan_key_is(js, "value")) {
             ok = read_number(js, &c->value, at, e);
-        } else if (!strcmp(k, "step")) {
+        } else if (jscan_key_is(js, "step")) {
             ok = read_number(js, &c->step, at, e);
-        } else if (!strcmp(k, "history")) {
+        } else if (jscan_key_is(js, "history")) {
             ok = read_list(js, c->history, NULL, &c->n_history, WATCH_HISTORY, at, e);
-        } else if (!strcmp(k, "band") || !strcmp(k, "zone") || !strcmp(k, "warned")) {
+        } else if (jscan_key_is(js, "band") || jscan_key_is(js, "zone") ||
+                   jscan_key_is(js, "warned")) {
             int *field = k[0] == 'b' ? &c->band : k[0] == 'z' ? &c->zone : &c->warned;
             ok = read_int(js, &v, at, e);
             *field = clamp_int(v, -1, 1);
-        } else if (!strcmp(k, "warned_at")) {
+        } else if (jscan_key_is(js, "warned_at")) {
             ok = read_int(js, &c->warned_at, at, e);
-        } else if (!strcmp(k, "at_poll")) {
+        } else if (jscan_key_is(js, "at_poll")) {
             c->has_at_poll = true;
             c->at_poll_error = jscan_null(js);
             c->at_poll = 0;
@@ -256,33 +274,32 @@ static bool read_watch(struct jscan *js, struct watch *w, const struct where *at
         return fail(js, at, NULL, "not an object", e);
     jscan_object(js);
     while (jscan_member(js)) {
-        const char *k = js->key;
         bool ok = true;
-        if (!strcmp(k, "t")) {
+        if (jscan_key_is(js, "t")) {
             ok = read_int(js, &w->unixtime, at, e);
-        } else if (!strcmp(k, "seen")) {
+        } else if (jscan_key_is(js, "seen")) {
             ok = read_int(js, &w->seen_at, at, e);
-        } else if (!strcmp(k, "battery")) {
+        } else if (jscan_key_is(js, "battery")) {
             ok = read_int(js, &v, at, e);
             w->battery = clamp_int(v, 0, 99);
-        } else if (!strcmp(k, "pending")) {
+        } else if (jscan_key_is(js, "pending")) {
             ok = read_int(js, &v, at, e);
             w->pending = (unsigned)clamp_int(v, 0, 0xffff);
-        } else if (!strcmp(k, "pending_since")) {
+        } else if (jscan_key_is(js, "pending_since")) {
             ok = read_int(js, &w->pending_since, at, e);
-        } else if (!strcmp(k, "pending_after")) {
+        } else if (jscan_key_is(js, "pending_after")) {
             ok = read_int(js, &w->pending_after, at, e);
-        } else if (!strcmp(k, "pending_at")) {
+        } else if (jscan_key_is(js, "pending_at")) {
             ok = read_int(js, &w->pending_at, at, e);
-        } else if (!strcmp(k, "recheck_at")) {
+        } else if (jscan_key_is(js, "recheck_at")) {
             ok = read_int(js, &w->recheck_at, at, e);
-        } else if (!strcmp(k, "silent")) {
+        } else if (jscan_key_is(js, "silent")) {
             ok = read_bool(js, &w->silent, at, e);
-        } else if (!strcmp(k, "told")) {
+        } else if (jscan_key_is(js, "told")) {
             ok = read_bool(js, &w->pending_told, at, e);
-        } else if (!strcmp(k, "gaps")) {
+        } else if (jscan_key_is(js, "gaps")) {
             ok = read_list(js, NULL, w->gaps, &w->n_gaps, WATCH_GAPS, at, e);
-        } else if (!strcmp(k, "ch")) {
+        } else if (jscan_key_is(js, "ch")) {
             struct where list = {at, "ch", 0};
             if (jscan_peek(js) != JSCAN_ARRAY)
                 return fail(js, &list, NULL, "not an array", e);
@@ -304,16 +321,6 @@ static bool read_watch(struct jscan *js, struct watch *w, const struct where *at
     return !js->failed;
 }
 
-/* Takes a member's text as the entry's. */
-static char *copy_raw(const char *start, const char *end, size_t *len)
-{
-    *len = (size_t)(end - start);
-    char *text = xmalloc(*len + 1);
-    memcpy(text, start, *len);
-    text[*len] = '\0';
-    return text;
-}
-
 /* Reads every member of the section's object with `one`, which fills the
  * entry of the member's serial (a name without NUL bytes). */
 static int read_section(struct state *s, struct jscan *js, const char *name,
@@ -328,10 +335,14 @@ static int read_section(struct state *s, struct jscan *js, const char *name,
     while (jscan_member(js)) {
         if (strlen(js->key) != js->key_len)
             return fail(js, &top, NULL, "a serial with a NUL byte", e), -1;
-        char *serial = xstrdup(js->key);
+        /* The name outlives js->key, which the entry's members reuse. */
+        char room[64];
+        char *serial = js->key_len < sizeof room ? memcpy(room, js->key, js->key_len + 1)
+                                                 : xstrdup(js->key);
         struct where at = {&top, serial, 0};
         bool ok = one(s, js, serial, &at, e);
-        free(serial);
+        if (serial != room)
+            free(serial);
         if (!ok)
             return -1;
     }
@@ -350,9 +361,8 @@ static bool read_watch_member(struct state *s, struct jscan *js, const char *ser
         return false;
     struct reading_entry *r = find_or_add(s, serial);
     forget_watch(r);
-    r->has_watch = true;
-    r->w = w;
-    r->watch_text = copy_raw(start, js->p, &r->watch_len);
+    r->w = watch_keep(&w);
+    r->watch_text = entry_text_span(start, js);
     return true;
 }
 
@@ -374,9 +384,9 @@ static bool read_limit(struct jscan *js, struct watch_limit *l, const struct whe
         return fail(js, at, NULL, "not an object", e);
     jscan_object(js);
     while (jscan_member(js)) {
-        bool upper = !strcmp(js->key, "upper");
+        bool upper = jscan_key_is(js, "upper");
         bool ok = true;
-        if (upper || !strcmp(js->key, "lower")) {
+        if (upper || jscan_key_is(js, "lower")) {
             ok = read_number(js, upper ? &l->upper : &l->lower, at, e);
             *(upper ? &l->has_upper : &l->has_lower) = true;
         } else {
@@ -420,7 +430,7 @@ out:
         r->has_limits = true;
         r->limits = rows;
         r->n_limits = n;
-        r->limits_text = copy_raw(start, js->p, &r->limits_len);
+        r->limits_text = entry_text_span(start, js);
         rows = NULL;
         n = 0;
     }
@@ -599,25 +609,24 @@ static void write_entries(const struct state *s, struct buf *out, bool limits)
     buf_append(out, "{", 1);
     for (size_t i = 0; s->readings && i < s->readings->n; i++) {
         struct reading_entry *r = &s->readings->e[i];
-        char **text = limits ? &r->limits_text : &r->watch_text;
-        size_t *len = limits ? &r->limits_len : &r->watch_len;
-        if (limits ? !r->has_limits : !r->has_watch)
+        struct entry_text *text = limits ? &r->limits_text : &r->watch_text;
+        if (limits ? !r->has_limits : !r->w)
             continue;
         if (!first)
             buf_append(out, ",", 1);
         first = false;
         put_key(out, r->serial);
-        if (!*text) {
-            struct buf one;
-            buf_init(&one, 0);
-            if (limits)
-                put_limits(&one, r);
-            else
-                put_watch(&one, &r->w);
-            *len = one.len;
-            *text = buf_steal(&one);
+        if (text->p) {
+            buf_append(out, text->p, text->len);
+            continue;
         }
-        buf_append(out, *text, *len);
+        struct buf one;
+        buf_init(&one, 0);
+        if (limits)
+            put_limits(&one, r);
+        else
+            put_watch(&one, r->w);
+        entry_text_keep(text, &one, out);
     }
     buf_append(out, "}", 1);
 }
@@ -646,16 +655,14 @@ static void clamp_watches(struct state *s, const struct state_clamp *to)
 {
     for (size_t i = 0; s->readings && i < s->readings->n; i++) {
         struct reading_entry *r = &s->readings->e[i];
-        if (!r->has_watch)
+        if (!r->w)
             continue;
-        bool changed = lower(&r->w.seen_at, to->now);
-        changed = lower(&r->w.pending_since, to->now) || changed;
-        changed = lower(&r->w.pending_at, to->now) || changed;
-        changed = lower(&r->w.recheck_at, to->now + 3600) || changed;
-        if (changed) {
-            free(r->watch_text);
-            r->watch_text = NULL;
-        }
+        bool changed = lower(&r->w->seen_at, to->now);
+        changed = lower(&r->w->pending_since, to->now) || changed;
+        changed = lower(&r->w->pending_at, to->now) || changed;
+        changed = lower(&r->w->recheck_at, to->now + 3600) || changed;
+        if (changed)
+            entry_text_drop(&r->watch_text);
     }
 }
 
@@ -675,11 +682,10 @@ static void no_free(struct state *s)
 bool state_watch(const struct state *s, const char *serial, struct watch *out)
 {
     const struct reading_entry *r = find(s, serial);
-    if (!r || !r->has_watch) {
-        memset(out, 0, sizeof *out);
+    memset(out, 0, sizeof *out);
+    if (!r || !r->w)
         return false;
-    }
-    *out = r->w;
+    memcpy(out, r->w, watch_size(r->w));
     return true;
 }
 
@@ -713,11 +719,10 @@ static bool same_watch(const struct watch *a, const struct watch *b)
 void state_set_watch(struct state *s, const char *serial, const struct watch *w)
 {
     struct reading_entry *r = find_or_add(s, serial);
-    if (r->has_watch && same_watch(&r->w, w))
+    if (r->w && same_watch(r->w, w))
         return;
     forget_watch(r);
-    r->has_watch = true;
-    r->w = *w;
+    r->w = watch_keep(w);
 }
 
 size_t state_prune_watches(struct state *s, long long before)
@@ -725,7 +730,7 @@ size_t state_prune_watches(struct state *s, long long before)
     size_t n = 0;
     for (size_t i = 0; s->readings && i < s->readings->n; i++) {
         struct reading_entry *r = &s->readings->e[i];
-        if (r->has_watch && r->w.seen_at < before) {
+        if (r->w && r->w->seen_at < before) {
             forget_watch(r);
             forget_limits(r);
             n++;
@@ -789,8 +794,7 @@ bool state_learn_limit(struct state *s, const char *serial, int channel, bool up
     *(upper ? &row->l.has_upper : &row->l.has_lower) = true;
     *(upper ? &row->l.upper : &row->l.lower) = value;
     r->has_limits = true;
-    free(r->limits_text);
-    r->limits_text = NULL;
+    entry_text_drop(&r->limits_text);
     return true;
 }
 

@@ -28,6 +28,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #define JSCAN_DEPTH 64
 
@@ -72,6 +73,15 @@ bool jscan_object(struct jscan *s);
  * the scanner before its value, which the caller must read or skip. False
  * at the object's end (consumed) or on an error. */
 bool jscan_member(struct jscan *s);
+
+/* Whether the last member name is `name`, as strcmp compares them: up
+ * to a NUL byte written as \u0000 (json-c's objects compared names so).
+ * Inline and by length first, for readers that test a name against many. */
+static inline bool jscan_key_is(const struct jscan *s, const char *name)
+{
+    size_t n = strlen(name);
+    return s->key_len >= n && s->key[n] == '\0' && memcmp(s->key, name, n) == 0;
+}
 
 /* Opens the array that comes next; then jscan_item until it returns
  * false. */
