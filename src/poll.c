@@ -515,9 +515,7 @@ static bool take_poll(struct tick *t, const struct pooled *pd, const struct plat
 static void take_devices(struct tick *t, const struct account_conf *a,
                          const struct device_info *infos, size_t n)
 {
-    size_t known = 0;
-    struct state_device *old = state_devices(t->st, a->name, &known);
-    state_devices_free(old, known);
+    size_t known = state_device_count(t->st, a->name);
     if (n == 0 && known > 0) {
         log_warn("account %s: the platform listed no devices; keeping the %zu known", a->name,
                  known);
@@ -1117,13 +1115,11 @@ static bool account_has_devices(const struct tick *t, const struct account_conf 
 {
     if (!a->devices_auto)
         return a->n_devices > 0;
-    size_t n = 0;
-    struct state_device *devs = state_devices(t->st, a->name, &n);
-    bool any = false;
-    for (size_t i = 0; i < n && !any; i++)
-        any = account_wants_serial(a, devs[i].serial);
-    state_devices_free(devs, n);
-    return any;
+    struct state_device d;
+    for (size_t i = 0; state_device_at(t->st, a->name, i, &d); i++)
+        if (account_wants_serial(a, d.serial))
+            return true;
+    return false;
 }
 
 /* The first time the login's calls could be due, from `now`: its device

@@ -275,12 +275,10 @@ static char *login_parked(struct tick *t, const char *login)
     for (size_t i = 0; i < c->n_accounts; i++) {
         if (strcmp(c->accounts[i].login_id, login) != 0)
             continue;
-        size_t n = 0;
-        struct state_device *devs = state_devices(t->st, c->accounts[i].name, &n);
-        for (size_t k = 0; k < n; k++)
-            if (devs[k].refusals >= REFUSALS_TO_PARK)
-                buf_printf(&b, "%s%s (%s)", b.len ? ", " : "", devs[k].serial, c->accounts[i].name);
-        state_devices_free(devs, n);
+        struct state_device d;
+        for (size_t k = 0; state_device_at(t->st, c->accounts[i].name, k, &d); k++)
+            if (d.refusals >= REFUSALS_TO_PARK)
+                buf_printf(&b, "%s%s (%s)", b.len ? ", " : "", d.serial, c->accounts[i].name);
     }
     return buf_steal(&b);
 }

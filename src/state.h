@@ -219,6 +219,15 @@ void state_set_devices(struct state *s, const char *account, const struct state_
 struct state_device *state_devices(const struct state *s, const char *account, size_t *n);
 void state_devices_free(struct state_device *d, size_t n);
 
+/* For callers that only look: the account's i-th listed device joined with
+ * its history as state_devices gives it, but borrowed (its strings are the
+ * state's, valid until the state next changes), and no copy of the list.
+ * False, *out zeroed, past the end of the list or for an unknown
+ * account. state_device_count is the length of the list. */
+bool state_device_at(const struct state *s, const char *account, size_t i,
+                     struct state_device *out);
+size_t state_device_count(const struct state *s, const char *account);
+
 /* Records a poll of the device at `now`: last_poll, last_ok too when `ok`
  * (its alert log was received and processed, which also clears the count
  * of refusals), and first_known when it had none. A device missing from the list is added to it

@@ -210,7 +210,6 @@ static bool keep_unknown(struct jscan *js, char **extra)
     if (*extra)
         buf_puts(&b, *extra);
     buf_append(&b, ",", 1);
-    /* The name now: skipping the value reads the names inside it. */
     buf_json_string(&b, js->key, js->key_len);
     buf_append(&b, ":", 1);
     bool ok = jscan_skip(js, &raw);
@@ -736,6 +735,22 @@ void state_set_devices(struct state *s, const char *account, const struct state_
     prune_history(s, a, now);
 }
 
+/* The i-th device of `a` joined with its history, its strings borrowed. */
+static void device_view(const struct fleet_account *a, size_t i, struct state_device *out)
+{
+    const struct fleet_device *d = &a->devices[i];
+    const struct fleet_history *h = history_of(a, d->serial);
+    *out = (struct state_device){
+        .serial = d->serial, .base = d->base, .model = d->model, .name = d->name, .group = d->group};
+    if (h) {
+        out->first_known = h->first_known;
+        out->last_poll = h->last_poll;
+        out->last_ok = h->last_ok;
+        out->refused_until = h->refused_until;
+        out->refusals = h->refusals;
+    }
+}
+
 struct state_device *state_devices(const struct state *s, const char *account, size_t *n)
 {
     const struct fleet_account *a = find_account(s, account);
@@ -745,23 +760,32 @@ struct state_device *state_devices(const struct state *s, const char *account, s
         return NULL;
     out = xcalloc(a->n_devices, sizeof *out);
     for (size_t i = 0; i < a->n_devices; i++) {
-        const struct fleet_device *d = &a->devices[i];
-        const struct fleet_history *h = history_of(a, d->serial);
         struct state_device *o = &out[(*n)++];
-        o->serial = xstrdup(d->serial);
-        o->base = xstrdup(d->base);
-        o->model = xstrdup(d->model);
-        o->name = xstrdup(d->name);
-        o->group = xstrdup(d->group);
-        if (h) {
-            o->first_known = h->first_known;
-            o->last_poll = h->last_poll;
-            o->last_ok = h->last_ok;
-            o->refused_until = h->refused_until;
-            o->refusals = h->refusals;
-        }
+        device_view(a, i, o);
+        o->serial = xstrdup(o->serial);
+        o->base = xstrdup(o->base);
+        o->model = xstrdup(o->model);
+        o->name = xstrdup(o->name);
+        o->group = xstrdup(o->group);
     }
     return out;
+}
+
+bool state_device_at(const struct state *s, const char *account, size_t i,
+                     struct state_device *out)
+{
+    const struct fleet_account *a = find_account(s, account);
+    memset(out, 0, sizeof *out);
+    if (!a || i >= a->n_devices)
+        return false;
+    device_view(a, i, out);
+    return true;
+}
+
+size_t state_device_count(const struct state *s, const char *account)
+{
+    const struct fleet_account *a = find_account(s, account);
+    return a ? a->n_devices : 0;
 }
 
 void state_devices_free(struct state_device *d, size_t n)

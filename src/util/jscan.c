@@ -316,12 +316,57 @@ static bool short_decimal(const char *text, double *out)
     return true;
 }
 
+/* The number at s->p read in place when it is short and plain: an
+ * optional '-', then 1 to 15 digits without a leading zero (or a lone 0),
+ * optionally a point within them, no exponent, and not followed by
+ * anything a number could go on with. Its digits make *digits (a double
+ * holds it exactly), *decimals says how many follow the point (-1: no
+ * point). False, nothing consumed, for any other text: the full reader
+ * then decides, errors included. */
+static bool plain_number(struct jscan *s, bool *negative, long long *digits, int *decimals)
+{
+    const char *p = s->p, *end = s->end;
+    *negative = p < end && *p == '-';
+    p += *negative;
+    const char *first = p;
+    long long v = 0;
+    int n = 0, point = -1;
+    for (; p < end; p++) {
+        if (*p >= '0' && *p <= '9') {
+            if (++n > 15)
+                return false;
+            v = v * 10 + (*p - '0');
+        } else if (*p == '.' && point < 0 && n > 0) {
+            point = n;
+        } else {
+            break;
+        }
+    }
+    if (n == 0 || p[-1] == '.' || (n > 1 && *first == '0' && point != 1))
+        return false;
+    if (p < end && (*p == 'e' || *p == 'E' || *p == '.'))
+        return false;
+    *digits = v;
+    *decimals = point < 0 ? -1 : n - point;
+    s->p = p;
+    return true;
+}
+
 bool jscan_number(struct jscan *s, double *out)
 {
+    static const double tens[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                  1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
     char text[400];
-    bool integral;
+    bool integral, negative;
+    long long digits;
+    int decimals;
     if (jscan_peek(s) != JSCAN_NUMBER)
         return jscan_fail(s, "not a number");
+    if (plain_number(s, &negative, &digits, &decimals)) {
+        double d = (double)digits / tens[decimals > 0 ? decimals : 0]; /* as short_decimal */
+        *out = negative ? -d : d;
+        return true;
+    }
     const char *start = s->p;
     if (!scan_number(s, text, sizeof text, &integral))
         return false;
@@ -339,9 +384,19 @@ bool jscan_number(struct jscan *s, double *out)
 bool jscan_int(struct jscan *s, long long *out)
 {
     char text[400];
-    bool integral;
+    bool integral, negative;
+    long long digits;
+    int decimals;
     if (jscan_peek(s) != JSCAN_NUMBER)
         return jscan_fail(s, "not an integer");
+    const char *at = s->p;
+    if (plain_number(s, &negative, &digits, &decimals)) {
+        if (decimals < 0) {
+            *out = negative ? -digits : digits;
+            return true;
+        }
+        s->p = at; /* a fraction: the full reader says so */
+    }
     const char *start = s->p;
     if (!scan_number(s, text, sizeof text, &integral))
         return false;
@@ -430,27 +485,46 @@ bool jscan_object(struct jscan *s)
     return enter(s, JSCAN_OBJECT, "not an object");
 }
 
-bool jscan_member(struct jscan *s)
+/* The next member's name, decoded into s->key when `keep` (only checked
+ * otherwise, as a skip wants), and its colon. */
+static bool member_name(struct jscan *s, bool keep)
 {
     if (!next_in(s, '}'))
         return false;
     if (!next_is(s, '"'))
         return jscan_fail(s, "expected a member name");
-    struct sink o = {&s->key, &s->key_len, &s->key_cap};
-    s->key_len = 0;
-    sink_put(&o, "", 0); /* the buffer exists */
-    s->key[0] = '\0';
     const char *stop = string_stop(s->p + 1, s->end);
-    if (stop < s->end && *stop == '"') { /* no escape: one copy */
-        sink_put(&o, s->p + 1, (size_t)(stop - s->p - 1));
+    if (!keep) {
+        if (!scan_string(s, NULL))
+            return false;
+    } else if (stop < s->end && *stop == '"') { /* no escape: one copy */
+        size_t n = (size_t)(stop - s->p - 1);
+        if (n + 1 > s->key_cap) {
+            s->key_cap = n + 1 > 64 ? n + 1 : 64;
+            free(s->key);
+            s->key = xmalloc(s->key_cap);
+        }
+        memcpy(s->key, s->p + 1, n);
+        s->key[n] = '\0';
+        s->key_len = n;
         s->p = stop + 1;
-    } else if (!scan_string(s, &o)) {
-        return false;
+    } else {
+        struct sink o = {&s->key, &s->key_len, &s->key_cap};
+        s->key_len = 0;
+        sink_put(&o, "", 0); /* the buffer exists */
+        s->key[0] = '\0';
+        if (!scan_string(s, &o))
+            return false;
     }
     if (!next_is(s, ':'))
         return jscan_fail(s, "expected ':'");
     s->p++;
     return true;
+}
+
+bool jscan_member(struct jscan *s)
+{
+    return member_name(s, true);
 }
 
 bool jscan_array(struct jscan *s)
@@ -472,7 +546,7 @@ bool jscan_skip(struct jscan *s, struct jscan_raw *raw)
     switch (t) {
     case JSCAN_OBJECT:
         ok = jscan_object(s);
-        while (ok && jscan_member(s))
+        while (ok && member_name(s, false)) /* s->key is the caller's member's */
             ok = jscan_skip(s, NULL);
         break;
     case JSCAN_ARRAY:

@@ -91,7 +91,8 @@ bool jscan_array(struct jscan *s);
  * false at its end (consumed) or on an error. */
 bool jscan_item(struct jscan *s);
 
-/* Skips the next value, whatever it is, checking it. With `raw` not NULL,
+/* Skips the next value, whatever it is, checking it (s->key stays the
+ * name it was: the names inside are checked, not kept). With `raw` not NULL,
  * the value's text (from its first byte to its last, within the scanned
  * text) is in raw->text, raw->len. */
 struct jscan_raw {

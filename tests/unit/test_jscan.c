@@ -225,6 +225,13 @@ Test(jscan, numbers_read_as_strtod_reads_them)
         "5e-324",
         "0.1234567890123456789",
         "18446744073709551616",
+        "10",
+        "-0.0",
+        "0.5",
+        "100.25",
+        "999999999999999",
+        "99999999999999.9",
+        "-12345678901234.5",
     };
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         struct jscan s = {0};
@@ -233,6 +240,41 @@ Test(jscan, numbers_read_as_strtod_reads_them)
         cr_assert(jscan_number(&s, &d), "%s", texts[i]);
         double want = strtod(texts[i], NULL);
         cr_expect(memcmp(&d, &want, sizeof d) == 0, "%s: %.17g, strtod %.17g", texts[i], d, want);
+        jscan_free(&s);
+    }
+}
+
+/* Integers read in place (short, plain) and the long way agree with
+ * strtoll; what is not a JSON number fails either way. */
+Test(jscan, integers_read_as_strtoll_reads_them)
+{
+    static const char *const good[] = {
+        "0",          "-0", "7", "-123", "1795000000", "999999999999999", "1000000000000000",
+        "123456789012345678", "-9223372036854775808", "9223372036854775807",
+    };
+    static const char *const bad[] = {"01", "-01", "1.", "-", "00.5", "1.5.3", "1e2", "-x", "0.5"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        struct jscan s = {0};
+        long long n = 1;
+        struct err e;
+        jscan_init(&s, good[i], strlen(good[i]));
+        cr_expect(jscan_int(&s, &n), "%s", good[i]);
+        cr_expect_eq(jscan_end(&s, &e), 0, "%s", good[i]);
+        cr_expect_eq(n, strtoll(good[i], NULL, 10), "%s: %lld", good[i], n);
+        jscan_free(&s);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct jscan s = {0};
+        long long n = 0;
+        double d = 0;
+        struct err e;
+        jscan_init(&s, bad[i], strlen(bad[i]));
+        bool whole = jscan_int(&s, &n) && jscan_end(&s, &e) == 0;
+        cr_expect(!whole, "%s read as the integer %lld", bad[i], n);
+        jscan_init(&s, bad[i], strlen(bad[i]));
+        whole = jscan_number(&s, &d) && jscan_end(&s, &e) == 0;
+        cr_expect(!whole || !strcmp(bad[i], "1e2") || !strcmp(bad[i], "0.5"), "%s read as %g",
+                  bad[i], d);
         jscan_free(&s);
     }
 }

@@ -2783,6 +2783,38 @@ Test(state, unknown_members_of_an_account_are_kept_when_it_changes)
     state_close(s);
 }
 
+/* The borrowed view is the copy, device by device, without the copy. */
+Test(state, a_device_at_its_place_is_the_copy_borrowed)
+{
+    struct state *s = open_ok();
+    static const char *const serials[] = {"A", "B", "C"};
+    set_devices(s, "t", serials, 3, 1795000000);
+    state_device_refused(s, "t", "B", 1795003600, 2);
+    size_t n = 0;
+    struct state_device *copy = state_devices(s, "t", &n);
+    cr_assert_eq(n, 3);
+    cr_expect_eq(state_device_count(s, "t"), 3);
+    cr_expect_eq(state_device_count(s, "nobody"), 0);
+    struct state_device d;
+    for (size_t i = 0; i < n; i++) {
+        cr_assert(state_device_at(s, "t", i, &d));
+        cr_expect_str_eq(d.serial, copy[i].serial);
+        cr_expect_str_eq(d.base, copy[i].base);
+        cr_expect_str_eq(d.model, copy[i].model);
+        cr_expect_str_eq(d.name, copy[i].name);
+        cr_expect_str_eq(d.group, copy[i].group);
+        cr_expect_eq(d.first_known, copy[i].first_known);
+        cr_expect_eq(d.refused_until, copy[i].refused_until);
+        cr_expect_eq(d.refusals, copy[i].refusals);
+    }
+    cr_expect_eq(copy[1].refusals, 2);
+    cr_expect(!state_device_at(s, "t", 3, &d));
+    cr_expect_null(d.serial);
+    cr_expect(!state_device_at(s, "nobody", 0, &d));
+    state_devices_free(copy, n);
+    state_close(s);
+}
+
 /* A readings run finds the list unchanged and sets its time: the account
  * is written as the file had it, but for that number. Twice set (two
  * saves), a discovery time written anew is written anew again; one given
