@@ -310,6 +310,7 @@ static int load(struct state *s, int *fd, bool *corrupt, uint64_t *digest, struc
     }
     if (digest)
         *digest = digest_of(text.data, text.len - (text.data[text.len - 1] == '\n'));
+    s->size_hint = text.len;
     s->text = buf_steal(&text); /* the native entries' texts are spans of it */
     rc = 0;
 out:
@@ -642,7 +643,9 @@ static int write_state_file(struct state *s, struct err *e)
     int rc = -1;
     struct buf text;
     buf_init(&text, 0);
+    buf_reserve(&text, s->size_hint + s->size_hint / 8 + 4096);
     document_text(&text, s, true);
+    s->size_hint = text.len;
     /* Down to 15/16 of the limit: the relay event that reports it, and
      * the next events, must not make every following save trim again. */
     for (int tries = 0; text.len > s->max_bytes && tries < 3; tries++) {

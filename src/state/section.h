@@ -127,6 +127,8 @@ struct state {
     char *text;                /* the file as load() read it, which native entries
                                   borrow their texts from (struct entry_text);
                                   freed after them */
+    size_t size_hint;          /* bytes of the file last read or written: what
+                                  a save makes room for at once */
 };
 
 /* What state_clamp_clock corrects to: each section's clamp lowers its

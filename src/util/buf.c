@@ -30,6 +30,19 @@ int buf_append(struct buf *b, const void *data, size_t len)
     return 0;
 }
 
+void buf_reserve(struct buf *b, size_t n)
+{
+    if (b->len + n + 1 <= b->cap)
+        return;
+    size_t cap = b->len + n + 1;
+    if (cap < b->cap * 2)
+        cap = b->cap * 2;
+    b->data = xrealloc(b->data, cap);
+    if (!b->cap)
+        b->data[0] = '\0';
+    b->cap = cap;
+}
+
 int buf_puts(struct buf *b, const char *s)
 {
     return buf_append(b, s, strlen(s));

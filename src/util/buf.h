@@ -20,6 +20,11 @@ void buf_init(struct buf *b, size_t limit);
 /* Appends; returns -1 (and appends nothing) when the cap would be passed. */
 int buf_append(struct buf *b, const void *data, size_t len);
 int buf_puts(struct buf *b, const char *s);
+
+/* Makes room for `n` more bytes (and the NUL) in one allocation, for a
+ * writer that knows about how much comes: appends up to it then copy
+ * nothing. The cap is not checked here (buf_append checks it). */
+void buf_reserve(struct buf *b, size_t n);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 

@@ -37,10 +37,22 @@ bool jscan_fail(struct jscan *s, const char *reason)
     return false;
 }
 
+/* JSON's white space; most bytes are above ' ', which one test rules out. */
+static inline bool is_space(char c)
+{
+    return (unsigned char)c <= ' ' && (c == ' ' || c == '\n' || c == '\r' || c == '\t');
+}
+
+static inline const char *past_space(const char *p, const char *end)
+{
+    while (p < end && is_space(*p))
+        p++;
+    return p;
+}
+
 static inline void skip_space(struct jscan *s)
 {
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
-        s->p++;
+    s->p = past_space(s->p, s->end);
 }
 
 /* Skips white space; true when `c` comes next (not consumed). */
@@ -464,16 +476,18 @@ static bool next_in(struct jscan *s, char close)
 {
     if (s->failed)
         return false;
-    if (next_is(s, close)) {
-        s->p++;
+    const char *p = past_space(s->p, s->end), *end = s->end;
+    s->p = p;
+    if (p < end && *p == close) {
+        s->p = p + 1;
         s->depth--;
         return false;
     }
     if (!s->first[s->depth]) {
-        if (!next_is(s, ','))
+        if (p >= end || *p != ',')
             return jscan_fail(s, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
-        s->p++;
-        if (next_is(s, close))
+        s->p = p = past_space(p + 1, end);
+        if (p < end && *p == close)
             return jscan_fail(s, "a comma before a closing bracket");
     }
     s->first[s->depth] = false;
@@ -486,39 +500,45 @@ bool jscan_object(struct jscan *s)
 }
 
 /* The next member's name, decoded into s->key when `keep` (only checked
- * otherwise, as a skip wants), and its colon. */
+ * otherwise, as a skip wants), and its colon. Most names have no escape:
+ * they are found, and copied, in one step. */
 static bool member_name(struct jscan *s, bool keep)
 {
     if (!next_in(s, '}'))
         return false;
-    if (!next_is(s, '"'))
+    const char *p = past_space(s->p, s->end);
+    s->p = p;
+    if (p >= s->end || *p != '"')
         return jscan_fail(s, "expected a member name");
-    const char *stop = string_stop(s->p + 1, s->end);
-    if (!keep) {
-        if (!scan_string(s, NULL))
-            return false;
-    } else if (stop < s->end && *stop == '"') { /* no escape: one copy */
-        size_t n = (size_t)(stop - s->p - 1);
-        if (n + 1 > s->key_cap) {
+    const char *stop = string_stop(p + 1, s->end);
+    if (stop < s->end && *stop == '"') {
+        size_t n = (size_t)(stop - p - 1);
+        if (keep && n + 1 > s->key_cap) {
             s->key_cap = n + 1 > 64 ? n + 1 : 64;
             free(s->key);
             s->key = xmalloc(s->key_cap);
         }
-        memcpy(s->key, s->p + 1, n);
-        s->key[n] = '\0';
-        s->key_len = n;
-        s->p = stop + 1;
+        if (keep) {
+            memcpy(s->key, p + 1, n);
+            s->key[n] = '\0';
+            s->key_len = n;
+        }
+        p = stop + 1;
     } else {
         struct sink o = {&s->key, &s->key_len, &s->key_cap};
-        s->key_len = 0;
-        sink_put(&o, "", 0); /* the buffer exists */
-        s->key[0] = '\0';
-        if (!scan_string(s, &o))
+        if (keep) {
+            s->key_len = 0;
+            sink_put(&o, "", 0); /* the buffer exists */
+            s->key[0] = '\0';
+        }
+        if (!scan_string(s, keep ? &o : NULL))
             return false;
+        p = s->p;
     }
-    if (!next_is(s, ':'))
+    s->p = p = past_space(p, s->end);
+    if (p >= s->end || *p != ':')
         return jscan_fail(s, "expected ':'");
-    s->p++;
+    s->p = p + 1;
     return true;
 }
 
