@@ -664,14 +664,17 @@ static bool came_back(const struct watch *was, const struct watch *now)
 static void watch_device(struct tick *t, const struct account_conf *a, const struct device_info *d)
 {
     struct watch w;
-    struct watch_limit limits[WATCH_CHANNELS];
+    struct watch_limit limits[WATCH_CHANNELS] = {{0}};
     struct watch_value values[PLATFORM_CHANNELS_MAX];
     struct watch_crossing cross[WATCH_CHANNELS];
     size_t n_cross = 0;
     char why[64];
     bool known = state_watch(t->st, d->serial, &w);
     long long before = w.unixtime;
-    limits_of(t, a, d->serial, limits);
+    /* Only a newer reading is judged against the limits (most of a run's
+     * readings at a large fleet are the ones it saw a minute ago). */
+    if (d->unixtime > w.unixtime)
+        limits_of(t, a, d->serial, limits);
     for (size_t i = 0; i < d->n_channels; i++)
         values[i] = (struct watch_value){.num = d->channels[i].num, .text = d->channels[i].value};
     struct watch_reading r = {.unixtime = d->unixtime,

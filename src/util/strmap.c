@@ -8,7 +8,9 @@
 #include <string.h>
 
 struct strmap_slot {
-    char *key; /* NULL: empty */
+    char *key;     /* NULL: empty */
+    uint64_t hash; /* of key: a probe compares it before the key, and growing
+                      needs no key read again */
     size_t index;
 };
 
@@ -22,11 +24,12 @@ static uint64_t hash_of(const char *key)
     return h;
 }
 
-/* The slot of `key`, or the empty slot where it would go. */
-static struct strmap_slot *slot_of(const struct strmap *m, const char *key)
+/* The slot of `key` (whose hash is `h`), or the empty slot where it would
+ * go. */
+static struct strmap_slot *slot_of(const struct strmap *m, const char *key, uint64_t h)
 {
-    size_t i = (size_t)hash_of(key) & (m->cap - 1);
-    while (m->slots[i].key && strcmp(m->slots[i].key, key) != 0)
+    size_t i = (size_t)h & (m->cap - 1);
+    while (m->slots[i].key && (m->slots[i].hash != h || strcmp(m->slots[i].key, key) != 0))
         i = (i + 1) & (m->cap - 1);
     return &m->slots[i];
 }
@@ -35,7 +38,7 @@ bool strmap_get(const struct strmap *m, const char *key, size_t *out)
 {
     if (!m->cap)
         return false;
-    const struct strmap_slot *s = slot_of(m, key);
+    const struct strmap_slot *s = slot_of(m, key, hash_of(key));
     if (!s->key)
         return false;
     *out = s->index;
@@ -47,19 +50,26 @@ static void grow(struct strmap *m)
     struct strmap old = *m;
     m->cap = old.cap ? old.cap * 2 : 16;
     m->slots = xcalloc(m->cap, sizeof *m->slots);
-    for (size_t i = 0; i < old.cap; i++)
-        if (old.slots[i].key)
-            *slot_of(m, old.slots[i].key) = old.slots[i];
+    for (size_t i = 0; i < old.cap; i++) {
+        if (!old.slots[i].key)
+            continue;
+        size_t k = (size_t)old.slots[i].hash & (m->cap - 1); /* keys are unique: no compare */
+        while (m->slots[k].key)
+            k = (k + 1) & (m->cap - 1);
+        m->slots[k] = old.slots[i];
+    }
     free(old.slots);
 }
 
 void strmap_put(struct strmap *m, const char *key, size_t index)
 {
-    if ((m->n + 1) * 4 > m->cap * 3)
+    if ((m->n + 1) * 2 > m->cap) /* at most half full: short probes */
         grow(m);
-    struct strmap_slot *s = slot_of(m, key);
+    uint64_t h = hash_of(key);
+    struct strmap_slot *s = slot_of(m, key, h);
     if (!s->key) {
         s->key = xstrdup(key);
+        s->hash = h;
         m->n++;
     }
     s->index = index;
