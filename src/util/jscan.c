@@ -328,16 +328,10 @@ static bool short_decimal(const char *text, double *out)
     return true;
 }
 
-/* The number at s->p read in place when it is short and plain: an
- * optional '-', then 1 to 15 digits without a leading zero (or a lone 0),
- * optionally a point within them, no exponent, and not followed by
- * anything a number could go on with. Its digits make *digits (a double
- * holds it exactly), *decimals says how many follow the point (-1: no
- * point). False, nothing consumed, for any other text: the full reader
- * then decides, errors included. */
-static bool plain_number(struct jscan *s, bool *negative, long long *digits, int *decimals)
+bool jscan_plain_number(const char **at, const char *end, bool *negative, long long *digits,
+                        int *decimals)
 {
-    const char *p = s->p, *end = s->end;
+    const char *p = *at;
     *negative = p < end && *p == '-';
     p += *negative;
     const char *first = p;
@@ -360,14 +354,25 @@ static bool plain_number(struct jscan *s, bool *negative, long long *digits, int
         return false;
     *digits = v;
     *decimals = point < 0 ? -1 : n - point;
-    s->p = p;
+    *at = p;
     return true;
+}
+
+double jscan_plain_value(bool negative, long long digits, int decimals)
+{
+    static const double tens[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                  1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    double d = (double)digits / tens[decimals > 0 ? decimals : 0]; /* as short_decimal */
+    return negative ? -d : d;
+}
+
+static bool plain_number(struct jscan *s, bool *negative, long long *digits, int *decimals)
+{
+    return jscan_plain_number(&s->p, s->end, negative, digits, decimals);
 }
 
 bool jscan_number(struct jscan *s, double *out)
 {
-    static const double tens[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                  1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
     char text[400];
     bool integral, negative;
     long long digits;
@@ -375,8 +380,7 @@ bool jscan_number(struct jscan *s, double *out)
     if (jscan_peek(s) != JSCAN_NUMBER)
         return jscan_fail(s, "not a number");
     if (plain_number(s, &negative, &digits, &decimals)) {
-        double d = (double)digits / tens[decimals > 0 ? decimals : 0]; /* as short_decimal */
-        *out = negative ? -d : d;
+        *out = jscan_plain_value(negative, digits, decimals);
         return true;
     }
     const char *start = s->p;

@@ -112,6 +112,19 @@ bool jscan_string_dup(struct jscan *s, char **out, size_t *len);
  * error). */
 bool jscan_number(struct jscan *s, double *out);
 
+/* A short, plain number at *at (before `end`), as jscan_number and
+ * jscan_int read most numbers: an optional '-', 1 to 15 digits without a
+ * leading zero (or a lone 0), maybe a point within them, no exponent, and
+ * nothing after it that a number could go on with. *digits are its
+ * digits, *decimals how many follow the point (-1: no point), and *at
+ * moves past it. False, *at unchanged, for any other text (which may
+ * still be a number, or not: the scanner decides). For readers of a text
+ * they wrote themselves, which try the plain form first.
+ * jscan_plain_value is the number, exactly as strtod reads its text. */
+bool jscan_plain_number(const char **at, const char *end, bool *negative, long long *digits,
+                        int *decimals);
+double jscan_plain_value(bool negative, long long digits, int decimals);
+
 /* The next value as an integer: a number written without fraction or
  * exponent that fits in a long long (false otherwise). */
 bool jscan_int(struct jscan *s, long long *out);
