@@ -740,8 +740,11 @@ static void device_view(const struct fleet_account *a, size_t i, struct state_de
 {
     const struct fleet_device *d = &a->devices[i];
     const struct fleet_history *h = history_of(a, d->serial);
-    *out = (struct state_device){
-        .serial = d->serial, .base = d->base, .model = d->model, .name = d->name, .group = d->group};
+    *out = (struct state_device){.serial = d->serial,
+                                 .base = d->base,
+                                 .model = d->model,
+                                 .name = d->name,
+                                 .group = d->group};
     if (h) {
         out->first_known = h->first_known;
         out->last_poll = h->last_poll;
@@ -771,8 +774,7 @@ struct state_device *state_devices(const struct state *s, const char *account, s
     return out;
 }
 
-bool state_device_at(const struct state *s, const char *account, size_t i,
-                     struct state_device *out)
+bool state_device_at(const struct state *s, const char *account, size_t i, struct state_device *out)
 {
     const struct fleet_account *a = find_account(s, account);
     memset(out, 0, sizeof *out);

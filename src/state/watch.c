@@ -337,8 +337,8 @@ static int read_section(struct state *s, struct jscan *js, const char *name,
             return fail(js, &top, NULL, "a serial with a NUL byte", e), -1;
         /* The name outlives js->key, which the entry's members reuse. */
         char room[64];
-        char *serial = js->key_len < sizeof room ? memcpy(room, js->key, js->key_len + 1)
-                                                 : xstrdup(js->key);
+        char *serial =
+            js->key_len < sizeof room ? memcpy(room, js->key, js->key_len + 1) : xstrdup(js->key);
         struct where at = {&top, serial, 0};
         bool ok = one(s, js, serial, &at, e);
         if (serial != room)
@@ -432,9 +432,8 @@ static bool take_channel(struct text *t, struct watch_channel *c)
     if (!TAKE(t, "{\"num\":") || !take_int(t, &num) || !TAKE(t, ",\"error\":") ||
         !take_bool(t, &c->error) || !TAKE(t, ",\"value\":") || !take_double(t, &c->value) ||
         !TAKE(t, ",\"step\":") || !take_double(t, &c->step) || !TAKE(t, ",\"history\":") ||
-        !take_list(t, c->history, NULL, &c->n_history, WATCH_HISTORY) ||
-        !TAKE(t, ",\"band\":") || !take_int(t, &band) || !TAKE(t, ",\"zone\":") ||
-        !take_int(t, &zone))
+        !take_list(t, c->history, NULL, &c->n_history, WATCH_HISTORY) || !TAKE(t, ",\"band\":") ||
+        !take_int(t, &band) || !TAKE(t, ",\"zone\":") || !take_int(t, &zone))
         return false;
     if (TAKE(t, ",\"at_poll\":")) {
         c->has_at_poll = true;
@@ -461,11 +460,11 @@ static bool fast_watch(struct text *t, struct watch *w)
         !take_int(t, &w->seen_at) || !TAKE(t, ",\"gaps\":") ||
         !take_list(t, NULL, w->gaps, &w->n_gaps, WATCH_GAPS) || !TAKE(t, ",\"battery\":") ||
         !take_int(t, &battery) || !TAKE(t, ",\"silent\":") || !take_bool(t, &w->silent) ||
-        !TAKE(t, ",\"pending\":") || !take_int(t, &pending) ||
-        !TAKE(t, ",\"pending_since\":") || !take_int(t, &w->pending_since) ||
-        !TAKE(t, ",\"pending_after\":") || !take_int(t, &w->pending_after) ||
-        !TAKE(t, ",\"pending_at\":") || !take_int(t, &w->pending_at) ||
-        !TAKE(t, ",\"recheck_at\":") || !take_int(t, &w->recheck_at) ||
+        !TAKE(t, ",\"pending\":") || !take_int(t, &pending) || !TAKE(t, ",\"pending_since\":") ||
+        !take_int(t, &w->pending_since) || !TAKE(t, ",\"pending_after\":") ||
+        !take_int(t, &w->pending_after) || !TAKE(t, ",\"pending_at\":") ||
+        !take_int(t, &w->pending_at) || !TAKE(t, ",\"recheck_at\":") ||
+        !take_int(t, &w->recheck_at) ||
         (TAKE(t, ",\"told\":") && !take_bool(t, &w->pending_told)) || !TAKE(t, ",\"ch\":["))
         return false;
     w->battery = clamp_int(battery, 0, 99);
@@ -495,8 +494,8 @@ static bool read_entry_watch(struct jscan *js, struct watch *w, const struct whe
     struct jscan check = {0};
     struct err why;
     jscan_init(&check, js->p, (size_t)(t.p - js->p));
-    bool agree = read_watch(&check, &slow, at, &why) && jscan_end(&check, &why) == 0 &&
-                 same_watch(&slow, w);
+    bool agree =
+        read_watch(&check, &slow, at, &why) && jscan_end(&check, &why) == 0 && same_watch(&slow, w);
     jscan_free(&check);
     if (!agree) {
         fprintf(stderr, "state/watch.c: the fast reader differs on %.*s\n", (int)(t.p - js->p),
