@@ -93,6 +93,7 @@
 #include "util/err.h"
 #include "util/jscan.h"
 #include "util/jsonv.h"
+#include "util/xalloc.h"
 
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -216,6 +217,78 @@ static inline void entry_text_keep(struct entry_text *t, struct buf *b, struct b
     t->p = buf_steal(b);
     t->own = true;
     buf_append(out, t->p, t->len);
+}
+
+/* --- the text a save writes, read in one pass ---------------------------
+ *
+ * Nearly every entry of a native section is exactly as its writer wrote
+ * it: members in that order, no white space, plain numbers, strings
+ * without escapes. A reader may try that form first with these, from left
+ * to right and without the scanner, and give up at the first byte that
+ * differs (they consume nothing then that matters: the caller starts the
+ * generic reader from the entry's start). What the fast form accepts,
+ * the generic reader must accept alike: each such reader says how that is
+ * checked. */
+
+struct text {
+    const char *p, *end;
+};
+
+static inline bool take(struct text *t, const char *literal, size_t n)
+{
+    if ((size_t)(t->end - t->p) < n || memcmp(t->p, literal, n) != 0)
+        return false;
+    t->p += n;
+    return true;
+}
+#define TAKE(t, literal) take(t, literal, sizeof literal - 1)
+
+static inline bool take_int(struct text *t, long long *out)
+{
+    bool negative;
+    long long digits;
+    int decimals;
+    const char *p = t->p;
+    if (!jscan_plain_number(&p, t->end, &negative, &digits, &decimals) || decimals >= 0)
+        return false;
+    t->p = p;
+    *out = negative ? -digits : digits;
+    return true;
+}
+
+static inline bool take_double(struct text *t, double *out)
+{
+    bool negative;
+    long long digits;
+    int decimals;
+    if (!jscan_plain_number(&t->p, t->end, &negative, &digits, &decimals))
+        return false;
+    *out = jscan_plain_value(negative, digits, decimals);
+    return true;
+}
+
+static inline bool take_bool(struct text *t, bool *out)
+{
+    *out = TAKE(t, "true");
+    return *out || TAKE(t, "false");
+}
+
+/* A string without escapes: a copy of its bytes (*out, the caller's).
+ * The file is UTF-8 without NUL bytes (checked whole on load), so these
+ * are what the scanner would decode. */
+static inline bool take_string(struct text *t, char **out)
+{
+    if (t->p >= t->end || *t->p != '"')
+        return false;
+    const char *close = memchr(t->p + 1, '"', (size_t)(t->end - t->p - 1));
+    if (!close || memchr(t->p + 1, '\\', (size_t)(close - t->p - 1)))
+        return false;
+    size_t n = (size_t)(close - t->p - 1);
+    *out = xmalloc(n + 1);
+    memcpy(*out, t->p + 1, n);
+    (*out)[n] = '\0';
+    t->p = close + 1;
+    return true;
 }
 
 /* Where a native section's reader is, for its messages: a chain from the

@@ -363,49 +363,6 @@ static int read_section(struct state *s, struct jscan *js, const char *name,
  * it accepts, the generic reader accepts alike: builds with assertions
  * read every entry both ways and abort when they differ. */
 
-struct text {
-    const char *p, *end;
-};
-
-static bool take(struct text *t, const char *literal, size_t n)
-{
-    if ((size_t)(t->end - t->p) < n || memcmp(t->p, literal, n) != 0)
-        return false;
-    t->p += n;
-    return true;
-}
-#define TAKE(t, literal) take(t, literal, sizeof literal - 1)
-
-static bool take_int(struct text *t, long long *out)
-{
-    bool negative;
-    long long digits;
-    int decimals;
-    const char *p = t->p;
-    if (!jscan_plain_number(&p, t->end, &negative, &digits, &decimals) || decimals >= 0)
-        return false;
-    t->p = p;
-    *out = negative ? -digits : digits;
-    return true;
-}
-
-static bool take_double(struct text *t, double *out)
-{
-    bool negative;
-    long long digits;
-    int decimals;
-    if (!jscan_plain_number(&t->p, t->end, &negative, &digits, &decimals))
-        return false;
-    *out = jscan_plain_value(negative, digits, decimals);
-    return true;
-}
-
-static bool take_bool(struct text *t, bool *out)
-{
-    *out = TAKE(t, "true");
-    return *out || TAKE(t, "false");
-}
-
 /* [X,...] of at most `max` values: doubles, or integers into `lout`. */
 static bool take_list(struct text *t, double *out, long *lout, int *n, int max)
 {
