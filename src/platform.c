@@ -897,6 +897,18 @@ static bool value_int(const struct jscan_raw *v, long long *out)
     if (v->text[0] != '"')
         return false;
     const char *s = value_text(v, num, &tmp, &len);
+    if (s && !tmp && len > 0 && len <= 18) {
+        /* Most are short digit strings ("1795717800"): what strtoll makes
+         * of them, without the copy. */
+        size_t i = s[0] == '-';
+        long long n = 0;
+        while (i < len && s[i] >= '0' && s[i] <= '9')
+            n = n * 10 + (s[i++] - '0');
+        if (i == len && len > (size_t)(s[0] == '-')) {
+            *out = s[0] == '-' ? -n : n;
+            return true;
+        }
+    }
     if (s && !tmp) {
         /* Borrowed from the reply, which goes on after it: a copy ends it. */
         char *copy = len < sizeof num ? num : (tmp = xmalloc(len + 1));
@@ -967,22 +979,21 @@ static void read_object(struct jscan *s, const struct jscan_raw *v, const char *
  * array `v`, of which the objects are kept. */
 static void read_channels(struct device_info *d, struct jscan *s, const struct jscan_raw *v)
 {
-    struct jscan_raw items[PLATFORM_CHANNELS_MAX];
-    size_t len = 0;
     long long num;
     if (!v || v->text[0] != '[')
         return;
+    /* One pass over the items: the array was checked whole already. */
     jscan_init(s, v->text, v->len);
     jscan_array(s);
-    while (len < PLATFORM_CHANNELS_MAX && jscan_item(s))
-        jscan_skip(s, &items[len++]);
-    d->channels = xcalloc(len ? len : 1, sizeof *d->channels);
-    for (size_t i = 0; i < len; i++) {
+    d->channels = xcalloc(PLATFORM_CHANNELS_MAX, sizeof *d->channels);
+    for (size_t i = 0; i < PLATFORM_CHANNELS_MAX && jscan_item(s); i++) {
         struct jscan_raw f[C_N];
         struct channel_info *ci = &d->channels[d->n_channels];
-        if (items[i].text[0] != '{')
+        if (jscan_peek(s) != JSCAN_OBJECT) {
+            jscan_skip(s, NULL);
             continue;
-        read_object(s, &items[i], channel_names, C_N, f);
+        }
+        read_members(s, channel_names, C_N, f);
         ci->num = value_int(member(f, C_NUM, C_NUM), &num) && num >= 1 && num <= 99 ? (int)num
                                                                                     : (int)i + 1;
         ci->name = name_text(member(f, C_NAME, C_NAME));
