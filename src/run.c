@@ -292,8 +292,10 @@ bool tick_login_paused(struct tick *t, const char *login)
 {
     struct state_condition cond;
     char *key = condition_key(SELFCHECK_LOGIN_REFUSED, login);
-    char *creds = login_creds(t->cfg, login);
     bool known = state_condition(t->st, key, &cond);
+    /* The fingerprint only when a refusal is on record: its digest's
+     * first use sets up OpenSSL's providers, a millisecond every run. */
+    char *creds = known ? login_creds(t->cfg, login) : NULL;
     bool paused = known && selfcheck_paused(&cond, creds, t->opt->now);
     if (paused) {
         log_warn("login %s: the platform refused its credentials (401); no call until the "
