@@ -398,8 +398,9 @@ static void self_logins(struct tick *t)
         if (!config_login_first(c, i) || !state_login_health(t->st, login, &h))
             continue;
         char *accounts = login_accounts(c, login);
-        char *creds = login_creds(c, login);
         bool failing = h.failures > 0;
+        /* selfcheck_step keeps the fingerprint only of a refusal. */
+        char *creds = failing && h.status == 401 ? login_creds(c, login) : NULL;
         bool tried = h.error_at >= t->opt->now || h.last_ok >= t->opt->now;
         struct selfcheck_input refused = {.what = SELFCHECK_LOGIN_REFUSED,
                                           .bad = failing && h.status == 401,
