@@ -355,10 +355,10 @@ static bool fast_history(struct text *t, struct fleet_history *h)
 {
     long long refusals = 0;
     if (!TAKE(t, "{\"first_known\":") || !take_int(t, &h->first_known) ||
-        !TAKE(t, ",\"last_poll\":") || !take_int(t, &h->last_poll) ||
-        !TAKE(t, ",\"last_ok\":") || !take_int(t, &h->last_ok) ||
-        !TAKE(t, ",\"refused_until\":") || !take_int(t, &h->refused_until) ||
-        (TAKE(t, ",\"refusals\":") && !take_int(t, &refusals)) || !TAKE(t, "}"))
+        !TAKE(t, ",\"last_poll\":") || !take_int(t, &h->last_poll) || !TAKE(t, ",\"last_ok\":") ||
+        !take_int(t, &h->last_ok) || !TAKE(t, ",\"refused_until\":") ||
+        !take_int(t, &h->refused_until) || (TAKE(t, ",\"refusals\":") && !take_int(t, &refusals)) ||
+        !TAKE(t, "}"))
         return false;
     h->refusals = (long)refusals;
     h->has_poll = h->has_ok = true;
@@ -368,8 +368,8 @@ static bool fast_history(struct text *t, struct fleet_history *h)
 #ifndef NDEBUG
 static void differs(const char *what, const char *from, const char *to)
 {
-    fprintf(stderr, "state/devices.c: the fast reader differs on %s %.*s\n", what,
-            (int)(to - from), from);
+    fprintf(stderr, "state/devices.c: the fast reader differs on %s %.*s\n", what, (int)(to - from),
+            from);
     abort();
 }
 
@@ -396,8 +396,8 @@ static bool read_list_device(struct jscan *js, struct fleet_device *d, struct ol
     struct jscan check = {0};
     struct err why;
     jscan_init(&check, js->p, (size_t)(t.p - js->p));
-    if (!read_device(&check, &slow, &o, at, &why) || jscan_end(&check, &why) < 0 ||
-        o.has_poll || o.has_ok || slow.extra || !same_text(slow.serial, d->serial) ||
+    if (!read_device(&check, &slow, &o, at, &why) || jscan_end(&check, &why) < 0 || o.has_poll ||
+        o.has_ok || slow.extra || !same_text(slow.serial, d->serial) ||
         !same_text(slow.base, d->base) || !same_text(slow.model, d->model) ||
         !same_text(slow.name, d->name) || !same_text(slow.group, d->group))
         differs("the device", js->p, t.p);
@@ -422,8 +422,8 @@ static bool read_entry_history(struct jscan *js, struct fleet_history *h, const 
     struct jscan check = {0};
     struct err why;
     jscan_init(&check, js->p, (size_t)(t.p - js->p));
-    if (!read_history_entry(&check, &slow, at, &why) || jscan_end(&check, &why) < 0 ||
-        slow.extra || slow.first_known != h->first_known || slow.last_poll != h->last_poll ||
+    if (!read_history_entry(&check, &slow, at, &why) || jscan_end(&check, &why) < 0 || slow.extra ||
+        slow.first_known != h->first_known || slow.last_poll != h->last_poll ||
         slow.last_ok != h->last_ok || slow.refused_until != h->refused_until ||
         slow.refusals != h->refusals || slow.has_poll != h->has_poll || slow.has_ok != h->has_ok)
         differs("the history entry", js->p, t.p);

@@ -225,8 +225,8 @@ static inline void entry_text_keep(struct entry_text *t, struct buf *b, struct b
  * it: members in that order, no white space, plain numbers, strings
  * without escapes. A reader may try that form first with these, from left
  * to right and without the scanner, and give up at the first byte that
- * differs (they consume nothing then that matters: the caller starts the
- * generic reader from the entry's start). What the fast form accepts,
+ * differs; the caller then starts the generic reader from the entry's
+ * start, and frees what the fast try allocated. What the fast form accepts,
  * the generic reader must accept alike: each such reader says how that is
  * checked. */
 

@@ -55,13 +55,6 @@ static inline void skip_space(struct jscan *s)
     s->p = past_space(s->p, s->end);
 }
 
-/* Skips white space; true when `c` comes next (not consumed). */
-static inline bool next_is(struct jscan *s, char c)
-{
-    skip_space(s);
-    return s->p < s->end && *s->p == c;
-}
-
 enum jscan_type jscan_peek(struct jscan *s)
 {
     if (s->failed)
