@@ -76,19 +76,28 @@ int file_open_regular_at(int dirfd, const char *name, const char *path, enum fil
 }
 
 /* Reads straight into the buffer: a regular file of known size in one
- * read (and one allocation), anything else 64 KiB at a time. One byte
- * past the cap is asked for, to tell a text at the cap from a longer one. */
+ * read, into one allocation made for it (and a byte more, so that a file
+ * that grew meanwhile shows it); anything else 64 KiB at a time. At most
+ * one byte past the cap is read, to tell a text at the cap from a longer
+ * one. */
 int file_read_fd(struct buf *out, int fd, const char *path, struct err *e)
 {
     struct stat st;
-    size_t want = 65536;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size >= want)
-        want = (size_t)st.st_size + 1;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        size_t size = (size_t)st.st_size + 1;
+        if (out->limit && size > out->limit + 1)
+            size = out->limit + 1;
+        buf_reserve(out, size < 4096 ? 4096 : size);
+    }
     for (;;) {
-        if (out->limit && want > out->limit - out->len + 1)
-            want = out->limit - out->len + 1;
-        buf_reserve(out, want);
-        ssize_t n = read(fd, out->data + out->len, want);
+        size_t room = out->cap > out->len + 1 ? out->cap - out->len - 1 : 0;
+        if (room == 0) {
+            buf_reserve(out, 65536);
+            room = out->cap - out->len - 1;
+        }
+        if (out->limit && room > out->limit - out->len + 1)
+            room = out->limit - out->len + 1;
+        ssize_t n = read(fd, out->data + out->len, room);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -99,7 +108,6 @@ int file_read_fd(struct buf *out, int fd, const char *path, struct err *e)
             return err_set(e, "%s: larger than %zu bytes", path, out->limit);
         out->len += (size_t)n;
         out->data[out->len] = '\0';
-        want = 65536;
     }
     return 0;
 }
