@@ -865,16 +865,88 @@ static const char *value_text(const struct jscan_raw *v, char num[NUMBER_TEXT], 
     return *tmp;
 }
 
-/* A name, model or group name: repaired, one line, bounded; "" when
- * absent or not text. */
-static char *name_text(const struct jscan_raw *v)
+/* The strings of one device, gathered as its record is read, then copied
+ * into one allocation (struct device_info's `strings`): a record has a
+ * dozen strings, and at 2000 devices their allocations and frees were a
+ * tenth of a readings run. A piece is a span of the reply (a string as it
+ * was written, with nothing to repair) or of a text made on the way
+ * (repaired, decoded, a serial's copy), which the gather owns until it is
+ * done. */
+#define DEVICE_STRINGS (8 + 3 * PLATFORM_CHANNELS_MAX)
+struct gather {
+    struct piece {
+        const char *p;
+        size_t n;
+        char **to; /* where its copy's address goes */
+    } piece[DEVICE_STRINGS];
+    char *owned[DEVICE_STRINGS];
+    size_t n, n_owned, bytes;
+};
+
+/* Adds a piece; returns its index. */
+static size_t gather_put(struct gather *g, const char *p, size_t n, char **to)
+{
+    g->piece[g->n] = (struct piece){p, n, to};
+    g->bytes += n + 1;
+    return g->n++;
+}
+
+/* Adds `text` (allocated; the gather frees it) as a piece. */
+static size_t gather_own(struct gather *g, char *text, char **to)
+{
+    g->owned[g->n_owned++] = text;
+    return gather_put(g, text, strlen(text), to);
+}
+
+/* The piece `i` once more, for another field. */
+static void gather_again(struct gather *g, size_t i, char **to)
+{
+    gather_put(g, g->piece[i].p, g->piece[i].n, to);
+}
+
+static void gather_clear(struct gather *g)
+{
+    for (size_t i = 0; i < g->n_owned; i++)
+        free(g->owned[i]);
+    g->n = g->n_owned = g->bytes = 0;
+}
+
+/* Copies every piece into d->strings and points the fields at them. */
+static void gather_done(struct gather *g, struct device_info *d)
+{
+    char *at = d->strings = xmalloc(g->bytes ? g->bytes : 1);
+    for (size_t i = 0; i < g->n; i++) {
+        memcpy(at, g->piece[i].p, g->piece[i].n);
+        at[g->piece[i].n] = '\0';
+        *g->piece[i].to = at;
+        at += g->piece[i].n + 1;
+    }
+    gather_clear(g);
+}
+
+static bool printable_ascii(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f)
+            return false;
+    return true;
+}
+
+/* A name, model or group name into *to: repaired, one line, bounded; ""
+ * when absent or not text. Returns its piece. */
+static size_t name_text(struct gather *g, const struct jscan_raw *v, char **to)
 {
     char num[NUMBER_TEXT], *tmp = NULL;
-    size_t len = 0;
+    size_t len = 0, i;
     const char *s = value_text(v, num, &tmp, &len);
-    char *out = s ? utf8_clean(s, len, PLATFORM_NAME_MAX, UTF8_CONTROLS_NONE) : xstrdup("");
+    if (!s)
+        i = gather_put(g, "", 0, to);
+    else if (s != num && !tmp && len <= PLATFORM_NAME_MAX && printable_ascii(s, len))
+        i = gather_put(g, s, len, to); /* what utf8_clean would copy as it is */
+    else
+        i = gather_own(g, utf8_clean(s, len, PLATFORM_NAME_MAX, UTF8_CONTROLS_NONE), to);
     free(tmp);
-    return out;
+    return i;
 }
 
 /* jsonv_int of `v`: an integer number, or a string of digits (an optional
@@ -977,7 +1049,8 @@ static void read_object(struct jscan *s, const struct jscan_raw *v, const char *
 
 /* The channels of a record: the first PLATFORM_CHANNELS_MAX values of the
  * array `v`, of which the objects are kept. */
-static void read_channels(struct device_info *d, struct jscan *s, const struct jscan_raw *v)
+static void read_channels(struct device_info *d, struct gather *g, struct jscan *s,
+                          const struct jscan_raw *v)
 {
     long long num;
     if (!v || v->text[0] != '[')
@@ -996,9 +1069,9 @@ static void read_channels(struct device_info *d, struct jscan *s, const struct j
         read_members(s, channel_names, C_N, f);
         ci->num = value_int(member(f, C_NUM, C_NUM), &num) && num >= 1 && num <= 99 ? (int)num
                                                                                     : (int)i + 1;
-        ci->name = name_text(member(f, C_NAME, C_NAME));
-        ci->unit = name_text(member(f, C_UNIT, C_UNIT));
-        ci->value = name_text(member(f, C_VALUE, C_VALUE));
+        name_text(g, member(f, C_NAME, C_NAME), &ci->name);
+        name_text(g, member(f, C_UNIT, C_UNIT), &ci->unit);
+        name_text(g, member(f, C_VALUE, C_VALUE), &ci->value);
         d->n_channels++;
     }
 }
@@ -1006,12 +1079,13 @@ static void read_channels(struct device_info *d, struct jscan *s, const struct j
 /* The reading of a device record: its time, battery and channels. What is
  * missing or not a number is 0 (or ""): a reading is a hint for the
  * scheduler, never a reason to drop the device. */
-static void read_reading(struct device_info *d, struct jscan *s, const struct jscan_raw *f)
+static void read_reading(struct device_info *d, struct gather *g, struct jscan *s,
+                         const struct jscan_raw *f)
 {
     long long v;
     d->unixtime = value_int(member(f, R_UNIXTIME, R_UNIXTIME), &v) && v > 0 ? v : 0;
     d->battery = value_int(member(f, R_BATTERY, R_BATTERY), &v) && v > 0 && v < 100 ? (int)v : 0;
-    d->rssi = name_text(member(f, R_RSSI, R_RSSI));
+    name_text(g, member(f, R_RSSI, R_RSSI), &d->rssi);
     long long diff = 0, flag = 0, bias = 60;
     if (value_int(member(f, R_TIME_DIFF, R_TIME_DIFF_ALT), &diff) && diff > -1440 && diff < 1440) {
         if (value_int(member(f, R_DST_FLG, R_DST_FLG_ALT), &flag) && flag == 1 &&
@@ -1019,7 +1093,7 @@ static void read_reading(struct device_info *d, struct jscan *s, const struct js
             bias = 60;
         d->utc_offset = (int)(diff + (flag == 1 ? bias : 0));
     }
-    read_channels(d, s, member(f, R_CHANNEL, R_CHANNEL));
+    read_channels(d, g, s, member(f, R_CHANNEL, R_CHANNEL));
 }
 
 /* Fills `d` from the members `f` of one device record, `s` a scanner for
@@ -1029,36 +1103,38 @@ static int read_device(struct device_info *d, struct jscan *s, const struct jsca
                        struct err *e)
 {
     struct jscan_raw unit_span, group_span, unit[U_N], group[U_N];
-    char *base_serial = NULL;
+    char *serial = NULL, *base_serial = NULL;
+    struct gather g = {0};
     memset(d, 0, sizeof *d);
-    if (read_serial(&d->serial, member(f, R_SERIAL, R_SERIAL), "serial", e) < 0)
+    if (read_serial(&serial, member(f, R_SERIAL, R_SERIAL), "serial", e) < 0)
         return -1;
-    if (!d->serial)
+    if (!serial)
         return err_set(e, "no serial");
+    size_t own = gather_own(&g, serial, &d->serial);
     bool has_unit = object_or_first(s, member(f, R_BASEUNIT, R_BASEUNIT), &unit_span);
     read_object(s, has_unit ? &unit_span : NULL, unit_names, U_N, unit);
     if (read_serial(&base_serial, member(unit, U_SERIAL, U_SERIAL), "base unit serial", e) < 0) {
-        err_prefix(e, "device %s", d->serial);
-        free(d->serial);
-        d->serial = NULL;
+        err_prefix(e, "device %s", serial);
+        gather_clear(&g);
         return -1;
     }
-    d->model = name_text(member(f, R_MODEL, R_MODEL));
-    d->name = name_text(member(f, R_NAME, R_NAME));
+    size_t model = name_text(&g, member(f, R_MODEL, R_MODEL), &d->model);
+    size_t name = name_text(&g, member(f, R_NAME, R_NAME), &d->name);
     if (base_serial) {
-        d->base_serial = base_serial;
-        d->base_model = name_text(member(unit, U_MODEL, U_MODEL));
-        d->base_name = name_text(member(unit, U_NAME, U_NAME));
+        gather_own(&g, base_serial, &d->base_serial);
+        name_text(&g, member(unit, U_MODEL, U_MODEL), &d->base_model);
+        name_text(&g, member(unit, U_NAME, U_NAME), &d->base_name);
     } else {
         /* No base unit given: a standalone device is its own base unit. */
-        d->base_serial = xstrdup(d->serial);
-        d->base_model = xstrdup(d->model);
-        d->base_name = xstrdup(d->name);
+        gather_again(&g, own, &d->base_serial);
+        gather_again(&g, model, &d->base_model);
+        gather_again(&g, name, &d->base_name);
     }
     bool has_group = object_or_first(s, member(f, R_GROUP, R_GROUP), &group_span);
     read_object(s, has_group ? &group_span : NULL, unit_names, U_N, group);
-    d->group_name = name_text(member(group, U_NAME, U_NAME));
-    read_reading(d, s, f);
+    name_text(&g, member(group, U_NAME, U_NAME), &d->group_name);
+    read_reading(d, &g, s, f);
+    gather_done(&g, d);
     return 0;
 }
 
@@ -1190,6 +1266,11 @@ void device_info_free(struct device_info *d, size_t n)
     if (!d)
         return;
     for (size_t i = 0; i < n; i++) {
+        if (d[i].strings) { /* the parser's: every string in one block */
+            free(d[i].strings);
+            free(d[i].channels);
+            continue;
+        }
         free(d[i].serial);
         free(d[i].model);
         free(d[i].name);

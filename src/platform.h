@@ -191,6 +191,10 @@ struct device_info {
                            absent or beyond a day */
     struct channel_info *channels;
     size_t n_channels; /* at most PLATFORM_CHANNELS_MAX */
+    char *strings;     /* not NULL: the one allocation that holds every string
+                          above and of the channels (platform_parse_devices
+                          makes them so); NULL: each is its own. device_info_free
+                          frees either */
 };
 
 /* Lists the devices of a Get Current Readings body of the account named
