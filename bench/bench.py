@@ -100,12 +100,13 @@ class Sim:
 
 
 class Sample:
-    """One wsrelay process: wall time, CPU time and peak memory."""
+    """One wsrelay process: wall time, CPU time, peak memory, bytes written."""
 
-    def __init__(self, wall, cpu, rss_kib):
+    def __init__(self, wall, cpu, rss_kib, written=-1):
         self.wall = wall          # seconds, from start to exit
         self.cpu = cpu            # seconds, user + system
         self.rss_kib = rss_kib    # the largest resident set, KiB
+        self.written = written    # bytes passed to write calls (not sockets); -1: unknown
 
 
 def run_wsrelay(bindir, config, args, log_path, expect=(0,)):
@@ -122,11 +123,11 @@ def run_measured(bindir, cmd, log_path, expect=(0,)):
         subprocess.run([os.path.join(bindir, "wsrelay-rusage"), usage] + cmd, stdout=log,
                        stderr=log, check=True)
     with open(usage, encoding="ascii") as f:
-        wall, cpu, rss_kib, status = f.read().split()
+        wall, cpu, rss_kib, status, written = f.read().split()
     if int(status) not in expect:
         raise BenchError("%s ended with exit status %s; see %s" %
                          (" ".join(cmd), status, log_path))
-    return Sample(float(wall), float(cpu), int(rss_kib))
+    return Sample(float(wall), float(cpu), int(rss_kib), int(written))
 
 
 def device(serial, alerts):
@@ -270,11 +271,63 @@ def full_log(serial):
     return device(serial, alerts)
 
 
+def fleet_files(path):
+    """The fleet files beside the state file at `path` (src/state/fleetfile.c)."""
+    folder, base = os.path.split(path)
+    return [os.path.join(folder, name) for name in os.listdir(folder or ".")
+            if name.startswith(base + ".fleet-") and name[len(base) + 7:].isdigit()]
+
+
+def fleet_ref(path):
+    """The fleet file the state file at `path` names and its committed length,
+    or (None, 0) for a state kept in one file."""
+    with open(path, encoding="utf-8") as f:
+        ref = json.load(f).get("fleet")
+    return ("%s.fleet-%d" % (path, ref["generation"]), ref["length"]) if ref else (None, 0)
+
+
+def whole_state(path):
+    """The state as one document, as version 1 kept it in one file: the state
+    file with the fleet file's base and records applied, entry by entry."""
+    with open(path, encoding="utf-8") as f:
+        st = json.load(f)
+    fleet, length = fleet_ref(path)
+    st.pop("fleet", None)
+    if fleet:
+        with open(fleet, "rb") as f:
+            for line in f.read(length).decode("utf-8").splitlines():
+                for name, entries in json.loads(line).items():
+                    st.setdefault(name, {}).update(entries)
+    for name, at in st.pop("discovered", {}).items():
+        if name in st.get("accounts", {}):
+            st["accounts"][name]["discovered_at"] = at
+    return st
+
+
+def state_bytes(path):
+    """The bytes of the state: its file and the committed part of its fleet file."""
+    return os.path.getsize(path) + fleet_ref(path)[1]
+
+
+def copy_state(src, dst):
+    """Copies the state at `src` (its file, its fleet files, its directory of
+    device files) to `dst`, replacing what was there, without the quiet file."""
+    for extra in [dst + ".quiet", dst + ".d"] + fleet_files(dst):
+        if os.path.isdir(extra):
+            shutil.rmtree(extra)
+        elif os.path.exists(extra):
+            os.unlink(extra)
+    shutil.copyfile(src, dst)
+    for fleet in fleet_files(src):
+        shutil.copyfile(fleet, dst + fleet[len(src):])
+    if os.path.isdir(src + ".d"):
+        shutil.copytree(src + ".d", dst + ".d")
+
+
 def state_summary(path):
     """The state file's size and what it holds (see src/state/section.h for its form);
     seen keys are counted in the journal and in the devices' files of PATH.d, once each."""
-    with open(path, encoding="utf-8") as f:
-        st = json.load(f)
+    st = whole_state(path)
     keys = {serial: set(k) for serial, k in st.get("seen", {}).items()}
     files = path + ".d"
     for name in os.listdir(files) if os.path.isdir(files) else []:
@@ -285,7 +338,7 @@ def state_summary(path):
     seen = sum(len(k) for k in keys.values())
     ledger = sum(len(login.get(op, {}).get("calls", []))
                  for login in st.get("logins", {}).values() for op in ("alert", "current"))
-    return {"bytes": os.path.getsize(path), "seen": seen,
+    return {"bytes": state_bytes(path), "seen": seen,
             "throttles": len(st.get("throttles", [])), "outbox": len(st.get("outbox", [])),
             "ledger": ledger}
 
@@ -400,16 +453,8 @@ def json_floor(bindir, sim, work, state, now):
 
 
 def restore(saved, state):
-    """Puts the state saved as `saved` (its file and its directory of
-    device files) back at `state`, without the quiet file."""
-    shutil.copyfile(saved, state)
-    for extra in (state + ".quiet", state + ".d"):
-        if os.path.isdir(extra):
-            shutil.rmtree(extra)
-        elif os.path.exists(extra):
-            os.unlink(extra)
-    if os.path.isdir(saved + ".d"):
-        shutil.copytree(saved + ".d", state + ".d")
+    """Puts the state saved as `saved` back at `state` (copy_state)."""
+    copy_state(saved, state)
 
 
 def bench_quiet(bindir, work, repeat):
@@ -421,16 +466,19 @@ def bench_quiet(bindir, work, repeat):
     hour's calls), so 2000 devices take about 190 runs. Then a run that
     polls one device (--look on the reserve) from that same state each
     time. The baseline is bench/naive_relay.py: Python reading the same
-    state file, deciding that nothing is due and saving it again."""
+    state as one file, deciding that nothing is due and saving it again."""
     print("## Quiet runs\n")
     print("One login ID of N devices, each polled once (a full log of 20 entries seen), "
           "then runs with nothing due: without signals they make no platform call, with "
           "signals one Get Current Readings call that finds nothing new; and a run that "
           "polls one device (`--look`) and finds nothing new. The naive Python relay "
-          "(`bench/naive_relay.py`) reads the same state file, decides that no call is due "
-          "and saves it. Median of %d runs (min to max).\n" % repeat)
-    print("| devices | run | platform calls | wall time | CPU (user+sys) | max RSS | state file |")
-    print("|---:|---|---|---|---|---|---:|")
+          "(`bench/naive_relay.py`) reads the same state as one JSON file, decides that no "
+          "call is due and saves it. *Written*: the bytes the run passed to write calls "
+          "(files and pipes, not sockets; `bench/rusage.c`); *state*: the bytes of the state "
+          "file and of the fleet file it names. Median of %d runs (min to max).\n" % repeat)
+    print("| devices | run | platform calls | wall time | CPU (user+sys) | max RSS | written | "
+          "state |")
+    print("|---:|---|---|---|---|---|---:|---:|")
     result = {}
     floors = []
     global SIGNALS
@@ -480,11 +528,8 @@ def bench_quiet(bindir, work, repeat):
             # comes a minute later, well before a device could be silent.
             # From the same state each time.
             read = os.path.join(d, "read-state.json")
-            shutil.copyfile(state, read)
-            if os.path.isdir(state + ".d"):
-                shutil.copytree(state + ".d", read + ".d")
-            with open(state, encoding="utf-8") as f:
-                seen_at = max(w["t"] for w in json.load(f)["watch"].values())
+            copy_state(state, read)
+            seen_at = max(w["t"] for w in whole_state(state)["watch"].values())
             samples, calls = [], set()
             for k in range(repeat):
                 restore(read, state)
@@ -497,36 +542,42 @@ def bench_quiet(bindir, work, repeat):
             rows.append(("readings, nothing new", calls, samples))
             # A run that polls one device and finds nothing new: `--look`
             # on the call the budget keeps in reserve, from the same state
-            # each time (restored before each run). The simulator's clock
+            # each time (restored before each run), a minute after the
+            # state's last run (an earlier time would be a clock that went
+            # back, which the state corrects). The simulator's clock
             # moves an hour on between them so that its own limit has room.
             polled = os.path.join(d, "polled-state.json")
-            shutil.copyfile(state, polled)
-            if os.path.isdir(state + ".d"):
-                shutil.copytree(state + ".d", polled + ".d")
+            copy_state(state, polled)
             samples, calls = [], set()
             for k in range(repeat):
                 restore(polled, state)
-                sim.set_clock(last + 30 + 3700 * (k + 1))
+                sim.set_clock(seen_at + 60 + 3700 * (k + 1))
                 before = sim.calls()
                 samples.append(run_wsrelay(bindir, configs[False], [
-                    "run", "--now", str(last + 30), "--look", "5%03d%04d" % (n % 1000, n - 1)],
+                    "run", "--now", str(seen_at + 60), "--look", "5%03d%04d" % (n % 1000, n - 1)],
                     log))
                 calls.add(tuple(a - b for a, b in zip(sim.calls(), before)))
-            shutil.copyfile(polled, state)
+            copy_state(polled, state)
             rows.append(("one device polled (--look), nothing new", calls, samples))
-            size = os.path.getsize(state)
-            floors.append((n, json_floor(bindir, sim, d, state, last + 3700 * (repeat + 2))))
+            size = state_bytes(state)
+            # The naive relay, and json-c alone, read the state as one
+            # document, as a relay written the obvious way would keep it.
+            whole = os.path.join(d, "whole-state.json")
+            with open(whole, "w", encoding="utf-8") as f:
+                json.dump(whole_state(state), f, separators=(",", ":"), ensure_ascii=False)
+            floors.append((n, json_floor(bindir, sim, d, whole, last + 3700 * (repeat + 2))))
             naive = [run_measured(bindir, [sys.executable, os.path.join(
-                os.path.dirname(os.path.abspath(__file__)), "naive_relay.py"), state,
+                os.path.dirname(os.path.abspath(__file__)), "naive_relay.py"), whole,
                 os.path.join(d, "naive-state.json"), str(last + 60)], log)
                 for _ in range(repeat)]
             rows.append(("naive Python relay, no call due", {(0, 0)}, naive))
         for label, calls, samples in rows:
             shown = ", ".join("%d readings + %d alert" % c for c in sorted(calls))
-            print("| %d | %s | %s | %s | %s | %s | %d |" %
+            print("| %d | %s | %s | %s | %s | %s | %d | %d |" %
                   (n, label, shown, spread([x.wall for x in samples], ms),
                    spread([x.cpu for x in samples], ms),
-                   mib(statistics.median(x.rss_kib for x in samples)), size))
+                   mib(statistics.median(x.rss_kib for x in samples)),
+                   statistics.median(x.written for x in samples), size))
             result[(n, label)] = samples
     print()
     print("What json-c alone costs on the same inputs (`wsrelay-jsonfloor`: one document "
@@ -571,13 +622,13 @@ def bench_outbox(bindir, work, repeat):
         queued = state_summary(state)
         if queued["outbox"] != events:
             raise BenchError("%d events queued, not %d" % (queued["outbox"], events))
-        shutil.copyfile(state, state + ".queued")
+        copy_state(state, state + ".queued")
         os.makedirs(sink_dir)
         sim.set_clock(T0 + 60)
         before = sim.calls()
         samples = []
         for _ in range(repeat):
-            shutil.copyfile(state + ".queued", state)
+            copy_state(state + ".queued", state)
             if os.path.exists(sink):
                 os.remove(sink)
             samples.append(run_wsrelay(bindir, config, ["run", "--now", str(T0 + 60)], log))

@@ -1,5 +1,5 @@
-/* Runs a command and records what it cost: wall time, CPU time and the
- * largest resident set. The benchmark (bench/bench.py) starts wsrelay
+/* Runs a command and records what it cost: wall time, CPU time, the
+ * largest resident set and the bytes it wrote. The benchmark (bench/bench.py) starts wsrelay
  * through it because Linux charges a process the peak memory of the one
  * that forked it (exec carries the old high-water mark over), so a
  * process started straight from Python would report Python's peak; this
@@ -8,9 +8,14 @@
  *   wsrelay-rusage OUT COMMAND [ARG...]
  *
  * OUT gets one line: wall seconds, CPU seconds (user + system), the peak
- * resident set in KiB, and COMMAND's exit status (128 + the signal when a
- * signal ended it). Exit status 0 when OUT was written, 2 otherwise. */
+ * resident set in KiB, COMMAND's exit status (128 + the signal when a
+ * signal ended it), and the bytes its process passed to write calls
+ * (wchar of /proc/PID/io, read while it is a zombie: files, pipes and
+ * terminals, not sockets; -1 when unknown). wsrelay execs its network
+ * half in the same process, so that is the whole run's. Exit status 0
+ * when OUT was written, 2 otherwise. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -44,6 +49,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "wsrelay-rusage: %s: %s\n", argv[2], strerror(errno));
         _exit(127);
     }
+    /* Its counters are readable until it is reaped. */
+    siginfo_t info;
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+        ;
+    long long written = -1;
+    char io_path[64];
+    snprintf(io_path, sizeof io_path, "/proc/%ld/io", (long)pid);
+    FILE *io = fopen(io_path, "r");
+    char line[128];
+    while (io && fgets(line, sizeof line, io))
+        if (sscanf(line, "wchar: %lld", &written) == 1)
+            break;
+    if (io)
+        fclose(io);
     while (wait4(pid, &status, 0, &ru) < 0) {
         if (errno != EINTR) {
             fprintf(stderr, "wsrelay-rusage: wait4: %s\n", strerror(errno));
@@ -58,8 +77,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "wsrelay-rusage: %s: %s\n", argv[1], strerror(errno));
         return 2;
     }
-    fprintf(out, "%.6f %.6f %ld %d\n", wall, seconds(ru.ru_utime) + seconds(ru.ru_stime),
-            ru.ru_maxrss, code);
+    fprintf(out, "%.6f %.6f %ld %d %lld\n", wall, seconds(ru.ru_utime) + seconds(ru.ru_stime),
+            ru.ru_maxrss, code, written);
     if (fclose(out) != 0) {
         fprintf(stderr, "wsrelay-rusage: %s: %s\n", argv[1], strerror(errno));
         return 2;

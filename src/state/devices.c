@@ -42,8 +42,15 @@ struct fleet_history {
     long long first_known, last_poll, last_ok, refused_until;
     long refusals;         /* 0: not written */
     bool has_poll, has_ok; /* read from the file: for an older file's migration */
+    bool dirty;            /* changed since the fleet file last had it */
     char *extra;
 };
+
+/* What of an account changed since the fleet file last had it: a poll
+ * changes one history entry, which a record of changes can carry alone
+ * (the "history" section of a record, keyed by account and serial);
+ * anything else needs the whole account. */
+enum account_change { ACCOUNT_CLEAN, ACCOUNT_HISTORY, ACCOUNT_WHOLE };
 
 struct fleet_account {
     char *name;
@@ -57,6 +64,7 @@ struct fleet_account {
     struct strmap known; /* serial -> position in history */
     char *extra;
     struct entry_text text; /* the account's JSON (section.h) */
+    enum account_change changed;
     /* Where the text has its one discovered_at number (bytes from its
      * start; disc_len 0: not once), and whether that number is stale:
      * every readings run sets the time of a list it finds unchanged, and
@@ -150,6 +158,7 @@ static struct fleet_account *change_account(struct state *s, const char *name)
     entry_text_drop(&a->text);
     a->disc_len = 0;
     a->disc_stale = false;
+    a->changed = ACCOUNT_WHOLE;
     return a;
 }
 
@@ -170,6 +179,27 @@ static struct fleet_history *history_entry(struct fleet_account *a, const char *
     memset(h, 0, sizeof *h);
     h->serial = xstrdup(serial);
     strmap_put(&a->known, serial, a->n_history++);
+    return h;
+}
+
+/* The history entry of `serial` in `account`, made when absent, and
+ * marked changed alone (its account's text is gone, but a record of
+ * changes needs only this entry). */
+static struct fleet_history *change_history(struct state *s, const char *account,
+                                            const char *serial)
+{
+    struct fleet_account *a = find_account(s, account);
+    if (!a) {
+        a = change_account(s, account);
+    } else {
+        entry_text_drop(&a->text);
+        a->disc_len = 0;
+        a->disc_stale = false;
+        if (a->changed == ACCOUNT_CLEAN)
+            a->changed = ACCOUNT_HISTORY;
+    }
+    struct fleet_history *h = history_entry(a, serial);
+    h->dirty = true;
     return h;
 }
 
@@ -530,10 +560,11 @@ out:
     return good;
 }
 
-static int read_accounts(struct state *s, struct jscan *js, struct err *e)
+static int read_accounts(struct state *s, struct jscan *js, bool merge, struct err *e)
 {
     struct where top = {NULL, "accounts", 0};
-    free_fleet(s); /* a second "accounts" replaces the first */
+    if (!merge)
+        free_fleet(s); /* a second "accounts" replaces the first */
     if (jscan_peek(js) != JSCAN_OBJECT)
         return fail(js, &top, NULL, "not an object", e), -1;
     jscan_object(js);
@@ -557,6 +588,7 @@ static int read_accounts(struct state *s, struct jscan *js, struct err *e)
             return -1;
         if (!migrated)
             a->text = entry_text_span(start, js);
+        a->changed = migrated ? ACCOUNT_WHOLE : ACCOUNT_CLEAN;
     }
     if (js->failed)
         return fail(js, &top, NULL, "not JSON", e), -1;
@@ -581,6 +613,30 @@ static void put_time(struct buf *out, const char *key, long long v, bool comma)
     buf_put_ll(out, v);
 }
 
+/* "SERIAL":{...} */
+static void put_history(struct buf *out, const struct fleet_history *h)
+{
+    buf_json_string(out, h->serial, strlen(h->serial));
+    buf_append(out, ":{", 2);
+    put_time(out, "first_known", h->first_known, false);
+    put_time(out, "last_poll", h->last_poll, true);
+    put_time(out, "last_ok", h->last_ok, true);
+    put_time(out, "refused_until", h->refused_until, true);
+    if (h->refusals)
+        put_time(out, "refusals", h->refusals, true);
+    if (h->extra)
+        buf_puts(out, h->extra);
+    buf_append(out, "}", 1);
+}
+
+/* The fleet file has all of `a` now. */
+static void account_written(struct fleet_account *a)
+{
+    a->changed = ACCOUNT_CLEAN;
+    for (size_t i = 0; i < a->n_history; i++)
+        a->history[i].dirty = false;
+}
+
 static void put_account(struct buf *out, const struct fleet_account *a)
 {
     buf_append(out, "{", 1);
@@ -601,20 +657,9 @@ static void put_account(struct buf *out, const struct fleet_account *a)
     }
     buf_puts(out, "],\"history\":{");
     for (size_t i = 0; i < a->n_history; i++) {
-        const struct fleet_history *h = &a->history[i];
         if (i)
             buf_append(out, ",", 1);
-        buf_json_string(out, h->serial, strlen(h->serial));
-        buf_append(out, ":{", 2);
-        put_time(out, "first_known", h->first_known, false);
-        put_time(out, "last_poll", h->last_poll, true);
-        put_time(out, "last_ok", h->last_ok, true);
-        put_time(out, "refused_until", h->refused_until, true);
-        if (h->refusals)
-            put_time(out, "refusals", h->refusals, true);
-        if (h->extra)
-            buf_puts(out, h->extra);
-        buf_append(out, "}", 1);
+        put_history(out, &a->history[i]);
     }
     buf_append(out, "}", 1);
     if (a->extra)
@@ -622,16 +667,22 @@ static void put_account(struct buf *out, const struct fleet_account *a)
     buf_append(out, "}", 1);
 }
 
-/* An account changed since it was read is written from its structures,
- * and keeps that text for the next save; one whose discovery time alone
- * changed is its text with that number written anew. */
-static void write_accounts(const struct state *s, struct buf *out)
+/* Each account (with `changed`, each whose change needs it whole) under
+ * its name, separated by commas; returns how many. An account without
+ * its text is written from its structures, and keeps that text for the
+ * next save; one whose discovery time alone changed is its text with
+ * that number written anew (and not "changed": the state file's
+ * "discovered" section has the time). */
+static size_t write_account_list(const struct state *s, struct buf *out, bool changed)
 {
-    buf_append(out, "{", 1);
+    size_t n = 0;
     for (size_t i = 0; s->fleet && i < s->fleet->n; i++) {
         struct fleet_account *a = &s->fleet->a[i];
         const struct entry_text *t = &a->text;
-        if (i)
+        if (changed && a->changed != ACCOUNT_WHOLE)
+            continue;
+        account_written(a);
+        if (n++)
             buf_append(out, ",", 1);
         buf_json_string(out, a->name, strlen(a->name));
         buf_append(out, ":", 1);
@@ -653,7 +704,168 @@ static void write_accounts(const struct state *s, struct buf *out)
             }
         }
     }
+    return n;
+}
+
+static void write_accounts(const struct state *s, struct buf *out)
+{
+    buf_append(out, "{", 1);
+    write_account_list(s, out, false);
     buf_append(out, "}", 1);
+}
+
+static size_t changed_accounts(const struct state *s, struct buf *out)
+{
+    return write_account_list(s, out, true);
+}
+
+/* --- history entries alone, in records of the fleet file -----------------
+ *
+ * A record's "history" section: {ACCOUNT: {SERIAL: {...history...}}}, the
+ * entries a poll changed in an account whose list did not change; each
+ * replaces that serial's entry of the account, which the base or an
+ * earlier record has. Never in a base, which has every account whole. */
+
+static int read_history_patch(struct state *s, struct jscan *js, bool merge, struct err *e)
+{
+    struct where top = {NULL, "history", 0};
+    (void)merge;
+    if (jscan_peek(js) != JSCAN_OBJECT)
+        return fail(js, &top, NULL, "not an object", e), -1;
+    jscan_object(js);
+    while (jscan_member(js)) {
+        struct fleet_account *a = find_account(s, js->key);
+        if (!a)
+            return fail(js, &top, NULL, "an account the fleet file has not had", e), -1;
+        entry_text_drop(&a->text); /* its text no longer says it all */
+        a->disc_len = 0;
+        a->disc_stale = false;
+        struct where at = {&(struct where){NULL, "accounts", 0}, a->name, 0};
+        if (!read_history(js, a, &at, e))
+            return -1;
+    }
+    if (js->failed)
+        return fail(js, &top, NULL, "not JSON", e), -1;
+    return 0;
+}
+
+static size_t changed_history(const struct state *s, struct buf *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; s->fleet && i < s->fleet->n; i++) {
+        struct fleet_account *a = &s->fleet->a[i];
+        if (a->changed != ACCOUNT_HISTORY)
+            continue;
+        if (n++)
+            buf_append(out, ",", 1);
+        buf_json_string(out, a->name, strlen(a->name));
+        buf_append(out, ":{", 2);
+        bool first = true;
+        for (size_t k = 0; k < a->n_history; k++) {
+            if (!a->history[k].dirty)
+                continue;
+            if (!first)
+                buf_append(out, ",", 1);
+            first = false;
+            put_history(out, &a->history[k]);
+        }
+        buf_append(out, "}", 1);
+        account_written(a);
+    }
+    return n;
+}
+
+/* --- discovery times, in the state file -----------------------------------
+ *
+ * A readings run that finds every list as it was sets each account's
+ * discovery time and nothing else of the fleet. The times are therefore
+ * written in the state file too ("discovered": {NAME: TIME}), which wins
+ * over the time an account's entry in the fleet file may still have: a
+ * run that changed nothing else writes no record of changes. */
+
+struct discovery_times {
+    char **name;
+    long long *at;
+    size_t n;
+};
+
+static void free_discovered(struct state *s)
+{
+    struct discovery_times *d = s->discovered;
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->n; i++)
+        free(d->name[i]);
+    free(d->name);
+    free(d->at);
+    free(d);
+    s->discovered = NULL;
+}
+
+static int read_discovered(struct state *s, struct jscan *js, bool merge, struct err *e)
+{
+    struct where top = {NULL, "discovered", 0};
+    (void)merge;
+    free_discovered(s);
+    struct discovery_times *d = s->discovered = xcalloc(1, sizeof *d);
+    if (jscan_peek(js) != JSCAN_OBJECT)
+        return fail(js, &top, NULL, "not an object", e), -1;
+    jscan_object(js);
+    while (jscan_member(js)) {
+        if (strlen(js->key) != js->key_len || !utf8_valid(js->key, js->key_len))
+            return fail(js, &top, NULL, "a name that is not UTF-8 text", e), -1;
+        d->name = xreallocarray(d->name, d->n + 1, sizeof *d->name);
+        d->at = xreallocarray(d->at, d->n + 1, sizeof *d->at);
+        d->name[d->n] = xstrdup(js->key);
+        struct where at = {&top, d->name[d->n], 0};
+        if (!jscan_int(js, &d->at[d->n++]))
+            return fail(js, &at, NULL, "not an integer", e), -1;
+    }
+    if (js->failed)
+        return fail(js, &top, NULL, "not JSON", e), -1;
+    return 0;
+}
+
+void fleet_loaded(struct state *s)
+{
+    struct discovery_times *d = s->discovered;
+    for (size_t i = 0; d && i < d->n; i++) {
+        struct fleet_account *a = find_account(s, d->name[i]);
+        if (!a || (a->has_discovered && a->discovered_at == d->at[i]))
+            continue; /* an account the fleet lacks has nothing to take it */
+        a->has_discovered = true;
+        a->discovered_at = d->at[i];
+        a->disc_stale = a->disc_len > 0;
+    }
+    free_discovered(s);
+}
+
+static void write_discovered(const struct state *s, struct buf *out)
+{
+    size_t n = 0;
+    buf_append(out, "{", 1);
+    for (size_t i = 0; s->fleet && i < s->fleet->n; i++) {
+        const struct fleet_account *a = &s->fleet->a[i];
+        if (!a->has_discovered)
+            continue;
+        if (n++)
+            buf_append(out, ",", 1);
+        buf_json_string(out, a->name, strlen(a->name));
+        buf_append(out, ":", 1);
+        buf_put_ll(out, a->discovered_at);
+    }
+    buf_append(out, "}", 1);
+}
+
+static void no_clamp(struct state *s, const struct state_clamp *to)
+{
+    (void)s;
+    (void)to; /* the accounts' clamp lowers the times */
+}
+
+static void no_free(struct state *s)
+{
+    (void)s; /* the accounts own what the section read */
 }
 
 /* --- a clock that jumped ----------------------------------------------- */
@@ -903,9 +1115,11 @@ void state_devices_free(struct state_device *d, size_t n)
 void state_device_polled(struct state *s, const char *account, const char *serial, const char *base,
                          long long now, bool ok)
 {
-    struct fleet_account *a = change_account(s, account);
+    struct fleet_account *a = find_account(s, account);
     struct fleet_device *d = listed(a, serial);
-    if (d && base) {
+    if (!d || (base && strcmp(d->base, base) != 0))
+        a = change_account(s, account); /* the list changes */
+    if (d && base && strcmp(d->base, base) != 0) {
         free(d->base);
         d->base = xstrdup(base);
     } else if (!d) {
@@ -919,7 +1133,7 @@ void state_device_polled(struct state *s, const char *account, const char *seria
         };
         strmap_put(&a->listed, serial, a->n_devices++);
     }
-    struct fleet_history *h = history_entry(a, serial);
+    struct fleet_history *h = change_history(s, account, serial);
     if (h->first_known == 0)
         h->first_known = now;
     h->last_poll = now;
@@ -932,7 +1146,7 @@ void state_device_polled(struct state *s, const char *account, const char *seria
 void state_device_refused(struct state *s, const char *account, const char *serial, long long until,
                           long refusals)
 {
-    struct fleet_history *h = history_entry(change_account(s, account), serial);
+    struct fleet_history *h = change_history(s, account, serial);
     h->refused_until = until;
     h->refusals = refusals > 0 ? refusals : 0;
 }
@@ -941,6 +1155,24 @@ const struct state_native state_native_accounts = {
     .name = "accounts",
     .read = read_accounts,
     .write = write_accounts,
+    .write_changed = changed_accounts,
     .clamp = clamp_accounts,
     .free = free_fleet,
+};
+
+const struct state_native state_native_history = {
+    .name = "history",
+    .read = read_history_patch,
+    .write = NULL, /* only in records */
+    .write_changed = changed_history,
+    .clamp = no_clamp,
+    .free = no_free,
+};
+
+const struct state_native state_native_discovered = {
+    .name = "discovered",
+    .read = read_discovered,
+    .write = write_discovered,
+    .clamp = no_clamp,
+    .free = free_discovered,
 };

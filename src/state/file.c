@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define STATE_VERSION 1
+#define STATE_VERSION 2 /* 1: the native sections in the state file itself */
 #define STATE_MAX_BYTES ((size_t)64 * 1024 * 1024)
 #define STATE_WRITE_MAX (STATE_MAX_BYTES / 2) /* what a save may write: half of what is read */
 #define LOCK_POLL_NS 100000000L
@@ -47,14 +47,16 @@ static const struct state_section *const sections[] = {
 #define N_SECTIONS (sizeof sections / sizeof sections[0])
 
 /* The sections kept in their own form (section.h), written after the
- * others in this order. */
-static const struct state_native *const natives[] = {
-    &state_native_accounts, /* devices.c */
-    &state_native_watch,    /* watch.c */
-    &state_native_limits,   /* watch.c */
+ * others in this order: all but the last in the fleet file (fleetfile.c). */
+const struct state_native *const state_natives[] = {
+    &state_native_accounts,   /* devices.c */
+    &state_native_history,    /* devices.c: in records only */
+    &state_native_watch,      /* watch.c */
+    &state_native_limits,     /* watch.c */
+    &state_native_discovered, /* devices.c */
 };
 
-#define N_NATIVES (sizeof natives / sizeof natives[0])
+const size_t state_n_natives = sizeof state_natives / sizeof state_natives[0];
 
 /* --- checking a loaded document ---------------------------------------- */
 
@@ -142,9 +144,9 @@ int native_fail(struct jscan *js, const struct where *at, const char *what, stru
 
 static const struct state_native *native_named(const char *name)
 {
-    for (size_t i = 0; i < N_NATIVES; i++)
-        if (strcmp(natives[i]->name, name) == 0)
-            return natives[i];
+    for (size_t i = 0; i < state_n_natives; i++)
+        if (strcmp(state_natives[i]->name, name) == 0)
+            return state_natives[i];
     return NULL;
 }
 
@@ -198,7 +200,7 @@ static int parse_text(struct state *s, const char *text, size_t len, struct err 
         struct jscan_raw raw;
         if (nat) {
             err_clear(e);
-            if (nat->read(s, &js, e) < 0) {
+            if (nat->read(s, &js, false, e) < 0) {
                 /* A reader names where the text broke when it knows; when
                  * the scan itself stopped (a truncated file), the section. */
                 if (!e->msg[0]) {
@@ -234,10 +236,36 @@ out:
 
 static void free_natives(struct state *s)
 {
-    for (size_t i = 0; i < N_NATIVES; i++)
-        natives[i]->free(s);
+    for (size_t i = 0; i < state_n_natives; i++)
+        state_natives[i]->free(s);
     free(s->text); /* after the entries that borrow from it */
     s->text = NULL;
+    free(s->fleet_text);
+    s->fleet_text = NULL;
+}
+
+/* The fleet file the state file names ("fleet": {"generation": G,
+ * "length": L}), read into the native sections; a file without one (of
+ * version 1, or new) has them in itself. -1 when the state is corrupt
+ * (no fleet file, or not what the state file says), -2 when the fleet
+ * file cannot be read (fleet_file_read). */
+static int load_fleet(struct state *s, struct err *e)
+{
+    struct json_object *ref = NULL;
+    if (!json_object_object_get_ex(s->root, "fleet", &ref))
+        goto out;
+    long long gen = int_member(ref, "generation", 0);
+    long long len = int_member(ref, "length", 0);
+    if (!json_object_is_type(ref, json_type_object) || gen < 1 || len < 3)
+        return err_set(e, "fleet: not {\"generation\": N, \"length\": N} of positive numbers");
+    s->fleet_gen = gen;
+    s->fleet_len = (size_t)len;
+    int rc = fleet_file_read(s, e);
+    if (rc < 0)
+        return rc;
+out:
+    fleet_loaded(s);
+    return 0;
 }
 
 /* Reads and checks s->path into s->root and the native sections; a
@@ -308,6 +336,16 @@ static int load(struct state *s, int *fd, bool *corrupt, uint64_t *digest, struc
         err_prefix(e, "%s: corrupt state file", path);
         goto out;
     }
+    int fleet = load_fleet(s, e);
+    if (fleet == -2) { /* like a state file that cannot be read: it stays */
+        read = false;
+        err_prefix(e, "%s", path);
+        goto out;
+    }
+    if (fleet < 0) {
+        err_prefix(e, "%s: corrupt state file", path);
+        goto out;
+    }
     if (digest)
         *digest = digest_of(text.data, text.len - (text.data[text.len - 1] == '\n'));
     s->size_hint = text.len;
@@ -324,6 +362,8 @@ out:
         json_object_put(s->root);
         s->root = NULL;
         free_natives(s);
+        s->fleet_gen = 0;
+        s->fleet_len = s->fleet_base = 0;
     }
     buf_free(&text);
     return rc;
@@ -499,6 +539,14 @@ static int set_aside(struct state *s, int fd, const char *why, struct err *e)
                 strerror(errno), reason);
         goto out;
     }
+    /* Its fleet files after it: without the state file they are no one's,
+     * and a new state's first save starts at generation 1 again. */
+    int fleet_moved = fleet_files_set_aside(s->path, aside + strlen(s->path), e);
+    if (fleet_moved < 0) {
+        err_prefix(e, "%s: moved aside to %s, but not its fleet files (%s)", s->path, aside,
+                   reason);
+        goto out;
+    }
     char *dir = file_dirname(s->path);
     struct err ignored; /* moved: a sync that fails only makes it less durable */
     file_sync_dir(dir, &ignored);
@@ -534,7 +582,12 @@ const char *state_set_aside(const struct state *s, const char **why)
 static int forget_files(const char *path, struct err *e)
 {
     char *aside = NULL;
-    if (seen_files_set_aside(&aside, path, e) < 0)
+    char stamp[48];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, ".orphan-%Y%m%dT%H%M%SZ", &tm);
+    if (fleet_files_set_aside(path, stamp, e) < 0 || seen_files_set_aside(&aside, path, e) < 0)
         return err_prefix(e, "%s: no state file", path);
     if (aside)
         log_warn("%s: no state file, but device files beside it: moved them aside to %s; "
@@ -569,6 +622,13 @@ int state_open(struct state **out, const char *path, int lock_wait, struct err *
     }
     if (seen_files_open(&s->files, path, false, e) < 0)
         goto out;
+    /* A crash may have left the generation before the one named (between
+     * the state file naming a new one and the removal of the old), or the
+     * one after it (a new one the state file never came to name). */
+    if (s->fleet_gen > 1)
+        fleet_file_tidy(s, s->fleet_gen - 1);
+    if (s->fleet_gen > 0)
+        fleet_file_tidy(s, s->fleet_gen + 1);
     *out = s;
     s = NULL;
     rc = 0;
@@ -594,7 +654,14 @@ int state_peek(struct state **out, const char *path, struct err *e)
         goto out;
     }
     s->path = xstrdup(path);
-    if (load(s, NULL, NULL, NULL, e) < 0 || seen_files_open(&s->files, path, true, e) < 0)
+    /* A save that wrote a new fleet file removes the old one after the
+     * state file naming it replaced the one read here: read both again. */
+    int loaded = load(s, NULL, NULL, NULL, e);
+    for (int tries = 0; loaded < 0 && s->fleet_missing && tries < 3; tries++) {
+        s->fleet_missing = false;
+        loaded = load(s, NULL, NULL, NULL, e);
+    }
+    if (loaded < 0 || seen_files_open(&s->files, path, true, e) < 0)
         goto out;
     *out = s;
     s = NULL;
@@ -604,21 +671,24 @@ out:
     return rc;
 }
 
-/* The document's text: the root's members, then each native section's;
- * with a newline after it when `newline`. */
-static void document_text(struct buf *out, const struct state *s, bool newline)
+/* The state file's text: the root's members, then each native section's
+ * that is not in the fleet file (all of them with `all`, as version 1
+ * wrote); with a newline after it when `newline`. */
+static void document_text(struct buf *out, const struct state *s, bool all, bool newline)
 {
     size_t len = 0;
     const char *json = json_object_to_json_string_length(s->root, JSON_FLAGS, &len);
     if (!json || len < 2)
         xalloc_die(); /* json-c fails only when out of memory */
     buf_append(out, json, len - 1);
-    for (size_t i = 0; i < N_NATIVES; i++) {
+    for (size_t i = 0; i < state_n_natives; i++) {
+        if ((state_natives[i]->write_changed && !all) || !state_natives[i]->write)
+            continue;
         if (out->len > 1)
             buf_append(out, ",", 1);
-        buf_json_string(out, natives[i]->name, strlen(natives[i]->name));
+        buf_json_string(out, state_natives[i]->name, strlen(state_natives[i]->name));
         buf_append(out, ":", 1);
-        natives[i]->write(s, out);
+        state_natives[i]->write(s, out);
     }
     buf_append(out, newline ? "}\n" : "}", newline ? 2 : 1);
 }
@@ -641,10 +711,18 @@ static int refuse_read_only(const struct state *s, struct err *e)
 static int write_state_file(struct state *s, struct err *e)
 {
     int rc = -1;
+    struct fleet_commit fleet;
     struct buf text;
     buf_init(&text, 0);
+    if (fleet_file_write(s, &fleet, e) < 0)
+        goto out;
+    struct json_object *ref = jsonv_need(json_object_new_object());
+    jsonv_put_int(ref, "generation", fleet.gen);
+    jsonv_put_int(ref, "length", (long long)fleet.len);
+    jsonv_put(s->root, "fleet", ref);
+    jsonv_put_int(s->root, "version", STATE_VERSION);
     buf_reserve(&text, s->size_hint + s->size_hint / 8 + 4096);
-    document_text(&text, s, true);
+    document_text(&text, s, false, true);
     s->size_hint = text.len;
     /* Down to 15/16 of the limit: the relay event that reports it, and
      * the next events, must not make every following save trim again. */
@@ -652,7 +730,7 @@ static int write_state_file(struct state *s, struct err *e)
         if (!outbox_shed(s, text.len - s->max_bytes / 16 * 15))
             break;
         buf_reset(&text);
-        document_text(&text, s, true);
+        document_text(&text, s, false, true);
     }
     if (text.len > s->max_bytes)
         log_error("%s: the state holds %zu bytes, more than the %zu it should, with an empty "
@@ -671,6 +749,10 @@ static int write_state_file(struct state *s, struct err *e)
     s->saved = digest;
     rc = 0;
 out:
+    if (rc == 0)
+        fleet_file_commit(s, &fleet);
+    else
+        s->rebase = true; /* entries may hold texts no committed file has */
     buf_free(&text);
     return rc;
 }
@@ -729,7 +811,7 @@ int state_save_budget(struct state *s, struct err *e)
     if (json_object_deep_copy(section(s, &state_section_logins), &copy, NULL) < 0 || !copy)
         xalloc_die();
     jsonv_put(disk.root, state_section_logins.name, copy);
-    document_text(&text, &disk, true);
+    document_text(&text, &disk, disk.fleet_gen == 0, true);
     s->saved = 0; /* the file is no longer the document's text */
     if (file_write_atomic(s->path, text.data, text.len, 0600, e) < 0)
         goto out;
@@ -773,6 +855,6 @@ void state_clamp_clock(struct state *s, long long now, long max_block)
     for (size_t i = 0; i < N_SECTIONS; i++)
         if (sections[i]->clamp)
             sections[i]->clamp(section(s, sections[i]), &to);
-    for (size_t i = 0; i < N_NATIVES; i++)
-        natives[i]->clamp(s, &to);
+    for (size_t i = 0; i < state_n_natives; i++)
+        state_natives[i]->clamp(s, &to);
 }

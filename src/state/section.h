@@ -4,8 +4,9 @@
  *
  * In memory most of the state is a json-c tree (objects are hash tables),
  * checked once on load so that every accessor can trust it; the three
- * per-device sections (accounts, watch, limits) are native sections, C
- * structures read and checked by their own files (struct state_native
+ * per-device sections (accounts, watch, limits), the history entries of
+ * the fleet file's records and the discovery times are native sections,
+ * C structures read and checked by their own files (struct state_native
  * below). Each top-level member of the document is a section, described
  * by one row that the file of that section exports: for a json-c section
  * (struct state_section) the member's name and type, the check a loaded
@@ -17,10 +18,11 @@
  * row (or a row beside a related one, as floors beside seen) and one entry
  * in file.c's list.
  *
- * The file (one line; a new file has the json-c sections' keys in this
- * order, then accounts, watch and limits):
+ * The document (version 1 kept it in one file, one line, with the
+ * json-c sections' keys in this order, then accounts, watch and limits;
+ * version 2 keeps accounts, watch and limits in the fleet file, below):
  *
- *   {"version":1,"next_id":7,
+ *   {"version":2,"next_id":7,
  *    "seen":{"5214000A":{"1795000000/ch1":1,...},...},
  *    "floors":{"5214000A":1794990000,...},
  *    "accounts":{"tokyo":{"discovered_at":N,
@@ -48,9 +50,24 @@
  *                                "band":N,"zone":N,"at_poll":X|null,"warned_at":N,
  *                                "warned":N,"back":true},...]},...},
  *    "limits":{"5214000A":{"1":{"upper":X,"lower":X},...},...},
- *    "signals":{"tbzz9999":{"calls":[N,...],"starved_since":N}}}
+ *    "signals":{"tbzz9999":{"calls":[N,...],"starved_since":N}},
+ *    "fleet":{"generation":G,"length":L},
+ *    "discovered":{"tokyo":N,...}}
  *
  * (X: a number, written with at most 10 significant digits.)
+ *
+ * The state file of version 2 holds every section but accounts, watch and
+ * limits, then "fleet", which names the fleet file PATH.fleet-G and the
+ * length L of it that counts, and "discovered", each account's discovery
+ * time (which wins over the one its entry in the fleet file may still
+ * have). The fleet file (fleetfile.c) is lines of JSON objects: the base,
+ * {"accounts":{...},"watch":{...},"limits":{...}}, then records of the
+ * entries later saves changed, such as {"watch":{"5214000A":{...}}} or
+ * {"history":{"tokyo":{"5214000A":{...history...}}}} (history entries
+ * alone, of an account whose list did not change); each entry replaces
+ * the one before it. A state file without "fleet" (version 1, or a new
+ * one) has accounts, watch and limits in itself; its first save moves
+ * them to generation 1.
  *
  * "seen" and "floors" are a journal (seen.c): the keys and floor raises
  * not yet written to their device's file. Beside the file, the directory
@@ -82,9 +99,10 @@
  * and those sections; files written before the health of logins and
  * receivers lack "health" and "receivers" (nothing recorded yet),
  * files written before self-monitoring lack "self", and files of 0.1.0
- * lack "floors" and "refusals" (no floor, no refusal in a row yet), and
+ * lack "floors" and "refusals" (no floor, no refusal in a row yet),
  * files of 0.2.0 lack "watch", "limits" and "signals" (no reading seen,
- * no limit learnt, no signal call made). */
+ * no limit learnt, no signal call made), and files of version 1 lack
+ * "fleet" and "discovered" (see above). */
 #ifndef WSRELAY_STATE_SECTION_H
 #define WSRELAY_STATE_SECTION_H
 
@@ -130,6 +148,20 @@ struct state {
                                   freed after them */
     size_t size_hint;          /* bytes of the file last read or written: what
                                   a save makes room for at once */
+    /* The fleet file (PATH.fleet-GENERATION) the state file names: its
+     * generation (0: none yet, the native sections are in the state file
+     * itself, as before 0.3), the length the state file commits (bytes
+     * after it are an append no save committed), and the length of its
+     * first document, the base (what follows are records of changes). */
+    long long fleet_gen;
+    size_t fleet_len, fleet_base;
+    char *fleet_text; /* the fleet file as read: native entries borrow from it too */
+    struct discovery_times *discovered; /* the "discovered" section as read,
+                                           until fleet_loaded (devices.c) */
+    bool fleet_missing; /* load found no fleet file where the state file names one */
+    bool rebase;        /* a native entry was removed, or a save failed after
+                           entries took their texts: the next save writes the
+                           whole fleet file anew rather than a record */
 };
 
 /* What state_clamp_clock corrects to: each section's clamp lowers its
@@ -172,20 +204,75 @@ struct state_native {
     const char *name; /* the member */
     /* Reads the member's value, `js` positioned on it, into `s` (replacing
      * what an earlier member of the same name gave: the last one wins, as
-     * json-c's does). Checks what `check` would: fails (the scan failed or
-     * not) with a message naming the member, as check does. */
-    int (*read)(struct state *s, struct jscan *js, struct err *e);
-    /* Appends the member's value as JSON ({} when empty). */
+     * json-c's does; with `merge`, a record of the fleet file, only the
+     * entries it names are replaced). Checks what `check` would: fails
+     * (the scan failed or not) with a message naming the member, as check
+     * does. */
+    int (*read)(struct state *s, struct jscan *js, bool merge, struct err *e);
+    /* Appends the member's value as JSON ({} when empty); NULL for a
+     * section that only records of the fleet file have. */
     void (*write)(const struct state *s, struct buf *out);
+    /* Appends the entries changed since they were read or last written
+     * ("KEY":VALUE,... without braces), which then keep that text; returns
+     * how many. An entry removed is not among them: whoever removes one
+     * sets s->rebase. NULL for a section kept in the state file itself. */
+    size_t (*write_changed)(const struct state *s, struct buf *out);
     /* As state_section's clamp, on `s`. */
     void (*clamp)(struct state *s, const struct state_clamp *to);
     /* Frees what `read` and the accessors kept in `s`. */
     void (*free)(struct state *s);
 };
 
-extern const struct state_native state_native_accounts; /* devices.c */
-extern const struct state_native state_native_watch;    /* watch.c */
-extern const struct state_native state_native_limits;   /* watch.c */
+extern const struct state_native state_native_accounts;   /* devices.c */
+extern const struct state_native state_native_watch;      /* watch.c */
+extern const struct state_native state_native_limits;     /* watch.c */
+extern const struct state_native state_native_history;    /* devices.c */
+extern const struct state_native state_native_discovered; /* devices.c */
+
+/* Every native section, in the order file.c writes them (file.c); those
+ * with a write_changed live in the fleet file, the others in the state
+ * file itself. */
+extern const struct state_native *const state_natives[];
+extern const size_t state_n_natives;
+
+/* The fleet file PATH.fleet-GENERATION (fleetfile.c, which says why a
+ * crash at any moment is harmless).
+ *
+ * fleet_file_read reads the generation s->fleet_gen up to s->fleet_len
+ * into the native sections (s->fleet_text, s->fleet_base); fails naming
+ * the file: -1 when the state is corrupt (no such file, with
+ * s->fleet_missing set; shorter than the length; not a fleet file), -2
+ * when it cannot be read (not a regular file, permissions, I/O).
+ *
+ * fleet_file_write writes what a save needs before the state file that
+ * commits it: a record of the entries changed (appended at s->fleet_len
+ * and synced), or a new base in the next generation (written whole, 0600)
+ * when there is no fleet file yet, s->rebase is set or the records would
+ * outgrow the base. *to is what the state file must then name;
+ * fleet_file_commit takes it once the state file is written, and removes
+ * the generation a new base replaced. Nothing is committed on failure,
+ * and the entries written keep their texts: the caller sets s->rebase.
+ *
+ * fleet_file_tidy removes generation `gen`, when there (a crash between a
+ * new base and the removal of the old one leaves it).
+ *
+ * fleet_files_set_aside renames every STATE_PATH.fleet-N to
+ * STATE_PATH.fleet-N`suffix`, with the corrupt state file they belong to. */
+struct fleet_commit {
+    long long gen;
+    size_t len, base;
+    bool rebased; /* a new generation */
+};
+
+int fleet_file_read(struct state *s, struct err *e);
+int fleet_file_write(struct state *s, struct fleet_commit *to, struct err *e);
+void fleet_file_commit(struct state *s, const struct fleet_commit *c);
+void fleet_file_tidy(const struct state *s, long long gen);
+int fleet_files_set_aside(const char *state_path, const char *suffix, struct err *e);
+
+/* After every file is read: each account takes the discovery time the
+ * state file's "discovered" section gave it (devices.c). */
+void fleet_loaded(struct state *s);
 
 /* A native entry's JSON text: a span of s->text as the file had it
  * (borrowed, `own` false) or a text of its own written after a change;

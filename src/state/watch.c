@@ -482,9 +482,9 @@ static bool read_watch_member(struct state *s, struct jscan *js, const char *ser
 
 /* The state's own sections are replaced, not merged, by a later member of
  * the same name (json-c's rule); so is each serial's entry. */
-static int read_watches(struct state *s, struct jscan *js, struct err *e)
+static int read_watches(struct state *s, struct jscan *js, bool merge, struct err *e)
 {
-    for (size_t i = 0; s->readings && i < s->readings->n; i++)
+    for (size_t i = 0; !merge && s->readings && i < s->readings->n; i++)
         forget_watch(&s->readings->e[i]);
     return read_section(s, js, "watch", read_watch_member, e);
 }
@@ -554,9 +554,9 @@ out:
     return ok;
 }
 
-static int read_all_limits(struct state *s, struct jscan *js, struct err *e)
+static int read_all_limits(struct state *s, struct jscan *js, bool merge, struct err *e)
 {
-    for (size_t i = 0; s->readings && i < s->readings->n; i++)
+    for (size_t i = 0; !merge && s->readings && i < s->readings->n; i++)
         forget_limits(&s->readings->e[i]);
     return read_section(s, js, "limits", read_limits_member, e);
 }
@@ -713,22 +713,21 @@ static void put_limits(struct buf *out, const struct reading_entry *r)
     buf_append(out, "}", 1);
 }
 
-/* The section's object: each entry that has one (its memory, or with
- * `limits` its limits) under its serial, as its text. An entry changed
- * since it was read is written from its structure, and keeps that text
- * for the next save. */
-static void write_entries(const struct state *s, struct buf *out, bool limits)
+/* Each entry that has one (its memory, or with `limits` its limits) under
+ * its serial, as its text, separated by commas; with `changed` only those
+ * changed since they were read or last written. Such an entry is written
+ * from its structure, and keeps that text for the next save. Returns how
+ * many entries it wrote. */
+static size_t write_entries(const struct state *s, struct buf *out, bool limits, bool changed)
 {
-    bool first = true;
-    buf_append(out, "{", 1);
+    size_t n = 0;
     for (size_t i = 0; s->readings && i < s->readings->n; i++) {
         struct reading_entry *r = &s->readings->e[i];
         struct entry_text *text = limits ? &r->limits_text : &r->watch_text;
-        if (limits ? !r->has_limits : !r->w)
+        if ((limits ? !r->has_limits : !r->w) || (changed && text->p))
             continue;
-        if (!first)
+        if (n++)
             buf_append(out, ",", 1);
-        first = false;
         put_key(out, r->serial);
         if (text->p) {
             buf_append(out, text->p, text->len);
@@ -742,17 +741,31 @@ static void write_entries(const struct state *s, struct buf *out, bool limits)
             put_watch(&one, r->w);
         entry_text_keep(text, &one, out);
     }
-    buf_append(out, "}", 1);
+    return n;
 }
 
 static void write_watches(const struct state *s, struct buf *out)
 {
-    write_entries(s, out, false);
+    buf_append(out, "{", 1);
+    write_entries(s, out, false, false);
+    buf_append(out, "}", 1);
 }
 
 static void write_limits(const struct state *s, struct buf *out)
 {
-    write_entries(s, out, true);
+    buf_append(out, "{", 1);
+    write_entries(s, out, true, false);
+    buf_append(out, "}", 1);
+}
+
+static size_t changed_watches(const struct state *s, struct buf *out)
+{
+    return write_entries(s, out, false, true);
+}
+
+static size_t changed_limits(const struct state *s, struct buf *out)
+{
+    return write_entries(s, out, true, true);
 }
 
 /* --- a clock that jumped ----------------------------------------------- */
@@ -850,8 +863,10 @@ size_t state_prune_watches(struct state *s, long long before)
             n++;
         }
     }
-    if (n)
+    if (n) {
         compact(s);
+        s->rebase = true; /* a record of changes cannot say "gone" */
+    }
     return n;
 }
 
@@ -916,6 +931,7 @@ const struct state_native state_native_watch = {
     .name = "watch",
     .read = read_watches,
     .write = write_watches,
+    .write_changed = changed_watches,
     .clamp = clamp_watches,
     .free = free_readings,
 };
@@ -925,6 +941,7 @@ const struct state_native state_native_limits = {
     .name = "limits",
     .read = read_all_limits,
     .write = write_limits,
+    .write_changed = changed_limits,
     .clamp = no_clamp,
     .free = no_free,
 };

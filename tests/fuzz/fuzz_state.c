@@ -1,4 +1,7 @@
-/* Fuzzes the state loader with arbitrary file contents: a state that loads
+/* Fuzzes the state loader with arbitrary file contents (and, after a line
+ * "--fleet--" in the input, the contents of its fleet file, generation 1,
+ * which a state file names with "fleet":{"generation":1,"length":N}): a
+ * state that loads
  * must save (in full and budget-only) and load again, also after its clock
  * was clamped, the devices of account "lab" set again, its throttles
  * pruned and set, a counter counted, the health of a login and a
@@ -6,6 +9,7 @@
  * (which must come back as set); one that does not load is moved aside whole by
  * state_open (and refused by state_peek). state_peek loads exactly what state_open loads. Never a
  * crash on a hand-edited or damaged file. */
+#define _GNU_SOURCE /* memmem */
 #include "fuzz.h"
 #include "state.h"
 #include "util/buf.h"
@@ -19,6 +23,24 @@
 #include <unistd.h>
 
 static char *dir;
+
+#define FLEET_MARK "\n--fleet--\n"
+
+/* Removes the fleet files beside PATH (moved aside or not): each input
+ * starts with none but its own. */
+static void remove_fleet_files(void)
+{
+    DIR *dh = opendir(dir);
+    for (struct dirent *de; dh && (de = readdir(dh));) {
+        if (strncmp(de->d_name, "state.json.fleet-", 17) != 0)
+            continue;
+        char *f = xasprintf("%s/%s", dir, de->d_name);
+        unlink(f);
+        free(f);
+    }
+    if (dh)
+        closedir(dh);
+}
 
 /* Removes PATH.d and the device files in it: each input starts with none. */
 static void remove_seen_files(const char *path)
@@ -59,6 +81,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         atexit(remove_dir);
     }
     char *path = xasprintf("%s/state.json", dir);
+    const uint8_t *mark = memmem(data, size, FLEET_MARK, sizeof FLEET_MARK - 1);
+    if (mark) {
+        const uint8_t *fleet = mark + sizeof FLEET_MARK - 1;
+        char *fleet_path = xasprintf("%s.fleet-1", path);
+        if (file_write_atomic(fleet_path, fleet, size - (size_t)(fleet - data), 0600, &e) < 0)
+            abort();
+        free(fleet_path);
+        size = (size_t)(mark - data);
+    }
     if (file_write_atomic(path, data, size, 0600, &e) < 0)
         abort();
     struct state *peeked = NULL;
@@ -150,6 +181,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     unlink(path);
     remove_seen_files(path);
+    remove_fleet_files();
     free(path);
     return 0;
 }

@@ -949,13 +949,21 @@ Test(week, runs_killed_at_random_points_lose_nothing_and_keep_the_state_readable
     hevs_free(&got);
 
     /* Beside the state only its lock, its directory of device files, the
-     * quiet file of the last run that ended well (src/quiet.h), and at
-     * most the temporary file of a save that was cut short; in the
-     * directory only device files (none moved aside as corrupt) and
-     * temporary files. */
+     * quiet file of the last run that ended well (src/quiet.h), one fleet
+     * file (the generation the state names: the clean runs removed any
+     * other a kill left), and at most the temporary file of a save that
+     * was cut short; in the directory only device files (none moved aside
+     * as corrupt) and temporary files. */
     DIR *dir = opendir(R.dir);
     cr_assert_not_null(dir);
-    for (struct dirent *de; (de = readdir(dir));)
+    int fleet_files = 0;
+    for (struct dirent *de; (de = readdir(dir));) {
+        const char *gen = strncmp(de->d_name, "state.json.fleet-", 17) == 0 ? de->d_name + 17 : "";
+        size_t digits = strspn(gen, "0123456789");
+        if (digits && (!gen[digits] || strcmp(gen + digits, ".tmp") == 0)) {
+            fleet_files += !gen[digits];
+            continue;
+        }
         if (strncmp(de->d_name, "state.json", 10) == 0)
             cr_assert(strcmp(de->d_name, "state.json") == 0 ||
                           strcmp(de->d_name, "state.json.lock") == 0 ||
@@ -964,6 +972,8 @@ Test(week, runs_killed_at_random_points_lose_nothing_and_keep_the_state_readable
                           strcmp(de->d_name, "state.json.quiet.tmp") == 0 ||
                           strcmp(de->d_name, "state.json.d") == 0,
                       "left behind: %s", de->d_name);
+    }
+    cr_assert_eq(fleet_files, 1, "%d fleet files", fleet_files);
     closedir(dir);
     char *files = xasprintf("%s.d", R.state_path);
     dir = opendir(files);

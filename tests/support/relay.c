@@ -140,8 +140,69 @@ void relay_forget_state(struct relay *r)
 {
     char *d = xasprintf("%s.d", r->state_path);
     unlink(r->state_path);
+    for (int gen = 1; gen < 1000; gen++) {
+        char *fleet = xasprintf("%s.fleet-%d", r->state_path, gen);
+        unlink(fleet);
+        free(fleet);
+    }
     test_rmtree(d);
     free(d);
+}
+
+struct json_object *relay_state_doc(const struct relay *r)
+{
+    char *text = read_file_str(r->state_path);
+    cr_assert_not_null(text, "%s", r->state_path);
+    struct json_object *doc = json_tokener_parse(text), *ref, *gen, *len;
+    cr_assert_not_null(doc, "%s", text);
+    free(text);
+    if (!json_object_object_get_ex(doc, "fleet", &ref))
+        return doc;
+    cr_assert(json_object_object_get_ex(ref, "generation", &gen) &&
+              json_object_object_get_ex(ref, "length", &len));
+    char *path = xasprintf("%s.fleet-%d", r->state_path, json_object_get_int(gen));
+    text = read_file_str(path);
+    cr_assert_not_null(text, "%s", path);
+    text[json_object_get_int(len)] = '\0'; /* bytes after it were never committed */
+    for (char *line = text, *next; *line; line = next) {
+        next = strchr(line, '\n');
+        cr_assert_not_null(next, "%s: a line without its end", path);
+        *next++ = '\0';
+        struct json_object *record = json_tokener_parse(line);
+        cr_assert_not_null(record, "%s: %s", path, line);
+        json_object_object_foreach(record, name, entries)
+        {
+            struct json_object *section, *account, *history;
+            if (strcmp(name, "history") == 0) { /* entries of accounts the base has */
+                cr_assert(json_object_object_get_ex(doc, "accounts", &section));
+                json_object_object_foreach(entries, key, patch)
+                {
+                    cr_assert(json_object_object_get_ex(section, key, &account) &&
+                              json_object_object_get_ex(account, "history", &history));
+                    json_object_object_foreach(patch, serial, entry)
+                        json_object_object_add(history, serial, json_object_get(entry));
+                }
+                continue;
+            }
+            if (!json_object_object_get_ex(doc, name, &section)) {
+                section = json_object_new_object();
+                json_object_object_add(doc, name, section);
+            }
+            json_object_object_foreach(entries, key, entry)
+                json_object_object_add(section, key, json_object_get(entry));
+        }
+        json_object_put(record);
+    }
+    free(text);
+    free(path);
+    struct json_object *discovered, *accounts, *account;
+    if (json_object_object_get_ex(doc, "discovered", &discovered) &&
+        json_object_object_get_ex(doc, "accounts", &accounts)) {
+        json_object_object_foreach(discovered, name,
+                                   at) if (json_object_object_get_ex(accounts, name, &account))
+            json_object_object_add(account, "discovered_at", json_object_get(at));
+    }
+    return doc;
 }
 
 int relay_run_at(struct relay *r, long long now, char **err)

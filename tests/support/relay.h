@@ -66,9 +66,16 @@ void relay_config_extra(struct relay *r, const char *accounts_yaml, const char *
  * caller appends the devices and closes with "]}]}". */
 void relay_scenario_open(struct buf *b, long long now);
 
-/* Removes the state: the state file and its directory of device files
- * (state.json.d), as a new installation has neither. */
+/* Removes the state: the state file, its fleet files (state.json.fleet-N)
+ * and its directory of device files (state.json.d), as a new installation
+ * has none of them. */
 void relay_forget_state(struct relay *r);
+
+/* The state as one document, as a version 1 state file held it: the
+ * state file with the base and the records of the fleet file it names
+ * applied, entry by entry (src/state/fleetfile.c); NULL (and a failed
+ * assertion) when it cannot be read. Caller puts it. */
+struct json_object *relay_state_doc(const struct relay *r);
 
 /* Moves the simulator's clock to `now` and runs `wsrelay run --now NOW`;
  * returns its exit status and, when asked, its stderr (caller frees). */

@@ -525,7 +525,7 @@ Test(seenfiles, any_serial_maps_to_a_safe_name_inside_the_directory)
                             "a%2Fb.json ok_-9.json x%2Ejson%2Etmp.json");
     free(names);
     names = names_in(dir, "");
-    cr_expect_str_eq(names, "state.json state.json.d state.json.lock");
+    cr_expect_str_eq(names, "state.json state.json.d state.json.fleet-1 state.json.lock");
     free(names);
 }
 
