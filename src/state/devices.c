@@ -904,19 +904,21 @@ long long state_discovered_at(const struct state *s, const char *account)
     return a ? a->discovered_at : 0;
 }
 
+/* The time goes to the state file's "discovered"; the account's entry in
+ * the fleet file is written anew only when it is new, or when its text has
+ * no one place for the number (an edited file: two of them, or none). A
+ * text that has it gets the number with the next base (disc_stale), and
+ * an account whose text is already gone is written from its structures. */
 void state_set_discovered(struct state *s, const char *account, long long now)
 {
     struct fleet_account *a = find_account(s, account);
     if (a && a->has_discovered && a->discovered_at == now)
         return;
-    if (a && a->text.p && a->disc_len) {
-        a->discovered_at = now;
-        a->disc_stale = true;
-        return;
-    }
-    a = change_account(s, account);
+    if (!a || (a->text.p && !a->disc_len))
+        a = change_account(s, account);
     a->has_discovered = true;
     a->discovered_at = now;
+    a->disc_stale = a->text.p && a->disc_len;
 }
 
 /* Whether an outbox item (of any account) is about `serial`. */

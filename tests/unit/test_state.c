@@ -2715,6 +2715,7 @@ Test(state, a_poll_writes_its_history_entry_alone)
     long long base = size_of(fleet);
     state_device_polled(s, "tokyo", "52140007", "B", 1795000600, true);
     state_device_refused(s, "tokyo", "52140009", 1795086400, 2);
+    state_set_discovered(s, "tokyo", 1795000660); /* after the poll: still not whole */
     save_ok(s);
     char *text = slurp(fleet);
     cr_expect_lt(strlen(text) - (size_t)base, 250, "%s", text + base);
@@ -2734,6 +2735,7 @@ Test(state, a_poll_writes_its_history_entry_alone)
         cr_expect_eq(d[9].refused_until, 1795086400);
         cr_expect_eq(d[9].refusals, 2);
         cr_expect_eq(d[8].last_poll, 0);
+        cr_expect_eq(state_discovered_at(s, "tokyo"), 1795000660);
         state_devices_free(d, n);
         if (round == 0) {
             struct watch w = one_reading(1795000000, 1);
