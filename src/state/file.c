@@ -541,8 +541,7 @@ static int set_aside(struct state *s, int fd, const char *why, struct err *e)
     }
     /* Its fleet files after it: without the state file they are no one's,
      * and a new state's first save starts at generation 1 again. */
-    int fleet_moved = fleet_files_set_aside(s->path, aside + strlen(s->path), e);
-    if (fleet_moved < 0) {
+    if (fleet_files_set_aside(s->path, aside + strlen(s->path), e) < 0) {
         err_prefix(e, "%s: moved aside to %s, but not its fleet files (%s)", s->path, aside,
                    reason);
         goto out;
@@ -587,8 +586,13 @@ static int forget_files(const char *path, struct err *e)
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(stamp, sizeof stamp, ".orphan-%Y%m%dT%H%M%SZ", &tm);
-    if (fleet_files_set_aside(path, stamp, e) < 0 || seen_files_set_aside(&aside, path, e) < 0)
+    int fleet = fleet_files_set_aside(path, stamp, e);
+    if (fleet < 0 || seen_files_set_aside(&aside, path, e) < 0)
         return err_prefix(e, "%s: no state file", path);
+    if (fleet > 0)
+        log_warn("%s: no state file, but %d fleet file%s beside it: moved aside to "
+                 "%s.fleet-N%s",
+                 path, fleet, fleet == 1 ? "" : "s", path, stamp);
     if (aside)
         log_warn("%s: no state file, but device files beside it: moved them aside to %s; "
                  "starting over with an empty state (catch_up applies)",

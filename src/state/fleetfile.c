@@ -286,7 +286,7 @@ void fleet_file_tidy(const struct state *s, long long gen)
 
 int fleet_files_set_aside(const char *state_path, const char *suffix, struct err *e)
 {
-    int rc = -1;
+    int rc = -1, moved = 0;
     char *dir = file_dirname(state_path);
     const char *slash = strrchr(state_path, '/');
     const char *base = slash ? slash + 1 : state_path;
@@ -304,15 +304,16 @@ int fleet_files_set_aside(const char *state_path, const char *suffix, struct err
             continue;
         char *from = xasprintf("%s/%s", dir, ent->d_name);
         char *to = xasprintf("%s%s", from, suffix);
-        int moved = rename(from, to);
-        if (moved < 0)
+        int renamed = rename(from, to);
+        if (renamed < 0)
             err_set(e, "%s: cannot move aside to %s: %s", from, to, strerror(errno));
         free(from);
         free(to);
-        if (moved < 0)
+        if (renamed < 0)
             goto out;
+        moved++;
     }
-    rc = 0;
+    rc = moved;
 out:
     if (d)
         closedir(d);

@@ -257,7 +257,8 @@ extern const size_t state_n_natives;
  * new base and the removal of the old one leaves it).
  *
  * fleet_files_set_aside renames every STATE_PATH.fleet-N to
- * STATE_PATH.fleet-N`suffix`, with the corrupt state file they belong to. */
+ * STATE_PATH.fleet-N`suffix`, with the corrupt state file they belong to
+ * (or none); returns how many, or -1 naming the file it could not move. */
 struct fleet_commit {
     long long gen;
     size_t len, base;

@@ -7,6 +7,7 @@
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -2882,6 +2883,31 @@ Test(state, a_fleet_file_that_cannot_be_read_is_an_error_and_stays)
     cr_expect_null(strstr(e.msg, "corrupt"), "%s", e.msg);
     cr_expect_eq(access(path, F_OK), 0, "the state file was moved");
     rmdir(fleet);
+    free(fleet);
+}
+
+/* A state file removed to start over leaves its fleet file no one's: the
+ * next run moves it aside (STATE.fleet-N.orphan-TIME) and starts empty,
+ * and its first save begins again at generation 1. */
+Test(state, a_fleet_file_without_its_state_file_is_moved_aside)
+{
+    struct state *s = forty_memories();
+    state_close(s);
+    cr_assert_eq(unlink(path), 0);
+    s = open_ok();
+    cr_expect_eq(memories(s), 0);
+    char *fleet = fleet_of(1);
+    cr_expect_eq(access(fleet, F_OK), -1, "the fleet file is still there");
+    int orphans = 0;
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    for (struct dirent *de; (de = readdir(d));)
+        orphans += strncmp(de->d_name, "state.json.fleet-1.orphan-", 26) == 0;
+    closedir(d);
+    cr_expect_eq(orphans, 1);
+    save_ok(s);
+    cr_expect_eq(access(fleet, F_OK), 0);
+    state_close(s);
     free(fleet);
 }
 
