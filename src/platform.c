@@ -778,6 +778,68 @@ static bool read_members(struct jscan *s, const char *const *names, size_t n,
     return !s->failed;
 }
 
+/* A device record's members (R_*), with its base unit's and its group's
+ * (U_*) when they were objects, and its channels' (C_*) when "channel"
+ * was an array, read in the same pass (`nested`); when they were not (an
+ * array holding the object, say), read_device reads them from their
+ * spans, as it reads any value. */
+struct record {
+    struct jscan_raw f[R_N];
+    struct jscan_raw unit[U_N], group[U_N];
+    struct jscan_raw channel[PLATFORM_CHANNELS_MAX][C_N];
+    bool is_object[PLATFORM_CHANNELS_MAX]; /* the item was an object */
+    size_t n_items;                        /* items of the array, up to the maximum */
+    bool nested[3];                        /* the base unit's, the group's, the channels' */
+};
+
+/* The array that comes next in `s`: its first PLATFORM_CHANNELS_MAX items
+ * that are objects read into r->channel, every other item checked. */
+static bool read_channel_items(struct jscan *s, struct record *r)
+{
+    jscan_array(s);
+    r->n_items = 0;
+    for (size_t i = 0; jscan_item(s); i++) {
+        bool keep = i < PLATFORM_CHANNELS_MAX && jscan_peek(s) == JSCAN_OBJECT;
+        if (i < PLATFORM_CHANNELS_MAX) {
+            r->is_object[i] = keep;
+            r->n_items = i + 1;
+        }
+        if (!(keep ? read_members(s, channel_names, C_N, r->channel[i]) : jscan_skip(s, NULL)))
+            return false;
+    }
+    return !s->failed;
+}
+
+static bool read_record(struct jscan *s, struct record *r)
+{
+    memset(r, 0, sizeof *r);
+    if (!jscan_object(s))
+        return false;
+    while (jscan_member(s)) {
+        size_t i = 0;
+        while (i < R_N && (s->key[0] != record_names[i][0] || strcmp(s->key, record_names[i]) != 0))
+            i++;
+        bool unit = i == R_BASEUNIT, group = i == R_GROUP, channel = i == R_CHANNEL;
+        int which = unit ? 0 : group ? 1 : 2;
+        if (unit || group || channel)
+            r->nested[which] = false; /* the last member of the name counts */
+        enum jscan_type want = channel ? JSCAN_ARRAY : JSCAN_OBJECT;
+        if ((unit || group || channel) && jscan_peek(s) == want) {
+            const char *start = s->p;
+            bool ok = channel ? read_channel_items(s, r)
+                              : read_members(s, unit_names, U_N, unit ? r->unit : r->group);
+            if (!ok)
+                return false;
+            r->f[i] = (struct jscan_raw){start, (size_t)(s->p - start)};
+            r->nested[which] = true;
+            continue;
+        }
+        if (!jscan_skip(s, i < R_N ? &r->f[i] : NULL))
+            return false;
+    }
+    return !s->failed;
+}
+
 static bool present(const struct jscan_raw *v)
 {
     return v->text && v->text[0] != 'n';
@@ -1048,25 +1110,20 @@ static void read_object(struct jscan *s, const struct jscan_raw *v, const char *
 }
 
 /* The channels of a record: the first PLATFORM_CHANNELS_MAX values of the
- * array `v`, of which the objects are kept. */
-static void read_channels(struct device_info *d, struct gather *g, struct jscan *s,
+ * array "channel", of which the objects are kept (read with the record
+ * when it was an array: r->channel; `v` otherwise, which is then not one). */
+static void read_channels(struct device_info *d, struct gather *g, const struct record *r,
                           const struct jscan_raw *v)
 {
     long long num;
-    if (!v || v->text[0] != '[')
+    if (!v || !r->nested[2])
         return;
-    /* One pass over the items: the array was checked whole already. */
-    jscan_init(s, v->text, v->len);
-    jscan_array(s);
     d->channels = xcalloc(PLATFORM_CHANNELS_MAX, sizeof *d->channels);
-    for (size_t i = 0; i < PLATFORM_CHANNELS_MAX && jscan_item(s); i++) {
-        struct jscan_raw f[C_N];
+    for (size_t i = 0; i < r->n_items; i++) {
+        const struct jscan_raw *f = r->channel[i];
         struct channel_info *ci = &d->channels[d->n_channels];
-        if (jscan_peek(s) != JSCAN_OBJECT) {
-            jscan_skip(s, NULL);
+        if (!r->is_object[i])
             continue;
-        }
-        read_members(s, channel_names, C_N, f);
         ci->num = value_int(member(f, C_NUM, C_NUM), &num) && num >= 1 && num <= 99 ? (int)num
                                                                                     : (int)i + 1;
         name_text(g, member(f, C_NAME, C_NAME), &ci->name);
@@ -1079,9 +1136,9 @@ static void read_channels(struct device_info *d, struct gather *g, struct jscan 
 /* The reading of a device record: its time, battery and channels. What is
  * missing or not a number is 0 (or ""): a reading is a hint for the
  * scheduler, never a reason to drop the device. */
-static void read_reading(struct device_info *d, struct gather *g, struct jscan *s,
-                         const struct jscan_raw *f)
+static void read_reading(struct device_info *d, struct gather *g, const struct record *r)
 {
+    const struct jscan_raw *f = r->f;
     long long v;
     d->unixtime = value_int(member(f, R_UNIXTIME, R_UNIXTIME), &v) && v > 0 ? v : 0;
     d->battery = value_int(member(f, R_BATTERY, R_BATTERY), &v) && v > 0 && v < 100 ? (int)v : 0;
@@ -1093,16 +1150,18 @@ static void read_reading(struct device_info *d, struct gather *g, struct jscan *
             bias = 60;
         d->utc_offset = (int)(diff + (flag == 1 ? bias : 0));
     }
-    read_channels(d, g, s, member(f, R_CHANNEL, R_CHANNEL));
+    read_channels(d, g, r, member(f, R_CHANNEL, R_CHANNEL));
 }
 
-/* Fills `d` from the members `f` of one device record, `s` a scanner for
- * the values within it; -1 with the reason in `e` when it has no usable
- * serial or base serial (d is then left empty). */
-static int read_device(struct device_info *d, struct jscan *s, const struct jscan_raw *f,
+/* Fills `d` from one device record `r`, `s` a scanner for the values
+ * within it; -1 with the reason in `e` when it has no usable serial or
+ * base serial (d is then left empty). */
+static int read_device(struct device_info *d, struct jscan *s, const struct record *r,
                        struct err *e)
 {
-    struct jscan_raw unit_span, group_span, unit[U_N], group[U_N];
+    const struct jscan_raw *f = r->f;
+    struct jscan_raw unit_span, group_span, read_unit[U_N], read_group[U_N];
+    const struct jscan_raw *unit = r->unit, *group = r->group;
     char *serial = NULL, *base_serial = NULL;
     struct gather g = {0};
     memset(d, 0, sizeof *d);
@@ -1111,8 +1170,11 @@ static int read_device(struct device_info *d, struct jscan *s, const struct jsca
     if (!serial)
         return err_set(e, "no serial");
     size_t own = gather_own(&g, serial, &d->serial);
-    bool has_unit = object_or_first(s, member(f, R_BASEUNIT, R_BASEUNIT), &unit_span);
-    read_object(s, has_unit ? &unit_span : NULL, unit_names, U_N, unit);
+    if (!r->nested[0]) {
+        bool has_unit = object_or_first(s, member(f, R_BASEUNIT, R_BASEUNIT), &unit_span);
+        read_object(s, has_unit ? &unit_span : NULL, unit_names, U_N, read_unit);
+        unit = read_unit;
+    }
     if (read_serial(&base_serial, member(unit, U_SERIAL, U_SERIAL), "base unit serial", e) < 0) {
         err_prefix(e, "device %s", serial);
         gather_clear(&g);
@@ -1130,10 +1192,13 @@ static int read_device(struct device_info *d, struct jscan *s, const struct jsca
         gather_again(&g, model, &d->base_model);
         gather_again(&g, name, &d->base_name);
     }
-    bool has_group = object_or_first(s, member(f, R_GROUP, R_GROUP), &group_span);
-    read_object(s, has_group ? &group_span : NULL, unit_names, U_N, group);
+    if (!r->nested[1]) {
+        bool has_group = object_or_first(s, member(f, R_GROUP, R_GROUP), &group_span);
+        read_object(s, has_group ? &group_span : NULL, unit_names, U_N, read_group);
+        group = read_group;
+    }
     name_text(&g, member(group, U_NAME, U_NAME), &d->group_name);
-    read_reading(d, &g, s, f);
+    read_reading(d, &g, r);
     gather_done(&g, d);
     return 0;
 }
@@ -1175,7 +1240,7 @@ static void read_devices(struct device_list *l, struct jscan *s, struct jscan *s
 {
     jscan_array(s);
     while (jscan_item(s)) {
-        struct jscan_raw f[R_N];
+        struct record r;
         struct err why;
         if (jscan_peek(s) != JSCAN_OBJECT) {
             if (!jscan_skip(s, NULL))
@@ -1185,13 +1250,13 @@ static void read_devices(struct device_list *l, struct jscan *s, struct jscan *s
             l->records++;
             continue;
         }
-        if (!read_members(s, record_names, R_N, f))
+        if (!read_record(s, &r))
             return;
         if (l->count == l->cap) {
             l->cap = l->cap ? 2 * l->cap : 64;
             l->items = xreallocarray(l->items, l->cap, sizeof *l->items);
         }
-        if (read_device(&l->items[l->count], sub, f, &why) < 0)
+        if (read_device(&l->items[l->count], sub, &r, &why) < 0)
             note_skipped(l, &why);
         else
             l->count++;

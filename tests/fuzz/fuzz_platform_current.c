@@ -62,6 +62,39 @@ static struct json_object *json_c_object(const char *data, size_t len)
     return obj;
 }
 
+/* Whether `text` has a surrogate pair escape ("\\uD877\\uDC00") whose code
+ * point has 0xD800 to 0xDFFF as its low 16 bits (U+2DC00, say): json-c
+ * 0.16 reads those as U+FFFD, the scanner as the code point, which is
+ * right; the two are not compared on such a text. */
+static int hex4(const uint8_t *p)
+{
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        int c = p[i], d = c >= '0' && c <= '9'   ? c - '0'
+                          : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                          : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                 : -1;
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+static bool has_json_c_quirk(const uint8_t *text, size_t len)
+{
+    for (size_t i = 0; i + 12 <= len; i++) {
+        if (text[i] != '\\' || text[i + 1] != 'u' || text[i + 6] != '\\' || text[i + 7] != 'u')
+            continue;
+        int hi = hex4(text + i + 2), lo = hex4(text + i + 8);
+        long code = 0x10000 + ((long)(hi - 0xD800) << 10) + (lo - 0xDC00);
+        if (hi >= 0xD800 && hi <= 0xDBFF && lo >= 0xDC00 && lo <= 0xDFFF &&
+            (code & 0xFFFF) >= 0xD800 && (code & 0xFFFF) <= 0xDFFF)
+            return true;
+    }
+    return false;
+}
+
 static void compare_device(const struct device_info *a, const struct device_info *b)
 {
     check(same(a->serial, b->serial) && same(a->model, b->model) && same(a->name, b->name));
@@ -107,6 +140,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int rc_want = oracle_parse_devices(&want, &n_want, body, "fuzz", &e_want);
         if (rc_got < 0 && strncmp(e_got.msg, NOT_JSON, strlen(NOT_JSON)) == 0) {
             /* json-c took what the scanner refuses: only no crash. */
+        } else if (has_json_c_quirk(data, size)) {
+            /* json-c reads a code point wrong: only no crash. */
         } else {
             check(rc_got == rc_want && n_got == n_want);
             if (rc_got < 0)
