@@ -22,6 +22,7 @@
 #include "util/duration.h"
 #include "util/jsonv.h"
 #include "util/log.h"
+#include "util/strmap.h"
 #include "util/xalloc.h"
 
 #include <limits.h>
@@ -89,14 +90,14 @@ struct pooled {
 struct pool {
     struct pooled *items;
     size_t n, cap;
-    struct json_object *serials; /* the serials of items, as the keys of a JSON
-                                    object: json-c's hash table, so that filling a
-                                    pool of thousands of devices stays linear */
+    struct strmap serials; /* serial -> position in items, so that filling a
+                              pool of thousands of devices stays linear */
 };
 
 static bool pool_has(const struct pool *pl, const char *serial)
 {
-    return pl->serials && json_object_object_get_ex(pl->serials, serial, NULL);
+    size_t i;
+    return strmap_get(&pl->serials, serial, &i);
 }
 
 /* Adds the account's devices that pass its include/exclude globs, are not
@@ -129,9 +130,7 @@ static void pool_add_account(struct tick *t, struct pool *pl, const struct accou
             pl->cap = pl->cap ? pl->cap * 2 : 16;
             pl->items = xreallocarray(pl->items, pl->cap, sizeof *pl->items);
         }
-        if (!pl->serials)
-            pl->serials = jsonv_need(json_object_new_object());
-        jsonv_put(pl->serials, d->serial, NULL);
+        strmap_put(&pl->serials, d->serial, pl->n);
         pl->items[pl->n++] = (struct pooled){.a = a, .p = p, .dev = *d};
         memset(d, 0, sizeof *d); /* moved into the pool */
     }
@@ -152,7 +151,7 @@ static void pool_free(struct pool *pl)
     for (size_t i = 0; i < pl->n; i++)
         device_clear(&pl->items[i].dev);
     free(pl->items);
-    json_object_put(pl->serials);
+    strmap_clear(&pl->serials);
 }
 
 /* --- polling one device ------------------------------------------------- */
@@ -1010,12 +1009,13 @@ static size_t drop_unknown(struct tick *t, struct login_run *lr)
             n_drop++;
         }
     }
+    strmap_clear(&pl->serials);
     for (size_t i = 0; i < pl->n; i++) {
         if (!drop[i]) {
+            strmap_put(&pl->serials, pl->items[i].dev.serial, kept);
             pl->items[kept++] = pl->items[i];
             continue;
         }
-        json_object_object_del(pl->serials, pl->items[i].dev.serial);
         device_clear(&pl->items[i].dev);
     }
     pl->n = kept;

@@ -8,11 +8,38 @@
 #include <string.h>
 
 struct strmap_slot {
-    char *key;     /* NULL: empty */
-    uint64_t hash; /* of key: a probe compares it before the key, and growing
-                      needs no key read again */
+    const char *key; /* NULL: empty; a copy in one of the map's blocks */
+    uint64_t hash;   /* of key: a probe compares it before the key, and growing
+                        needs no key read again */
     size_t index;
 };
+
+/* A block of copied keys. */
+struct strmap_keys {
+    struct strmap_keys *next;
+    size_t used, size;
+    char data[];
+};
+
+#define KEYS_BLOCK 4000 /* bytes of keys a block holds, unless one key is longer */
+
+/* A copy of `key` (`len` bytes) in the map's blocks. */
+static const char *keep_key(struct strmap *m, const char *key, size_t len)
+{
+    struct strmap_keys *b = m->keys;
+    if (!b || b->size - b->used < len + 1) {
+        size_t size = len + 1 > KEYS_BLOCK ? len + 1 : KEYS_BLOCK;
+        b = xmalloc(sizeof *b + size);
+        b->next = m->keys;
+        b->used = 0;
+        b->size = size;
+        m->keys = b;
+    }
+    char *copy = b->data + b->used;
+    memcpy(copy, key, len + 1);
+    b->used += len + 1;
+    return copy;
+}
 
 static uint64_t hash_of(const char *key)
 {
@@ -68,7 +95,7 @@ void strmap_put(struct strmap *m, const char *key, size_t index)
     uint64_t h = hash_of(key);
     struct strmap_slot *s = slot_of(m, key, h);
     if (!s->key) {
-        s->key = xstrdup(key);
+        s->key = keep_key(m, key, strlen(key));
         s->hash = h;
         m->n++;
     }
@@ -77,8 +104,10 @@ void strmap_put(struct strmap *m, const char *key, size_t index)
 
 void strmap_clear(struct strmap *m)
 {
-    for (size_t i = 0; i < m->cap; i++)
-        free(m->slots[i].key);
+    for (struct strmap_keys *b = m->keys, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
     free(m->slots);
     *m = (struct strmap){0};
 }

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 Test(strmap, an_empty_map_has_nothing)
 {
@@ -50,4 +51,42 @@ Test(strmap, keys_are_found_through_growth_with_their_last_index)
     strmap_clear(&m);
     cr_expect(!strmap_get(&m, "50000000", &got));
     cr_expect_eq(m.n, 0);
+}
+
+/* Keys are copied into the map's blocks: keys longer than a block, and
+ * keys that fill many blocks, come back whole after the caller's text is
+ * gone; the map may be filled again after it was cleared. */
+Test(strmap, keys_of_any_length_are_kept_by_the_map)
+{
+    struct strmap m = {0};
+    enum { LONG = 10000, N = 3000 };
+    for (int round = 0; round < 2; round++) {
+        char *key = xmalloc(LONG + 1);
+        memset(key, 'k', LONG);
+        key[LONG] = '\0';
+        strmap_put(&m, key, 1);
+        key[LONG - 1] = 'j';
+        strmap_put(&m, key, 2);
+        for (size_t i = 0; i < N; i++) {
+            snprintf(key, 64, "device-%zu-with-a-longer-name", i);
+            strmap_put(&m, key, i + 10);
+        }
+        memset(key, 'x', LONG); /* the caller's text changes: the map's copies do not */
+        free(key);
+        char *want = xmalloc(LONG + 1);
+        memset(want, 'k', LONG);
+        want[LONG] = '\0';
+        size_t got = 0;
+        cr_expect(strmap_get(&m, want, &got) && got == 1);
+        want[LONG - 1] = 'j';
+        cr_expect(strmap_get(&m, want, &got) && got == 2);
+        free(want);
+        char name[64];
+        for (size_t i = 0; i < N; i++) {
+            snprintf(name, sizeof name, "device-%zu-with-a-longer-name", i);
+            cr_assert(strmap_get(&m, name, &got) && got == i + 10, "%s", name);
+        }
+        cr_expect_eq(m.n, N + 2);
+        strmap_clear(&m);
+    }
 }
