@@ -150,7 +150,7 @@ struct state {
                                   a save makes room for at once */
     /* The fleet file (PATH.fleet-GENERATION) the state file names: its
      * generation (0: none yet, the native sections are in the state file
-     * itself, as before 0.3), the length the state file commits (bytes
+     * itself, as in state version 1), the length the state file commits (bytes
      * after it are an append no save committed), and the length of its
      * first document, the base (what follows are records of changes). */
     long long fleet_gen;

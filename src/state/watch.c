@@ -481,7 +481,8 @@ static bool read_watch_member(struct state *s, struct jscan *js, const char *ser
 }
 
 /* The state's own sections are replaced, not merged, by a later member of
- * the same name (json-c's rule); so is each serial's entry. */
+ * the same name (json-c's rule); so is each serial's entry. A record of
+ * the fleet file (`merge`) replaces only the entries it has. */
 static int read_watches(struct state *s, struct jscan *js, bool merge, struct err *e)
 {
     for (size_t i = 0; !merge && s->readings && i < s->readings->n; i++)
