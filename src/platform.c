@@ -758,10 +758,20 @@ static const char *const unit_names[U_N] = {"serial", "model", "name"};
 enum { C_NUM, C_NAME, C_UNIT, C_VALUE, C_N };
 static const char *const channel_names[C_N] = {"num", "name", "unit", "value"};
 
+/* The position of the member `s` is on in `names` (n of them), compared
+ * as json-c compares names (up to a NUL written as \u0000); n when it is
+ * none of them. */
+static size_t name_index(const struct jscan *s, const char *const *names, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (s->key[0] != names[i][0] || strcmp(s->key, names[i]) != 0))
+        i++;
+    return i;
+}
+
 /* The object that comes next in `s` read into `found` (n spans, one per
  * name of `names`; an absent member's text NULL): the last member of each
- * name, compared as json-c compares names (up to a NUL written as
- * \u0000). False on an error of the scan. */
+ * name. False on an error of the scan. */
 static bool read_members(struct jscan *s, const char *const *names, size_t n,
                          struct jscan_raw *found)
 {
@@ -769,9 +779,7 @@ static bool read_members(struct jscan *s, const char *const *names, size_t n,
     if (!jscan_object(s))
         return false;
     while (jscan_member(s)) {
-        size_t i = 0;
-        while (i < n && (s->key[0] != names[i][0] || strcmp(s->key, names[i]) != 0))
-            i++;
+        size_t i = name_index(s, names, n);
         if (!jscan_skip(s, i < n ? &found[i] : NULL))
             return false;
     }
@@ -816,9 +824,7 @@ static bool read_record(struct jscan *s, struct record *r)
     if (!jscan_object(s))
         return false;
     while (jscan_member(s)) {
-        size_t i = 0;
-        while (i < R_N && (s->key[0] != record_names[i][0] || strcmp(s->key, record_names[i]) != 0))
-            i++;
+        size_t i = name_index(s, record_names, R_N);
         bool unit = i == R_BASEUNIT, group = i == R_GROUP, channel = i == R_CHANNEL;
         int which = unit ? 0 : group ? 1 : 2;
         if (unit || group || channel)
