@@ -163,6 +163,8 @@ struct json_object *relay_state_doc(const struct relay *r)
     char *path = xasprintf("%s.fleet-%d", r->state_path, json_object_get_int(gen));
     text = read_file_str(path);
     cr_assert_not_null(text, "%s", path);
+    cr_assert_geq(strlen(text), (size_t)json_object_get_int(len), "%s: shorter than committed",
+                  path);
     text[json_object_get_int(len)] = '\0'; /* bytes after it were never committed */
     for (char *line = text, *next; *line; line = next) {
         next = strchr(line, '\n');
