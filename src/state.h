@@ -1,9 +1,12 @@
 /* The state file: what the relay has seen, what it still owes, and what it
  * has spent of the platform's budget.
  *
- * It is a JSON document, PATH (mode 0600), and a directory beside it,
- * PATH.d (mode 0700) of one small file per device serial (mode 0600); the
- * two are one state and must be backed up and restored together. They hold
+ * It is a JSON document, PATH (mode 0600), and beside it the fleet file
+ * PATH.fleet-N (mode 0600: the device lists and histories, the readings
+ * memories and learnt limits, as a base and lines of changes that PATH
+ * counts; state/fleetfile.c) and a directory PATH.d (mode 0700) of one
+ * small file per device serial (mode 0600); the three are one state and
+ * must be backed up and restored together. They hold
  *   - seen keys per device serial: "UNIXTIME/KIND" of every alert-log event
  *     already handled (sent, queued or deliberately skipped), and per serial
  *     the floor below which every entry counts as handled. They live in the
@@ -34,7 +37,7 @@
  * No secret is ever written to it.
  *
  * state_open takes an exclusive lock (a `PATH.lock` file beside it, which
- * covers PATH.d too) that it keeps until state_close, so two overlapping
+ * covers the fleet file and PATH.d too) that it keeps until state_close, so two overlapping
  * runs never both poll or send. state_save replaces the file atomically;
  * after a crash the file is either the old or the new one, and a seen key
  * is in the file or in its device's file, or both. state_peek reads it
@@ -55,11 +58,16 @@ struct state;
 /* Locks and loads `path`; a missing file is an empty state. Waits up to
  * `lock_wait` seconds for another run's lock, then fails naming the pid
  * that holds it. A file that was read but is corrupt (not JSON, fails the
- * checks, or has a newer "version") is moved aside (state_set_aside says
- * where), logged as an error, and the state starts empty (PATH.d goes
- * aside with it, to PATH.d.corrupt-YYYYmmddTHHMMSSZ: its device files mark
- * seen what the lost outbox held); it is not saved until state_save. Fails on a
- * file that cannot be read (permissions), one that cannot be moved aside,
+ * checks, or has a newer "version"; or names a fleet file that is missing,
+ * shorter than it counts or damaged) is moved aside (state_set_aside says
+ * where), logged as an error, and the state starts empty (its fleet files
+ * go aside with it, to PATH.fleet-N.corrupt-…, and PATH.d to
+ * PATH.d.corrupt-YYYYmmddTHHMMSSZ: its device files mark seen what the
+ * lost outbox held); it is not saved until state_save. With no PATH at
+ * all, fleet files and a PATH.d left beside it are moved aside the same
+ * way (PATH.fleet-N.orphan-…), with a warning. Fails on a state file or
+ * fleet file that cannot be read (permissions, not a regular file), one
+ * that cannot be moved aside,
  * when the directory is not writable (checked now, before anything is
  * sent), and when PATH.d exists but is a symbolic link (never followed)
  * or not a directory. A device file is read later, when its serial is
@@ -71,7 +79,9 @@ int state_open(struct state **out, const char *path, int lock_wait, struct err *
 
 /* Loads `path` for reading only, without taking the lock or waiting for
  * it: a run may hold it for as long as it likes. Every save replaces the
- * file by a rename, so what is read is one complete save; device files
+ * file by a rename, so what is read is one complete save (with the part
+ * of the fleet file it counts; read again when a save removed that
+ * generation meanwhile); device files
  * are read when needed, never written or moved (a corrupt one is warned
  * about and read as empty). A missing file is an empty state. Fails like
  * state_open on an unreadable or corrupt file and on PATH.d; does not
@@ -80,8 +90,11 @@ int state_open(struct state **out, const char *path, int lock_wait, struct err *
  * success *out belongs to the caller (state_close). */
 int state_peek(struct state **out, const char *path, struct err *e);
 
-/* Writes the state atomically (temp file, fsync, rename, fsync dir); a
- * save that would write the file's text writes nothing. Then writes the
+/* Writes the fleet file first (the entries changed, appended and synced,
+ * or a new generation written whole; nothing when no entry changed), then
+ * the state file atomically (temp file, fsync, rename, fsync dir), which
+ * is when the save takes effect; a save that would write the file's text
+ * writes nothing. Then writes the
  * device files whose seen keys changed the same way (one fsync of PATH.d
  * for them all; PATH.d is created when missing) and only after that drops
  * their keys from the journal, so that the next save's file no longer

@@ -142,6 +142,22 @@ int native_fail(struct jscan *js, const struct where *at, const char *what, stru
     return -1;
 }
 
+int native_read(const struct state_native *nat, struct state *s, struct jscan *js, bool merge,
+                struct err *e)
+{
+    err_clear(e);
+    if (nat->read(s, js, merge, e) == 0)
+        return 0;
+    /* A reader names where the text broke when it knows; when the scan
+     * itself stopped (a truncated file), the section. */
+    if (!e->msg[0]) {
+        struct err scan;
+        jscan_error(js, &scan);
+        err_set(e, "%s: %s", nat->name, scan.msg);
+    }
+    return -1;
+}
+
 static const struct state_native *native_named(const char *name)
 {
     for (size_t i = 0; i < state_n_natives; i++)
@@ -199,17 +215,8 @@ static int parse_text(struct state *s, const char *text, size_t len, struct err 
         const struct state_native *nat = native_named(js.key);
         struct jscan_raw raw;
         if (nat) {
-            err_clear(e);
-            if (nat->read(s, &js, false, e) < 0) {
-                /* A reader names where the text broke when it knows; when
-                 * the scan itself stopped (a truncated file), the section. */
-                if (!e->msg[0]) {
-                    struct err scan;
-                    jscan_error(&js, &scan);
-                    err_set(e, "%s: %s", nat->name, scan.msg);
-                }
+            if (native_read(nat, s, &js, false, e) < 0)
                 goto out;
-            }
             continue;
         }
         if (strlen(js.key) != js.key_len || !utf8_valid(js.key, js.key_len)) {

@@ -92,15 +92,8 @@ static int parse_fleet(struct state *s, const char *text, size_t len, struct err
                 err_set(e, "byte %zu: not a section of the fleet file", (size_t)(js.p - text));
                 goto out;
             }
-            err_clear(e);
-            if (nat->read(s, &js, true, e) < 0) {
-                if (!e->msg[0]) {
-                    struct err scan;
-                    jscan_error(&js, &scan);
-                    err_set(e, "%s: %s", nat->name, scan.msg);
-                }
+            if (native_read(nat, s, &js, true, e) < 0)
                 goto out;
-            }
         }
         if (js.failed) {
             jscan_error(&js, e);

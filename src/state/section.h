@@ -398,6 +398,12 @@ struct where {
  * Returns -1. */
 int native_fail(struct jscan *js, const struct where *at, const char *what, struct err *e);
 
+/* Reads the member `js` is on with `nat`'s reader (file.c): -1 with the
+ * reader's message, or, when the scan itself stopped (a truncated file),
+ * "SECTION: why". For the state file and the fleet file alike. */
+int native_read(const struct state_native *nat, struct state *s, struct jscan *js, bool merge,
+                struct err *e);
+
 extern const struct state_section state_section_seen;      /* seen.c */
 extern const struct state_section state_section_floors;    /* seen.c */
 extern const struct state_section state_section_logins;    /* ledger.c */
