@@ -193,10 +193,13 @@ def main():
 
     server = loop.run_until_complete(loop.create_server(factory, "127.0.0.1", 0))
     port = server.sockets[0].getsockname()[1]
+    # The handler comes before the port file: a test may stop the server as
+    # soon as it knows the port, and a SIGTERM without it would end the
+    # server with status 143, which smtpd_stop reports as a warning.
+    loop.add_signal_handler(signal.SIGTERM, loop.stop)
     with open(args.port_file + ".tmp", "w") as f:
         f.write("%d\n" % port)
     os.rename(args.port_file + ".tmp", args.port_file)
-    loop.add_signal_handler(signal.SIGTERM, loop.stop)
     loop.run_forever()
     server.close()
     return 0
