@@ -682,16 +682,14 @@ void platform_multi_call(struct platform_multi *m, struct platform_request *reqs
         bool busy = false;
         for (size_t j = 0; j < i; j++)
             busy |= reqs[j].p == rq->p;
-        if (busy || is_graph_op(rq->op)) {
+        if (busy) {
             /* Setting up its handle again would take it from the first. */
             platform_reply_free(&rq->reply);
             t->call = (struct call){.reply = &rq->reply, .op = rq->op};
-            rq->reply.message = xstrdup(busy ? "the client is busy with another call"
-                                             : "graph-data calls are made with platform_query");
+            rq->reply.message = xstrdup("the client is busy with another call");
             continue;
         }
-        struct platform_query q = {.serial = rq->serial, .base = rq->base};
-        t->begun = call_begin(rq->p, &t->call, rq->op, &q, &rq->reply);
+        t->begun = call_begin(rq->p, &t->call, rq->op, &rq->query, &rq->reply);
         if (!t->begun)
             continue;
         CURLMcode mc = curl_easy_setopt(rq->p->curl, CURLOPT_PRIVATE, (char *)t) == CURLE_OK

@@ -135,20 +135,21 @@ int platform_multi_new(struct platform_multi **out, struct err *e);
 /* Closes the connections; the clients used with it stay usable. */
 void platform_multi_free(struct platform_multi *m);
 
-/* One call of platform_multi_call: the same arguments as platform_call,
- * and what it returns (`reply`, zeroed by the caller before the first
- * use and released with platform_reply_free; `rc`). */
+/* One call of platform_multi_call: the same arguments as platform_query
+ * (for Get Current Readings and Get Alert Logs, only the query's serial
+ * and base count, as platform_call's), and what it returns (`reply`,
+ * zeroed by the caller before the first use and released with
+ * platform_reply_free; `rc`). */
 struct platform_request {
     struct platform *p;
     enum platform_op op;
-    const char *serial;
-    const char *base;
+    struct platform_query query;
     struct platform_reply reply;
     int rc;
 };
 
 /* Makes the n calls at once and returns when all have ended, each with
- * the reply and rc that platform_call would have given it. A client may
+ * the reply and rc that platform_query would have given it. A client may
  * appear only once (one call per connection at a time); a second request
  * on the same client fails with a message, as does every call when the
  * multi interface itself fails. Each call keeps its client's timeouts. */

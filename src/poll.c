@@ -1085,10 +1085,10 @@ static bool login_next(struct tick *t, struct login_run *lr, struct platform_req
     }
     lr->polling_signal = lr->for_signal[lr->next];
     lr->polling = &lr->pool.items[lr->order[lr->next++]];
-    *rq = (struct platform_request){.p = lr->polling->p,
-                                    .op = PLATFORM_ALERT,
-                                    .serial = lr->polling->dev.serial,
-                                    .base = lr->polling->dev.base};
+    *rq = (struct platform_request){
+        .p = lr->polling->p,
+        .op = PLATFORM_ALERT,
+        .query = {.serial = lr->polling->dev.serial, .base = lr->polling->dev.base}};
     return true;
 }
 

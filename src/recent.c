@@ -5,7 +5,12 @@
  * (event.h, struct event_trend), from which messages show a sparkline and
  * email a chart. A trend is an extra: a call that fails, a device the
  * operation does not serve, a budget spent or a run out of time leaves
- * the message as it was, and nothing here fails the run. */
+ * the message as it was, and nothing here fails the run.
+ *
+ * The calls go out in rounds, as polling's do: each round, every account
+ * with a device left to read makes one call, and the round's calls run in
+ * parallel (platform_multi_call), so the alerts of many accounts wait
+ * about as long as those of one. */
 #include "budget.h"
 #include "metrics.h"
 #include "platform.h"
@@ -19,8 +24,10 @@
 #include <string.h>
 
 #define RECENT_SPAN (6 * 3600) /* the trend shows at most this much before the last reading */
-#define RECENT_DEVICES_MAX 10  /* devices read in one run: each call may take its timeout */
-#define RECENT_TIME_MAX 20     /* seconds of a run spent reading: no call starts after */
+/* Rounds of calls in one run, so devices read per account: a round may take
+ * its timeout. */
+#define RECENT_ROUNDS_MAX 10
+#define RECENT_TIME_MAX 20 /* seconds of a run spent reading: no round starts after */
 #define RECENT_CONNECT_TIMEOUT 5
 #define RECENT_TOTAL_TIMEOUT 10
 
@@ -36,6 +43,7 @@ struct wanted {
     const char *serial, *base; /* borrowed from the first item's event */
     struct wanting *items;
     size_t n;
+    bool tried; /* called, or given up on (budget spent, no client) */
 };
 
 static bool wants_trend(const struct outbox_item *it, long long fresh_since)
@@ -151,52 +159,82 @@ static void attach(struct tick *t, const struct wanted *w, const struct series *
     }
 }
 
-/* Reads one device's latest readings and attaches them. The call is
- * recorded and saved before it is sent, as every platform call is. */
-static void read_device(struct tick *t, struct platform **client, const struct wanted *w)
+/* The account's client, made with the trend's timeouts on first use; NULL
+ * (logged once, and kept in `broken`) when it cannot be made. */
+static struct platform *client_of(struct platform **clients, bool *broken, size_t i,
+                                  const struct account_conf *a)
 {
-    struct platform_reply r = {0};
-    struct series s = {0};
     struct err e;
-    enum platform_op op = platform_graph_op(w->serial, w->base, false);
-    struct platform_query q = {.serial = w->serial, .base = w->base};
-    const char *login = w->a->login_id;
-    if (!budget_allows(t, login, op)) {
-        log_debug("login %s: no %s call left for %s's trend", login, platform_op_name(op),
-                  w->serial);
-        goto out;
-    }
-    if (!*client) {
-        if (platform_new(client, w->a, &e) < 0) {
-            log_info("account %s: no trend: %s", w->a->name, e.msg);
-            goto out;
+    if (!clients[i] && !broken[i]) {
+        if (platform_new(&clients[i], a, &e) < 0) {
+            log_info("account %s: no trend: %s", a->name, e.msg);
+            broken[i] = true;
+        } else {
+            platform_set_timeouts(clients[i], RECENT_CONNECT_TIMEOUT, RECENT_TOTAL_TIMEOUT);
         }
-        platform_set_timeouts(*client, RECENT_CONNECT_TIMEOUT, RECENT_TOTAL_TIMEOUT);
     }
-    state_record_call(t->st, login, op, tick_now(t));
-    if (tick_persist(t, "before a latest-data call") < 0)
-        goto out;
-    int rc = platform_query(*client, op, &q, &r);
-    note_budget(t, login, op, &r);
-    if (rc < 0) {
-        /* A device the operation does not serve answers 400: quietly. */
-        if (r.http_status == 400)
-            log_debug("account %s: %s: no trend: %s", w->a->name, w->serial, r.message);
-        else
-            log_info("account %s: %s: no trend: %s", w->a->name, w->serial, r.message);
-        goto out;
-    }
-    if (series_parse_json(&s, r.body, &e) < 0) {
-        log_info("account %s: %s: no trend: %s", w->a->name, w->serial, e.msg);
-        goto out;
-    }
-    attach(t, w, &s);
-out:
-    series_free(&s);
-    platform_reply_free(&r);
+    return clients[i];
 }
 
-/* Whether another device may be read: the alerts wait for these calls, so
+/* The calls of one round: in list order, the first device not yet tried of
+ * each account whose budget takes the call, each call recorded in the
+ * ledger (so that the next device of the same login ID sees it). Returns
+ * how many requests it wrote to reqs (and whose to read them for). */
+static size_t plan_round(struct tick *t, struct wanted *list, size_t n, struct platform **clients,
+                         bool *broken, struct platform_request *reqs, struct wanted **whose)
+{
+    const struct config *c = t->cfg;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct wanted *w = &list[i];
+        size_t ai = (size_t)(w->a - c->accounts);
+        bool busy = false;
+        for (size_t j = 0; j < k; j++)
+            busy |= whose[j]->a == w->a;
+        if (w->tried || busy)
+            continue;
+        struct platform *p = client_of(clients, broken, ai, w->a);
+        enum platform_op op = platform_graph_op(w->serial, w->base, false);
+        const char *login = w->a->login_id;
+        w->tried = true;
+        if (!p)
+            continue;
+        if (!budget_allows(t, login, op)) {
+            log_debug("login %s: no %s call left for %s's trend", login, platform_op_name(op),
+                      w->serial);
+            continue;
+        }
+        state_record_call(t->st, login, op, tick_now(t));
+        reqs[k] = (struct platform_request){
+            .p = p, .op = op, .query = {.serial = w->serial, .base = w->base}};
+        whose[k++] = w;
+    }
+    return k;
+}
+
+/* Takes the reply to one call of a round: the budget it tells of, and the
+ * readings for the device's items. */
+static void take_reply(struct tick *t, const struct wanted *w, const struct platform_request *rq)
+{
+    const struct platform_reply *r = &rq->reply;
+    struct series s = {0};
+    struct err e;
+    note_budget(t, w->a->login_id, rq->op, r);
+    if (rq->rc < 0) {
+        /* A device the operation does not serve answers 400: quietly. */
+        if (r->http_status == 400)
+            log_debug("account %s: %s: no trend: %s", w->a->name, w->serial, r->message);
+        else
+            log_info("account %s: %s: no trend: %s", w->a->name, w->serial, r->message);
+    } else if (series_parse_json(&s, r->body, &e) < 0) {
+        log_info("account %s: %s: no trend: %s", w->a->name, w->serial, e.msg);
+    } else {
+        attach(t, w, &s);
+    }
+    series_free(&s);
+}
+
+/* Whether another round may start: the alerts wait for these calls, so
  * none starts at or after `deadline` (tick_now), nor after polling's share
  * of run_time. */
 static bool may_read(struct tick *t, long long deadline)
@@ -208,21 +246,48 @@ static bool may_read(struct tick *t, long long deadline)
 void recent_attach(struct tick *t)
 {
     const struct config *c = t->cfg;
-    size_t n = 0;
+    size_t n = 0, n_accounts = c->n_accounts ? c->n_accounts : 1;
     struct wanted *list = NULL;
     struct platform **clients = NULL;
+    bool *broken = NULL;
+    struct platform_request *reqs = NULL;
+    struct wanted **whose = NULL;
+    struct platform_multi *multi = NULL;
+    struct err e;
     if (t->opt->dry_run || t->unsaved || tick_stopping(t))
         return;
     list = gather(t, &n);
     if (n == 0)
         goto out;
+    if (platform_multi_new(&multi, &e) < 0) {
+        log_info("no trend: %s", e.msg);
+        goto out;
+    }
     long long deadline = tick_now(t) + RECENT_TIME_MAX;
-    clients = xcalloc(c->n_accounts, sizeof *clients);
-    for (size_t i = 0; i < n && i < RECENT_DEVICES_MAX && may_read(t, deadline); i++)
-        read_device(t, &clients[list[i].a - c->accounts], &list[i]);
-    for (size_t i = 0; i < c->n_accounts; i++)
-        platform_free(clients[i]);
+    clients = xcalloc(n_accounts, sizeof *clients);
+    broken = xcalloc(n_accounts, sizeof *broken);
+    reqs = xcalloc(n_accounts, sizeof *reqs);
+    whose = xcalloc(n_accounts, sizeof *whose);
+    for (int round = 0; round < RECENT_ROUNDS_MAX && may_read(t, deadline); round++) {
+        size_t k = plan_round(t, list, n, clients, broken, reqs, whose);
+        if (k == 0)
+            break;
+        /* Recorded before they are sent, as every platform call is. */
+        if (tick_persist(t, "before latest-data calls") < 0)
+            break;
+        platform_multi_call(multi, reqs, k);
+        for (size_t j = 0; j < k; j++) {
+            take_reply(t, whose[j], &reqs[j]);
+            platform_reply_free(&reqs[j].reply);
+        }
+    }
 out:
+    platform_multi_free(multi);
+    for (size_t i = 0; clients && i < c->n_accounts; i++)
+        platform_free(clients[i]);
     free(clients);
+    free(broken);
+    free(reqs);
+    free(whose);
     wanted_free(list, n);
 }

@@ -91,11 +91,18 @@ Test(parallel, login_ids_are_called_at_once)
     cr_assert_eq(status, 0, "wsrelay run failed:\n%s", err);
     free(err);
     struct json_object *stats = sim_stats(&R.sim);
-    /* Every login ID listed its devices, then polled one: two rounds of
+    /* Every login ID listed its devices, polled one, and read the latest
+     * readings of that device for its alarm's trend: three rounds of
      * LOGINS calls, each round all at once. */
     cr_assert_eq(stat_int(stats, "max_in_flight"), LOGINS,
                  "the simulator had at most %lld calls in progress at once",
                  stat_int(stats, "max_in_flight"));
+    struct json_object *by_op = NULL;
+    cr_assert(json_object_object_get_ex(stats, "max_in_flight_by_op", &by_op));
+    static const char *const ops[] = {"current", "alert", "latest-data"};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+        cr_expect_eq(stat_int(by_op, ops[i]), LOGINS, "at most %lld %s calls at once",
+                     stat_int(by_op, ops[i]), ops[i]);
     struct json_object *totals = NULL;
     json_object_object_get_ex(stats, "totals", &totals);
     for (int i = 0; i < LOGINS; i++) {
@@ -106,6 +113,8 @@ Test(parallel, login_ids_are_called_at_once)
         cr_expect_eq(stat_int(t, "current"), 1, "%s: %lld current calls", login,
                      stat_int(t, "current"));
         cr_expect_eq(stat_int(t, "alert"), 1, "%s: %lld alert calls", login, stat_int(t, "alert"));
+        cr_expect_eq(stat_int(t, "latest-data"), 1, "%s: %lld latest-data calls", login,
+                     stat_int(t, "latest-data"));
     }
     json_object_put(stats);
 }

@@ -262,6 +262,75 @@ Test(trend_messages, trend_false_makes_no_call)
     free(doc);
 }
 
+/* FLEET fridges of one account, calm at 4 °C for an hour and all at 9.5
+ * in the reading of T0: one run sees every one of them cross the limit. */
+#define FLEET 12
+static char *fleet_scenario(void)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    relay_scenario_open(&b, T0);
+    for (int i = 0; i < FLEET; i++) {
+        buf_printf(&b,
+                   "%s{\"serial\": \"521400%02d\", \"model\": \"TR-72wb\","
+                   " \"channels\": [{\"name\": \"温度\", \"unit\": \"°C\", \"value\": \"4.0\"}],"
+                   " \"readings\": [",
+                   i ? "," : "", i);
+        for (long long t = T0 - 3600; t <= T0; t += 600)
+            buf_printf(&b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%s\"]}",
+                       t > T0 - 3600 ? "," : "", t + 30, t, t < T0 ? "4.0" : "9.5");
+        buf_puts(&b, "]}");
+    }
+    buf_puts(&b, "]}]}");
+    return buf_steal(&b);
+}
+
+Test(trend_messages, an_account_reads_ten_devices_a_run_one_call_at_a_time)
+{
+    char *scen = fleet_scenario();
+    relay_start(&R, scen);
+    free(scen);
+    relay_config(&R,
+                 "  - name: lab\n"
+                 "    base_url: @BASE_URL@\n"
+                 "    api_key: \"${TEST_API_KEY}\"\n"
+                 "    login_id: " RELAY_LOGIN "\n"
+                 "    login_pass_file: pass.txt\n"
+                 "    limits:\n"
+                 "      - {serial: \"5214*\", channel: 1, upper: 8}\n",
+                 NULL);
+    char *err = NULL;
+    for (long long t = T0 - 540; t <= T0 + 60; t += 600) {
+        free(err);
+        cr_assert_eq(relay_run_at(&R, t, &err), 0, "run at T0%+lld: %s", t - T0, err);
+    }
+    /* Every fridge's early warning went out; ten of them with a trend. */
+    size_t n = 0, with_trend = 0;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(n, FLEET, "%s\nthe last run's log:\n%s", keys, err);
+    free(err);
+    for (size_t i = 0; i < hooksink_count(R.hook); i++) {
+        char *doc_text = body_of(R.hook, i);
+        struct json_object *doc = json_tokener_parse(doc_text), *events, *trend;
+        cr_assert(json_object_object_get_ex(doc, "events", &events), "%s", doc_text);
+        for (size_t k = 0; k < json_object_array_length(events); k++) {
+            struct json_object *ev = json_object_array_get_idx(events, k);
+            with_trend += json_object_object_get_ex(ev, "trend", &trend) && trend;
+        }
+        json_object_put(doc);
+        free(doc_text);
+    }
+    cr_assert_eq(with_trend, 10, "%zu events had a trend", with_trend);
+    cr_assert_eq(calls_of("latest-data"), 10);
+    /* One client, one call at a time. */
+    struct json_object *stats = sim_stats(&R.sim), *by_op = NULL, *v = NULL;
+    cr_assert(json_object_object_get_ex(stats, "max_in_flight_by_op", &by_op));
+    cr_assert(json_object_object_get_ex(by_op, "latest-data", &v));
+    cr_assert_eq(json_object_get_int(v), 1);
+    json_object_put(stats);
+    free(keys);
+}
+
 Test(trend_messages, an_html_template_without_the_chart_sends_no_image)
 {
     char *scen = scenario("");

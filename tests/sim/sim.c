@@ -33,9 +33,8 @@
 /* What the connection threads share. */
 struct server {
     struct world *w;
-    pthread_mutex_t lock; /* held around every use of w and in_flight */
+    pthread_mutex_t lock; /* held around every use of w */
     unsigned latency_ms;
-    unsigned in_flight; /* platform requests between arrival and reply */
 };
 
 struct options {
@@ -187,12 +186,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     fprintf(stderr, "wsrelay-sim: [t=%lld] %s %s -> %d\n", world_now(srv->w), method, url,
             r.status);
     if (platform)
-        world_note_in_flight(srv->w, ++srv->in_flight);
+        world_flight_begin(srv->w, url);
     pthread_mutex_unlock(&srv->lock);
     if (platform) {
         sleep_ms(srv->latency_ms);
         pthread_mutex_lock(&srv->lock);
-        srv->in_flight--;
+        world_flight_end(srv->w, url);
         pthread_mutex_unlock(&srv->lock);
     }
     enum MHD_Result ok = send_reply(conn, &r);

@@ -65,7 +65,10 @@ struct world {
     struct served *served;
     size_t n_served;
     size_t rejected_429;
-    unsigned max_in_flight;
+    /* requests in progress, and the most at once: in all and per
+     * operation (index N_OPS: a path that is none) */
+    unsigned in_flight, max_in_flight;
+    unsigned op_in_flight[N_OPS + 1], op_max_in_flight[N_OPS + 1];
 };
 
 struct world *world_new(struct scenario *sc)
@@ -398,21 +401,37 @@ static void answer_op(struct world *w, enum op op, const struct request *rq, str
     json_object_put(body);
 }
 
-void world_answer(struct world *w, const struct request *rq, struct reply *out)
+/* The operation at `path`; N_OPS when none is. */
+static int op_of_path(const char *path)
 {
-    for (int op = 0; op < N_OPS; op++) {
-        if (strcmp(rq->path, op_table[op].path) == 0) {
-            answer_op(w, (enum op)op, rq, out);
-            return;
-        }
-    }
-    reply_error(out, 404, "no such operation: %s", rq->path);
+    int op = 0;
+    while (op < N_OPS && strcmp(path, op_table[op].path) != 0)
+        op++;
+    return op;
 }
 
-void world_note_in_flight(struct world *w, unsigned n)
+void world_answer(struct world *w, const struct request *rq, struct reply *out)
 {
-    if (n > w->max_in_flight)
-        w->max_in_flight = n;
+    int op = op_of_path(rq->path);
+    if (op < N_OPS)
+        answer_op(w, (enum op)op, rq, out);
+    else
+        reply_error(out, 404, "no such operation: %s", rq->path);
+}
+
+void world_flight_begin(struct world *w, const char *path)
+{
+    int op = op_of_path(path);
+    if (++w->in_flight > w->max_in_flight)
+        w->max_in_flight = w->in_flight;
+    if (++w->op_in_flight[op] > w->op_max_in_flight[op])
+        w->op_max_in_flight[op] = w->op_in_flight[op];
+}
+
+void world_flight_end(struct world *w, const char *path)
+{
+    w->in_flight--;
+    w->op_in_flight[op_of_path(path)]--;
 }
 
 struct json_object *world_stats(const struct world *w)
@@ -453,5 +472,10 @@ struct json_object *world_stats(const struct world *w)
     json_object_object_add(root, "rejected_429", json_object_new_int64((int64_t)w->rejected_429));
     json_object_object_add(root, "max_alert_calls_per_hour", max_alert);
     json_object_object_add(root, "max_in_flight", json_object_new_int64(w->max_in_flight));
+    struct json_object *by_op = json_object_new_object();
+    for (int op = 0; op < N_OPS; op++)
+        json_object_object_add(by_op, op_table[op].name,
+                               json_object_new_int64(w->op_max_in_flight[op]));
+    json_object_object_add(root, "max_in_flight_by_op", by_op);
     return root;
 }

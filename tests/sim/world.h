@@ -51,9 +51,11 @@ int world_add_reading(struct world *w, const char *serial, const struct json_obj
 int world_set_fault(struct world *w, const char *op, int status, int count, const char *body,
                     struct err *e);
 
-/* Records that `n` platform requests are in progress at once (sim.c
- * counts them, latency included); the stats report the largest n. */
-void world_note_in_flight(struct world *w, unsigned n);
+/* A platform request to `path` is in progress from world_flight_begin
+ * to world_flight_end (sim.c calls them around the latency, up to the
+ * reply); the stats report the most at once, in all and per operation. */
+void world_flight_begin(struct world *w, const char *path);
+void world_flight_end(struct world *w, const char *path);
 
 /* The call log and counters described in tests/sim/README.md (GET
  * /_sim/stats). New reference. */

@@ -650,10 +650,10 @@ static const char *const parallel_serials[N_PARALLEL] = {"52C10001", "52C10002",
 static void alert_requests(struct platform_request *reqs)
 {
     for (size_t i = 0; i < N_PARALLEL; i++)
-        reqs[i] = (struct platform_request){.p = more[i],
-                                            .op = PLATFORM_ALERT,
-                                            .serial = parallel_serials[i],
-                                            .base = parallel_serials[i]};
+        reqs[i] = (struct platform_request){
+            .p = more[i],
+            .op = PLATFORM_ALERT,
+            .query = {.serial = parallel_serials[i], .base = parallel_serials[i]}};
 }
 
 static void free_requests(struct platform_request *reqs, size_t n)
@@ -719,8 +719,8 @@ Test(platform, multi_failures_stay_apart, .init = multi_setup, .fini = multi_tea
     struct platform_request reqs[N_PARALLEL];
     answer(503, "{\"error\":{\"code\":503,\"message\":\"busy\"}}");
     alert_requests(reqs);
-    reqs[1].serial = NULL; /* cannot be sent */
-    reqs[2].p = reqs[0].p; /* one client twice */
+    reqs[1].query.serial = NULL; /* cannot be sent */
+    reqs[2].p = reqs[0].p;       /* one client twice */
     platform_multi_call(multi, reqs, 3);
     cr_assert_eq(reqs[0].rc, -1);
     cr_assert_eq(reqs[0].reply.http_status, 503);
@@ -740,6 +740,40 @@ Test(platform, multi_failures_stay_apart, .init = multi_setup, .fini = multi_tea
     platform_multi_call(multi, reqs, 1);
     cr_assert_eq(reqs[0].rc, 0, "%s", reqs[0].reply.message);
     free_requests(reqs, 1);
+}
+
+Test(platform, multi_makes_graph_data_calls, .init = multi_setup, .fini = multi_teardown)
+{
+    struct platform_request reqs[2] = {
+        {.p = more[0], .op = PLATFORM_LATEST, .query = {.serial = "52C10001"}},
+        {.p = more[1],
+         .op = PLATFORM_LATEST_RTR500,
+         .query = {.serial = "52C10002", .base = "58210001"}},
+    };
+    answer(200, "{\"serial\":\"52C10001\",\"channel\":[],\"data\":[]}");
+    srv.reply.delay_ms = 1500; /* as in multi_calls_at_once */
+    platform_multi_call(multi, reqs, 2);
+    for (size_t i = 0; i < 2; i++) {
+        cr_assert_eq(reqs[i].rc, 0, "call %zu: %s", i, reqs[i].reply.message);
+        cr_assert_not_null(reqs[i].reply.body);
+    }
+    cr_assert_eq(srv.n_requests, 2);
+    cr_assert_eq(srv.max_in_flight, 2);
+    /* Each request went to its operation with its query, whichever came first. */
+    for (size_t i = 0; i < 2; i++) {
+        struct json_object *req = request_json(i);
+        struct json_object *v = NULL;
+        json_object_object_get_ex(req, "remote-serial", &v);
+        bool rtr500 = v && !strcmp(json_object_get_string(v), "52C10002");
+        assert_common_request(i, rtr500 ? "/v1/devices/latest-data-rtr500"
+                                        : "/v1/devices/latest-data");
+        if (rtr500)
+            assert_member(req, "base-serial", "58210001");
+        else
+            cr_assert_not(json_object_object_get_ex(req, "base-serial", NULL));
+        json_object_put(req);
+    }
+    free_requests(reqs, 2);
 }
 
 Test(platform, reply_reset_between_calls)
