@@ -203,10 +203,12 @@ def spread(values, fmt):
 
 def bench_parallel(bindir, work, repeat, sizes=(1, 10, 50), latencies=(0, 200)):
     """One `wsrelay run` with a fresh state: each login ID lists its devices
-    (Get Current Readings) and then polls one (Get Alert Logs)."""
+    (Get Current Readings), polls one (Get Alert Logs) and reads the latest
+    readings of that device for its alarm's trend (Get Latest Data)."""
     print("## Parallel login IDs\n")
     print("One `wsrelay run --now T` with a new state: each login ID makes a discovery "
-          "call, then one alert call. Median of %d runs (lowest to highest).\n" % repeat)
+          "call, one alert call, then one latest-data call for its alarm's trend. "
+          "Median of %d runs (lowest to highest).\n" % repeat)
     print("| latency | login IDs | platform calls | wall time | CPU (user+sys) | max in flight |")
     print("|---:|---:|---:|---|---|---:|")
     results = {}
@@ -225,15 +227,18 @@ def bench_parallel(bindir, work, repeat, sizes=(1, 10, 50), latencies=(0, 200)):
                     samples.append(run_wsrelay(bindir, config, ["run", "--now", str(T0)],
                                                os.path.join(d, "wsrelay.log")))
                     current, alert = sim.calls()
-                    in_flight.append(sim.stats()["max_in_flight"])
-                if (current, alert) != (n, n) or count_events(sink) != n:
-                    raise BenchError("%s: expected %d discovery and %d alert calls and %d "
-                                     "events, got %d, %d and %d" %
-                                     (d, n, n, n, current, alert, count_events(sink)))
+                    stats = sim.stats()
+                    latest = sum(t["latest-data"] for t in stats["totals"].values())
+                    in_flight.append(stats["max_in_flight"])
+                if (current, alert, latest) != (n, n, n) or count_events(sink) != n:
+                    raise BenchError("%s: expected %d discovery, %d alert and %d latest-data "
+                                     "calls and %d events, got %d, %d, %d and %d" %
+                                     (d, n, n, n, n, current, alert, latest,
+                                      count_events(sink)))
             results[(latency, n)] = (statistics.median(s.wall for s in samples),
                                      statistics.median(in_flight))
             print("| %d ms | %d | %d | %s | %s | %g |" %
-                  (latency, n, 2 * n, spread([s.wall for s in samples], ms),
+                  (latency, n, 3 * n, spread([s.wall for s in samples], ms),
                    ms(statistics.median(s.cpu for s in samples)),
                    statistics.median(in_flight)))
     print()
