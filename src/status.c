@@ -666,6 +666,11 @@ static void write_login(struct buf *b, const struct login_row *l, long long now)
                    alert->b.used > l->signal_calls ? alert->b.used - l->signal_calls : 0);
     buf_printf(b, "  current-readings calls: %zu of %d in the last 2 min\n", cur->b.used,
                cur->b.limit);
+    /* The graph-data operations (trends, `wsrelay readings`), when used. */
+    for (int op = PLATFORM_LATEST; op < PLATFORM_N_OPS; op++)
+        if (l->op[op].b.used > 0)
+            buf_printf(b, "  %s calls: %zu of %d in the last %s\n", platform_op_name(op),
+                       l->op[op].b.used, l->op[op].b.limit, duration(l->op[op].b.span).s);
     if (l->starved_since)
         buf_printf(b,
                    "  signals have waited for alert calls since %s (a read-only login ID "
@@ -882,16 +887,19 @@ static struct json_object *login_json(const struct login_row *l, long long now)
     for (size_t i = 0; i < l->n_accounts; i++)
         jsonv_append(accounts, jsonv_need(json_object_new_string(l->accounts[i])));
     jsonv_put(o, "accounts", accounts);
-    static const enum platform_op ops[] = {PLATFORM_ALERT, PLATFORM_CURRENT};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-        enum platform_op op = ops[i];
+    /* Every operation's budget; the reserve and the next routine call only
+     * of the two that polling spaces out. */
+    for (int op = 0; op < PLATFORM_N_OPS; op++) {
         const struct op_row *r = &l->op[op];
+        bool routine = op == PLATFORM_ALERT || op == PLATFORM_CURRENT;
         struct json_object *b = jsonv_need(json_object_new_object());
         jsonv_put_int(b, "used", (long long)r->b.used);
         jsonv_put_int(b, "limit", r->b.limit);
-        jsonv_put_int(b, "reserve", r->b.reserve);
+        if (routine)
+            jsonv_put_int(b, "reserve", r->b.reserve);
         jsonv_put_int(b, "span", r->b.span);
-        jsonv_put_int(b, "next_call", r->next_call);
+        if (routine)
+            jsonv_put_int(b, "next_call", r->next_call);
         put_time(b, "blocked_until", r->b.blocked_until > now ? r->b.blocked_until : 0);
         jsonv_put(o, platform_op_name(op), b);
     }

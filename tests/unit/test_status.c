@@ -431,6 +431,36 @@ Test(status, json_of_a_healthy_site_field_by_field)
     json_object_put(o);
 }
 
+Test(status, graph_data_budgets_show_once_used)
+{
+    struct state *s = begin();
+    healthy(s);
+    /* Two trend calls, one of them older than latest-data's minute. */
+    state_record_call(s, "tbzz9999", PLATFORM_LATEST, NOW - 90);
+    state_record_call(s, "tbzz9999", PLATFORM_LATEST, NOW - 30);
+    commit(s);
+    struct result r = report(false);
+    expect_line(r.text, "  latest-data calls: 1 of 60 in the last 1 min");
+    cr_expect_null(strstr(r.text, "data-rtr500 calls"), "unused: not shown\n%s", r.text);
+    cr_expect_null(strstr(r.text, "  data calls"), "unused: not shown\n%s", r.text);
+    free(r.text);
+
+    enum status_verdict v;
+    struct json_object *o = report_json(&v);
+    expect_int(o, "logins.0.latest-data.used", 1);
+    expect_int(o, "logins.0.latest-data.limit", 60);
+    expect_int(o, "logins.0.latest-data.span", 60);
+    expect_null(o, "logins.0.latest-data.blocked_until");
+    expect_int(o, "logins.0.data-rtr500.used", 0);
+    expect_int(o, "logins.0.data-rtr500.limit", 20);
+    /* Not spaced out by polling: no reserve and no next routine call. */
+    struct json_object *latest = json_at(o, "logins.0.latest-data");
+    cr_expect_not(json_object_object_get_ex(latest, "reserve", NULL));
+    cr_expect_not(json_object_object_get_ex(latest, "next_call", NULL));
+    expect_int(o, "logins.1.latest-data.used", 0);
+    json_object_put(o);
+}
+
 /* --- logins --------------------------------------------------------------- */
 
 Test(status, a_login_whose_last_call_failed_is_a_problem)
