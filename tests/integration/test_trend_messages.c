@@ -68,19 +68,20 @@ static char *scenario(const char *extra_device_keys)
     return buf_steal(&b);
 }
 
-/* The fridge's account, with its limit configured, and `trend` as given. */
-static char *account(const char *trend)
+/* The fridge's account, with its limit configured, and `trend` and
+ * `signals` as given. */
+static char *account(const char *trend, const char *signals)
 {
     return xasprintf("  - name: lab\n"
                      "    base_url: @BASE_URL@\n"
                      "    api_key: \"${TEST_API_KEY}\"\n"
                      "    login_id: " RELAY_LOGIN "\n"
                      "    login_pass_file: pass.txt\n"
-                     "    signals: false\n"
+                     "    signals: %s\n"
                      "    trend: %s\n"
                      "    limits:\n"
                      "      - {serial: \"5214*\", channel: 1, upper: 8}\n",
-                     trend);
+                     signals, trend);
 }
 
 /* Starts everything: the webhook "hook" (relay.h), Slack, Teams and email. */
@@ -107,7 +108,7 @@ static void start(const char *extra_device_keys, const char *trend)
                                 "      from: \"wsrelay <relay@example.org>\"\n"
                                 "      to: \"oncall@example.org\"\n",
                                 hooksink_url(slack), hooksink_url(teams), S.port);
-    char *acct = account(trend);
+    char *acct = account(trend, "false");
     relay_config(&R, acct, receivers);
     free(acct);
     free(receivers);
@@ -290,15 +291,9 @@ Test(trend_messages, an_account_reads_ten_devices_a_run_one_call_at_a_time)
     char *scen = fleet_scenario();
     relay_start(&R, scen);
     free(scen);
-    relay_config(&R,
-                 "  - name: lab\n"
-                 "    base_url: @BASE_URL@\n"
-                 "    api_key: \"${TEST_API_KEY}\"\n"
-                 "    login_id: " RELAY_LOGIN "\n"
-                 "    login_pass_file: pass.txt\n"
-                 "    limits:\n"
-                 "      - {serial: \"5214*\", channel: 1, upper: 8}\n",
-                 NULL);
+    char *acct = account("true", "true"); /* early warnings come with signals */
+    relay_config(&R, acct, NULL);
+    free(acct);
     char *err = NULL;
     for (long long t = T0 - 540; t <= T0 + 60; t += 600) {
         free(err);
@@ -351,7 +346,7 @@ Test(trend_messages, an_html_template_without_the_chart_sends_no_image)
                                 "      to: \"oncall@example.org\"\n"
                                 "      html_template: %s\n",
                                 S.port, tmpl);
-    char *acct = account("true");
+    char *acct = account("true", "false");
     relay_config(&R, acct, receivers);
     char *err = NULL;
     cr_assert_eq(relay_run_at(&R, T0 + 60, &err), 0, "%s", err);
