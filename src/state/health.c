@@ -94,11 +94,7 @@ static size_t utf8_seq(const unsigned char *p, size_t n)
     return len;
 }
 
-/* `text` fit for the state and for one line of `wsrelay status`: at most
- * `max` bytes, never cutting a character; control characters become
- * spaces and bytes that are not UTF-8 '?' (the file must stay valid UTF-8,
- * and an error message may have been cut anywhere). */
-static struct json_object *fit_text(const char *text, size_t max)
+struct json_object *text_fit(const char *text, size_t max)
 {
     struct buf b;
     const unsigned char *p = (const unsigned char *)text;
@@ -136,7 +132,7 @@ void health_record(struct json_object *h, bool ok, long status, const char *erro
     jsonv_put_int(h, "failures", failures < LONG_MAX ? failures + 1 : failures);
     jsonv_put_int(h, "error_at", now);
     jsonv_put_int(h, "status", status > 0 ? status : 0);
-    jsonv_put(h, "error", fit_text(error ? error : "", HEALTH_ERROR_MAX));
+    jsonv_put(h, "error", text_fit(error ? error : "", HEALTH_ERROR_MAX));
 }
 
 bool health_get(const struct json_object *h, struct state_health *out)

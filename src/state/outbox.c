@@ -17,6 +17,7 @@
 #define BACKOFF_FIRST 60           /* first retry delay of the outbox */
 #define BACKOFF_MAX 3600           /* longest retry delay */
 #define CLAMP_NEXT_TRY BACKOFF_MAX /* furthest outbox next try from now */
+#define OUTBOX_ERROR_MAX 1024      /* bytes of a failed delivery's message kept */
 
 static long long item_id(const struct json_object *item)
 {
@@ -295,7 +296,7 @@ void state_outbox_failed(struct state *s, unsigned long long id, const char *err
             delay = BACKOFF_MAX;
     }
     jsonv_put_int(item, "attempts", attempts);
-    jsonv_put(item, "last_error", error ? jsonv_need(json_object_new_string(error)) : NULL);
+    jsonv_put(item, "last_error", error ? text_fit(error, OUTBOX_ERROR_MAX) : NULL);
     jsonv_put_int(item, "next_try", now + delay);
 }
 

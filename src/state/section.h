@@ -426,6 +426,14 @@ int outbox_check_next_id(struct json_object *root, struct err *e);
  * state_take_trimmed; false when the outbox was empty (outbox.c). */
 bool outbox_shed(struct state *s, size_t excess);
 
+/* `text` fit for the state and for one line of `wsrelay status`, as a new
+ * string: at most `max` bytes, never cutting a character; control
+ * characters become spaces and bytes that are not UTF-8 '?'. Every text
+ * from outside the state goes in through it: the file must stay valid
+ * UTF-8 (a load refuses any other as corrupt), and an error message may
+ * have been cut anywhere (health.c). */
+struct json_object *text_fit(const char *text, size_t max);
+
 /* The health of a login ID, a receiver or the heartbeat (struct
  * state_health) as an object `h` of the document (health.c):
  * health_check checks one, naming it `where`; health_clamp lowers its

@@ -312,6 +312,28 @@ Test(state, missing_file_is_empty)
     state_close(s);
 }
 
+/* A delivery's error may have been cut anywhere, even inside a character
+ * (struct err holds 1024 bytes), and may hold control characters: the
+ * state keeps it as valid UTF-8 on one line, so that the next load does
+ * not take the file for a corrupt one. */
+Test(state, a_delivery_error_cut_inside_a_character_keeps_the_state_whole)
+{
+    struct state *s = open_ok();
+    struct event ev = sample_event("5214000A", 1795000000, "ch1");
+    state_enqueue(s, "mail", &ev, 1795000210);
+    /* "冷" is E5 86 B7: its first two bytes, then the end of the text. */
+    state_outbox_failed(s, 1, "template /etc/wsrelay/\xe5\x86 line\n2\tend \xe5\x86", 1795000220);
+    s = reopen(s);
+    cr_assert_null(state_set_aside(s, NULL), "the state was not set aside");
+    size_t n = 0;
+    struct outbox_item *items = state_outbox_due(s, "mail", 1795009999, &n);
+    cr_assert_eq(n, 1);
+    cr_expect_str_eq(items[0].last_error, "template /etc/wsrelay/?? line 2 end ??");
+    cr_expect_eq(items[0].attempts, 1);
+    state_outbox_free(items, n);
+    state_close(s);
+}
+
 Test(state, round_trip_of_every_kind_of_data)
 {
     struct state *s = open_ok();
