@@ -81,6 +81,7 @@ void http_result(struct notify_result *res, const struct http_post_reply *reply,
 struct reply_headers {
     char retry_after[64];
     char date[64];
+    bool ended; /* the blank line that ends them came */
 };
 
 /* Keeps the value of header `name` (lower case, with the colon) when the
@@ -106,6 +107,8 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata)
         *h = (struct reply_headers){0}; /* a new response: only the last one counts */
     keep_header(h->retry_after, sizeof h->retry_after, data, len, "retry-after:");
     keep_header(h->date, sizeof h->date, data, len, "date:");
+    if ((len == 2 && data[0] == '\r' && data[1] == '\n') || (len == 1 && data[0] == '\n'))
+        h->ended = true;
     return len;
 }
 
@@ -188,6 +191,17 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, &seen);
     CURLcode res = curl_easy_perform(curl);
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    if (res != CURLE_OK && seen.ended && status >= 200 && status <= 299) {
+        /* The far end said yes, its headers whole, then its body was cut
+         * or too slow: the message was taken, and sending it again would
+         * repeat it at every retry. */
+        log_warn("POST %s: HTTP %ld, then %s: taken as accepted", redacted, status,
+                 res == CURLE_OPERATION_TIMEDOUT ? "the reply's body did not end in time"
+                                                 : curl_easy_strerror(res));
+        res = CURLE_OK;
+    }
     if (res == CURLE_OPERATION_TIMEDOUT) {
         err_set(e, "POST %s: no complete answer within %ld s (the receiver's timeout)", redacted,
                 timeout_s);
@@ -198,7 +212,7 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
         err_set(e, "POST %s: %s", redacted, curl_easy_strerror(res));
         goto out;
     }
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status);
+    out->status = status;
     out->body = buf_steal(&reply);
     long long asked = retry_after_seconds(&seen);
     out->retry_after = asked > HTTP_RETRY_AFTER_MAX ? HTTP_RETRY_AFTER_MAX : (long)asked;

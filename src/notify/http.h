@@ -28,7 +28,10 @@ struct http_post_reply {
  * whole exchange within `timeout_s` seconds (a receiver's `timeout`; at
  * most 10 s of it to connect). Returns 0 when a reply came (whatever its
  * status), -1 on a transport failure with the reason in `e`, which says
- * when the time ran out. The URL in messages is redacted. */
+ * when the time ran out. A 2xx whose headers came whole counts as a
+ * reply even when its body is then cut or runs out of time (with a
+ * warning, and the body as far as it came): the far end has taken the
+ * message. The URL in messages is redacted. */
 int http_post(struct http_post_reply *out, const char *url, const struct header_conf *headers,
               size_t n_headers, const char *content_type, const char *body, long timeout_s,
               struct err *e);

@@ -267,32 +267,87 @@ static const struct rawhttp_reply dribble = {
     .every_ms = 1000,
 };
 
-Test(fault_http, a_receiver_dribbling_its_reply_is_cut_off_and_the_events_stay_queued)
+/* The same, but the headers never end: no answer has come. */
+static const struct rawhttp_reply dribble_head = {
+    .head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Pad: ",
+    .fill = RAWHTTP_FOREVER,
+    .fill_byte = 'x',
+    .chunk = 1,
+    .every_ms = 1000,
+};
+
+/* How many items the saved outbox holds. */
+static size_t outbox_length(void)
+{
+    char *raw = read_file_str(R.state_path);
+    struct json_object *st = json_tokener_parse(raw);
+    struct json_object *outbox = NULL;
+    cr_assert(json_object_object_get_ex(st, "outbox", &outbox), "%s", raw);
+    size_t n = json_object_array_length(outbox);
+    json_object_put(st);
+    free(raw);
+    return n;
+}
+
+/* One run against a receiver that holds its reply open; returns its log. */
+static char *dribbled_run(const struct rawhttp_reply *reply, int want_status)
 {
     /* The server outlives the bound by far: without a timeout the run
      * would last until it stops, and the test would see it. */
-    S = rawhttp_start(&dribble, 1, RECEIVER_TIMEOUT_S + MARGIN_S + 60);
+    S = rawhttp_start(reply, 1, RECEIVER_TIMEOUT_S + MARGIN_S + 60);
     config_hook();
     int status;
     char *err = NULL;
     double took = timed_run(T0, RECEIVER_TIMEOUT_S + MARGIN_S + 90, &status, &err);
-    cr_assert_eq(status, 1, "a failed delivery:\n%s", err);
+    cr_assert_eq(status, want_status, "%s", err);
     cr_assert_lt(took, RECEIVER_TIMEOUT_S + MARGIN_S, "the run took %.1f s", took);
-    cr_assert(strstr(err, "kept for a later run"), "%s", err);
     assert_none(err, hook_secrets, "run's stderr");
     cr_assert_eq(rawhttp_count(S), 1);
     struct rawhttp_request *rq = rawhttp_request(S, 0);
     cr_assert_not(rq->reply_ended, "the reply never ends");
     rawhttp_request_free(rq);
-    free(err);
+    return err;
+}
 
-    char *raw = read_file_str(R.state_path);
-    struct json_object *st = json_tokener_parse(raw);
-    struct json_object *outbox = NULL;
-    cr_assert(json_object_object_get_ex(st, "outbox", &outbox));
-    cr_assert_eq(json_object_array_length(outbox), 1, "the event is still queued:\n%s", raw);
-    json_object_put(st);
-    free(raw);
+Test(fault_http, a_receiver_dribbling_its_headers_is_cut_off_and_the_events_stay_queued)
+{
+    char *err = dribbled_run(&dribble_head, 1);
+    cr_assert(strstr(err, "kept for a later run"), "%s", err);
+    cr_assert_eq(outbox_length(), 1, "the event is still queued");
+    free(err);
+}
+
+/* A 200 with its headers whole has taken the message, however its body
+ * ends: sent again, it would be repeated at every retry. */
+Test(fault_http, a_receiver_that_said_200_then_dribbles_its_body_has_the_events)
+{
+    char *err = dribbled_run(&dribble, 0);
+    cr_assert(strstr(err, "HTTP 200, then the reply's body did not end in time: taken as "
+                          "accepted"),
+              "%s", err);
+    cr_assert_eq(outbox_length(), 0, "delivered:\n%s", err);
+    free(err);
+}
+
+/* A 200 whose body is cut short (Content-Length says more; the
+ * connection closes) is the same: the event is sent once, never again. */
+static const struct rawhttp_reply cut_short = {
+    .head = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\nok",
+};
+
+Test(fault_http, a_200_cut_short_is_delivered_once)
+{
+    S = rawhttp_start(&cut_short, 1, 240);
+    config_hook();
+    for (int i = 0; i < 4; i++) {
+        char *err = NULL;
+        cr_assert_eq(relay_run_at(&R, T0 + i * 600, &err), 0, "run %d:\n%s", i, err);
+        if (i == 0)
+            cr_assert(strstr(err, "HTTP 200, then "), "%s", err);
+        free(err);
+    }
+    cr_assert_eq(rawhttp_count(S), 1, "posted %zu times", rawhttp_count(S));
+    cr_assert_eq(outbox_length(), 0);
 }
 
 Test(fault_http, a_platform_dribbling_its_reply_is_cut_off)
