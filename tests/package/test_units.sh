@@ -53,6 +53,8 @@ for unit in wsrelay.service wsrelay-loop.service; do
   grep -q '^ExecStart=/usr/bin/wsrelay -c /etc/wsrelay/wsrelay.yaml run' "$units/$unit" ||
     fail "$unit: ExecStart is not the packaged wsrelay with /etc/wsrelay/wsrelay.yaml"
   grep -q '^#LoadCredential=' "$units/$unit" || fail "$unit: no LoadCredential= example"
+  grep -qx 'After=network-online.target time-sync.target' "$units/$unit" ||
+    fail "$unit: not ordered after network-online.target and time-sync.target"
 done
 grep -qx 'Type=oneshot' "$units/wsrelay.service" || fail "wsrelay.service is not oneshot"
 grep -qx 'ExecStart=/usr/bin/wsrelay -c /etc/wsrelay/wsrelay.yaml run --loop' \
