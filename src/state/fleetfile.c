@@ -19,7 +19,12 @@
  * and the next append cuts off. A new base goes to a new name (generation
  * G + 1, written whole and synced) before the state file names it; the
  * old file is removed only after that, and a crash that left it is tidied
- * by the next run. Records cannot remove an entry: a save after one was
+ * by the next run. A failed save may have replaced the state file all the
+ * same (its directory's fsync failed after the rename), so a save never
+ * writes again a generation an earlier save of the run began: the next
+ * base goes to the generation after it (s->fleet_written), and what a
+ * new base replaced is removed once it is committed. Records cannot
+ * remove an entry: a save after one was
  * removed (s->rebase) writes a new base, as does one whose records would
  * outgrow the base, so that the file stays at most about twice the base.
  *
@@ -244,12 +249,14 @@ int fleet_file_write(struct state *s, struct fleet_commit *to, struct err *e)
     buf_reset(&text);
     buf_reserve(&text, s->fleet_base + s->fleet_base / 8 + 4096);
     base_text(&text, s);
-    char *path = fleet_path(s->path, s->fleet_gen + 1);
+    long long gen = (s->fleet_written > s->fleet_gen ? s->fleet_written : s->fleet_gen) + 1;
+    s->fleet_written = gen;
+    char *path = fleet_path(s->path, gen);
     int written = file_write_atomic(path, text.data, text.len, 0600, e);
     free(path);
     if (written < 0)
         goto out;
-    *to = (struct fleet_commit){s->fleet_gen + 1, text.len, text.len, true};
+    *to = (struct fleet_commit){gen, text.len, text.len, true};
     rc = 0;
 out:
     buf_free(&text);
@@ -263,8 +270,8 @@ void fleet_file_commit(struct state *s, const struct fleet_commit *c)
     s->fleet_len = c->len;
     s->fleet_base = c->base;
     s->rebase = false;
-    if (c->rebased && old > 0)
-        fleet_file_tidy(s, old);
+    for (long long gen = old > 0 ? old : 1; c->rebased && gen < c->gen; gen++)
+        fleet_file_tidy(s, gen);
 }
 
 void fleet_file_tidy(const struct state *s, long long gen)

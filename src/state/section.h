@@ -154,6 +154,11 @@ struct state {
      * after it are an append no save committed), and the length of its
      * first document, the base (what follows are records of changes). */
     long long fleet_gen;
+    /* The highest generation a save of this process began to write. A
+     * failed save may still have replaced the state file (a directory
+     * fsync that fails after the rename), so the disk may name it: no
+     * later save writes it again. */
+    long long fleet_written;
     size_t fleet_len, fleet_base;
     char *fleet_text; /* the fleet file as read: native entries borrow from it too */
     struct discovery_times *discovered; /* the "discovered" section as read,
@@ -250,7 +255,9 @@ extern const size_t state_n_natives;
  * when there is no fleet file yet, s->rebase is set or the records would
  * outgrow the base. *to is what the state file must then name;
  * fleet_file_commit takes it once the state file is written, and removes
- * the generation a new base replaced. Nothing is committed on failure,
+ * the generations a new base replaced (the committed one, and those of
+ * failed saves before it: a new base never reuses a generation a save of
+ * this process began, s->fleet_written). Nothing is committed on failure,
  * and the entries written keep their texts: the caller sets s->rebase.
  *
  * fleet_file_tidy removes generation `gen`, when there (a crash between a
