@@ -36,14 +36,16 @@ commands=$(printf '%s\n' "$help" | sed -n '/^Commands:/,/^Options:/p' | grep -E 
 # .It Xo block, ".Ic NAME" on a line of its own.
 section=$(sed -n '/^\.Sh COMMANDS/,/^\.Sh /p' "$man1")
 for c in $commands; do
-  printf '%s\n' "$section" | grep -qE "^\.(It )?Ic $c( |\$)" ||
+  # Here-strings, not pipes: grep -q stops reading at its first match,
+  # and pipefail would take the writer's SIGPIPE for a failure.
+  grep -qE "^\.(It )?Ic $c( |\$)" <<<"$section" ||
     fail "wsrelay.1: command '$c' (wsrelay --help) has no entry in COMMANDS"
 done
 rendered=$(mandoc -T ascii "$man1" | col -b)
 options=$(printf '%s\n' "$help" | grep -oE '(^|[][ (|])--?[a-z][a-z-]*' | sed 's/^[][ (|]*//' |
   sort -u)
 for o in $options; do
-  printf '%s\n' "$rendered" | grep -qE -- "(^|[^a-z-])$o([^a-z-]|\$)" ||
+  grep -qE -- "(^|[^a-z-])$o([^a-z-]|\$)" <<<"$rendered" ||
     fail "wsrelay.1: option '$o' (wsrelay --help) appears nowhere in the page"
 done
 

@@ -59,7 +59,10 @@ has -rw-r--r-- /usr/share/wsrelay/templates/email.html
 # Stripped binaries.
 dpkg-deb -x "$deb" "$tmp/x"
 for bin in usr/bin/wsrelay usr/libexec/wsrelay/wsrelay-net usr/libexec/wsrelay/wsrelay-chart; do
-  readelf -S "$tmp/x/$bin" | grep -q '\.debug_info\|\.symtab' && fail "$bin is not stripped"
+  # Read whole first: with pipefail, grep -q's early exit would make a
+  # match look like none.
+  sections=$(readelf -S "$tmp/x/$bin")
+  grep -q '\.debug_info\|\.symtab' <<<"$sections" && fail "$bin is not stripped"
 done
 
 # Control: the conffile and the maintainer scripts.
