@@ -435,10 +435,10 @@ bool outbox_shed(struct state *s, size_t excess);
 
 /* `text` fit for the state and for one line of `wsrelay status`, as a new
  * string: at most `max` bytes, never cutting a character; control
- * characters become spaces and bytes that are not UTF-8 '?'. Every text
- * from outside the state goes in through it: the file must stay valid
- * UTF-8 (a load refuses any other as corrupt), and an error message may
- * have been cut anywhere (health.c). */
+ * characters become spaces and bytes that are not UTF-8 '?'. Error
+ * messages go into the state through it: they may have been cut anywhere,
+ * and the file must stay valid UTF-8 (a load refuses any other as
+ * corrupt). Defined in health.c. */
 struct json_object *text_fit(const char *text, size_t max);
 
 /* The health of a login ID, a receiver or the heartbeat (struct
