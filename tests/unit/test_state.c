@@ -321,6 +321,7 @@ Test(state, a_delivery_error_cut_inside_a_character_keeps_the_state_whole)
     struct state *s = open_ok();
     struct event ev = sample_event("5214000A", 1795000000, "ch1");
     state_enqueue(s, "mail", &ev, 1795000210);
+    event_clear(&ev);
     /* "冷" is E5 86 B7: its first two bytes, then the end of the text. */
     state_outbox_failed(s, 1, "template /etc/wsrelay/\xe5\x86 line\n2\tend \xe5\x86", 1795000220);
     s = reopen(s);
