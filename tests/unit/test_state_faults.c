@@ -6,6 +6,7 @@
  * from now, or the next fsync of the state file's temporary copy, to fail
  * with EIO; every other fsync is the real one. */
 #define _GNU_SOURCE /* syscall */
+#include "proc.h"
 #include "state.h"
 #include "util/xalloc.h"
 
@@ -18,7 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static char dir[64];
+static char *dir;
 static char *path; /* DIR/state.json */
 
 static int failing_dir_sync;    /* the Nth directory fsync from now fails; 0: none */
@@ -59,17 +60,14 @@ int fsync(int fd)
 
 static void setup(void)
 {
-    strcpy(dir, "/tmp/wsrelay-faults-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    dir = test_tmpdir();
     path = xasprintf("%s/state.json", dir);
 }
 
 static void teardown(void)
 {
-    char *cmd = xasprintf("rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        cr_log_warn("cannot remove %s", dir);
-    free(cmd);
+    test_rmtree(dir);
+    free(dir);
     free(path);
     failing_dir_sync = 0;
     failing_state_sync = false;
