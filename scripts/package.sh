@@ -13,6 +13,9 @@ dir=$out/build
 
 wsrelay_install_deps
 rm -rf "$dir" "$out"/wsrelay_*.deb "$out/_CPack_Packages"
+# All of Debian's hardening, bindnow included (CMakeLists.txt links with
+# -z now in any case).
+export DEB_BUILD_MAINT_OPTIONS=hardening=+all
 eval "$(dpkg-buildflags --export=sh)"
 export CFLAGS="$CFLAGS $CPPFLAGS"
 # The package's files only (the simulator is in it; the tests are not),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Debian package of this build (cpack -G DEB into a temporary
 # directory): its control fields (Depends computed from the libraries),
-# its files and their modes, the conffile, the maintainer scripts, and
+# its files and their modes, full RELRO, the conffile, the maintainer scripts, and
 # lintian with no error. Installing it changes the system, so that is
 # tests/package/install-deb.sh's job (.ci/run), not this test's.
 #   test_deb.sh SOURCE_DIR BUILD_DIR SANITIZED(ON|OFF)
@@ -63,6 +63,12 @@ for bin in usr/bin/wsrelay usr/libexec/wsrelay/wsrelay-net usr/libexec/wsrelay/w
   # match look like none.
   sections=$(readelf -S "$tmp/x/$bin")
   grep -q '\.debug_info\|\.symtab' <<<"$sections" && fail "$bin is not stripped"
+  # Full RELRO: a GNU_RELRO segment, and every symbol bound at start.
+  segments=$(readelf -lW "$tmp/x/$bin")
+  grep -q '^ *GNU_RELRO ' <<<"$segments" || fail "$bin has no GNU_RELRO segment"
+  dynamic=$(readelf -dW "$tmp/x/$bin")
+  grep -qE '\(FLAGS\) +BIND_NOW|\(FLAGS_1\) +Flags: .*\bNOW\b|\(BIND_NOW\)' <<<"$dynamic" ||
+    fail "$bin is not linked with BIND_NOW (-z now): $(grep FLAGS <<<"$dynamic")"
 done
 
 # Control: the conffile and the maintainer scripts.
