@@ -1,6 +1,6 @@
 # What `cmake --install` puts where (GNUInstallDirs, relative to the
 # prefix):
-#   bin/                         wsrelay, wsrelay-sim
+#   bin/                         wsrelay, and wsrelay-sim (component sim)
 #   libexec/wsrelay/             wsrelay-net, which the front execs, and
 #                                wsrelay-chart, which wsrelay-net runs to draw a chart
 #   share/wsrelay/templates/     the built-in templates, to copy and adapt
@@ -14,10 +14,14 @@
 # install leaves out (`cmake --install build --component system` adds them)
 # and the Debian package includes (cmake/DebianPackage.cmake).
 
+# Everything without a component of its own is the relay's (the Debian
+# package wsrelay); the simulator is the component `sim`, its own package
+# wsrelay-sim, so that the relay's package does not need libmicrohttpd.
+set(CMAKE_INSTALL_DEFAULT_COMPONENT_NAME relay)
 install(TARGETS wsrelay RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS wsrelay-net wsrelay-chart RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/wsrelay)
 if(TARGET wsrelay-sim)
-  install(TARGETS wsrelay-sim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(TARGETS wsrelay-sim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT sim)
 endif()
 
 set(WSRELAY_DATADIR ${CMAKE_INSTALL_DATADIR}/wsrelay)

@@ -2,6 +2,7 @@
 # Builds the Debian package from a fresh Release build configured for /usr,
 # with Debian's hardening flags (dpkg-buildflags), and runs lintian on it.
 #   scripts/package.sh [OUTDIR]    writes OUTDIR/wsrelay_VERSION-REV_ARCH.deb
+#                                  and the simulator's wsrelay-sim_….deb
 #                                  (default: build-package/)
 # Install it with `apt install ./build-package/wsrelay_*.deb` (README,
 # "Install on a server"); packaging/Containerfile builds an image from it.
@@ -12,13 +13,13 @@ out=$(mkdir -p "${1:-$wsrelay_root/build-package}" && cd "${1:-$wsrelay_root/bui
 dir=$out/build
 
 wsrelay_install_deps
-rm -rf "$dir" "$out"/wsrelay_*.deb "$out/_CPack_Packages"
+rm -rf "$dir" "$out"/wsrelay_*.deb "$out"/wsrelay-sim_*.deb "$out/_CPack_Packages"
 # All of Debian's hardening, bindnow included (CMakeLists.txt links with
 # -z now in any case).
 export DEB_BUILD_MAINT_OPTIONS=hardening=+all
 eval "$(dpkg-buildflags --export=sh)"
 export CFLAGS="$CFLAGS $CPPFLAGS"
-# The package's files only (the simulator is in it; the tests are not),
+# The packages' files only (the simulator has its own; the tests are not),
 # and `cpack` not rebuilding everything first.
 cmake -S "$wsrelay_root" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
   -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON >/dev/null
@@ -31,9 +32,11 @@ fi
 cmake --build "$dir" -j"$(nproc)" --target "${targets[@]}"
 cpack -G DEB -B "$out" --config "$dir/CPackConfig.cmake" >/dev/null
 deb=$(ls "$out"/wsrelay_*.deb)
+sim=$(ls "$out"/wsrelay-sim_*.deb)
 echo "$deb"
+echo "$sim"
 # No error (the warnings left are explained in packaging/debian/README).
 status=0
-lintian --no-cfg --fail-on error "$deb" >"$dir/lintian.txt" 2>&1 || status=$?
+lintian --no-cfg --fail-on error "$deb" "$sim" >"$dir/lintian.txt" 2>&1 || status=$?
 grep -v '^running with root privileges' "$dir/lintian.txt" || true
 exit $status

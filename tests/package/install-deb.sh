@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian package on this machine with apt-get, checks what the
-# postinst made, runs `wsrelay check` as the user wsrelay, and purges it.
+# postinst made, runs `wsrelay check` as the user wsrelay, and purges it
+# (and the same for the simulator's package wsrelay-sim, when it is beside).
 # It changes the system (a user, /etc/wsrelay, /var/lib/wsrelay), so only
 # CI runs it (.ci/run, as root), never ctest.
 #   tests/package/install-deb.sh PATH/wsrelay_VERSION-REV_ARCH.deb
@@ -19,7 +20,8 @@ installed=0
 cleanup() {
   rm -rf "$tmp"
   if [ $installed -eq 1 ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq wsrelay >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq wsrelay wsrelay-sim >/dev/null 2>&1 ||
+      DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq wsrelay >/dev/null 2>&1 || true
   fi
 }
 trap cleanup EXIT
@@ -87,6 +89,20 @@ fi
 out=$(systemd-analyze verify "$man" /lib/systemd/system/wsrelay.service \
   /lib/systemd/system/wsrelay.timer /lib/systemd/system/wsrelay-loop.service 2>&1) ||
   fail "systemd-analyze verify: $out"
+
+# The simulator is a package of its own (wsrelay-sim, beside this one when
+# built): not installed with the relay; installed alone, it runs.
+[ ! -e /usr/bin/wsrelay-sim ] || fail "installing wsrelay installed /usr/bin/wsrelay-sim"
+sims=("$deb_dir"/wsrelay-sim_*.deb)
+if [ -f "${sims[0]}" ]; then
+  (cd "$deb_dir" && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "./$(basename "${sims[0]}")" >/dev/null) ||
+    fail "apt-get install ./$(basename "${sims[0]}")"
+  out=$(wsrelay-sim --help 2>&1) || fail "wsrelay-sim --help: $out"
+  DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq wsrelay-sim >/dev/null || fail "apt-get purge wsrelay-sim"
+  [ ! -e /usr/bin/wsrelay-sim ] || fail "/usr/bin/wsrelay-sim is still there after purge"
+  dpkg-query -W -f='${Status}' wsrelay 2>/dev/null | grep -q 'ok installed' ||
+    fail "purging wsrelay-sim removed wsrelay"
+fi
 
 # Purge: the state, the config and the overrides go; the user stays.
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq wsrelay >/dev/null || fail "apt-get purge"

@@ -36,6 +36,9 @@ depends=$(field Depends)
 for lib in libc6 libcurl4 libjson-c5 libyaml-0-2 libesmtp6 libssl3 libpcre2-8-0 libcairo2 adduser; do
   grep -qE "(^|, )$lib( |,|$)" <<<"$depends" || fail "Depends lacks $lib: $depends"
 done
+# The simulator's HTTP server library is not the relay's: wsrelay-sim is a
+# package of its own.
+! grep -qE "(^|, )libmicrohttpd" <<<"$depends" || fail "Depends has libmicrohttpd: $depends"
 
 # Files and modes, as dpkg will unpack them (all root:root).
 listing=$(dpkg-deb -c "$deb")
@@ -53,6 +56,7 @@ has -rw-r--r-- /usr/share/doc/wsrelay/copyright
 has -rw-r--r-- /usr/share/doc/wsrelay/changelog.Debian.gz
 has -rw-r--r-- /usr/share/doc/wsrelay/examples/wsrelay.yaml
 has -rw-r--r-- /usr/share/wsrelay/templates/email.html
+! grep -q ' \./usr/bin/wsrelay-sim$' <<<"$listing" || fail "wsrelay-sim is in the relay's package"
 ! grep -q ' \./usr/local/' <<<"$listing" || fail "the package has files in /usr/local"
 ! grep -qv '^[-d]' <<<"$listing" || fail "the package has something else than files and directories"
 
@@ -81,12 +85,35 @@ for script in postinst prerm postrm; do
 done
 grep -q 'adduser --system' "$tmp/control/postinst" || fail "postinst makes no system user"
 
+# The simulator's package, in a build that has the simulator: the
+# simulator and its copyright, nothing of the relay's.
+sims=("$tmp"/wsrelay-sim_*.deb)
+if [ -f "$build/wsrelay-sim" ]; then
+  [ ${#sims[@]} -eq 1 ] && [ -f "${sims[0]}" ] || fail "cpack made no wsrelay-sim package: ${sims[*]}"
+  sim=${sims[0]}
+  [ "$(dpkg-deb -f "$sim" Package)" = wsrelay-sim ] || fail "Package: $(dpkg-deb -f "$sim" Package)"
+  grep -qE "(^|, )libmicrohttpd12( |,|$)" <<<"$(dpkg-deb -f "$sim" Depends)" ||
+    fail "wsrelay-sim's Depends lacks libmicrohttpd12: $(dpkg-deb -f "$sim" Depends)"
+  files=$(dpkg-deb -c "$sim" | awk '$1 !~ /^d/ { print $NF }' | sort | tr '\n' ' ')
+  [ "$files" = "./usr/bin/wsrelay-sim ./usr/share/doc/wsrelay-sim/changelog.Debian.gz ./usr/share/doc/wsrelay-sim/copyright " ] ||
+    fail "wsrelay-sim's files: $files"
+else
+  [ ! -f "${sims[0]}" ] || fail "a wsrelay-sim package without the simulator"
+  sim=
+fi
+
 # lintian: errors fail; the warnings that remain are known and explained in
 # packaging/debian/README.
 status=0
-lintian --no-cfg --fail-on error "$deb" >"$tmp/lintian" 2>&1 || status=$?
+lintian --no-cfg --fail-on error "$deb" $sim >"$tmp/lintian" 2>&1 || status=$?
 out=$(grep -v '^running with root privileges' "$tmp/lintian" || true)
 [ $status -eq 0 ] || fail "lintian (status $status): $out"
 ! grep -q '^E:' <<<"$out" || fail "lintian: $out"
 if [ -n "$out" ]; then echo "lintian:"; echo "$out"; fi
-echo "package OK: $(basename "$deb"), Depends: $depends"
+# packaging/debian/README explains each warning left, and no other: its
+# "W: " lines are lintian's.
+explained=$(grep '^[WI]: ' "$src/packaging/debian/README" | sort || true)
+given=$(grep '^[WI]: ' <<<"$out" | sort || true)
+[ "$explained" = "$given" ] ||
+  fail "packaging/debian/README explains the lintian warnings"$'\n'"$explained"$'\n'"lintian gave"$'\n'"$given"
+echo "package OK: $(basename "$deb")${sim:+ and $(basename "$sim")}, Depends: $depends"
