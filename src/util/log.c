@@ -60,8 +60,13 @@ static void write_line(enum log_level level, bool named, const char *fmt, va_lis
     static const char *const names[] = {"debug", "info", "warning", "error"};
     static const int priorities[] = {7, 6, 4, 3};
     char prio[8] = "", small[1024];
-    if (stderr_is_journal())
+    /* The journal names the program itself ("wsrelay[PID]: "): a name of
+     * ours after it would read "wsrelay: wsrelay: …". */
+    const char *name = "wsrelay: ";
+    if (stderr_is_journal()) {
         snprintf(prio, sizeof prio, "<%d>", priorities[level]);
+        name = "";
+    }
     va_list again;
     va_copy(again, ap);
     int len = vsnprintf(small, sizeof small, fmt, ap);
@@ -71,7 +76,7 @@ static void write_line(enum log_level level, bool named, const char *fmt, va_lis
         vsnprintf(text, (size_t)len + 1, fmt, again);
     }
     va_end(again);
-    fprintf(stderr, "%swsrelay: %s%s%s\n", prio, named ? names[level] : "", named ? ": " : "",
+    fprintf(stderr, "%s%s%s%s%s\n", prio, name, named ? names[level] : "", named ? ": " : "",
             len < 0 ? "" : text);
     if (text != small)
         free(text);

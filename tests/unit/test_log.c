@@ -88,17 +88,19 @@ Test(log, without_journal_stream_lines_have_no_prefix)
                    "wsrelay: wsrelay.yaml:1:1: plain\n");
 }
 
-Test(log, a_journal_stream_naming_stderr_adds_syslog_priorities)
+Test(log, a_journal_stream_naming_stderr_gets_syslog_priorities_and_no_name)
 {
     char *stream = stream_of(STDERR_FILENO, 0);
     setenv("JOURNAL_STREAM", stream, 1);
     log_set_level(LOG_DEBUG);
     log_each_level();
-    expect_written("<7>wsrelay: debug: debug 1\n"
-                   "<6>wsrelay: info: info two\n"
-                   "<4>wsrelay: warning: warning 3\n"
-                   "<3>wsrelay: error: error four\n"
-                   "<3>wsrelay: wsrelay.yaml:1:1: plain\n");
+    /* Without "wsrelay: ": the journal shows the program's name already,
+     * and the line would read "wsrelay[PID]: wsrelay: …". */
+    expect_written("<7>debug: debug 1\n"
+                   "<6>info: info two\n"
+                   "<4>warning: warning 3\n"
+                   "<3>error: error four\n"
+                   "<3>wsrelay.yaml:1:1: plain\n");
     free(stream);
 }
 
@@ -170,7 +172,7 @@ Test(log, a_long_line_is_written_whole)
     memset(long_text, 'x', sizeof long_text - 1);
     long_text[sizeof long_text - 1] = '\0';
     log_info("%s.", long_text);
-    char *want = xasprintf("<6>wsrelay: info: %s.\n", long_text);
+    char *want = xasprintf("<6>info: %s.\n", long_text);
     expect_written(want);
     free(want);
     free(stream);
