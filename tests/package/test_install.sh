@@ -68,6 +68,47 @@ unexpected=$(cd "$d" && find . -type f | grep -v -e '^\./usr/bin/' -e '^\./usr/l
 # The cron file runs wsrelay as its user once a minute.
 grep -qx '\* \* \* \* \* wsrelay wsrelay -c /etc/wsrelay/wsrelay.yaml run.*' \
   "$src/packaging/cron/wsrelay" || fail "the cron file does not run wsrelay as wsrelay"
+# Its command, run as cron runs it (the file's SHELL), with a wsrelay that
+# writes a line of each level and fails, and a logger that writes down what
+# it is given: each line reaches syslog with its own priority and without a
+# second "wsrelay: ", and the failure is logged with its exit status, which
+# the job keeps.
+shell=$(sed -n 's/^SHELL=//p' "$src/packaging/cron/wsrelay")
+job=$(sed -n 's/^\* \* \* \* \* wsrelay //p' "$src/packaging/cron/wsrelay")
+mkdir -p "$tmp/stub"
+cat >"$tmp/stub/wsrelay" <<'SH'
+#!/bin/sh
+printf 'wsrelay: debug: one\nwsrelay: info: two\nwsrelay: warning: three\n' >&2
+printf 'wsrelay: error: four\nwsrelay: /etc/x: plain\n' >&2
+echo "to standard output"
+exit 3
+SH
+cat >"$tmp/stub/logger" <<'SH'
+#!/bin/sh
+{
+  echo "args: $*"
+  case " $* " in *" --prio-prefix "*) sed 's/^/line: /' ;; esac
+} >>"$LOGGED"
+SH
+chmod +x "$tmp/stub/wsrelay" "$tmp/stub/logger"
+status=0
+out=$(env -i PATH="$tmp/stub:/usr/bin:/bin" LOGGED="$tmp/logged" "$shell" -c "$job") || status=$?
+[ $status -eq 3 ] || fail "the cron job ended with status $status, not wsrelay's 3"
+[ "$out" = "to standard output" ] || fail "the cron job's standard output: $out"
+want="args: -t wsrelay --prio-prefix -p daemon.info
+line: <31>one
+line: <30>two
+line: <28>three
+line: <27>four
+line: <27>/etc/x: plain"
+for _ in $(seq 100); do
+  [ "$(grep -c . "$tmp/logged" 2>/dev/null)" -ge 7 ] && break
+  sleep 0.1 # the hang guard of the logger behind the pipe, which ends after the job
+done
+logged=$(cat "$tmp/logged" 2>/dev/null || true)
+grep -qxF -- "args: -t wsrelay -p daemon.err run ended with exit status 3" <<<"$logged" ||
+  fail "the cron job did not log its exit status: $logged"
+[ "$(grep -v 'exit status' <<<"$logged")" = "$want" ] || fail "the cron job logged: $logged"
 
 # The front, away from the build directory, finds its own wsrelay-net.
 out=$("$d/usr/bin/wsrelay" --version 2>&1) || fail "installed wsrelay --version: $out"
