@@ -75,6 +75,13 @@ for bin in usr/bin/wsrelay usr/libexec/wsrelay/wsrelay-net usr/libexec/wsrelay/w
     fail "$bin is not linked with BIND_NOW (-z now): $(grep FLAGS <<<"$dynamic")"
 done
 
+# The conffile is the example; its header says it is in place already,
+# not to copy it where it is.
+conf=$tmp/x/etc/wsrelay/wsrelay.yaml
+grep -q 'Copy to /etc/wsrelay/wsrelay.yaml' "$conf" && fail "/etc/wsrelay/wsrelay.yaml says to copy it where it is"
+grep -q '^# /usr/share/doc/wsrelay/examples/wsrelay.yaml' "$conf" ||
+  fail "/etc/wsrelay/wsrelay.yaml does not say where its original is"
+
 # Control: the conffile and the maintainer scripts.
 dpkg-deb -e "$deb" "$tmp/control"
 [ "$(cat "$tmp/control/conffiles")" = /etc/wsrelay/wsrelay.yaml ] ||
