@@ -855,6 +855,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "wsrelay: unknown command '%s' (try wsrelay --help)\n", argv[optind]);
         return RUN_USAGE;
     }
+    /* `wsrelay COMMAND --help` (or -h, before any "--"): the command's row
+     * of the table on stdout, exit 0, nothing read or done. */
+    for (int i = optind + 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: wsrelay [-c FILE] [-v | -q] %s%s%s\n  %s\n", cmd->name,
+                   *cmd->usage ? " " : "", cmd->usage, cmd->help);
+            return RUN_OK;
+        }
+    }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         log_plain(LOG_ERROR, "cannot initialise libcurl");
         return RUN_FAILED;

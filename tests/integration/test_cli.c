@@ -86,6 +86,25 @@ Test(cli, help_lists_every_command)
     result_free(&r);
 }
 
+Test(cli, every_command_has_help_that_exits_0)
+{
+    static const char *const names[] = {"run",    "check",   "status", "current",       "readings",
+                                        "alerts", "explain", "keys",   "test-receiver", "render"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        struct result r = wsrelay("-c", "/nonexistent/wsrelay.yaml", names[i], "--help");
+        cr_expect_eq(r.status, 0, "%s --help: %d: %s", names[i], r.status, r.err);
+        char *want = xasprintf("usage: wsrelay [-c FILE] [-v | -q] %s", names[i]);
+        cr_expect(strncmp(r.out, want, strlen(want)) == 0, "%s --help: %s", names[i], r.out);
+        cr_expect_str_eq(r.err, "", "%s --help", names[i]);
+        free(want);
+        result_free(&r);
+    }
+    struct result r = wsrelay("check", "-h", NULL, NULL);
+    cr_expect_eq(r.status, 0);
+    cr_expect(strstr(r.out, "validate the configuration"), "%s", r.out);
+    result_free(&r);
+}
+
 Test(cli, version)
 {
     struct result r = wsrelay("--version", NULL, NULL, NULL);
