@@ -3,6 +3,7 @@
 #include "lookup/session.h"
 #include "run.h"
 #include "watch.h"
+#include "util/duration.h"
 #include "util/jsonv.h"
 #include "util/xalloc.h"
 
@@ -21,13 +22,16 @@ static long long stale_after(const struct session *s, const char *serial)
     return after > STALE_MIN ? after : STALE_MIN;
 }
 
-/* "12 min ago", marked stale as lookup.h says. */
+/* "12 min ago", "9 d 3 h ago" (duration_format_age), marked stale as
+ * lookup.h says. */
 static char *age_text(const struct session *s, const struct device_info *d)
 {
     long long age = s->o->now > d->unixtime ? s->o->now - d->unixtime : 0;
-    return d->unixtime ? xasprintf("%lld min ago%s", age / 60,
-                                   age > stale_after(s, d->serial) ? " (stale)" : "")
-                       : xstrdup("unknown");
+    char text[32];
+    duration_format_age(text, sizeof text, age);
+    return d->unixtime
+               ? xasprintf("%s ago%s", text, age > stale_after(s, d->serial) ? " (stale)" : "")
+               : xstrdup("unknown");
 }
 
 static void current_table(struct buf *b, const struct session *s, const struct account_conf *a,

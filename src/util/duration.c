@@ -79,3 +79,25 @@ void duration_format(char *out, unsigned long size, long seconds)
         len += (size_t)w;
     }
 }
+
+void duration_format_age(char *out, unsigned long size, long long seconds)
+{
+    long long minutes = seconds > 0 ? seconds / 60 : 0;
+    long long big, small;
+    const char *big_unit, *small_unit;
+    if (minutes < 120) {
+        snprintf(out, size, "%lld min", minutes);
+        return;
+    }
+    if (minutes < 2 * 24 * 60) {
+        big = minutes / 60, small = minutes % 60;
+        big_unit = "h", small_unit = "min";
+    } else {
+        big = minutes / (24 * 60), small = minutes % (24 * 60) / 60;
+        big_unit = "d", small_unit = "h";
+    }
+    if (small)
+        snprintf(out, size, "%lld %s %lld %s", big, big_unit, small, small_unit);
+    else
+        snprintf(out, size, "%lld %s", big, big_unit);
+}

@@ -12,4 +12,11 @@ int duration_parse(long *out, const char *text);
  * negative value is written as 0s. `out` of at least 24 bytes. */
 void duration_format(char *out, unsigned long size, long seconds);
 
+/* Writes an age for people, in the largest unit that reads well: minutes
+ * below two hours ("75 min"), then hours and minutes ("5 h 12 min"), then
+ * from two days days and hours ("9 d 3 h"); a part that is zero is left
+ * out, and an age below a minute or negative is "0 min". `out` of at
+ * least 32 bytes. */
+void duration_format_age(char *out, unsigned long size, long long seconds);
+
 #endif

@@ -286,6 +286,11 @@ Test(lookup, current_marks_stale_readings_by_the_usual_interval)
     cr_expect(strstr(o.text, "  75 min ago\n"), "%s", o.text);
     cr_expect(strstr(o.text, "  20 min ago (stale)\n"), "%s", o.text);
     out_free(&o);
+    /* Nine days on, in days and hours, not "13157 min ago". */
+    o = wsrelay_at(T0 + 13157 * 60 - 300, "current", NULL);
+    cr_assert_eq(o.status, 0, "%s%s", o.text, o.err);
+    cr_expect(strstr(o.text, "  9 d 3 h ago (stale)\n"), "%s", o.text);
+    out_free(&o);
     o = wsrelay_at(T0 + 1200, "current", "--json", NULL);
     cr_assert_eq(o.status, 0, "%s%s", o.text, o.err);
     struct json_object *j = parse(&o);

@@ -963,6 +963,29 @@ Test(config, durations_are_written_as_they_are_read)
     }
 }
 
+Test(config, ages_are_written_in_the_largest_unit_that_reads_well)
+{
+    static const struct {
+        long long seconds;
+        const char *text;
+    } cases[] = {{-5, "0 min"},
+                 {59, "0 min"},
+                 {120, "2 min"},
+                 {4500, "75 min"},
+                 {7199, "119 min"},
+                 {7200, "2 h"},
+                 {18720, "5 h 12 min"},
+                 {172799, "47 h 59 min"},
+                 {172800, "2 d"},
+                 {13157 * 60, "9 d 3 h"},
+                 {400LL * 86400 + 3600, "400 d 1 h"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[32];
+        duration_format_age(out, sizeof out, cases[i].seconds);
+        cr_expect_str_eq(out, cases[i].text, "%lld s", cases[i].seconds);
+    }
+}
+
 Test(config, bad_duration)
 {
     expect_error("catch_up: 1hour\n" ACCOUNT RECEIVER,
