@@ -1,6 +1,8 @@
 /* The metrics file: counters kept in the state add up across runs, gauges
- * come from the state, and the text is valid exposition format. */
+ * come from the state, and the text is valid exposition format. The
+ * README's reference names every label value the code emits. */
 #include "metrics.h"
+#include "proc.h"
 #include "util/fileio.h"
 #include "util/xalloc.h"
 
@@ -152,4 +154,84 @@ Test(metrics, counters_survive_a_save_and_the_file_is_replaced_whole)
     cr_assert(strstr(buf_str(&b), "wsrelay_last_run_success 1\n"));
     buf_free(&b);
     free(file);
+}
+
+/* The values the README's metrics table gives label `label` of `metric`:
+ * the backquoted words in the parentheses after `label`, as one string
+ * " a b c " (each between spaces), sorted as written. */
+static char *readme_values(const char *metric, const char *label)
+{
+    char *readme = read_file_str(WSRELAY_SOURCE_DIR "/README.md");
+    cr_assert_not_null(readme);
+    char *row_start = xasprintf("\n| `%s` |", metric);
+    const char *row = strstr(readme, row_start);
+    cr_assert_not_null(row, "the README's metrics table has no row %s", metric);
+    const char *row_end = strchr(row + 1, '\n');
+    char *label_text = xasprintf("`%s` (", label);
+    const char *p = strstr(row, label_text);
+    cr_assert(p && p < row_end, "the README's row %s gives no values of %s", metric, label);
+    p += strlen(label_text);
+    struct buf out;
+    buf_init(&out, 0);
+    buf_puts(&out, " ");
+    while (*p && *p != ')' && p < row_end) {
+        const char *open = strchr(p, '`');
+        const char *close = open ? strchr(open + 1, '`') : NULL;
+        const char *paren = strchr(p, ')');
+        if (!close || (paren && open > paren))
+            break;
+        buf_append(&out, open + 1, (size_t)(close - open - 1));
+        buf_puts(&out, " ");
+        p = close + 1;
+    }
+    free(label_text);
+    free(row_start);
+    free(readme);
+    return buf_steal(&out);
+}
+
+static void expect_documented(const char *documented, const char *value, const char *what)
+{
+    char *word = xasprintf(" %s ", value);
+    cr_expect(strstr(documented, word),
+              "the README's metrics reference lacks %s \"%s\" (it has:%s)", what, value,
+              documented);
+    free(word);
+}
+
+/* Every operation a call is counted under (a lookup counts all of them),
+ * and no other. */
+Test(metrics, the_readme_lists_every_operation)
+{
+    char *documented = readme_values("wsrelay_platform_calls_total", "op");
+    size_t words = 0;
+    for (const char *p = documented + 1; *p; p++)
+        words += *p == ' ';
+    for (int op = 0; op < PLATFORM_N_OPS; op++)
+        expect_documented(documented, platform_op_name((enum platform_op)op), "op");
+    cr_expect_eq(words, (size_t)PLATFORM_N_OPS, "the README lists other operations:%s", documented);
+    free(documented);
+}
+
+/* Every outcome wsrelay_events_total is written with, and no other. */
+Test(metrics, the_readme_lists_every_event_outcome)
+{
+    char *documented = readme_values("wsrelay_events_total", "outcome");
+    char *text = render(1795000000, true);
+    size_t emitted = 0;
+    const char *prefix = "\nwsrelay_events_total{outcome=\"";
+    for (const char *p = strstr(text, prefix); p; p = strstr(p + 1, prefix)) {
+        const char *v = p + strlen(prefix);
+        char *value = xstrndup(v, (size_t)(strchr(v, '"') - v));
+        expect_documented(documented, value, "outcome");
+        free(value);
+        emitted++;
+    }
+    size_t words = 0;
+    for (const char *p = documented + 1; *p; p++)
+        words += *p == ' ';
+    cr_expect_gt(emitted, 0);
+    cr_expect_eq(words, emitted, "the README lists other outcomes:%s", documented);
+    free(text);
+    free(documented);
 }
