@@ -1010,7 +1010,7 @@ static size_t name_text(struct gather *g, const struct jscan_raw *v, char **to)
     else if (s != num && !tmp && len <= PLATFORM_NAME_MAX && printable_ascii(s, len))
         i = gather_put(g, s, len, to); /* what utf8_clean would copy as it is */
     else
-        i = gather_own(g, utf8_clean(s, len, PLATFORM_NAME_MAX, UTF8_CONTROLS_NONE), to);
+        i = gather_own(g, utf8_clean_shown(s, len, PLATFORM_NAME_MAX, UTF8_CONTROLS_NONE), to);
     free(tmp);
     return i;
 }

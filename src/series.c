@@ -69,7 +69,7 @@ static char *clean(struct json_object *v)
 
 static char *clean_bytes(const char *text, size_t len)
 {
-    return utf8_clean(text, len, PLATFORM_NAME_MAX, UTF8_CONTROLS_NONE);
+    return utf8_clean_shown(text, len, PLATFORM_NAME_MAX, UTF8_CONTROLS_NONE);
 }
 
 /* Minutes east of UTC from a time difference, daylight saving flag and

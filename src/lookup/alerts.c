@@ -54,7 +54,8 @@ static void alerts_table(struct buf *b, const struct target *t, const struct log
         const struct event *ev = &l->items[i];
         char when[40];
         /* One line each: an alert text may hold line breaks. */
-        char *text = utf8_clean(ev->text, strlen(ev->text), PLATFORM_TEXT_MAX, UTF8_CONTROLS_NONE);
+        char *text =
+            utf8_clean_shown(ev->text, strlen(ev->text), PLATFORM_TEXT_MAX, UTF8_CONTROLS_NONE);
         lookup_local_time(when, sizeof when, ev->unixtime, ev->utc_offset);
         table_add(tab, (const char *const[]){when, ev->kind, ev->state, text});
         free(text);

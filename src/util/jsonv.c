@@ -63,7 +63,7 @@ char *jsonv_text_clean(struct json_object *v, size_t max, enum utf8_controls con
 {
     size_t len = 0;
     const char *s = jsonv_text_raw(v, &len);
-    return s ? utf8_clean(s, len, max, controls) : NULL;
+    return s ? utf8_clean_shown(s, len, max, controls) : NULL;
 }
 
 bool jsonv_int(struct json_object *v, long long *out)

@@ -31,8 +31,8 @@ const char *jsonv_text_raw(struct json_object *v, size_t *len);
 /* Like jsonv_text, but the text made safe for the state, logs and
  * templates (util/utf8.h, utf8_clean): its whole length read, bytes that
  * are not UTF-8 as U+FFFD, control characters as `controls` says, at most
- * `max` bytes cut at a character boundary. NULL when jsonv_text would be
- * NULL. */
+ * `max` bytes cut at a character boundary and ending with "…" when cut
+ * (utf8_clean_shown). NULL when jsonv_text would be NULL. */
 char *jsonv_text_clean(struct json_object *v, size_t max, enum utf8_controls controls);
 
 /* An integer given as a JSON integer or as a string of digits (an optional

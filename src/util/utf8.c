@@ -97,7 +97,9 @@ bool utf8_is_control(uint32_t cp)
     return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F);
 }
 
-char *utf8_clean(const char *s, size_t n, size_t max, enum utf8_controls controls)
+/* utf8_clean, and with `ellipsis` a "…" at the end of a copy that was
+ * cut. */
+static char *clean(const char *s, size_t n, size_t max, enum utf8_controls controls, bool ellipsis)
 {
     struct buf b;
     size_t plain = 0;
@@ -130,12 +132,28 @@ char *utf8_clean(const char *s, size_t n, size_t max, enum utf8_controls control
             piece = " ";
             piece_len = 1;
         }
-        if (b.len + piece_len > max)
+        if (b.len + piece_len > max) {
+            /* Cut: make room for the ellipsis, at a character boundary. */
+            if (ellipsis && max >= sizeof UTF8_ELLIPSIS - 1) {
+                b.len = utf8_cut(b.data, b.len, max - (sizeof UTF8_ELLIPSIS - 1));
+                buf_puts(&b, UTF8_ELLIPSIS);
+            }
             break;
+        }
         buf_append(&b, piece, piece_len);
         i += len;
     }
     return buf_steal(&b);
+}
+
+char *utf8_clean(const char *s, size_t n, size_t max, enum utf8_controls controls)
+{
+    return clean(s, n, max, controls, false);
+}
+
+char *utf8_clean_shown(const char *s, size_t n, size_t max, enum utf8_controls controls)
+{
+    return clean(s, n, max, controls, true);
 }
 
 /* The escaped form of one character (or of a byte that is not UTF-8 when

@@ -17,6 +17,7 @@
 struct buf;
 
 #define UTF8_REPLACEMENT "\xEF\xBF\xBD" /* U+FFFD, three bytes */
+#define UTF8_ELLIPSIS "\xE2\x80\xA6"    /* U+2026 "…", three bytes */
 
 /* The length (1 to 4) of the well-formed sequence that starts `s` (`n`
  * bytes available) and its code point in *out; 0, *out untouched, when
@@ -54,6 +55,11 @@ enum utf8_controls {
  * `controls` says, and the copy ends before the first character that
  * would pass `max` bytes. The caller frees it. */
 char *utf8_clean(const char *s, size_t n, size_t max, enum utf8_controls controls);
+
+/* utf8_clean for text that people read (a name, an alert text): a copy
+ * that does not hold the whole text ends with "…" (U+2026), still within
+ * `max` bytes when `max` is 3 or more, so that the cut shows. */
+char *utf8_clean_shown(const char *s, size_t n, size_t max, enum utf8_controls controls);
 
 /* A NUL-terminated copy of `s` (`n` bytes) to show in a log line, quotes
  * around it and every character printable: a backslash as "\\", a quote

@@ -920,6 +920,8 @@ Test(platform, odd_device_data_is_repaired_or_skipped)
     cr_assert_str_eq(d[1].serial, "5214000C");
     cr_assert_str_eq(d[1].model, UTF8_REPLACEMENT);
     cr_assert_eq(strlen(d[1].name), 255, "cut to PLATFORM_NAME_MAX at a character boundary");
+    cr_assert(!strcmp(d[1].name + 252, UTF8_ELLIPSIS), "a cut name ends with an ellipsis: %s",
+              d[1].name);
     for (size_t i = 0; i < n; i++) {
         const char *fields[] = {d[i].serial,     d[i].model,     d[i].name,      d[i].base_serial,
                                 d[i].base_model, d[i].base_name, d[i].group_name};

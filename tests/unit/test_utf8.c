@@ -142,6 +142,30 @@ Test(utf8, clean_replaces_bad_bytes_with_U_FFFD)
     expect_clean("", 0, 100, UTF8_CONTROLS_NONE, "");
 }
 
+/* Text for people shows where it was cut: "…" within the bound, after
+ * whole characters only. */
+Test(utf8, clean_shown_ends_a_cut_text_with_an_ellipsis)
+{
+    const char *s = "a冷🔴b";
+    size_t n = strlen(s);
+    struct {
+        size_t max;
+        const char *want;
+    } cases[] = {{9, "a冷🔴b"}, {8, "a冷…"}, {7, "a冷…"}, {6, "a…"}, {3, "…"}, {2, "a"}, {0, ""}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = utf8_clean_shown(s, n, cases[i].max, UTF8_CONTROLS_NONE);
+        cr_expect_str_eq(got, cases[i].want, "max %zu", cases[i].max);
+        cr_expect_leq(strlen(got), cases[i].max);
+        free(got);
+    }
+    char *got = utf8_clean_shown("Freezer Room 12", 15, 10, UTF8_CONTROLS_NONE);
+    cr_expect_str_eq(got, "Freezer…");
+    free(got);
+    got = utf8_clean_shown("Freezer Room 12", 15, 15, UTF8_CONTROLS_NONE);
+    cr_expect_str_eq(got, "Freezer Room 12");
+    free(got);
+}
+
 Test(utf8, clean_handles_control_characters_by_mode)
 {
     const char s[] = "a\0b\tc\nd\re\x1b[2Jf\x7Fg\xC2\x9Bh";
