@@ -10,6 +10,7 @@
 #include "state/section.h"
 #include "util/buf.h"
 #include "util/jsonv.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 #include <json-c/json.h>
@@ -109,8 +110,14 @@ struct json_object *text_fit(const char *text, size_t max)
         } else if (p[0] < 0x20 || p[0] == 0x7f) {
             piece = " ";
         }
-        if (b.len + len > max)
+        if (b.len + len > max) {
+            /* Cut: "…" shows it, within `max`, after whole characters. */
+            if (max >= sizeof UTF8_ELLIPSIS - 1) {
+                b.len = utf8_cut(b.data, b.len, max - (sizeof UTF8_ELLIPSIS - 1));
+                buf_puts(&b, UTF8_ELLIPSIS);
+            }
             break;
+        }
         buf_append(&b, piece, len);
         p += len;
         n -= len;

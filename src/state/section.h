@@ -434,7 +434,8 @@ int outbox_check_next_id(struct json_object *root, struct err *e);
 bool outbox_shed(struct state *s, size_t excess);
 
 /* `text` fit for the state and for one line of `wsrelay status`, as a new
- * string: at most `max` bytes, never cutting a character; control
+ * string: at most `max` bytes, never cutting a character, and ending with
+ * "…" when it was cut (`max` of 3 or more); control
  * characters become spaces and bytes that are not UTF-8 '?'. Error
  * messages go into the state through it: they may have been cut anywhere,
  * and the file must stay valid UTF-8 (a load refuses any other as
