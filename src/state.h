@@ -58,14 +58,17 @@ struct state;
 /* Locks and loads `path`; a missing file is an empty state. Waits up to
  * `lock_wait` seconds for another run's lock, then fails naming the pid
  * that holds it. A file that was read but is corrupt (not JSON, fails the
- * checks, or has a newer "version"; or names a fleet file that is missing,
- * shorter than it counts or damaged) is moved aside (state_set_aside says
+ * checks, or has a newer "version") is moved aside (state_set_aside says
  * where), logged as an error, and the state starts empty (its fleet files
  * go aside with it, to PATH.fleet-N.corrupt-…, and PATH.d to
  * PATH.d.corrupt-YYYYmmddTHHMMSSZ: its device files mark seen what the
  * lost outbox held); it is not saved until state_save. With no PATH at
  * all, fleet files and a PATH.d left beside it are moved aside the same
- * way (PATH.fleet-N.orphan-…), with a warning. Fails on a state file or
+ * way (PATH.fleet-N.orphan-…), with a warning. A fleet file that is
+ * missing, shorter than the state file counts or damaged costs what it
+ * held only (device lists and histories, readings memories, learnt
+ * limits: polling relearns them), with a warning naming it; the rest of
+ * the state is kept, and the next save writes a new fleet file. Fails on a state file or
  * fleet file that cannot be read (permissions, not a regular file), one
  * that cannot be moved aside,
  * when the directory is not writable (checked now, before anything is

@@ -251,11 +251,32 @@ static void free_natives(struct state *s)
     s->fleet_text = NULL;
 }
 
+/* The fleet file is missing or damaged (`why`): what it held (device
+ * lists and histories, readings memories, learnt limits) is what polling
+ * relearns, so it is forgotten rather than the whole state set aside with
+ * it: the outbox, the seen keys and the budget ledger are in the state
+ * file and stay. The next save writes a new generation, and removes this
+ * one. */
+static void fleet_relearn(struct state *s, const char *why)
+{
+    for (size_t i = 0; i < state_n_natives; i++)
+        if (state_natives[i]->write_changed)
+            state_natives[i]->free(s);
+    s->fleet_len = s->fleet_base = 0;
+    s->fleet_missing = false;
+    s->rebase = true;
+    log_warn("%s: %s; the device lists, readings memories and learnt limits start over and "
+             "polling relearns them (the outbox, seen keys and budget ledger are kept)",
+             s->path, why);
+}
+
 /* The fleet file the state file names ("fleet": {"generation": G,
  * "length": L}), read into the native sections; a file without one (of
- * version 1, or new) has them in itself. -1 when the state is corrupt
- * (no fleet file, or not what the state file says), -2 when the fleet
- * file cannot be read (fleet_file_read). */
+ * version 1, or new) has them in itself. A fleet file that is missing or
+ * damaged is relearnt (fleet_relearn), but with s->fleet_strict a missing
+ * one fails (-1) so that state_peek can read again. -1 when the state
+ * is corrupt (a "fleet" member that is not what it should be), -2 when
+ * the fleet file cannot be read (fleet_file_read). */
 static int load_fleet(struct state *s, struct err *e)
 {
     struct json_object *ref = NULL;
@@ -268,7 +289,9 @@ static int load_fleet(struct state *s, struct err *e)
     s->fleet_gen = gen;
     s->fleet_len = (size_t)len;
     int rc = fleet_file_read(s, e);
-    if (rc < 0)
+    if (rc == -1 && !(s->fleet_missing && s->fleet_strict))
+        fleet_relearn(s, e->msg);
+    else if (rc < 0)
         return rc;
 out:
     fleet_loaded(s);
@@ -667,9 +690,11 @@ int state_peek(struct state **out, const char *path, struct err *e)
     s->path = xstrdup(path);
     /* A save that wrote a new fleet file removes the old one after the
      * state file naming it replaced the one read here: read both again. */
+    s->fleet_strict = true;
     int loaded = load(s, NULL, NULL, NULL, e);
-    for (int tries = 0; loaded < 0 && s->fleet_missing && tries < 3; tries++) {
+    for (int tries = 0; loaded < 0 && s->fleet_missing && tries < 4; tries++) {
         s->fleet_missing = false;
+        s->fleet_strict = tries < 2; /* the last time, missing is missing */
         loaded = load(s, NULL, NULL, NULL, e);
     }
     if (loaded < 0 || seen_files_open(&s->files, path, true, e) < 0)

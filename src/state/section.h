@@ -164,6 +164,9 @@ struct state {
     struct discovery_times *discovered; /* the "discovered" section as read,
                                            until fleet_loaded (devices.c) */
     bool fleet_missing; /* load found no fleet file where the state file names one */
+    bool fleet_strict;  /* state_peek: a missing fleet file fails the load, which
+                           it tries again (a save may have just replaced it),
+                           rather than being relearnt */
     bool rebase;        /* a native entry was removed, or a save failed after
                            entries took their texts: the next save writes the
                            whole fleet file anew rather than a record */
@@ -245,8 +248,8 @@ extern const size_t state_n_natives;
  *
  * fleet_file_read reads the generation s->fleet_gen up to s->fleet_len
  * into the native sections (s->fleet_text, s->fleet_base); fails naming
- * the file: -1 when the state is corrupt (no such file, with
- * s->fleet_missing set; shorter than the length; not a fleet file), -2
+ * the file: -1 when it is missing (s->fleet_missing set), shorter than
+ * the length or not a fleet file (file.c then relearns what it held), -2
  * when it cannot be read (not a regular file, permissions, I/O).
  *
  * fleet_file_write writes what a save needs before the state file that
