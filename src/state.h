@@ -69,7 +69,9 @@ struct state;
  * held only (device lists and histories, readings memories, learnt
  * limits: polling relearns them), with a warning naming it; the rest of
  * the state is kept, and the next save writes a new fleet file. Fails on a state file or
- * fleet file that cannot be read (permissions, not a regular file), one
+ * fleet file that cannot be read (permissions, not a regular file), a
+ * state file with a member written twice (named, and left as it is: which
+ * copy is right cannot be known, and a person must remove one), one
  * that cannot be moved aside,
  * when the directory is not writable (checked now, before anything is
  * sent), and when PATH.d exists but is a symbolic link (never followed)

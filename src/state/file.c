@@ -158,12 +158,14 @@ int native_read(const struct state_native *nat, struct state *s, struct jscan *j
     return -1;
 }
 
-static const struct state_native *native_named(const char *name)
+/* The index of the native section `name` in state_natives;
+ * state_n_natives when it is none. */
+static size_t native_named(const char *name)
 {
-    for (size_t i = 0; i < state_n_natives; i++)
-        if (strcmp(state_natives[i]->name, name) == 0)
-            return state_natives[i];
-    return NULL;
+    size_t i = 0;
+    while (i < state_n_natives && strcmp(state_natives[i]->name, name) != 0)
+        i++;
+    return i;
 }
 
 /* Parses one member's value (`raw`) into *out with json-c as the whole
@@ -187,12 +189,31 @@ static bool parse_member(struct json_object **out, const struct jscan_raw *raw)
     return ok;
 }
 
+/* The error for a member written twice. wsrelay never writes a file so:
+ * someone edited it, and which copy holds the truth (an outbox still
+ * waiting, or one already delivered) cannot be known. Taking either copy
+ * could drop an alert or send it again, and setting the state aside would
+ * drop the outbox with it; so the state is refused as it is, like one that
+ * cannot be read, with what to fix: the runs fail (no heartbeat) until a
+ * person removes one copy, and nothing is lost meanwhile. */
+static int twice(struct jscan *js, const char *text, struct err *e)
+{
+    err_set(e,
+            "byte %zu: member \"%s\" written twice; wsrelay never writes a state so, and will "
+            "not guess which copy is right: remove one (the file is left as it is)",
+            (size_t)(js->p - text), js->key);
+    return -2;
+}
+
 /* Parses `text`, a whole file, into s->root and the native sections:
- * members of a native section by its reader, every other by json-c. */
+ * members of a native section by its reader, every other by json-c.
+ * -1 when the text is not a state, -2 when a member is written twice
+ * (twice()). */
 static int parse_text(struct state *s, const char *text, size_t len, struct err *e)
 {
     int rc = -1;
     struct jscan js = {0};
+    bool native_taken[sizeof state_natives / sizeof state_natives[0]] = {false};
     /* What json-c refused in the whole file, the scanner would take: a NUL
      * byte (which would cut a member kept as text) and bytes that are not
      * UTF-8. */
@@ -212,16 +233,25 @@ static int parse_text(struct state *s, const char *text, size_t len, struct err 
     s->root = jsonv_need(json_object_new_object());
     jscan_object(&js);
     while (jscan_member(&js)) {
-        const struct state_native *nat = native_named(js.key);
+        size_t k = native_named(js.key);
         struct jscan_raw raw;
-        if (nat) {
-            if (native_read(nat, s, &js, false, e) < 0)
+        if (k < state_n_natives) {
+            if (native_taken[k]) {
+                rc = twice(&js, text, e);
+                goto out;
+            }
+            native_taken[k] = true;
+            if (native_read(state_natives[k], s, &js, false, e) < 0)
                 goto out;
             continue;
         }
         if (strlen(js.key) != js.key_len || !utf8_valid(js.key, js.key_len)) {
             jscan_fail(&js, "a member name that is not UTF-8 text");
             break;
+        }
+        if (json_object_object_get_ex(s->root, js.key, NULL)) {
+            rc = twice(&js, text, e);
+            goto out;
         }
         char *name = xstrdup(js.key);
         struct json_object *v = NULL;
@@ -344,7 +374,13 @@ static int load(struct state *s, int *fd, bool *corrupt, uint64_t *digest, struc
         err_set(e, "%s: corrupt state file: empty", path);
         goto out;
     }
-    if (parse_text(s, text.data, text.len, e) < 0) {
+    int parsed = parse_text(s, text.data, text.len, e);
+    if (parsed == -2) { /* a person's edit to undo: refused, never set aside */
+        read = false;
+        err_prefix(e, "%s", path);
+        goto out;
+    }
+    if (parsed < 0) {
         err_prefix(e, "%s: corrupt state file", path);
         goto out;
     }

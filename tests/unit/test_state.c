@@ -2899,6 +2899,41 @@ Test(state, a_missing_or_damaged_fleet_file_is_relearnt_and_the_rest_kept)
     }
 }
 
+/* A member written twice (wsrelay never writes one so: a person's edit)
+ * is refused by name, never taken last copy first: which copy is right
+ * cannot be known, and setting the state aside would drop the outbox.
+ * state_open and state_peek fail naming it, and the file stays as it is. */
+Test(state, a_member_written_twice_is_refused_by_name_and_the_file_kept)
+{
+    static const char *const texts[] = {
+        "{\"version\":2,\"next_id\":3,\"outbox\":[],\"outbox\":[]}\n",
+        "{\"version\":2,\"seen\":{},\"counters\":{},\"seen\":{}}\n",
+        "{\"version\":1,\"watch\":{},\"limits\":{},\"watch\":{}}\n",
+        "{\"version\":2,\"version\":2}\n",
+    };
+    static const char *const names[] = {"\"outbox\"", "\"seen\"", "\"watch\"", "\"version\""};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        spew(path, texts[i]);
+        struct err e = {{0}};
+        struct state *s = (struct state *)1;
+        cr_expect_eq(state_open(&s, path, 0, &e), -1, "case %zu was taken", i);
+        cr_expect_null(s);
+        cr_expect_not_null(strstr(e.msg, names[i]), "case %zu: %s", i, e.msg);
+        cr_expect_not_null(strstr(e.msg, "twice"), "case %zu: %s", i, e.msg);
+        cr_expect_not_null(strstr(e.msg, path), "case %zu: %s", i, e.msg);
+        s = (struct state *)1;
+        cr_expect_eq(state_peek(&s, path, &e), -1, "case %zu was taken by state_peek", i);
+        char *after = slurp(path);
+        cr_expect_str_eq(after, texts[i], "case %zu: the file changed", i);
+        free(after);
+        DIR *d = opendir(dir);
+        for (struct dirent *de; d && (de = readdir(d));)
+            cr_expect_null(strstr(de->d_name, "corrupt"), "case %zu: %s", i, de->d_name);
+        if (d)
+            closedir(d);
+    }
+}
+
 /* A fleet file that cannot be read (here a directory in its place) is an
  * error, as a state file that cannot be read is: nothing is moved aside,
  * nothing started over. */
