@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define T0 1795000000LL
@@ -114,4 +115,44 @@ Test(fault_state, a_deleted_fleet_file_keeps_the_outbox_and_the_seen_keys)
 Test(fault_state, a_fleet_file_cut_short_keeps_the_outbox_and_the_seen_keys)
 {
     queued_alert_survives(cut_short);
+}
+
+/* A file size limit (ulimit -f) below what a save writes: the write fails
+ * with EFBIG, which the run reports like any failed write and exits
+ * non-zero, rather than dying by SIGXFSZ with nothing said; the state
+ * file stays whole, and once the limit is gone the queued alert goes out
+ * once. The limit is set in this process for the run it starts (a child
+ * inherits it), and lifted after. */
+Test(fault_state, a_file_size_limit_fails_the_save_and_says_why)
+{
+    char *err = NULL;
+    hooksink_set_status(R.hook, 500);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 1, "the webhook fails");
+    char *before = read_file_str(R.state_path);
+    cr_assert_gt(strlen(before), 1200);
+
+    hooksink_set_status(R.hook, 503);
+    struct rlimit was, low;
+    cr_assert_eq(getrlimit(RLIMIT_FSIZE, &was), 0);
+    low = was;
+    low.rlim_cur = 1024; /* the run's stderr needs less */
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &low), 0);
+    int rc = relay_run_at(&R, T0 + 300, &err);
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &was), 0);
+    cr_expect_eq(rc, 1, "exit status %d: %s", rc, err);
+    cr_expect_not_null(strstr(err, "File too large"), "%s", err);
+    free(err);
+    char *after = read_file_str(R.state_path);
+    cr_expect_str_eq(after, before, "the state file changed");
+    free(after);
+    free(before);
+
+    hooksink_clear(R.hook);
+    hooksink_set_status(R.hook, 200);
+    cr_assert_eq(relay_run_at(&R, T0 + 600, NULL), 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 1200, NULL), 0);
+    size_t n = 0;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_expect_eq(n, 1, "the queued alert, once:\n%s", keys);
+    free(keys);
 }
