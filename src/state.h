@@ -78,7 +78,8 @@ struct state;
  * or not a directory. A device file is read later, when its serial is
  * first asked about; one that is corrupt is then moved aside in PATH.d
  * (NAME.json.corrupt-YYYYmmddTHHMMSSZ) with a warning, and its serial
- * keeps only the journal's keys (state/seen.c says what that costs). On
+ * keeps the journal's keys and counts every entry up to its high-water
+ * mark in the state file as seen (state/seen.c says what that costs). On
  * success *out belongs to the caller (state_close). */
 int state_open(struct state **out, const char *path, int lock_wait, struct err *e);
 
@@ -159,7 +160,9 @@ void state_close(struct state *s);
 bool state_seen(const struct state *s, const char *serial, long long unixtime, const char *kind);
 
 /* Marks the key seen, in the journal: the next state_save writes it to
- * the state file, then to the serial's file. */
+ * the state file, then to the serial's file. Raises the serial's mark in
+ * the state file (its newest unixtime handled), which stands in for its
+ * file if that is lost. */
 void state_mark_seen(struct state *s, const char *serial, long long unixtime, const char *kind);
 
 /* Forgets the keys of `serial` older than `before`: entries that have left
@@ -172,7 +175,9 @@ void state_prune_seen(struct state *s, const char *serial, long long before);
  * than it had left the device's log (or was about to) when its keys were
  * pruned, so an entry below it is one already handled, even though its key
  * is gone. A lagging copy of the platform serving an older page of the
- * log must not bring such entries back. 0 when nothing was pruned yet. */
+ * log must not bring such entries back. 0 when nothing was pruned yet.
+ * A serial whose file was lost (corrupt) has a floor just above its mark:
+ * every entry up to the newest one handled counts as seen. */
 long long state_seen_floor(const struct state *s, const char *serial);
 
 /* Number of seen keys kept for `serial` (the journal's and the file's,

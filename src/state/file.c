@@ -35,6 +35,7 @@
 static const struct state_section *const sections[] = {
     &state_section_seen,      /* seen.c */
     &state_section_floors,    /* seen.c */
+    &state_section_marks,     /* seen.c */
     &state_section_logins,    /* ledger.c */
     &state_section_outbox,    /* outbox.c */
     &state_section_throttles, /* throttles.c */

@@ -156,3 +156,32 @@ Test(fault_state, a_file_size_limit_fails_the_save_and_says_why)
     cr_expect_eq(n, 1, "the queued alert, once:\n%s", keys);
     free(keys);
 }
+
+/* A device's seen file damaged between two runs: the device falls back to
+ * its high-water mark in the state file, with a warning, and its alert is
+ * not sent again (before: the device started over and its log went out a
+ * second time). */
+Test(fault_state, a_damaged_seen_file_sends_nothing_again)
+{
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 600, NULL), 0); /* the keys are in the device file now */
+    char *seen = xasprintf("%s/state.json.d/5214000A.json", R.dir);
+    cr_assert_eq(access(seen, F_OK), 0, "no %s", seen);
+    write_file(seen, "{\"serial\":\"5214000A\",\"seen\":{");
+    for (int i = 0; i < 6; i++) {
+        cr_assert_eq(relay_run_at(&R, T0 + 1200 + i * 600, &err), 0, "%s", err);
+        if (i == 0)
+            cr_expect_not_null(strstr(err, "its seen file is lost"), "no warning: %s", err);
+        free(err);
+        err = NULL;
+    }
+    size_t n = 0;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_expect_eq(n, 1, "sent once:\n%s", keys);
+    free(keys);
+    char *out = read_file_str(R.out_path);
+    cr_expect_eq(occurrences(out, "CH1 Upper Limit Exceeded -70.2"), 1, "sent again:\n%s", out);
+    free(out);
+    free(seen);
+}
