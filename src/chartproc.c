@@ -46,20 +46,35 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static bool stopping(const struct chartproc_limits *lim)
+{
+    return lim && lim->stop && *lim->stop;
+}
+
 /* Writes `in` to the helper (*to, closed and set to -1 once all is
  * written) and reads its answer into `out` at the same time (a pipe holds
- * only so much), until it closes its output or the time runs out. Returns
- * 0, or -1 with the reason in `e`. */
-static int talk(int *to, int from, const char *in, size_t in_len, struct buf *out, struct err *e)
+ * only so much), until it closes its output, the time runs out or a stop
+ * signal comes (it interrupts the wait). Returns 0, or -1 with the reason
+ * in `e`. */
+static int talk(int *to, int from, const char *in, size_t in_len, struct buf *out,
+                const struct chartproc_limits *lim, struct err *e)
 {
     size_t sent = 0;
-    long long deadline = now_ms() + CHARTPROC_TIMEOUT_MS;
+    long long start = now_ms();
+    long long deadline = start + CHARTPROC_TIMEOUT_MS;
+    if (lim && lim->deadline_ms && lim->deadline_ms < deadline)
+        deadline = lim->deadline_ms;
     for (;;) {
         struct pollfd fds[2] = {{.fd = from, .events = POLLIN}, {.fd = *to, .events = POLLOUT}};
         nfds_t n = *to >= 0 ? 2 : 1;
         long long left = deadline - now_ms();
+        if (stopping(lim))
+            return err_set(e, CHARTPROC_NAME ": stopped by a signal");
         if (left <= 0)
-            return err_set(e, CHARTPROC_NAME ": no chart after %d s", CHARTPROC_TIMEOUT_MS / 1000);
+            return err_set(e, CHARTPROC_NAME ": no chart after %lld.%lld s%s",
+                           (now_ms() - start) / 1000, (now_ms() - start) % 1000 / 100,
+                           deadline < start + CHARTPROC_TIMEOUT_MS ? " (the run's time is up)"
+                                                                   : "");
         int ready = poll(fds, n, (int)left);
         if (ready < 0 && errno == EINTR)
             continue;
@@ -91,9 +106,10 @@ static int talk(int *to, int from, const char *in, size_t in_len, struct buf *ou
     return 0;
 }
 
-int chartproc_png(unsigned char **png, size_t *len, const struct event *ev, struct err *e)
+int chartproc_png(unsigned char **png, size_t *len, const struct event *ev,
+                  const struct chartproc_limits *lim, struct err *e)
 {
-    int rc = -1;
+    int rc = -2;
     int in[2] = {-1, -1}, out[2] = {-1, -1};
     pid_t pid = -1;
     char *path = NULL;
@@ -105,6 +121,7 @@ int chartproc_png(unsigned char **png, size_t *len, const struct event *ev, stru
     *png = NULL;
     *len = 0;
     if (!ev->trend) {
+        rc = -1;
         err_set(e, "no trend to draw");
         goto out;
     }
@@ -143,7 +160,7 @@ int chartproc_png(unsigned char **png, size_t *len, const struct event *ev, stru
     fcntl(in[1], F_SETFL, O_NONBLOCK);
     /* A helper that dies before reading everything must not kill us. */
     sigpipe = sigaction(SIGPIPE, &ignore, &was) == 0;
-    if (talk(&in[1], out[0], text, doc_len, &answer, e) < 0) {
+    if (talk(&in[1], out[0], text, doc_len, &answer, lim, e) < 0) {
         kill(pid, SIGKILL);
         goto out;
     }
@@ -153,8 +170,11 @@ int chartproc_png(unsigned char **png, size_t *len, const struct event *ev, stru
     pid = -1;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         size_t n = strcspn(buf_str(&answer), "\n");
+        bool said = WIFEXITED(status) && WEXITSTATUS(status) == 1 && n;
+        if (said) /* it read the event and says why it cannot draw it */
+            rc = -1;
         err_set(e, "%.*s", (int)(n < 300 ? n : 300),
-                WIFEXITED(status) && n ? buf_str(&answer) : CHARTPROC_NAME " failed");
+                said ? buf_str(&answer) : CHARTPROC_NAME " failed");
         goto out;
     }
     if (answer.len < 8 || memcmp(answer.data, "\x89PNG\r\n\x1a\n", 8) != 0) {

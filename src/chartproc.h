@@ -16,18 +16,32 @@
 #include "event.h"
 #include "util/err.h"
 
+#include <signal.h>
 #include <stddef.h>
 
 #define CHARTPROC_NAME "wsrelay-chart"
-#define CHARTPROC_TIMEOUT_MS 30000 /* the longest a chart may take */
+/* The longest a chart may take: one is drawn in well under a second, and
+ * a mail waits for its charts, so a helper that hangs must cost little. */
+#define CHARTPROC_TIMEOUT_MS 10000
+
+/* What bounds a chart besides CHARTPROC_TIMEOUT_MS: the run it is drawn
+ * for. */
+struct chartproc_limits {
+    long long deadline_ms; /* CLOCK_MONOTONIC milliseconds: no chart after it; 0: none */
+    const volatile sig_atomic_t *stop; /* NULL, or set by SIGTERM or SIGINT: stop at once */
+};
 
 /* The chart of `ev`'s trend, as chart_main.c draws it (chart.h), in *png
- * (*len bytes; the caller frees it). Fails, with *png NULL, when the event
- * has no trend, when the helper is missing or cannot be started, when it
- * says why it could not draw the chart (its line in `e`), when it takes
- * longer than CHARTPROC_TIMEOUT_MS (it is killed) and when its answer is
- * not a PNG of at most CHART_PNG_MAX bytes. */
-int chartproc_png(unsigned char **png, size_t *len, const struct event *ev, struct err *e);
+ * (*len bytes; the caller frees it), within CHARTPROC_TIMEOUT_MS and
+ * `lim` (NULL: none). Fails, with *png NULL and the reason in `e`:
+ *   -1 when this event's chart cannot be drawn: it has no trend, or the
+ *      helper says why (its line);
+ *   -2 when the helper itself fails, which the next chart would too: it
+ *      is missing or cannot be started, it takes longer than its limit or
+ *      the deadline, a stop signal came (it is killed in these two cases),
+ *      it dies, or its answer is not a PNG of at most CHART_PNG_MAX bytes. */
+int chartproc_png(unsigned char **png, size_t *len, const struct event *ev,
+                  const struct chartproc_limits *lim, struct err *e);
 
 /* The title chart_main.c gives the chart of `ev`: "NAME · CHANNEL"
  * (NAME the device's name, else its serial; CHANNEL the channel's name,

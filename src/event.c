@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,57 @@ int event_channel(const struct event *ev)
     return 0;
 }
 
+/* A trend of more readings than a message can show keeps, in each of
+ * EVENT_TREND_BUCKETS equal parts of its span, the lowest and the highest
+ * reading of the channel and the first reading without a value (a break
+ * in the line), in their order: a peak is never lost, and an outbox item
+ * holds at most 3 points a part whatever the platform sent. The points
+ * kept no longer follow one another by data-id, so they lose it (-1); a
+ * chart still breaks its line at a missing value or a jump in time. */
+static void trend_reduce(struct series *out, int num, long long since, long long until)
+{
+    size_t n = out->n_points;
+    unsigned bit = 1u << (num - 1);
+    size_t lo[EVENT_TREND_BUCKETS], hi[EVENT_TREND_BUCKETS], hole[EVENT_TREND_BUCKETS];
+    if (n <= EVENT_TREND_POINTS_MAX)
+        return;
+    for (size_t b = 0; b < EVENT_TREND_BUCKETS; b++)
+        lo[b] = hi[b] = hole[b] = SIZE_MAX;
+    double span = (double)until - (double)since + 1;
+    struct series_point *pts = out->points;
+    for (size_t i = 0; i < n; i++) {
+        double at = ((double)pts[i].unixtime - (double)since) / span * EVENT_TREND_BUCKETS;
+        size_t b = at <= 0                         ? 0
+                   : at >= EVENT_TREND_BUCKETS - 1 ? EVENT_TREND_BUCKETS - 1
+                                                   : (size_t)at;
+        if (!(pts[i].valid & bit)) {
+            if (hole[b] == SIZE_MAX)
+                hole[b] = i;
+            continue;
+        }
+        if (lo[b] == SIZE_MAX || pts[i].v[num - 1] < pts[lo[b]].v[num - 1])
+            lo[b] = i;
+        if (hi[b] == SIZE_MAX || pts[i].v[num - 1] > pts[hi[b]].v[num - 1])
+            hi[b] = i;
+    }
+    bool *keep = xcalloc(n, sizeof *keep);
+    for (size_t b = 0; b < EVENT_TREND_BUCKETS; b++) {
+        if (lo[b] != SIZE_MAX)
+            keep[lo[b]] = keep[hi[b]] = true;
+        if (hole[b] != SIZE_MAX)
+            keep[hole[b]] = true;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!keep[i])
+            continue;
+        pts[kept] = pts[i];
+        pts[kept++].data_id = -1;
+    }
+    out->n_points = kept;
+    free(keep);
+}
+
 struct event_trend *event_trend_of(const struct series *s, int num, long long since,
                                    long long until)
 {
@@ -140,6 +192,7 @@ struct event_trend *event_trend_of(const struct series *s, int num, long long si
         q->valid = p->valid & bit;
         q->v[num - 1] = q->valid ? p->v[num - 1] : 0;
     }
+    trend_reduce(out, num, since, until);
     return t;
 }
 

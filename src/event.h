@@ -117,9 +117,20 @@ void event_copy(struct event *out, const struct event *ev);
  * early warning's channel for kind "reading"; else 0. */
 int event_channel(const struct event *ev);
 
+/* A trend keeps what a message shows: the chart is 600 pixels wide and
+ * the sparkline 24 characters, so more than EVENT_TREND_POINTS_MAX
+ * readings are reduced to the lowest and highest of each of
+ * EVENT_TREND_BUCKETS parts of the span (and its first reading without a
+ * value), which keeps every peak. One reply of 100,000 readings would
+ * otherwise be copied into the outbox item of every event and receiver. */
+#define EVENT_TREND_BUCKETS 150
+#define EVENT_TREND_POINTS_MAX (3 * EVENT_TREND_BUCKETS)
+
 /* The readings of channel `num` of `s` that lie in [since, until], as a
- * new trend (the caller frees it with event_trend_free); NULL when the
- * series has no such channel or no reading of it in the span. */
+ * new trend (the caller frees it with event_trend_free), reduced as above
+ * when they are more than EVENT_TREND_POINTS_MAX (the points kept then
+ * have no data-id); NULL when the series has no such channel or no
+ * reading of it in the span. */
 struct event_trend *event_trend_of(const struct series *s, int num, long long since,
                                    long long until);
 

@@ -818,6 +818,10 @@ int main(int argc, char **argv)
     struct globals g = {.config_path = getenv("WSRELAY_CONFIG")};
     int rc = RUN_USAGE;
     int ch;
+    /* A file size limit (ulimit -f, LimitFSIZE=) below what a save writes
+     * must fail that write (EFBIG), which is reported and loses nothing,
+     * rather than kill the run by SIGXFSZ with nothing said. */
+    signal(SIGXFSZ, SIG_IGN);
     if (!g.config_path || !*g.config_path)
         g.config_path = CONFIG_DEFAULT_PATH;
     /* "+": stop at the command; its own options follow it. */

@@ -228,6 +228,11 @@ static void take_reply(struct tick *t, const struct wanted *w, const struct plat
             log_info("account %s: %s: no trend: %s", w->a->name, w->serial, r->message);
     } else if (series_parse_json(&s, r->body, &e) < 0) {
         log_info("account %s: %s: no trend: %s", w->a->name, w->serial, e.msg);
+    } else if (strcmp(s.serial, w->serial) != 0) {
+        /* As the alert-log reader refuses a reply about another device:
+         * its readings would be shown as this one's. */
+        log_warn("account %s, device %s: the readings reply is about device %s; no trend",
+                 w->a->name, w->serial, *s.serial ? s.serial : "(none named)");
     } else {
         attach(t, w, &s);
     }

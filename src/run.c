@@ -678,7 +678,13 @@ int run_once(const struct config *c, const struct run_options *o)
      * alert (early warnings and relay events are in the outbox). */
     if (!o->dry_run && outbox_waits(&t) && tick_persist(&t, "after polling") < 0)
         goto out;
-    struct notify_env env = {.templates_dir = c->templates_dir};
+    /* Charts are drawn within the time deliveries may start in, and stop
+     * with the run. */
+    struct notify_extras extras = {.charts = {.deadline_ms = (long long)t.started.tv_sec * 1000 +
+                                                             t.started.tv_nsec / 1000000 +
+                                                             (long long)c->run_time * 1000,
+                                              .stop = o->stop}};
+    struct notify_env env = {.templates_dir = c->templates_dir, .extras = &extras};
     for (size_t i = 0; i < c->n_receivers && !tick_stopping(&t); i++)
         deliver_receiver(&t, &env, &c->receivers[i]);
     if (!o->dry_run) {

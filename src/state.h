@@ -58,22 +58,28 @@ struct state;
 /* Locks and loads `path`; a missing file is an empty state. Waits up to
  * `lock_wait` seconds for another run's lock, then fails naming the pid
  * that holds it. A file that was read but is corrupt (not JSON, fails the
- * checks, or has a newer "version"; or names a fleet file that is missing,
- * shorter than it counts or damaged) is moved aside (state_set_aside says
+ * checks, or has a newer "version") is moved aside (state_set_aside says
  * where), logged as an error, and the state starts empty (its fleet files
  * go aside with it, to PATH.fleet-N.corrupt-…, and PATH.d to
  * PATH.d.corrupt-YYYYmmddTHHMMSSZ: its device files mark seen what the
  * lost outbox held); it is not saved until state_save. With no PATH at
  * all, fleet files and a PATH.d left beside it are moved aside the same
- * way (PATH.fleet-N.orphan-…), with a warning. Fails on a state file or
- * fleet file that cannot be read (permissions, not a regular file), one
+ * way (PATH.fleet-N.orphan-…), with a warning. A fleet file that is
+ * missing, shorter than the state file counts or damaged costs what it
+ * held only (device lists and histories, readings memories, learnt
+ * limits: polling relearns them), with a warning naming it; the rest of
+ * the state is kept, and the next save writes a new fleet file. Fails on a state file or
+ * fleet file that cannot be read (permissions, not a regular file), a
+ * state file with a member written twice (named, and left as it is: which
+ * copy is right cannot be known, and a person must remove one), one
  * that cannot be moved aside,
  * when the directory is not writable (checked now, before anything is
  * sent), and when PATH.d exists but is a symbolic link (never followed)
  * or not a directory. A device file is read later, when its serial is
  * first asked about; one that is corrupt is then moved aside in PATH.d
  * (NAME.json.corrupt-YYYYmmddTHHMMSSZ) with a warning, and its serial
- * keeps only the journal's keys (state/seen.c says what that costs). On
+ * keeps the journal's keys and counts every entry up to its high-water
+ * mark in the state file as seen (state/seen.c says what that costs). On
  * success *out belongs to the caller (state_close). */
 int state_open(struct state **out, const char *path, int lock_wait, struct err *e);
 
@@ -154,7 +160,9 @@ void state_close(struct state *s);
 bool state_seen(const struct state *s, const char *serial, long long unixtime, const char *kind);
 
 /* Marks the key seen, in the journal: the next state_save writes it to
- * the state file, then to the serial's file. */
+ * the state file, then to the serial's file. Raises the serial's mark in
+ * the state file (its newest unixtime handled), which stands in for its
+ * file if that is lost. */
 void state_mark_seen(struct state *s, const char *serial, long long unixtime, const char *kind);
 
 /* Forgets the keys of `serial` older than `before`: entries that have left
@@ -167,7 +175,9 @@ void state_prune_seen(struct state *s, const char *serial, long long before);
  * than it had left the device's log (or was about to) when its keys were
  * pruned, so an entry below it is one already handled, even though its key
  * is gone. A lagging copy of the platform serving an older page of the
- * log must not bring such entries back. 0 when nothing was pruned yet. */
+ * log must not bring such entries back. 0 when nothing was pruned yet.
+ * A serial whose file was lost (corrupt) has a floor just above its mark:
+ * every entry up to the newest one handled counts as seen. */
 long long state_seen_floor(const struct state *s, const char *serial);
 
 /* Number of seen keys kept for `serial` (the journal's and the file's,

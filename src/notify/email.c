@@ -939,15 +939,22 @@ static void email_content_clear(struct email_content *c)
 /* Draws the charts of the first events that have a trend, as images of
  * the mail, and names each in its event's context (events[i].trend's
  * chart_cid), which email.html shows with <img src="cid:...">. An event
- * whose chart cannot be drawn keeps its sparkline (logged). */
+ * whose chart cannot be drawn keeps its sparkline (logged). A try that
+ * fails counts against EMAIL_CHARTS_MAX as one that draws; a helper that
+ * fails (chartproc_png's -2: it hangs, dies, answers nonsense, or the run
+ * is out of time or stopping) draws no more charts in the run
+ * (env->extras), so every later event keeps its sparkline at once. */
 static void email_charts(struct email_content *out, struct json_object *ctx,
-                         const struct notify_message *m)
+                         const struct notify_env *env, const struct notify_message *m)
 {
     struct json_object *events = NULL;
+    struct notify_extras *x = env->extras;
+    size_t tries = 0;
     if (!json_object_object_get_ex(ctx, "events", &events))
         return;
     size_t n = json_object_array_length(events);
-    for (size_t i = 0; i < n && i < m->n && out->n_images < EMAIL_CHARTS_MAX; i++) {
+    for (size_t i = 0; i < n && i < m->n && tries < EMAIL_CHARTS_MAX && !(x && x->charts_broken);
+         i++) {
         const struct event *ev = &m->events[i];
         struct json_object *trend = NULL;
         unsigned char *png = NULL;
@@ -957,10 +964,17 @@ static void email_charts(struct email_content *out, struct json_object *ctx,
             !json_object_object_get_ex(json_object_array_get_idx(events, i), "trend", &trend) ||
             !trend)
             continue;
-        if (chartproc_png(&png, &len, ev, &e) < 0) {
+        tries++;
+        int drawn = chartproc_png(&png, &len, ev, x ? &x->charts : NULL, &e);
+        if (drawn == -2 && x) {
+            x->charts_broken = true;
+            log_warn("email: %s: no chart: %s; the mails of this run keep their sparklines",
+                     ev->serial, e.msg);
+        } else if (drawn < 0) {
             log_info("email: %s: no chart: %s", ev->serial, e.msg);
-            continue;
         }
+        if (drawn < 0)
+            continue;
         struct mime_image *img = &out->images[out->n_images++];
         img->content_id = xasprintf("chart-%zu@wsrelay", out->n_images);
         img->content_type = "image/png";
@@ -1004,7 +1018,7 @@ static int email_render(struct email_content *out, const struct notify_env *env,
     int rc = -1;
     struct json_object *ctx = notify_context(r->name, m);
     struct buf subject, text, html;
-    email_charts(out, ctx, m);
+    email_charts(out, ctx, env, m);
     buf_init(&subject, 64 * 1024);
     buf_init(&text, 4 * 1024 * 1024);
     buf_init(&html, 4 * 1024 * 1024);

@@ -12,6 +12,7 @@
 #ifndef WSRELAY_NOTIFY_H
 #define WSRELAY_NOTIFY_H
 
+#include "chartproc.h"
 #include "config.h"
 #include "event.h"
 #include "util/buf.h"
@@ -29,9 +30,19 @@ struct notify_message {
     bool test;     /* a test notification (wsrelay test-receiver) */
 };
 
+/* What bounds a run's extras (the charts of mails): an extra never costs
+ * an alert, so a chart helper that hangs, dies or answers nonsense is
+ * tried once, within the run's time, and the mails of the rest of the run
+ * keep their sparklines. */
+struct notify_extras {
+    struct chartproc_limits charts; /* the run's deadline and stop flag */
+    bool charts_broken;             /* the helper failed (chartproc_png's -2): no more charts */
+};
+
 /* What every notifier of a run shares. */
 struct notify_env {
-    const char *templates_dir; /* the config's templates: directory, or NULL */
+    const char *templates_dir;    /* the config's templates: directory, or NULL */
+    struct notify_extras *extras; /* NULL: charts bounded by CHARTPROC_TIMEOUT_MS only */
 };
 
 /* What the far end answered. Filled on success and on failure. */

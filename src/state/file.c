@@ -35,6 +35,7 @@
 static const struct state_section *const sections[] = {
     &state_section_seen,      /* seen.c */
     &state_section_floors,    /* seen.c */
+    &state_section_marks,     /* seen.c */
     &state_section_logins,    /* ledger.c */
     &state_section_outbox,    /* outbox.c */
     &state_section_throttles, /* throttles.c */
@@ -158,12 +159,14 @@ int native_read(const struct state_native *nat, struct state *s, struct jscan *j
     return -1;
 }
 
-static const struct state_native *native_named(const char *name)
+/* The index of the native section `name` in state_natives;
+ * state_n_natives when it is none. */
+static size_t native_named(const char *name)
 {
-    for (size_t i = 0; i < state_n_natives; i++)
-        if (strcmp(state_natives[i]->name, name) == 0)
-            return state_natives[i];
-    return NULL;
+    size_t i = 0;
+    while (i < state_n_natives && strcmp(state_natives[i]->name, name) != 0)
+        i++;
+    return i;
 }
 
 /* Parses one member's value (`raw`) into *out with json-c as the whole
@@ -187,12 +190,31 @@ static bool parse_member(struct json_object **out, const struct jscan_raw *raw)
     return ok;
 }
 
+/* The error for a member written twice. wsrelay never writes a file so:
+ * someone edited it, and which copy holds the truth (an outbox still
+ * waiting, or one already delivered) cannot be known. Taking either copy
+ * could drop an alert or send it again, and setting the state aside would
+ * drop the outbox with it; so the state is refused as it is, like one that
+ * cannot be read, with what to fix: the runs fail (no heartbeat) until a
+ * person removes one copy, and nothing is lost meanwhile. */
+static int twice(struct jscan *js, const char *text, struct err *e)
+{
+    err_set(e,
+            "byte %zu: member \"%s\" written twice; wsrelay never writes a state so, and will "
+            "not guess which copy is right: remove one (the file is left as it is)",
+            (size_t)(js->p - text), js->key);
+    return -2;
+}
+
 /* Parses `text`, a whole file, into s->root and the native sections:
- * members of a native section by its reader, every other by json-c. */
+ * members of a native section by its reader, every other by json-c.
+ * -1 when the text is not a state, -2 when a member is written twice
+ * (twice()). */
 static int parse_text(struct state *s, const char *text, size_t len, struct err *e)
 {
     int rc = -1;
     struct jscan js = {0};
+    bool native_taken[sizeof state_natives / sizeof state_natives[0]] = {false};
     /* What json-c refused in the whole file, the scanner would take: a NUL
      * byte (which would cut a member kept as text) and bytes that are not
      * UTF-8. */
@@ -212,16 +234,25 @@ static int parse_text(struct state *s, const char *text, size_t len, struct err 
     s->root = jsonv_need(json_object_new_object());
     jscan_object(&js);
     while (jscan_member(&js)) {
-        const struct state_native *nat = native_named(js.key);
+        size_t k = native_named(js.key);
         struct jscan_raw raw;
-        if (nat) {
-            if (native_read(nat, s, &js, false, e) < 0)
+        if (k < state_n_natives) {
+            if (native_taken[k]) {
+                rc = twice(&js, text, e);
+                goto out;
+            }
+            native_taken[k] = true;
+            if (native_read(state_natives[k], s, &js, false, e) < 0)
                 goto out;
             continue;
         }
         if (strlen(js.key) != js.key_len || !utf8_valid(js.key, js.key_len)) {
             jscan_fail(&js, "a member name that is not UTF-8 text");
             break;
+        }
+        if (json_object_object_get_ex(s->root, js.key, NULL)) {
+            rc = twice(&js, text, e);
+            goto out;
         }
         char *name = xstrdup(js.key);
         struct json_object *v = NULL;
@@ -251,11 +282,32 @@ static void free_natives(struct state *s)
     s->fleet_text = NULL;
 }
 
+/* The fleet file is missing or damaged (`why`): what it held (device
+ * lists and histories, readings memories, learnt limits) is what polling
+ * relearns, so it is forgotten rather than the whole state set aside with
+ * it: the outbox, the seen keys and the budget ledger are in the state
+ * file and stay. The next save writes a new generation, and removes this
+ * one. */
+static void fleet_relearn(struct state *s, const char *why)
+{
+    for (size_t i = 0; i < state_n_natives; i++)
+        if (state_natives[i]->write_changed)
+            state_natives[i]->free(s);
+    s->fleet_len = s->fleet_base = 0;
+    s->fleet_missing = false;
+    s->rebase = true;
+    log_warn("%s: %s; the device lists, readings memories and learnt limits start over and "
+             "polling relearns them (the outbox, seen keys and budget ledger are kept)",
+             s->path, why);
+}
+
 /* The fleet file the state file names ("fleet": {"generation": G,
  * "length": L}), read into the native sections; a file without one (of
- * version 1, or new) has them in itself. -1 when the state is corrupt
- * (no fleet file, or not what the state file says), -2 when the fleet
- * file cannot be read (fleet_file_read). */
+ * version 1, or new) has them in itself. A fleet file that is missing or
+ * damaged is relearnt (fleet_relearn), but with s->fleet_strict a missing
+ * one fails (-1) so that state_peek can read again. -1 when the state
+ * is corrupt (a "fleet" member that is not what it should be), -2 when
+ * the fleet file cannot be read (fleet_file_read). */
 static int load_fleet(struct state *s, struct err *e)
 {
     struct json_object *ref = NULL;
@@ -268,7 +320,9 @@ static int load_fleet(struct state *s, struct err *e)
     s->fleet_gen = gen;
     s->fleet_len = (size_t)len;
     int rc = fleet_file_read(s, e);
-    if (rc < 0)
+    if (rc == -1 && !(s->fleet_missing && s->fleet_strict))
+        fleet_relearn(s, e->msg);
+    else if (rc < 0)
         return rc;
 out:
     fleet_loaded(s);
@@ -321,7 +375,13 @@ static int load(struct state *s, int *fd, bool *corrupt, uint64_t *digest, struc
         err_set(e, "%s: corrupt state file: empty", path);
         goto out;
     }
-    if (parse_text(s, text.data, text.len, e) < 0) {
+    int parsed = parse_text(s, text.data, text.len, e);
+    if (parsed == -2) { /* a person's edit to undo: refused, never set aside */
+        read = false;
+        err_prefix(e, "%s", path);
+        goto out;
+    }
+    if (parsed < 0) {
         err_prefix(e, "%s: corrupt state file", path);
         goto out;
     }
@@ -667,9 +727,11 @@ int state_peek(struct state **out, const char *path, struct err *e)
     s->path = xstrdup(path);
     /* A save that wrote a new fleet file removes the old one after the
      * state file naming it replaced the one read here: read both again. */
+    s->fleet_strict = true;
     int loaded = load(s, NULL, NULL, NULL, e);
-    for (int tries = 0; loaded < 0 && s->fleet_missing && tries < 3; tries++) {
+    for (int tries = 0; loaded < 0 && s->fleet_missing && tries < 4; tries++) {
         s->fleet_missing = false;
+        s->fleet_strict = tries < 2; /* the last time, missing is missing */
         loaded = load(s, NULL, NULL, NULL, e);
     }
     if (loaded < 0 || seen_files_open(&s->files, path, true, e) < 0)

@@ -25,6 +25,7 @@
  *   {"version":2,"next_id":7,
  *    "seen":{"5214000A":{"1795000000/ch1":1,...},...},
  *    "floors":{"5214000A":1794990000,...},
+ *    "marks":{"5214000A":1795000000,...},
  *    "accounts":{"tokyo":{"discovered_at":N,
  *                "devices":[{"serial":S,"base":S,"model":S,"name":S,"group":S},...],
  *                "history":{"5214000A":{"first_known":N,"last_poll":N,"last_ok":N,
@@ -68,6 +69,12 @@
  * the one before it. A state file without "fleet" (version 1, or a new
  * one) has accounts, watch and limits in itself; its first save moves
  * them to generation 1.
+ *
+ * "marks" holds each serial's high-water mark, which never leaves the
+ * state file: the newest unixtime it marked seen, or its floor when
+ * higher; a device whose file is lost counts every entry up to it as seen
+ * (seen.c). Files written before it lack it: a device's mark is then
+ * taken from its file when the file is first read.
  *
  * "seen" and "floors" are a journal (seen.c): the keys and floor raises
  * not yet written to their device's file. Beside the file, the directory
@@ -164,6 +171,9 @@ struct state {
     struct discovery_times *discovered; /* the "discovered" section as read,
                                            until fleet_loaded (devices.c) */
     bool fleet_missing; /* load found no fleet file where the state file names one */
+    bool fleet_strict;  /* state_peek: a missing fleet file fails the load, which
+                           it tries again (a save may have just replaced it),
+                           rather than being relearnt */
     bool rebase;        /* a native entry was removed, or a save failed after
                            entries took their texts: the next save writes the
                            whole fleet file anew rather than a record */
@@ -245,8 +255,8 @@ extern const size_t state_n_natives;
  *
  * fleet_file_read reads the generation s->fleet_gen up to s->fleet_len
  * into the native sections (s->fleet_text, s->fleet_base); fails naming
- * the file: -1 when the state is corrupt (no such file, with
- * s->fleet_missing set; shorter than the length; not a fleet file), -2
+ * the file: -1 when it is missing (s->fleet_missing set), shorter than
+ * the length or not a fleet file (file.c then relearns what it held), -2
  * when it cannot be read (not a regular file, permissions, I/O).
  *
  * fleet_file_write writes what a save needs before the state file that
@@ -413,6 +423,7 @@ int native_read(const struct state_native *nat, struct state *s, struct jscan *j
 
 extern const struct state_section state_section_seen;      /* seen.c */
 extern const struct state_section state_section_floors;    /* seen.c */
+extern const struct state_section state_section_marks;     /* seen.c */
 extern const struct state_section state_section_logins;    /* ledger.c */
 extern const struct state_section state_section_outbox;    /* outbox.c */
 extern const struct state_section state_section_throttles; /* throttles.c */
@@ -487,7 +498,8 @@ int seen_flush(struct state *s, struct err *e);
  * seen_files_get returns the document of `serial`'s file, loaded on first
  * use and kept (owned by `f`; a missing file is an empty document, a
  * corrupt one is moved aside with a warning and is an empty document
- * too); NULL when the file could not be read (logged once, and
+ * too, and seen_files_take_lost then says true once for its serial);
+ * NULL when the file could not be read (logged once, and
  * seen_files_why says why): the serial then reads as having no file and
  * seen_files_write refuses to replace what is there.
  *
@@ -510,6 +522,7 @@ int seen_files_set_aside(char **out, const char *state_path, struct err *e);
 int seen_files_open(struct seen_files **out, const char *state_path, bool read_only, struct err *e);
 void seen_files_free(struct seen_files *f);
 struct json_object *seen_files_get(struct seen_files *f, const char *serial);
+bool seen_files_take_lost(struct seen_files *f, const char *serial);
 const char *seen_files_why(struct seen_files *f, const char *serial);
 void seen_files_touch(struct seen_files *f, const char *serial);
 bool seen_files_dirty(const struct seen_files *f, const char *serial);

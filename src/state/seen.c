@@ -43,20 +43,26 @@
  * the first save flushes into the files.
  *
  * A lost file. A device file that is corrupt is moved aside (seenfiles.c)
- * and the device reads as having only the journal's keys and floor. After
- * a flush the journal holds neither, so the device looks new: no keys, no
- * floor. We keep it that way rather than guess a floor (from the last
- * poll, say): an entry the platform logged late, below such a guess, would
- * be lost for good, while the cost of no floor is bounded and visible. The
- * next poll of that device finds nothing it knows: entries older than
- * catch_up before wsrelay first knew the device are recorded without being
- * sent, the rest (at most the 20 of the log) are sent again, each with its
- * usual id so that a receiver can drop the repeats, and a full page brings
- * the gap event poll.c makes when nothing overlaps (a spurious "entries
- * may be missing"). Repeats, never a loss. */
+ * and the device reads as having only the journal's keys and floor, which
+ * after a flush are none: every entry of its log would be sent again (up
+ * to 20, a whole page of alarms at 3 a.m.). So the state file keeps, per
+ * serial, a high-water mark ("marks", never flushed out): the newest
+ * unixtime it marked seen, or its floor less one when that is higher. A
+ * lost file is replaced by one whose floor is just above the mark, with a
+ * warning: every entry up to the newest one handled counts as seen, and
+ * nothing older is sent again. What that costs: an entry the platform
+ * logged late, older than the newest one already handled, that reaches
+ * the log only after the file was lost, is taken as seen; that needs a
+ * damaged file and a late entry at once, where no mark would repeat the
+ * whole log every time a file is damaged. A state written before marks
+ * existed has none: a device's mark is raised to its file's newest key
+ * when the file is first read, so a device polled once since the upgrade
+ * is covered; one whose file is lost before that has no mark and starts
+ * over as it did before (repeats, never a loss). */
 #include "state.h"
 #include "state/section.h"
 #include "util/jsonv.h"
+#include "util/log.h"
 #include "util/xalloc.h"
 
 #include <errno.h>
@@ -119,21 +125,79 @@ static void seen_key(char *out, size_t size, long long unixtime, const char *kin
     snprintf(out, size, "%lld/%s", unixtime, kind);
 }
 
+/* --- the high-water mark ------------------------------------------------ */
+
 /* The journal's keys of `serial` (NULL: none). */
 static struct json_object *journal_keys(const struct state *s, const char *serial)
 {
     return member(section(s, &state_section_seen), serial, json_type_object);
 }
 
+static long long mark_of(const struct state *s, const char *serial)
+{
+    return int_member(section(s, &state_section_marks), serial, 0);
+}
+
+static void raise_mark(const struct state *s, const char *serial, long long t)
+{
+    if (t > mark_of(s, serial))
+        jsonv_put_int(section(s, &state_section_marks), serial, t);
+}
+
+/* The newest unixtime among `keys` (an object of seen keys); 0: none. */
+static long long newest_key(struct json_object *keys)
+{
+    long long newest = 0;
+    struct json_object_iterator it = json_object_iter_begin(keys);
+    struct json_object_iterator end = json_object_iter_end(keys);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        long long t;
+        if (parse_seen_key(json_object_iter_peek_name(&it), &t) == 0 && t > newest)
+            newest = t;
+    }
+    return newest;
+}
+
+/* The document of `serial`'s file (NULL: it cannot be read), read on
+ * first use. A file found corrupt is replaced by one whose floor is just
+ * above the serial's mark (see "A lost file" above); a file read keeps the
+ * mark at or above its newest key and the journal's, which gives a state
+ * written before marks existed its marks. */
+static struct json_object *device_doc(const struct state *s, const char *serial)
+{
+    struct json_object *doc = seen_files_get(s->files, serial);
+    if (!doc)
+        return NULL;
+    if (seen_files_take_lost(s->files, serial)) {
+        long long mark = mark_of(s, serial);
+        if (mark > 0 && mark + 1 > int_member(doc, "floor", 0)) {
+            jsonv_put_int(doc, "floor", mark + 1);
+            seen_files_touch(s->files, serial);
+            log_warn("device %s: its seen file is lost; its entries up to %lld, the newest it had "
+                     "handled (kept in the state file), count as seen and are not sent again",
+                     serial, mark);
+        } else if (mark == 0) {
+            log_warn("device %s: its seen file is lost and the state file has no mark for it "
+                     "(it was written by an older wsrelay): some of its events may be sent again",
+                     serial);
+        }
+    }
+    struct json_object *keys = member(doc, "seen", json_type_object);
+    struct json_object *journal = journal_keys(s, serial);
+    raise_mark(s, serial, keys ? newest_key(keys) : 0);
+    raise_mark(s, serial, journal ? newest_key(journal) : 0);
+    return doc;
+}
+
 /* The keys of `serial`'s file (NULL: none), read on first use. */
 static struct json_object *file_keys(const struct state *s, const char *serial)
 {
-    return member(seen_files_get(s->files, serial), "seen", json_type_object);
+    return member(device_doc(s, serial), "seen", json_type_object);
 }
 
 static long long file_floor(const struct state *s, const char *serial)
 {
-    return int_member(seen_files_get(s->files, serial), "floor", 0);
+    return int_member(device_doc(s, serial), "floor", 0);
 }
 
 /* Removes the keys of `keys` older than `before`; returns how many. */
@@ -174,12 +238,14 @@ void state_mark_seen(struct state *s, const char *serial, long long unixtime, co
     seen_key(key, sizeof key, unixtime, kind);
     jsonv_put(child_object(section(s, &state_section_seen), serial), key,
               jsonv_need(json_object_new_int(1)));
+    raise_mark(s, serial, unixtime);
 }
 
 void state_prune_seen(struct state *s, const char *serial, long long before)
 {
     if (state_seen_floor(s, serial) < before)
         jsonv_put_int(section(s, &state_section_floors), serial, before);
+    raise_mark(s, serial, before - 1);
     struct json_object *seen = section(s, &state_section_seen);
     struct json_object *keys = journal_keys(s, serial);
     if (keys) {
@@ -218,7 +284,7 @@ size_t state_seen_count(const struct state *s, const char *serial)
 
 bool state_seen_known(const struct state *s, const char *serial)
 {
-    return seen_files_get(s->files, serial) != NULL;
+    return device_doc(s, serial) != NULL;
 }
 
 /* --- flushing the journal into the files (state_save) -------------------- */
@@ -273,7 +339,7 @@ static void add_names(struct json_object *names, struct json_object *obj)
  * written when that (or a prune) changed it. *wrote tells a write. */
 static int flush_one(struct state *s, const char *serial, bool *wrote, struct err *e)
 {
-    struct json_object *doc = seen_files_get(s->files, serial);
+    struct json_object *doc = device_doc(s, serial);
     if (!doc)
         return err_set(e, "%s", seen_files_why(s->files, serial));
     long long floor = int_member(section(s, &state_section_floors), serial, 0);
@@ -346,4 +412,15 @@ const struct state_section state_section_floors = {
     .name = "floors",
     .type = json_type_object,
     .check = check_floors,
+};
+
+static int check_marks(struct json_object *marks, struct err *e)
+{
+    return check_ints(marks, "marks", e);
+}
+
+const struct state_section state_section_marks = {
+    .name = "marks",
+    .type = json_type_object,
+    .check = check_marks,
 };

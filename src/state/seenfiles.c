@@ -42,6 +42,9 @@ struct seen_files {
     struct json_object *docs;
     /* serial -> null: the document in memory differs from the file. */
     struct json_object *dirty;
+    /* serial -> null: its file was corrupt, and its document stands in for
+     * it until seen.c takes it (seen_files_take_lost). */
+    struct json_object *lost;
 };
 
 /* --- the directory ----------------------------------------------------- */
@@ -122,6 +125,7 @@ int seen_files_open(struct seen_files **out, const char *state_path, bool read_o
     }
     f->docs = jsonv_need(json_object_new_object());
     f->dirty = jsonv_need(json_object_new_object());
+    f->lost = jsonv_need(json_object_new_object());
     *out = f;
     return 0;
 }
@@ -134,6 +138,7 @@ void seen_files_free(struct seen_files *f)
         close(f->fd);
     json_object_put(f->docs);
     json_object_put(f->dirty);
+    json_object_put(f->lost);
     free(f->dir);
     free(f);
 }
@@ -287,16 +292,18 @@ static char *set_aside(const struct seen_files *f, const char *name, int fd, str
 }
 
 /* A corrupt file: moved aside (not by state_peek), with a warning. Its
- * device then reads as having no file: see "A lost file" in seen.c for
- * what that costs. Returns the document to use in its place, or a string
- * (why) when the file could not even be moved: it is then never
- * overwritten either, so a person can still look at it. */
+ * device then reads as having a new, empty file, which seen.c gives the
+ * state file's high-water mark (see "A lost file" there). Returns the
+ * document to use in its place, or a string (why) when the file could not
+ * even be moved: it is then never overwritten either, so a person can
+ * still look at it. */
 static struct json_object *corrupt(const struct seen_files *f, const char *name, int fd,
                                    const char *serial, const char *why)
 {
     struct err e;
     if (f->read_only) {
         log_warn("%s/%s: corrupt seen file: %s; read as empty", f->dir, name, why);
+        jsonv_put(f->lost, serial, NULL);
         return new_doc(serial);
     }
     char *aside = set_aside(f, name, fd, &e);
@@ -308,10 +315,10 @@ static struct json_object *corrupt(const struct seen_files *f, const char *name,
         free(msg);
         return failed;
     }
-    log_warn("%s/%s: corrupt seen file: %s; moved aside to %s/%s: device %s starts over with "
-             "the state file's keys only (some of its events may be sent again)",
-             f->dir, name, why, f->dir, aside, serial);
+    log_warn("%s/%s: corrupt seen file: %s; moved aside to %s/%s", f->dir, name, why, f->dir,
+             aside);
     free(aside);
+    jsonv_put(f->lost, serial, NULL);
     return new_doc(serial);
 }
 
@@ -356,6 +363,14 @@ struct json_object *seen_files_get(struct seen_files *f, const char *serial)
         jsonv_put(f->docs, serial, doc);
     }
     return json_object_is_type(doc, json_type_object) ? doc : NULL;
+}
+
+bool seen_files_take_lost(struct seen_files *f, const char *serial)
+{
+    if (!json_object_object_get_ex(f->lost, serial, NULL))
+        return false;
+    json_object_object_del(f->lost, serial);
+    return true;
 }
 
 const char *seen_files_why(struct seen_files *f, const char *serial)

@@ -26,7 +26,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#define BODY_MAX (1024u * 1024)
+#define BODY_MAX (8u * 1024 * 1024) /* a fault's body may be a whole reply of up to 4 MiB */
 #define EXIT_USAGE 2
 #define LATENCY_MAX_MS 60000u
 

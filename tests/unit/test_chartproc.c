@@ -52,7 +52,7 @@ Test(chartproc, the_helper_draws_the_chart_of_a_trend)
     fridge(&s, 1795000000, 12);
     ev.trend = event_trend_of(&s, 1, 1795000000, 1795006600);
     cr_assert_not_null(ev.trend);
-    cr_assert_eq(chartproc_png(&png, &len, &ev, &e), 0, "%s", e.msg);
+    cr_assert_eq(chartproc_png(&png, &len, &ev, NULL, &e), 0, "%s", e.msg);
     cr_assert_gt(len, 1000);
     cr_assert_lt(len, CHART_PNG_MAX);
     cr_expect(memcmp(png, "\x89PNG\r\n\x1a\n", 8) == 0);
@@ -89,7 +89,7 @@ Test(chartproc, the_helpers_reason_comes_back)
     cr_assert_not_null(ev.trend);
     /* A channel the event's JSON cannot carry: the helper reads no trend. */
     ev.trend->series.channels[0].num = 9;
-    cr_assert_eq(chartproc_png(&png, &len, &ev, &e), -1);
+    cr_assert_eq(chartproc_png(&png, &len, &ev, NULL, &e), -1);
     cr_expect_null(png);
     cr_expect_eq(len, 0);
     cr_expect_str_eq(e.msg, "the event has no trend", "the helper's own line");
@@ -103,7 +103,7 @@ Test(chartproc, an_event_without_a_trend_has_no_chart)
     unsigned char *png = NULL;
     size_t len = 0;
     struct err e = {{0}};
-    cr_assert_eq(chartproc_png(&png, &len, &ev, &e), -1);
+    cr_assert_eq(chartproc_png(&png, &len, &ev, NULL, &e), -1);
     cr_expect_null(png);
     cr_expect_str_eq(e.msg, "no trend to draw");
     event_clear(&ev);

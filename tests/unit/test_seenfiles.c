@@ -657,3 +657,92 @@ Test(seenfiles, device_files_without_their_state_file_go_aside)
     free(log);
     free(a);
 }
+
+/* --- the high-water mark ------------------------------------------------ */
+
+/* A device file that is lost (corrupt, moved aside) falls back to the
+ * device's high-water mark, which the state file keeps: every entry up to
+ * the newest one handled counts as seen (its floor is just above it), with
+ * a warning, and the new file keeps that floor. Before, the device started
+ * over with no key and its log was sent again. */
+Test(seenfiles, a_lost_device_file_falls_back_to_the_state_files_mark)
+{
+    struct state *s = open_ok();
+    state_mark_seen(s, "A", 1795000100, "ch1");
+    state_mark_seen(s, "A", 1795000300, "ch1");
+    state_mark_seen(s, "A", 1795000200, "battery-level");
+    save_ok(s);
+    save_ok(s); /* the keys are in A's file alone now */
+    state_close(s);
+    char *a = file_of("A");
+    spew(a, "{\"serial\":\"A\",\"seen\":");
+    struct caught c;
+    catch_stderr(&c);
+    s = open_ok();
+    long long floor = state_seen_floor(s, "A");
+    char *log = release_stderr(&c);
+    cr_expect_eq(floor, 1795000301, "%s", log);
+    cr_expect_not_null(strstr(log, "device A: its seen file is lost; its entries up to "
+                                   "1795000300"),
+                       "%s", log);
+    free(log);
+    s = reopen(s);
+    cr_expect_eq(state_seen_floor(s, "A"), 1795000301, "the new file keeps it");
+    state_close(s);
+    char *text = slurp(a);
+    cr_expect_not_null(strstr(text, "\"floor\":1795000301"), "%s", text);
+    free(text);
+    free(a);
+}
+
+/* A state written by the release before marks (version 2, its keys in the
+ * device files, no "marks" section) loads as it is and gets a device's
+ * mark when its file is first read (its next poll); from then on a lost
+ * file falls back to it. */
+Test(seenfiles, a_state_of_the_release_before_marks_gets_them_from_its_files)
+{
+    spew(path, "{\"version\":2,\"next_id\":1,\"seen\":{},\"floors\":{},\"outbox\":[]}\n");
+    cr_assert_eq(mkdir(sdir, 0700), 0);
+    char *a = file_of("5214000A");
+    spew(a, "{\"serial\":\"5214000A\",\"floor\":1794998320,\"seen\":{\"1794999400/ch1\":1,"
+            "\"1794999460/ch1\":1,\"1794999400/battery-level\":1}}");
+    struct state *s = open_ok();
+    cr_expect(state_seen(s, "5214000A", 1794999460, "ch1"));
+    s = reopen(s);
+    state_close(s);
+    char *text = slurp(path);
+    cr_expect_not_null(strstr(text, "\"marks\":{\"5214000A\":1794999460}"), "%s", text);
+    free(text);
+    spew(a, "");
+    s = open_ok();
+    cr_expect_eq(state_seen_floor(s, "5214000A"), 1794999461);
+    state_close(s);
+    free(a);
+}
+
+/* The state of the release before device files (every key in the
+ * journal) gets its marks from the journal. */
+Test(seenfiles, a_state_of_the_release_before_device_files_gets_its_marks)
+{
+    char *p = xasprintf("%s/tests/data/state/0.1.0-17dc0d7.json", WSRELAY_SOURCE_DIR);
+    char *fixture = slurp(p);
+    cr_assert_not_null(fixture, "%s", p);
+    spew(path, fixture);
+    free(fixture);
+    free(p);
+    struct state *s = open_ok();
+    cr_expect_eq(state_seen_count(s, "5214000B"), 3);
+    s = reopen(s);
+    s = reopen(s);
+    state_close(s);
+    char *b = file_of("5214000B");
+    char *text = slurp(b);
+    cr_assert_not_null(text);
+    spew(b, "{");
+    s = open_ok();
+    long long floor = state_seen_floor(s, "5214000B");
+    cr_expect_gt(floor, 1795000500, "no fallback: floor %lld\n%s", floor, text);
+    state_close(s);
+    free(text);
+    free(b);
+}
