@@ -184,12 +184,31 @@ static void delivery_failed(struct tick *t, const struct receiver_conf *r,
     t->failures++;
 }
 
+/* Puts the due items in the order their messages show them
+ * (notify_order), so that the first message holds what matters most. */
+static void order_items(struct outbox_item *items, size_t n)
+{
+    struct event *evs = xcalloc(n ? n : 1, sizeof *evs);
+    size_t *order = xcalloc(n ? n : 1, sizeof *order);
+    struct outbox_item *copy = xcalloc(n ? n : 1, sizeof *copy);
+    for (size_t i = 0; i < n; i++)
+        evs[i] = items[i].event; /* borrowed */
+    notify_order(order, evs, n);
+    for (size_t i = 0; i < n; i++)
+        copy[i] = items[order[i]];
+    memcpy(items, copy, n * sizeof *items);
+    free(copy);
+    free(order);
+    free(evs);
+}
+
 static void deliver_receiver(struct tick *t, const struct notify_env *env,
                              const struct receiver_conf *r)
 {
     size_t n = 0;
     long long now = t->opt->now;
     struct outbox_item *items = state_outbox_due(t->st, r->name, now, &n);
+    order_items(items, n);
     for (size_t start = 0;
          start < n && !tick_stopping(t) && !t->unsaved && !tick_out_of_time(t, TICK_DELIVERY);
          start += MESSAGE_MAX_EVENTS) {

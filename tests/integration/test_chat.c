@@ -47,6 +47,20 @@ static void start(int devices, int alerts, size_t text_len, const char *receiver
     relay_config(&R, NULL, receivers);
 }
 
+/* The devices of `devices` (JSON objects of the scenario, comma
+ * separated) and the receivers `receivers`. */
+static void start_devices(const char *devices, const char *receivers)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    relay_scenario_open(&b, T0);
+    buf_puts(&b, devices);
+    buf_puts(&b, "]}]}");
+    relay_start(&R, buf_str(&b));
+    buf_free(&b);
+    relay_config(&R, NULL, receivers);
+}
+
 static const char slack_and_log[] = "  - name: lab-slack\n"
                                     "    slack: {url: \"@HOOK_URL@\"}\n"
                                     "  - name: log\n"
@@ -235,7 +249,7 @@ Test(chat, a_refused_message_does_not_take_the_unsent_ones_with_it, .fini = tear
     cr_assert_eq(hooksink_count(R.hook), 2, "the untried message goes out next");
     struct json_object *doc = request_json(1);
     const char *text = json_object_get_string(path(doc, "text"));
-    cr_assert(strstr(text, "(first of 14 alerts)"), "%s", text);
+    cr_assert(strstr(text, "🔴 14 alarms"), "%s", text);
     json_object_put(doc);
 }
 
@@ -429,5 +443,41 @@ Test(chat, slack_text_is_cut_between_entities, .fini = teardown, .timeout = 60)
     cr_assert_leq(chars, 3000);
     cr_assert_gt(chars, 2990);
     cr_assert_str_eq(shown + strlen(shown) - strlen("&amp;…"), "&amp;…");
+    json_object_put(doc);
+}
+
+/* A message of several events opens with a summary, and the alarm of the
+ * device that alerted last comes before the other device's recoveries. */
+Test(chat, several_events_open_with_a_summary_and_the_alarm_first, .fini = teardown, .timeout = 60)
+{
+    char *devices =
+        xasprintf("{\"serial\": \"5214A000\", \"name\": \"Bulk Freezer\", \"alerts\": ["
+                  "{\"unixtime\": %lld, \"ch1\": \"CH1 Measurement Recovery\"},"
+                  "{\"unixtime\": %lld, \"ch2\": \"CH2 Measurement Recovery\"}]},"
+                  "{\"serial\": \"5214A001\", \"name\": \"Freezer B\", \"alerts\": ["
+                  "{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit Exceeded -60.0°C\"}]}",
+                  T0 - 300, T0 - 200, T0 - 100);
+    start_devices(devices, slack_and_log);
+    free(devices);
+    hooksink_set_status(R.hook, 500);
+    relay_run_at(&R, T0, NULL);
+    relay_run_at(&R, T0 + 300, NULL); /* each device polled once at least */
+    hooksink_clear(R.hook);
+    hooksink_push_reply(R.hook, 200, "ok", 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 3600, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 1);
+    struct json_object *doc = request_json(0);
+    cr_assert_str_eq(json_object_get_string(path(doc, "text")),
+                     "🔴 1 alarm, 2 recoveries: Freezer B, Bulk Freezer");
+    struct json_object *blocks = path(doc, "blocks");
+    struct json_object *summary = json_object_array_get_idx(blocks, 0);
+    cr_assert_str_eq(json_object_get_string(path(path(summary, "text"), "text")),
+                     "1 alarm, 2 recoveries");
+    const char *want[] = {"🔴 ALARM Freezer B", "🟢 RECOVERED Bulk Freezer",
+                          "🟢 RECOVERED Bulk Freezer"};
+    for (size_t i = 0; i < 3; i++) {
+        struct json_object *header = json_object_array_get_idx(blocks, 1 + 2 * i);
+        cr_assert_str_eq(json_object_get_string(path(path(header, "text"), "text")), want[i]);
+    }
     json_object_put(doc);
 }
