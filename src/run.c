@@ -202,23 +202,47 @@ static void order_items(struct outbox_item *items, size_t n)
     free(evs);
 }
 
+/* Cuts events[0..n) into messages that each fit the receiver's service
+ * whole (notify_fit), of at most MESSAGE_MAX_EVENTS events: the first
+ * events of message i are events[ends[i - 1]] (0 for the first), its last
+ * events[ends[i] - 1]. Returns the number of messages; the caller frees
+ * *ends. */
+static size_t cut_messages(size_t **ends, const struct notify_env *env,
+                           const struct receiver_conf *r, const struct event *events, size_t n,
+                           long long now)
+{
+    size_t parts = 0;
+    *ends = xcalloc(n ? n : 1, sizeof **ends);
+    for (size_t start = 0; start < n;) {
+        size_t count = n - start < MESSAGE_MAX_EVENTS ? n - start : MESSAGE_MAX_EVENTS;
+        struct notify_message m = {.events = events + start, .n = count, .now = now};
+        start += notify_fit(env, r, &m);
+        (*ends)[parts++] = start;
+    }
+    return parts;
+}
+
 static void deliver_receiver(struct tick *t, const struct notify_env *env,
                              const struct receiver_conf *r)
 {
-    size_t n = 0;
+    size_t n = 0, *ends = NULL;
     long long now = t->opt->now;
     struct outbox_item *items = state_outbox_due(t->st, r->name, now, &n);
     order_items(items, n);
-    for (size_t start = 0;
-         start < n && !tick_stopping(t) && !t->unsaved && !tick_out_of_time(t, TICK_DELIVERY);
-         start += MESSAGE_MAX_EVENTS) {
-        size_t count = n - start < MESSAGE_MAX_EVENTS ? n - start : MESSAGE_MAX_EVENTS;
-        struct event *evs = xcalloc(count, sizeof *evs);
-        struct notify_message m = {.events = evs, .n = count, .now = now};
+    struct event *all = xcalloc(n ? n : 1, sizeof *all);
+    for (size_t i = 0; i < n; i++)
+        all[i] = items[i].event; /* borrowed, freed with items */
+    /* Every event is shown whole in a message of its own receiver: what
+     * one message cannot hold goes in the next, never as "…and N more". */
+    size_t parts = cut_messages(&ends, env, r, all, n, now);
+    for (size_t part = 0, start = 0;
+         part < parts && !tick_stopping(t) && !t->unsaved && !tick_out_of_time(t, TICK_DELIVERY);
+         start = ends[part++]) {
+        size_t count = ends[part] - start;
+        struct notify_message m = {
+            .events = all + start, .n = count, .now = now, .part = part + 1, .parts = parts};
         struct notify_result res;
         struct err e;
-        for (size_t i = 0; i < count; i++)
-            evs[i] = items[start + i].event; /* borrowed, freed with items */
         if (start > 0 && notify_pace_ms(r->type))
             pause_ms(notify_pace_ms(r->type));
         if (t->opt->dry_run) {
@@ -243,11 +267,11 @@ static void deliver_receiver(struct tick *t, const struct notify_env *env,
              * more in this run; its other messages wait untouched. */
             state_receiver_result(t->st, r->name, false, e.msg, now);
             delivery_failed(t, r, items, start, start + count, n, &res, e.msg);
-            free(evs);
             break;
         }
-        free(evs);
     }
+    free(ends);
+    free(all);
     state_outbox_free(items, n);
 }
 

@@ -72,6 +72,14 @@ static void redact_in(char *text, size_t size, const struct redact *secrets)
     free(clean);
 }
 
+size_t notify_fit(const struct notify_env *env, const struct receiver_conf *r,
+                  const struct notify_message *m)
+{
+    const struct notifier *nt = notify_find(r->type);
+    size_t k = nt && nt->fit ? nt->fit(env, r, m) : m->n;
+    return k < 1 ? 1 : k > m->n ? m->n : k;
+}
+
 int notify_send(const struct notify_env *env, const struct receiver_conf *r,
                 const struct notify_message *m, struct notify_result *res, struct err *e)
 {

@@ -2,8 +2,10 @@
  *
  * Each transport is one file exporting one `struct notifier`; a new channel
  * is one file and one row in the table of notify.c. A notifier sends all the
- * events of a message as one message (or, where the far end limits a
- * message's size, as few as it can) and reports what the far end answered.
+ * events of a message as one message and reports what the far end
+ * answered; where the far end limits a message's size, its `fit` says how
+ * many events one message holds, and the caller sends the rest in more
+ * messages.
  * It never retries by itself: the caller keeps failed events in the outbox
  * for a later run, or gives them up when the answer was permanent. No
  * secret reaches an error or an answer: URLs appear without their path,
@@ -49,6 +51,10 @@ struct notifier {
     enum receiver_type type;
     const char *name; /* the config key: "webhook", "file", "email", "slack", "teams" */
     unsigned pace_ms; /* least time between two posts to one receiver; 0: none */
+    /* How many of the first events of `m` one message can hold within the
+     * service's limits (1 to m->n); NULL: all of them. */
+    size_t (*fit)(const struct notify_env *env, const struct receiver_conf *r,
+                  const struct notify_message *m);
     int (*send)(const struct notify_env *env, const struct receiver_conf *r,
                 const struct notify_message *m, struct notify_result *res, struct err *e);
 };
@@ -66,6 +72,14 @@ extern const struct notifier notifier_teams;
  * e->msg (util/redact.h). */
 int notify_send(const struct notify_env *env, const struct receiver_conf *r,
                 const struct notify_message *m, struct notify_result *res, struct err *e);
+
+/* How many of the first events of `m` one message to receiver `r` can
+ * hold within its service's limits (Slack's 50 blocks, a Teams card's 28
+ * KB), from 1 to m->n: a caller sends the rest in more messages, each
+ * whole, rather than let a transport summarise what does not fit. A
+ * template that cannot be rendered fits all (its send will say why). */
+size_t notify_fit(const struct notify_env *env, const struct receiver_conf *r,
+                  const struct notify_message *m);
 
 /* The template context of a message (a new reference): templates_context
  * (templates.h) over the events as event_to_json writes them, with
