@@ -34,6 +34,7 @@
 #include "util/duration.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -202,6 +203,27 @@ static void order_items(struct outbox_item *items, size_t n)
     free(evs);
 }
 
+#define LOG_TEXT_MAX 200 /* bytes of an alert text in the log line of its delivery */
+
+/* One line per event of a delivered message: every alarm at the default
+ * level, every other event with -v, so that the log names each event that
+ * left, and which receiver took it. */
+static void log_delivered(const struct receiver_conf *r, const struct notify_message *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        const struct event *ev = &m->events[i];
+        bool alarm = notify_rank_of(ev) == NOTIFY_RANK_ALARM;
+        char *id = event_id(ev);
+        char *text = utf8_clean(ev->text, strlen(ev->text), LOG_TEXT_MAX, UTF8_CONTROLS_NONE);
+        const char *who = ev->name && *ev->name ? ev->name : ev->serial;
+        log_msg(alarm ? LOG_INFO : LOG_DEBUG, "receiver %s: delivered %s %s (%s): %s%s", r->name,
+                ev->state ? ev->state : "alert", who, id, text,
+                strlen(text) < strlen(ev->text) ? "…" : "");
+        free(text);
+        free(id);
+    }
+}
+
 /* Cuts events[0..n) into messages that each fit the receiver's service
  * whole (notify_fit), of at most MESSAGE_MAX_EVENTS events: the first
  * events of message i are events[ends[i - 1]] (0 for the first), its last
@@ -258,7 +280,12 @@ static void deliver_receiver(struct tick *t, const struct notify_env *env,
                 state_outbox_done(t->st, items[start + i].id);
             metrics_count_message(t->st, r->name, "sent");
             state_receiver_result(t->st, r->name, true, NULL, now);
-            log_info("receiver %s: %zu event%s delivered", r->name, count, count == 1 ? "" : "s");
+            char which[64] = "";
+            if (parts > 1)
+                snprintf(which, sizeof which, " (message %zu of %zu)", part + 1, parts);
+            log_info("receiver %s: %zu event%s delivered%s", r->name, count, count == 1 ? "" : "s",
+                     which);
+            log_delivered(r, &m);
             /* Each accepted message is recorded at once, so that a kill
              * can repeat only the message in flight. */
             tick_persist(t, "after a delivery");
