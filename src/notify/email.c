@@ -34,6 +34,7 @@
 #include "util/log.h"
 #include "util/timebox.h"
 #include "util/url.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 #include <arpa/inet.h>
@@ -914,6 +915,9 @@ static int smtp_send(const struct job *j, struct err *e)
 /* ---- what the mail says ---- */
 
 #define EMAIL_CHARTS_MAX 5 /* charts in one mail: those of its first events with a trend */
+#define EMAIL_SUBJECT_COLUMNS                                                                      \
+    200 /* display columns of a subject: a mail list shows less, and                               \
+           an alert text can be 4 KB */
 
 struct email_content {
     char *subject;
@@ -993,9 +997,34 @@ static void drop_unshown_charts(struct email_content *c)
     c->n_images = kept;
 }
 
+/* `line` cut to EMAIL_SUBJECT_COLUMNS display columns (a wide character
+ * counts two), its last one "…" when cut, never inside a character. */
+static void fit_subject(char *line)
+{
+    size_t len = strlen(line), i = 0, columns = 0, keep = 0;
+    while (i < len) {
+        uint32_t cp;
+        size_t step = utf8_decode(&cp, line + i, len - i);
+        int w = step ? utf8_char_width(cp) : 1;
+        if (!step)
+            step = 1;
+        if (w < 0)
+            w = 0;
+        if (columns + (size_t)w > EMAIL_SUBJECT_COLUMNS) {
+            memcpy(line + keep, "…", sizeof "…");
+            return;
+        }
+        columns += (size_t)w;
+        i += step;
+        if (columns < EMAIL_SUBJECT_COLUMNS)
+            keep = i; /* room for "…" after it */
+    }
+}
+
 /* Subject and bodies of the mail: the email-subject.txt, email.txt (or
  * the receiver's `template`) and email.html (or its `html_template`)
- * templates over the message's context. The subject is one line, trimmed.
+ * templates over the message's context. The subject is one line, trimmed,
+ * of at most EMAIL_SUBJECT_COLUMNS columns.
  * Returns as notify_render does: -1 worth retrying, -2 a template to fix. */
 static int email_render(struct email_content *out, const struct notify_env *env,
                         const struct receiver_conf *r, const struct notify_message *m,
@@ -1017,7 +1046,8 @@ static int email_render(struct email_content *out, const struct notify_env *env,
     size_t start = strspn(line, " \t"), end = strlen(line);
     while (end > start && (line[end - 1] == ' ' || line[end - 1] == '\t'))
         end--;
-    out->subject = xstrndup(line + start, end - start);
+    out->subject = xrealloc(xstrndup(line + start, end - start), end - start + sizeof "…");
+    fit_subject(out->subject);
     free(line);
     out->text = buf_steal(&text);
     out->html = buf_steal(&html);
