@@ -265,3 +265,32 @@ Test(notify, events_are_ordered_by_what_matters_and_grouped_by_device)
     for (size_t i = 0; i < n; i++)
         event_clear(&evs[i]);
 }
+
+/* The subject of a mail of several events names the worst state, the
+ * devices and the counts, whatever the order the events came in. */
+Test(notify, the_subject_names_the_worst_state_and_the_devices)
+{
+    struct event evs[62];
+    size_t n = 0;
+    for (int i = 0; i < 41; i++)
+        evs[n++] = ranked("A", "Bulk Freezer", "ch1", "CH1 Measurement Recovery");
+    for (int i = 0; i < 20; i++)
+        evs[n++] = ranked("A", "Bulk Freezer", "ch1", "CH1 Upper Limit Exceeded");
+    evs[n++] = ranked("B", "Freezer B", "ch1", "CH1 Upper Limit Exceeded");
+    size_t order[62];
+    struct event sorted[62];
+    notify_order(order, evs, n);
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = evs[order[i]];
+    struct notify_message m = {.events = sorted, .n = n, .now = 1795000000};
+    struct json_object *ctx = notify_context("mail", &m);
+    struct buf b;
+    buf_init(&b, 0);
+    struct err e;
+    cr_assert_eq(notify_render(&b, NULL, NULL, "email-subject.txt", ctx, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(buf_str(&b), "[ALARM] Bulk Freezer, Freezer B: 21 alarms, 41 recoveries");
+    buf_free(&b);
+    json_object_put(ctx);
+    for (size_t i = 0; i < n; i++)
+        event_clear(&evs[i]);
+}
