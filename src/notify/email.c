@@ -1080,35 +1080,67 @@ static char *lone_id(const struct receiver_conf *r, const struct event *ev, long
     return id;
 }
 
-/* The Message-ID this mail follows up, or NULL. A recovery mail belongs
- * under the mail of the alarm it ends: when every event is a recovery of
- * one serial and kind that ends the alarm of unixtime R (`recovers`), that
- * alarm's mail had the id lone_id(r, event, R, 1, host) when the alarm
- * was alone in its mail, as an alarm usually is (an early warning's way
- * back ends the warning of its channel the same way).
- * Likewise an alert-log alarm that an early warning announced belongs
- * under that warning's mail: every event of one serial and kind with the
- * same `early_warning` W, whose mail was "…SERIAL.reading-ch1.W…". */
+/* The mail an event's mail belongs under: its thread's root. */
+struct thread_root {
+    const char *serial;
+    char kind[32]; /* "ch1", "reading-ch1" */
+    long long at;  /* its unixtime */
+};
+
+/* The root of `ev`, one of the events of a mail (events[0..n)); false when
+ * it starts a thread of its own (an alarm nobody warned of, an early
+ * warning). An early warning's way back and an alarm that the warning
+ * announced belong under the warning; a recovery under the mail of the
+ * alarm it ends, or, when that alarm is in the same mail and was
+ * announced, under the warning too: a mail that holds an alarm and its
+ * recovery follows the warning as the alarm alone would. */
+static bool thread_root(struct thread_root *out, const struct event *ev, const struct event *events,
+                        size_t n)
+{
+    bool reading = !strcmp(ev->kind, "reading");
+    int channel = reading ? ev->channel : !strncmp(ev->kind, "ch", 2) ? atoi(ev->kind + 2) : 0;
+    out->serial = ev->serial;
+    if (reading && ev->recovers) {
+        snprintf(out->kind, sizeof out->kind, "reading-ch%d", channel);
+        out->at = ev->recovers;
+        return true;
+    }
+    if (!reading && channel > 0 && ev->early_warning) {
+        snprintf(out->kind, sizeof out->kind, "reading-ch%d", channel);
+        out->at = ev->early_warning;
+        return true;
+    }
+    if (reading || !ev->recovers)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const struct event *alarm = &events[i];
+        if (alarm != ev && alarm->unixtime == ev->recovers && !alarm->recovers &&
+            !strcmp(alarm->serial, ev->serial) && !strcmp(alarm->kind, ev->kind)) {
+            if (thread_root(out, alarm, events, n))
+                return true; /* the alarm's own root: its warning */
+            break;
+        }
+    }
+    snprintf(out->kind, sizeof out->kind, "%s", ev->kind);
+    out->at = ev->recovers;
+    return true;
+}
+
+/* The Message-ID this mail follows up, or NULL: the mail of the thread
+ * root (thread_root) that all its events share, as lone_id made it (the
+ * mail of an alarm or a warning alone, as they usually are). A mail of
+ * events from several threads starts a thread of its own. */
 static char *email_parent_id(const struct receiver_conf *r, const struct event *events, size_t n,
                              const char *host)
 {
-    const struct event *first = &events[0];
-    bool recovers = true, warned = true;
-    for (size_t i = 0; i < n; i++) {
-        const struct event *ev = &events[i];
-        if (strcmp(ev->serial, first->serial) != 0 || strcmp(ev->kind, first->kind) != 0)
+    struct thread_root first, other;
+    if (!thread_root(&first, &events[0], events, n))
+        return NULL;
+    for (size_t i = 1; i < n; i++)
+        if (!thread_root(&other, &events[i], events, n) || strcmp(other.serial, first.serial) ||
+            strcmp(other.kind, first.kind) || other.at != first.at)
             return NULL;
-        recovers = recovers && ev->recovers;
-        warned = warned && ev->early_warning && ev->early_warning == first->early_warning;
-    }
-    if (recovers)
-        return lone_id(r, first, first->recovers, 1, host);
-    if (warned && strncmp(first->kind, "ch", 2) == 0) {
-        struct event warning = {
-            .serial = first->serial, .kind = (char *)"reading", .channel = atoi(first->kind + 2)};
-        return lone_id(r, &warning, first->early_warning, 1, host);
-    }
-    return NULL;
+    return mime_message_id(r->name, first.serial, first.kind, first.at, 1, host);
 }
 
 static void add_unique(char ***list, size_t *n, const char *addr)
