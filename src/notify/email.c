@@ -940,9 +940,55 @@ static void email_content_clear(struct email_content *c)
     memset(c, 0, sizeof *c);
 }
 
+/* The string member `key` of `obj`, or "" when it has none. */
+static const char *member_text(struct json_object *obj, const char *key)
+{
+    struct json_object *v = NULL;
+    return json_object_object_get_ex(obj, key, &v) && json_object_is_type(v, json_type_string)
+               ? json_object_get_string(v)
+               : "";
+}
+
+/* What the chart of `ev` shows, in words, for those who do not see the
+ * picture (its alt text): "Chart of Freezer 3, Temperature, last 6 h:
+ * 3.9 to 9.5 °C, now 9.5 (rising); upper limit 8 °C; alarm at 11:26". */
+static char *chart_alt(const struct event *ev, struct json_object *trend)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    const char *unit = member_text(trend, "unit");
+    const char *space = *unit ? " " : "";
+    const struct series_channel *ch = &ev->trend->series.channels[0];
+    buf_printf(&b, "Chart of %s, ", ev->name && *ev->name ? ev->name : ev->serial);
+    if (ch->name && *ch->name)
+        buf_printf(&b, "%s", ch->name);
+    else
+        buf_printf(&b, "ch%d", ch->num);
+    buf_printf(&b, ", last %s: %s to %s%s%s, now %s (%s)", member_text(trend, "span"),
+               member_text(trend, "min"), member_text(trend, "max"), space, unit,
+               member_text(trend, "last"), member_text(trend, "direction"));
+    if (*member_text(trend, "upper_limit"))
+        buf_printf(&b, "; upper limit %s%s%s", member_text(trend, "upper_limit"), space, unit);
+    if (*member_text(trend, "lower_limit"))
+        buf_printf(&b, "; lower limit %s%s%s", member_text(trend, "lower_limit"), space, unit);
+    char when[32];
+    event_local_time(when, sizeof when, ev); /* "YYYY-MM-DD HH:MM:SS +HH:MM" */
+    bool reading = !strcmp(ev->kind, "reading");
+    bool recovered = ev->state && !strcmp(ev->state, "recovered");
+    const char *what = recovered   ? (reading ? "back within the limit" : "recovery")
+                       : reading   ? "early warning"
+                       : ev->state ? ev->state
+                                   : "alert";
+    buf_printf(&b, "; %s at %.5s", what, when + 11);
+    return buf_steal(&b);
+}
+
 /* Draws the charts of the first events that have a trend, as images of
  * the mail, and names each in its event's context (events[i].trend's
- * chart_cid), which email.html shows with <img src="cid:...">. An event
+ * chart_cid, and chart_alt saying what it shows in words), which
+ * email.html shows with <img src="cid:..." alt="...">. Each image has a
+ * file name of its own: SERIAL-chN.png, then SERIAL-chN-2.png for the
+ * second chart of that channel (an alarm and its recovery). An event
  * whose chart cannot be drawn keeps its sparkline (logged). */
 static void email_charts(struct email_content *out, struct json_object *ctx,
                          const struct notify_message *m)
@@ -968,10 +1014,23 @@ static void email_charts(struct email_content *out, struct json_object *ctx,
         struct mime_image *img = &out->images[out->n_images++];
         img->content_id = xasprintf("chart-%zu@wsrelay", out->n_images);
         img->content_type = "image/png";
-        img->filename = xasprintf("%s-ch%d.png", ev->serial, ev->trend->series.channels[0].num);
+        int num = ev->trend->series.channels[0].num;
+        size_t same = 1;
+        for (size_t k = 0; k + 1 < out->n_images; k++) {
+            char *name = xasprintf("%s-ch%d", ev->serial, num);
+            same += !strncmp(out->images[k].filename, name, strlen(name)) &&
+                    (out->images[k].filename[strlen(name)] == '.' ||
+                     out->images[k].filename[strlen(name)] == '-');
+            free(name);
+        }
+        img->filename = same > 1 ? xasprintf("%s-ch%d-%zu.png", ev->serial, num, same)
+                                 : xasprintf("%s-ch%d.png", ev->serial, num);
         img->data = png;
         img->len = len;
         json_object_object_add(trend, "chart_cid", json_object_new_string(img->content_id));
+        char *alt = chart_alt(ev, trend);
+        json_object_object_add(trend, "chart_alt", json_object_new_string(alt));
+        free(alt);
     }
 }
 
