@@ -161,15 +161,37 @@ static size_t device_first(const struct event *events, size_t n, const struct ev
     return n;
 }
 
+/* An event's serial and place, to find each device's first event. */
+struct by_serial {
+    const char *serial;
+    size_t index;
+};
+
+static int serial_compare(const void *pa, const void *pb)
+{
+    const struct by_serial *a = pa, *b = pb;
+    int c = strcmp(a->serial, b->serial);
+    return c ? c : a->index < b->index ? -1 : a->index > b->index;
+}
+
 void notify_order(size_t *out, const struct event *events, size_t n)
 {
     struct order_key *keys = xcalloc(n ? n : 1, sizeof *keys);
+    struct by_serial *serials = xcalloc(n ? n : 1, sizeof *serials);
     for (size_t i = 0; i < n; i++) {
         keys[i].index = i;
         keys[i].rank = (int)notify_rank_of(&events[i]);
-        keys[i].dev_at = device_first(events, n, &events[i]);
         keys[i].dev_rank = NOTIFY_RANKS;
+        serials[i] = (struct by_serial){events[i].serial, i};
     }
+    /* Each device's first event, in n log n: a run's outbox can be long. */
+    qsort(serials, n, sizeof *serials, serial_compare);
+    for (size_t i = 0, first = 0; i < n; i++) {
+        if (i == 0 || strcmp(serials[i].serial, serials[i - 1].serial) != 0)
+            first = serials[i].index;
+        keys[serials[i].index].dev_at = first;
+    }
+    free(serials);
     /* A device's most important event, kept on its first event's key. */
     for (size_t i = 0; i < n; i++) {
         struct order_key *first = &keys[keys[i].dev_at];
