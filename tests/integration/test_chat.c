@@ -588,6 +588,7 @@ Test(chat, every_event_of_162_reaches_slack_and_teams, .fini = teardown, .timeou
     }
     cr_assert_eq(n_slack, 8, "162 events, 23 a message");
     cr_assert_geq(n_teams, 2);
+    cr_log_info("162 events: %zu Slack messages, %zu Teams cards", n_slack, n_teams);
     struct buf *bodies[] = {&slack, &teams};
     for (size_t k = 0; k < 2; k++) {
         const char *all = buf_str(bodies[k]);
@@ -608,4 +609,50 @@ Test(chat, every_event_of_162_reaches_slack_and_teams, .fini = teardown, .timeou
     }
     buf_free(&slack);
     buf_free(&teams);
+}
+
+/* 38 events in two messages: Slack takes the first and fails the second.
+ * The next run sends the second again, and only it: delivery is per
+ * event and receiver, whatever message an event went in. */
+Test(chat, a_failed_part_is_retried_and_the_delivered_part_is_not_repeated, .fini = teardown,
+     .timeout = 60)
+{
+    start(2, 19, 0, slack_and_log);
+    hooksink_set_status(R.hook, 500);
+    relay_run_at(&R, T0, NULL);
+    relay_run_at(&R, T0 + 300, NULL); /* each device polled once at least */
+    hooksink_clear(R.hook);
+    hooksink_push_reply(R.hook, 200, "ok", 0);
+    hooksink_push_reply(R.hook, 500, "internal_error", 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 3600, NULL), 1, "the second part failed");
+    cr_assert_eq(hooksink_count(R.hook), 2);
+    hooksink_set_status(R.hook, 200);
+    cr_assert_eq(relay_run_at(&R, T0 + 3600 + 600, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 3, "the failed part alone, once");
+    struct buf first, failed, again;
+    buf_init(&first, 0);
+    buf_init(&failed, 0);
+    buf_init(&again, 0);
+    struct buf *into[] = {&first, &failed, &again};
+    for (size_t i = 0; i < 3; i++) {
+        struct json_object *doc = request_json(i);
+        strings_of(into[i], path(doc, "blocks"));
+        json_object_put(doc);
+    }
+    size_t sent = 0;
+    for (int a = 0; a < 19; a++) {
+        char *want = xasprintf("CH1 Upper Limit Exceeded %d.0°C \n", a);
+        size_t in_first = occurrences(buf_str(&first), want);
+        size_t in_failed = occurrences(buf_str(&failed), want);
+        size_t in_again = occurrences(buf_str(&again), want);
+        cr_assert_eq(in_first + in_again, 2, "alert %d of each device, once: %zu + %zu", a,
+                     in_first, in_again);
+        cr_assert_eq(in_failed, in_again, "alert %d: the failed part is what is sent again", a);
+        sent += in_first + in_again;
+        free(want);
+    }
+    cr_assert_eq(sent, 38);
+    buf_free(&first);
+    buf_free(&failed);
+    buf_free(&again);
 }
