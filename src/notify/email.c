@@ -915,9 +915,9 @@ static int smtp_send(const struct job *j, struct err *e)
 /* ---- what the mail says ---- */
 
 #define EMAIL_CHARTS_MAX 5 /* charts in one mail: those of its first events with a trend */
-#define EMAIL_SUBJECT_COLUMNS                                                                      \
-    200 /* display columns of a subject: a mail list shows less, and                               \
-           an alert text can be 4 KB */
+/* The display columns of a subject: a mail list shows less, and an alert
+ * text can be 4 KB. */
+#define EMAIL_SUBJECT_COLUMNS 200
 
 struct email_content {
     char *subject;
@@ -994,6 +994,7 @@ static void email_charts(struct email_content *out, struct json_object *ctx,
                          const struct notify_message *m)
 {
     struct json_object *events = NULL;
+    const struct event *drawn[EMAIL_CHARTS_MAX]; /* the event of each image */
     if (!json_object_object_get_ex(ctx, "events", &events))
         return;
     size_t n = json_object_array_length(events);
@@ -1015,14 +1016,11 @@ static void email_charts(struct email_content *out, struct json_object *ctx,
         img->content_id = xasprintf("chart-%zu@wsrelay", out->n_images);
         img->content_type = "image/png";
         int num = ev->trend->series.channels[0].num;
-        size_t same = 1;
-        for (size_t k = 0; k + 1 < out->n_images; k++) {
-            char *name = xasprintf("%s-ch%d", ev->serial, num);
-            same += !strncmp(out->images[k].filename, name, strlen(name)) &&
-                    (out->images[k].filename[strlen(name)] == '.' ||
-                     out->images[k].filename[strlen(name)] == '-');
-            free(name);
-        }
+        size_t same = 1; /* charts of this device and channel so far, this one too */
+        for (size_t k = 0; k + 1 < out->n_images; k++)
+            same += !strcmp(drawn[k]->serial, ev->serial) &&
+                    drawn[k]->trend->series.channels[0].num == num;
+        drawn[out->n_images - 1] = ev;
         img->filename = same > 1 ? xasprintf("%s-ch%d-%zu.png", ev->serial, num, same)
                                  : xasprintf("%s-ch%d.png", ev->serial, num);
         img->data = png;
