@@ -713,13 +713,52 @@ static void draw_readings(cairo_t *cr, const struct plan *p)
         draw_line(cr, p);
 }
 
-/* The alarm moment: a vertical line, its local time above the plot, and
- * a dot on the reading nearest to it (within one interval). */
-static void draw_mark(cairo_t *cr, const struct plan *p, long long t)
+enum chart_mark chart_mark_for(const char *kind, const char *state)
+{
+    bool reading = kind && !strcmp(kind, "reading");
+    bool recovered = state && !strcmp(state, "recovered");
+    if (recovered)
+        return reading ? CHART_MARK_BACK : CHART_MARK_RECOVERY;
+    if (reading)
+        return CHART_MARK_WARNING;
+    return !state || !strcmp(state, "alarm") ? CHART_MARK_ALARM : CHART_MARK_ALERT;
+}
+
+void chart_mark_label(char *out, size_t size, enum chart_mark mark, long long t, int utc_offset)
+{
+    static const char *const words[] = {
+        [CHART_MARK_ALARM] = "alarm",     [CHART_MARK_RECOVERY] = "recovered",
+        [CHART_MARK_WARNING] = "warning", [CHART_MARK_BACK] = "back",
+        [CHART_MARK_ALERT] = "alert",
+    };
+    struct tm tm = local_tm(t, utc_offset);
+    const char *word = (unsigned)mark < sizeof words / sizeof words[0] ? words[mark] : "alert";
+    snprintf(out, size, "%s %02d:%02d", word, tm.tm_hour, tm.tm_min);
+}
+
+unsigned chart_mark_rgb(enum chart_mark mark)
+{
+    switch (mark) {
+    case CHART_MARK_ALARM:
+    case CHART_MARK_WARNING:
+        return CHART_RGB_MARK;
+    case CHART_MARK_RECOVERY:
+    case CHART_MARK_BACK:
+        return CHART_RGB_GOOD;
+    case CHART_MARK_ALERT:
+        break;
+    }
+    return CHART_RGB_OTHER;
+}
+
+/* The marked moment: a vertical line, its label (what it is, its local
+ * time) above the plot, and a dot on the reading nearest to it (within
+ * one interval), in the mark's colour. */
+static void draw_mark(cairo_t *cr, const struct plan *p, long long t, enum chart_mark mark)
 {
     const struct chart_frame *f = &p->f;
     int col = chart_column(f, t);
-    set_rgb(cr, CHART_RGB_MARK);
+    set_rgb(cr, chart_mark_rgb(mark));
     cairo_set_line_width(cr, 2);
     cairo_move_to(cr, col, p->mark_base + 3);
     cairo_line_to(cr, col, f->bottom);
@@ -737,8 +776,7 @@ static void draw_mark(cairo_t *cr, const struct plan *p, long long t)
     }
 
     char text[64];
-    struct tm tm = local_tm(t, p->s->utc_offset);
-    snprintf(text, sizeof text, "alarm %02d:%02d", tm.tm_hour, tm.tm_min);
+    chart_mark_label(text, sizeof text, mark, t, p->s->utc_offset);
     select_font(cr, p->family, p->font, true);
     show_text(cr, text, col, p->mark_base, 0.5, 1, f->width - 1);
 }
@@ -762,7 +800,7 @@ static void draw(cairo_t *cr, const struct plan *p, const struct chart_spec *spe
     cairo_restore(cr);
 
     if (p->mark_base)
-        draw_mark(cr, p, spec->marked);
+        draw_mark(cr, p, spec->marked, spec->mark);
     if (p->title) {
         select_font(cr, p->title_family, p->title_font, true);
         set_rgb(cr, RGB_TITLE);

@@ -1,7 +1,8 @@
 /* A small PNG picture of one channel of a device's readings, for an alarm
  * mail to carry inline: the readings of a span of time as a line, the
- * limits as dashed lines with their values, the alarm moment as a
- * vertical line with its time, the title at the top, the values on the
+ * limits as dashed lines with their values, the event's moment as a
+ * vertical line with what it is and its time ("alarm 11:26" in red,
+ * "recovered 11:36" in green), the title at the top, the values on the
  * left in the channel's unit, the times below in the device's local time.
  * It is drawn with cairo for a phone's screen (large text, a few flat
  * colours) and stays small: under 30 KB for six hours of one-minute
@@ -41,7 +42,30 @@
 #define CHART_RGB_LINE 0x1F5FBFu  /* the readings */
 #define CHART_RGB_LIMIT 0xE07000u /* the limits' dashed lines and their labels */
 #define CHART_RGB_MARK 0xD0103Au  /* the alarm moment's line and its label */
+#define CHART_RGB_GOOD 0x2E7D32u  /* a recovery's (or a way back's) line and label */
+#define CHART_RGB_OTHER 0x7B1FA2u /* the line and label of any other moment */
 #define CHART_RGB_GRID 0xE4E4E4u  /* one-pixel lines at the ticks of both axes */
+
+/* What the marked moment is, which its label says and its colour shows:
+ * an alarm in red, a recovery in green, as a reader of the mail expects. */
+enum chart_mark {
+    CHART_MARK_ALARM,    /* "alarm 11:26", CHART_RGB_MARK */
+    CHART_MARK_RECOVERY, /* "recovered 11:36", CHART_RGB_GOOD */
+    CHART_MARK_WARNING,  /* an early warning from the readings: "warning 11:20", CHART_RGB_MARK */
+    CHART_MARK_BACK,     /* the readings back within the limit: "back 11:36", CHART_RGB_GOOD */
+    CHART_MARK_ALERT,    /* any other alert (a sensor error, ...): "alert 11:26", CHART_RGB_OTHER */
+};
+
+/* The mark of an event of kind `kind` ("ch1", "reading") whose text says
+ * `state` ("alarm", "recovered", ...; NULL: not known). */
+enum chart_mark chart_mark_for(const char *kind, const char *state);
+
+/* The label of a moment `t` of kind `mark` in the local time of
+ * `utc_offset` (minutes east of UTC): "recovered 11:36". */
+void chart_mark_label(char *out, size_t size, enum chart_mark mark, long long t, int utc_offset);
+
+/* The colour of a mark's line and label (0xRRGGBB). */
+unsigned chart_mark_rgb(enum chart_mark mark);
 
 /* What to draw. Everything is borrowed for the call only. */
 struct chart_spec {
@@ -51,12 +75,13 @@ struct chart_spec {
                                CHART_TIME_MAX, at most CHART_SPAN_MAX long; points
                                outside it are left out */
     bool has_upper, has_lower;
-    double upper, lower; /* the limits, drawn when has_upper / has_lower (finite) */
-    long long marked;    /* the alarm moment, unix time; 0 (or a moment outside the
-                            span): none */
-    const char *title;   /* UTF-8 (bytes that are not are shown as U+FFFD), cut with
-                            "…" to the width; NULL or "": no title line */
-    int width, height;   /* pixels; 0: CHART_WIDTH_DEFAULT, CHART_HEIGHT_DEFAULT */
+    double upper, lower;  /* the limits, drawn when has_upper / has_lower (finite) */
+    long long marked;     /* the alarm moment, unix time; 0 (or a moment outside the
+                             span): none */
+    enum chart_mark mark; /* what that moment is (zero: an alarm) */
+    const char *title;    /* UTF-8 (bytes that are not are shown as U+FFFD), cut with
+                             "…" to the width; NULL or "": no title line */
+    int width, height;    /* pixels; 0: CHART_WIDTH_DEFAULT, CHART_HEIGHT_DEFAULT */
 };
 
 /* Where chart_png draws, in pixels from the picture's top left corner, so

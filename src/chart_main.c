@@ -50,6 +50,7 @@ int main(void)
         .upper = t->upper,
         .lower = t->lower,
         .marked = ev.unixtime,
+        .mark = chart_mark_for(ev.kind, ev.state),
         .title = title,
     };
     int drawn = chart_png(&png, &len, &spec, &e);

@@ -184,8 +184,11 @@ static void limits_of(const struct tick *t, const struct account_conf *a, const 
 }
 
 /* The unixtime of the early warning that announced `ev`, an alert-log
- * alarm of a channel: the last warning of that channel said "alarm" and
- * came within WARNING_FOLLOWS of the entry. 0 when none did. */
+ * alarm of a channel: the last warning of that channel beyond a limit
+ * came within WARNING_FOLLOWS of the entry, whether it still stands or
+ * the readings have come back since (the platform often logs the alarm
+ * after its way back, and its mail belongs under the warning all the
+ * same). 0 when none did. */
 static long long warned_before(const struct tick *t, const struct event *ev)
 {
     struct watch w;
@@ -193,7 +196,7 @@ static long long warned_before(const struct tick *t, const struct event *ev)
         !state_watch(t->st, ev->serial, &w))
         return 0;
     const struct watch_channel *wc = watch_channel(&w, atoi(ev->kind + 2));
-    if (!wc || !wc->warned || !wc->warned_at)
+    if (!wc || !wc->warned_at)
         return 0;
     long long d = ev->unixtime - wc->warned_at;
     return d <= WARNING_FOLLOWS && d >= -WARNING_FOLLOWS ? wc->warned_at : 0;

@@ -34,6 +34,7 @@
 #include "util/duration.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -184,22 +185,96 @@ static void delivery_failed(struct tick *t, const struct receiver_conf *r,
     t->failures++;
 }
 
+/* Puts the due items in the order their messages show them
+ * (notify_order), so that the first message holds what matters most. */
+static void order_items(struct outbox_item *items, size_t n)
+{
+    struct event *evs = xcalloc(n ? n : 1, sizeof *evs);
+    size_t *order = xcalloc(n ? n : 1, sizeof *order);
+    struct outbox_item *copy = xcalloc(n ? n : 1, sizeof *copy);
+    for (size_t i = 0; i < n; i++)
+        evs[i] = items[i].event; /* borrowed */
+    notify_order(order, evs, n);
+    for (size_t i = 0; i < n; i++)
+        copy[i] = items[order[i]];
+    memcpy(items, copy, n * sizeof *items);
+    free(copy);
+    free(order);
+    free(evs);
+}
+
+#define LOG_TEXT_MAX 200 /* bytes of an alert text in the log line of its delivery */
+
+/* One line per event of a delivered message: every alarm at the default
+ * level, every other event with -v, so that the log names each event that
+ * left, and which receiver took it. */
+static void log_delivered(const struct receiver_conf *r, const struct notify_message *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        const struct event *ev = &m->events[i];
+        bool alarm = notify_rank_of(ev) == NOTIFY_RANK_ALARM;
+        char *id = event_id(ev);
+        char *text = utf8_clean(ev->text, strlen(ev->text), LOG_TEXT_MAX, UTF8_CONTROLS_NONE);
+        const char *who = ev->name && *ev->name ? ev->name : ev->serial;
+        log_msg(alarm ? LOG_INFO : LOG_DEBUG, "receiver %s: delivered %s %s (%s): %s%s", r->name,
+                ev->state ? ev->state : "alert", who, id, text,
+                strlen(text) < strlen(ev->text) ? "…" : "");
+        free(text);
+        free(id);
+    }
+}
+
+/* Cuts events[0..n) into messages that each fit the receiver's service
+ * whole (notify_fit), of at most MESSAGE_MAX_EVENTS events: the first
+ * events of message i are events[ends[i - 1]] (0 for the first), its last
+ * events[ends[i] - 1]. As many messages as filling each in turn takes,
+ * and about as full as each other (162 events to Slack: 8 of 20 or 21,
+ * not 7 of 23 and one of a single recovery). Returns the number of
+ * messages; the caller frees *ends. */
+static size_t cut_messages(size_t **ends, const struct notify_env *env,
+                           const struct receiver_conf *r, const struct event *events, size_t n,
+                           long long now)
+{
+    size_t parts = 0, filled = 0;
+    *ends = xcalloc(n ? n : 1, sizeof **ends);
+    for (int pass = 0; pass < 2; pass++) {
+        filled = parts; /* the first pass: each message as full as it can be */
+        parts = 0;
+        for (size_t start = 0; start < n;) {
+            size_t left = n - start, count = left < MESSAGE_MAX_EVENTS ? left : MESSAGE_MAX_EVENTS;
+            if (pass == 1 && filled > parts) {
+                size_t even = (left + (filled - parts) - 1) / (filled - parts);
+                count = even < count ? even : count;
+            }
+            struct notify_message m = {.events = events + start, .n = count, .now = now};
+            start += notify_fit(env, r, &m);
+            (*ends)[parts++] = start;
+        }
+    }
+    return parts;
+}
+
 static void deliver_receiver(struct tick *t, const struct notify_env *env,
                              const struct receiver_conf *r)
 {
-    size_t n = 0;
+    size_t n = 0, *ends = NULL;
     long long now = t->opt->now;
     struct outbox_item *items = state_outbox_due(t->st, r->name, now, &n);
-    for (size_t start = 0;
-         start < n && !tick_stopping(t) && !t->unsaved && !tick_out_of_time(t, TICK_DELIVERY);
-         start += MESSAGE_MAX_EVENTS) {
-        size_t count = n - start < MESSAGE_MAX_EVENTS ? n - start : MESSAGE_MAX_EVENTS;
-        struct event *evs = xcalloc(count, sizeof *evs);
-        struct notify_message m = {.events = evs, .n = count, .now = now};
+    order_items(items, n);
+    struct event *all = xcalloc(n ? n : 1, sizeof *all);
+    for (size_t i = 0; i < n; i++)
+        all[i] = items[i].event; /* borrowed, freed with items */
+    /* Every event is shown whole in a message of its own receiver: what
+     * one message cannot hold goes in the next, never as "…and N more". */
+    size_t parts = cut_messages(&ends, env, r, all, n, now);
+    for (size_t part = 0, start = 0;
+         part < parts && !tick_stopping(t) && !t->unsaved && !tick_out_of_time(t, TICK_DELIVERY);
+         start = ends[part++]) {
+        size_t count = ends[part] - start;
+        struct notify_message m = {
+            .events = all + start, .n = count, .now = now, .part = part + 1, .parts = parts};
         struct notify_result res;
         struct err e;
-        for (size_t i = 0; i < count; i++)
-            evs[i] = items[start + i].event; /* borrowed, freed with items */
         if (start > 0 && notify_pace_ms(r->type))
             pause_ms(notify_pace_ms(r->type));
         if (t->opt->dry_run) {
@@ -215,7 +290,12 @@ static void deliver_receiver(struct tick *t, const struct notify_env *env,
                 state_outbox_done(t->st, items[start + i].id);
             metrics_count_message(t->st, r->name, "sent");
             state_receiver_result(t->st, r->name, true, NULL, now);
-            log_info("receiver %s: %zu event%s delivered", r->name, count, count == 1 ? "" : "s");
+            char which[64] = "";
+            if (parts > 1)
+                snprintf(which, sizeof which, " (message %zu of %zu)", part + 1, parts);
+            log_info("receiver %s: %zu event%s delivered%s", r->name, count, count == 1 ? "" : "s",
+                     which);
+            log_delivered(r, &m);
             /* Each accepted message is recorded at once, so that a kill
              * can repeat only the message in flight. */
             tick_persist(t, "after a delivery");
@@ -224,11 +304,11 @@ static void deliver_receiver(struct tick *t, const struct notify_env *env,
              * more in this run; its other messages wait untouched. */
             state_receiver_result(t->st, r->name, false, e.msg, now);
             delivery_failed(t, r, items, start, start + count, n, &res, e.msg);
-            free(evs);
             break;
         }
-        free(evs);
     }
+    free(ends);
+    free(all);
     state_outbox_free(items, n);
 }
 

@@ -29,6 +29,44 @@ out:
     return payload;
 }
 
+/* Whether the first `k` events of `m` make a message that fits. */
+static int fits_with(const struct notify_env *env, const struct receiver_conf *r,
+                     const struct chat_conf *chat, const char *name, const struct notify_message *m,
+                     size_t k, bool (*fits)(struct json_object *payload))
+{
+    struct notify_result res = {0};
+    struct err e;
+    struct notify_message part = *m;
+    part.n = k;
+    part.part = part.parts = m->n; /* the longest number a part can have */
+    struct json_object *payload = chat_render(env, r, chat, name, &part, k, &res, &e);
+    if (!payload)
+        return -1;
+    int ok = fits(payload);
+    json_object_put(payload);
+    return ok;
+}
+
+size_t chat_fit(const struct notify_env *env, const struct receiver_conf *r,
+                const struct chat_conf *chat, const char *name, const struct notify_message *m,
+                size_t max, bool (*fits)(struct json_object *payload))
+{
+    size_t hi = m->n < max ? m->n : max;
+    int ok = fits_with(env, r, chat, name, m, hi, fits);
+    if (ok != 0)
+        return hi; /* it fits, or it cannot be rendered: the send says why */
+    /* The largest k that fits lies in [1, hi): halve the range. */
+    size_t lo = 1;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (fits_with(env, r, chat, name, m, mid, fits) == 1)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 int chat_send(const struct chat_conf *chat, struct json_object *payload,
               bool (*accepted)(long status, const char *body), long timeout_s,
               struct notify_result *res, struct err *e)

@@ -22,6 +22,15 @@ struct json_object *chat_render(const struct notify_env *env, const struct recei
                                 const struct notify_message *m, size_t k, struct notify_result *res,
                                 struct err *e);
 
+/* How many of the first events of `m`, at most `max` of them, one
+ * message can hold: the largest k whose rendering of template `name`
+ * `fits` (1 when none does; `max` when the template cannot be rendered,
+ * which the send reports). The message is rendered as the last of many
+ * parts, so that a part's own number never makes it longer than tried. */
+size_t chat_fit(const struct notify_env *env, const struct receiver_conf *r,
+                const struct chat_conf *chat, const char *name, const struct notify_message *m,
+                size_t max, bool (*fits)(struct json_object *payload));
+
 /* POSTs `payload` to chat->url within `timeout_s` seconds (the receiver's
  * `timeout`) and judges the answer with `accepted`. Returns 0 when
  * accepted; otherwise -1 with "POST URL: HTTP STATUS: ANSWER" in `e` (URL

@@ -34,6 +34,7 @@
 #include "util/log.h"
 #include "util/timebox.h"
 #include "util/url.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 #include <arpa/inet.h>
@@ -914,6 +915,9 @@ static int smtp_send(const struct job *j, struct err *e)
 /* ---- what the mail says ---- */
 
 #define EMAIL_CHARTS_MAX 5 /* charts in one mail: those of its first events with a trend */
+/* The display columns of a subject: a mail list shows less, and an alert
+ * text can be 4 KB. */
+#define EMAIL_SUBJECT_COLUMNS 200
 
 struct email_content {
     char *subject;
@@ -936,9 +940,55 @@ static void email_content_clear(struct email_content *c)
     memset(c, 0, sizeof *c);
 }
 
+/* The string member `key` of `obj`, or "" when it has none. */
+static const char *member_text(struct json_object *obj, const char *key)
+{
+    struct json_object *v = NULL;
+    return json_object_object_get_ex(obj, key, &v) && json_object_is_type(v, json_type_string)
+               ? json_object_get_string(v)
+               : "";
+}
+
+/* What the chart of `ev` shows, in words, for those who do not see the
+ * picture (its alt text): "Chart of Freezer 3, Temperature, last 6 h:
+ * 3.9 to 9.5 °C, now 9.5 (rising); upper limit 8 °C; alarm at 11:26". */
+static char *chart_alt(const struct event *ev, struct json_object *trend)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    const char *unit = member_text(trend, "unit");
+    const char *space = *unit ? " " : "";
+    const struct series_channel *ch = &ev->trend->series.channels[0];
+    buf_printf(&b, "Chart of %s, ", ev->name && *ev->name ? ev->name : ev->serial);
+    if (ch->name && *ch->name)
+        buf_printf(&b, "%s", ch->name);
+    else
+        buf_printf(&b, "ch%d", ch->num);
+    buf_printf(&b, ", last %s: %s to %s%s%s, now %s (%s)", member_text(trend, "span"),
+               member_text(trend, "min"), member_text(trend, "max"), space, unit,
+               member_text(trend, "last"), member_text(trend, "direction"));
+    if (*member_text(trend, "upper_limit"))
+        buf_printf(&b, "; upper limit %s%s%s", member_text(trend, "upper_limit"), space, unit);
+    if (*member_text(trend, "lower_limit"))
+        buf_printf(&b, "; lower limit %s%s%s", member_text(trend, "lower_limit"), space, unit);
+    char when[32];
+    event_local_time(when, sizeof when, ev); /* "YYYY-MM-DD HH:MM:SS +HH:MM" */
+    bool reading = !strcmp(ev->kind, "reading");
+    bool recovered = ev->state && !strcmp(ev->state, "recovered");
+    const char *what = recovered   ? (reading ? "back within the limit" : "recovery")
+                       : reading   ? "early warning"
+                       : ev->state ? ev->state
+                                   : "alert";
+    buf_printf(&b, "; %s at %.5s", what, when + 11);
+    return buf_steal(&b);
+}
+
 /* Draws the charts of the first events that have a trend, as images of
  * the mail, and names each in its event's context (events[i].trend's
- * chart_cid), which email.html shows with <img src="cid:...">. An event
+ * chart_cid, and chart_alt saying what it shows in words), which
+ * email.html shows with <img src="cid:..." alt="...">. Each image has a
+ * file name of its own: SERIAL-chN.png, then SERIAL-chN-2.png for the
+ * second chart of that channel (an alarm and its recovery). An event
  * whose chart cannot be drawn keeps its sparkline (logged). A try that
  * fails counts against EMAIL_CHARTS_MAX as one that draws; a helper that
  * fails (chartproc_png's -2: it hangs, dies, answers nonsense, or the run
@@ -950,6 +1000,7 @@ static void email_charts(struct email_content *out, struct json_object *ctx,
     struct json_object *events = NULL;
     struct notify_extras *x = env->extras;
     size_t tries = 0;
+    const struct event *drawn[EMAIL_CHARTS_MAX]; /* the event of each image */
     if (!json_object_object_get_ex(ctx, "events", &events))
         return;
     size_t n = json_object_array_length(events);
@@ -965,23 +1016,33 @@ static void email_charts(struct email_content *out, struct json_object *ctx,
             !trend)
             continue;
         tries++;
-        int drawn = chartproc_png(&png, &len, ev, x ? &x->charts : NULL, &e);
-        if (drawn == -2 && x) {
+        int rc = chartproc_png(&png, &len, ev, x ? &x->charts : NULL, &e);
+        if (rc == -2 && x) {
             x->charts_broken = true;
             log_warn("email: %s: no chart: %s; the mails of this run keep their sparklines",
                      ev->serial, e.msg);
-        } else if (drawn < 0) {
+        } else if (rc < 0) {
             log_info("email: %s: no chart: %s", ev->serial, e.msg);
         }
-        if (drawn < 0)
+        if (rc < 0)
             continue;
         struct mime_image *img = &out->images[out->n_images++];
         img->content_id = xasprintf("chart-%zu@wsrelay", out->n_images);
         img->content_type = "image/png";
-        img->filename = xasprintf("%s-ch%d.png", ev->serial, ev->trend->series.channels[0].num);
+        int num = ev->trend->series.channels[0].num;
+        size_t same = 1; /* charts of this device and channel so far, this one too */
+        for (size_t k = 0; k + 1 < out->n_images; k++)
+            same += !strcmp(drawn[k]->serial, ev->serial) &&
+                    drawn[k]->trend->series.channels[0].num == num;
+        drawn[out->n_images - 1] = ev;
+        img->filename = same > 1 ? xasprintf("%s-ch%d-%zu.png", ev->serial, num, same)
+                                 : xasprintf("%s-ch%d.png", ev->serial, num);
         img->data = png;
         img->len = len;
         json_object_object_add(trend, "chart_cid", json_object_new_string(img->content_id));
+        char *alt = chart_alt(ev, trend);
+        json_object_object_add(trend, "chart_alt", json_object_new_string(alt));
+        free(alt);
     }
 }
 
@@ -1007,9 +1068,34 @@ static void drop_unshown_charts(struct email_content *c)
     c->n_images = kept;
 }
 
+/* `line` cut to EMAIL_SUBJECT_COLUMNS display columns (a wide character
+ * counts two), its last one "…" when cut, never inside a character. */
+static void fit_subject(char *line)
+{
+    size_t len = strlen(line), i = 0, columns = 0, keep = 0;
+    while (i < len) {
+        uint32_t cp;
+        size_t step = utf8_decode(&cp, line + i, len - i);
+        int w = step ? utf8_char_width(cp) : 1;
+        if (!step)
+            step = 1;
+        if (w < 0)
+            w = 0;
+        if (columns + (size_t)w > EMAIL_SUBJECT_COLUMNS) {
+            memcpy(line + keep, "…", sizeof "…");
+            return;
+        }
+        columns += (size_t)w;
+        i += step;
+        if (columns < EMAIL_SUBJECT_COLUMNS)
+            keep = i; /* room for "…" after it */
+    }
+}
+
 /* Subject and bodies of the mail: the email-subject.txt, email.txt (or
  * the receiver's `template`) and email.html (or its `html_template`)
- * templates over the message's context. The subject is one line, trimmed.
+ * templates over the message's context. The subject is one line, trimmed,
+ * of at most EMAIL_SUBJECT_COLUMNS columns.
  * Returns as notify_render does: -1 worth retrying, -2 a template to fix. */
 static int email_render(struct email_content *out, const struct notify_env *env,
                         const struct receiver_conf *r, const struct notify_message *m,
@@ -1031,7 +1117,8 @@ static int email_render(struct email_content *out, const struct notify_env *env,
     size_t start = strspn(line, " \t"), end = strlen(line);
     while (end > start && (line[end - 1] == ' ' || line[end - 1] == '\t'))
         end--;
-    out->subject = xstrndup(line + start, end - start);
+    out->subject = xrealloc(xstrndup(line + start, end - start), end - start + sizeof "…");
+    fit_subject(out->subject);
     free(line);
     out->text = buf_steal(&text);
     out->html = buf_steal(&html);
@@ -1064,35 +1151,67 @@ static char *lone_id(const struct receiver_conf *r, const struct event *ev, long
     return id;
 }
 
-/* The Message-ID this mail follows up, or NULL. A recovery mail belongs
- * under the mail of the alarm it ends: when every event is a recovery of
- * one serial and kind that ends the alarm of unixtime R (`recovers`), that
- * alarm's mail had the id lone_id(r, event, R, 1, host) when the alarm
- * was alone in its mail, as an alarm usually is (an early warning's way
- * back ends the warning of its channel the same way).
- * Likewise an alert-log alarm that an early warning announced belongs
- * under that warning's mail: every event of one serial and kind with the
- * same `early_warning` W, whose mail was "…SERIAL.reading-ch1.W…". */
+/* The mail an event's mail belongs under: its thread's root. */
+struct thread_root {
+    const char *serial;
+    char kind[32]; /* "ch1", "reading-ch1" */
+    long long at;  /* its unixtime */
+};
+
+/* The root of `ev`, one of the events of a mail (events[0..n)); false when
+ * it starts a thread of its own (an alarm nobody warned of, an early
+ * warning). An early warning's way back and an alarm that the warning
+ * announced belong under the warning; a recovery under the mail of the
+ * alarm it ends, or, when that alarm is in the same mail and was
+ * announced, under the warning too: a mail that holds an alarm and its
+ * recovery follows the warning as the alarm alone would. */
+static bool thread_root(struct thread_root *out, const struct event *ev, const struct event *events,
+                        size_t n)
+{
+    bool reading = !strcmp(ev->kind, "reading");
+    int channel = reading ? ev->channel : !strncmp(ev->kind, "ch", 2) ? atoi(ev->kind + 2) : 0;
+    out->serial = ev->serial;
+    if (reading && ev->recovers) {
+        snprintf(out->kind, sizeof out->kind, "reading-ch%d", channel);
+        out->at = ev->recovers;
+        return true;
+    }
+    if (!reading && channel > 0 && ev->early_warning) {
+        snprintf(out->kind, sizeof out->kind, "reading-ch%d", channel);
+        out->at = ev->early_warning;
+        return true;
+    }
+    if (reading || !ev->recovers)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const struct event *alarm = &events[i];
+        if (alarm != ev && alarm->unixtime == ev->recovers && !alarm->recovers &&
+            !strcmp(alarm->serial, ev->serial) && !strcmp(alarm->kind, ev->kind)) {
+            if (thread_root(out, alarm, events, n))
+                return true; /* the alarm's own root: its warning */
+            break;
+        }
+    }
+    snprintf(out->kind, sizeof out->kind, "%s", ev->kind);
+    out->at = ev->recovers;
+    return true;
+}
+
+/* The Message-ID this mail follows up, or NULL: the mail of the thread
+ * root (thread_root) that all its events share, as lone_id made it (the
+ * mail of an alarm or a warning alone, as they usually are). A mail of
+ * events from several threads starts a thread of its own. */
 static char *email_parent_id(const struct receiver_conf *r, const struct event *events, size_t n,
                              const char *host)
 {
-    const struct event *first = &events[0];
-    bool recovers = true, warned = true;
-    for (size_t i = 0; i < n; i++) {
-        const struct event *ev = &events[i];
-        if (strcmp(ev->serial, first->serial) != 0 || strcmp(ev->kind, first->kind) != 0)
+    struct thread_root first, other;
+    if (!thread_root(&first, &events[0], events, n))
+        return NULL;
+    for (size_t i = 1; i < n; i++)
+        if (!thread_root(&other, &events[i], events, n) || strcmp(other.serial, first.serial) ||
+            strcmp(other.kind, first.kind) || other.at != first.at)
             return NULL;
-        recovers = recovers && ev->recovers;
-        warned = warned && ev->early_warning && ev->early_warning == first->early_warning;
-    }
-    if (recovers)
-        return lone_id(r, first, first->recovers, 1, host);
-    if (warned && strncmp(first->kind, "ch", 2) == 0) {
-        struct event warning = {
-            .serial = first->serial, .kind = (char *)"reading", .channel = atoi(first->kind + 2)};
-        return lone_id(r, &warning, first->early_warning, 1, host);
-    }
-    return NULL;
+    return mime_message_id(r->name, first.serial, first.kind, first.at, 1, host);
 }
 
 static void add_unique(char ***list, size_t *n, const char *addr)

@@ -1,8 +1,10 @@
 /* The table of transports, the one entry point that dispatches to them,
  * and the template context every transport renders. */
 #include "notify/notify.h"
+#include "alerttext.h"
 #include "templates.h"
 
+#include "util/buf.h"
 #include "util/redact.h"
 #include "util/xalloc.h"
 
@@ -70,6 +72,14 @@ static void redact_in(char *text, size_t size, const struct redact *secrets)
     free(clean);
 }
 
+size_t notify_fit(const struct notify_env *env, const struct receiver_conf *r,
+                  const struct notify_message *m)
+{
+    const struct notifier *nt = notify_find(r->type);
+    size_t k = nt && nt->fit ? nt->fit(env, r, m) : m->n;
+    return k < 1 ? 1 : k > m->n ? m->n : k;
+}
+
 int notify_send(const struct notify_env *env, const struct receiver_conf *r,
                 const struct notify_message *m, struct notify_result *res, struct err *e)
 {
@@ -93,6 +103,182 @@ int notify_send(const struct notify_env *env, const struct receiver_conf *r,
     return rc < 0 ? -1 : 0;
 }
 
+enum notify_rank notify_rank_of(const struct event *ev)
+{
+    static const struct {
+        const char *state;
+        enum notify_rank rank;
+    } states[] = {
+        {"alarm", NOTIFY_RANK_ALARM},
+        {"sensor-error", NOTIFY_RANK_SENSOR_ERROR},
+        {"communication", NOTIFY_RANK_COMMUNICATION},
+        {"battery", NOTIFY_RANK_BATTERY},
+        {"recovered", NOTIFY_RANK_RECOVERED},
+    };
+    enum notify_rank rank = NOTIFY_RANK_OTHER;
+    if (ev->kind && (!strcmp(ev->kind, "gap") || !strcmp(ev->kind, "relay")))
+        return NOTIFY_RANK_REPORT;
+    const char *state = ev->state;
+    struct alert_reading rd = {0};
+    if (!state) { /* an event built by hand: read as event_to_json reads it */
+        alert_classify(&rd, ev->kind, ev->text);
+        state = alert_state_name(rd.state);
+    }
+    for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
+        if (!strcmp(state, states[i].state))
+            rank = states[i].rank;
+    alert_reading_clear(&rd);
+    return rank;
+}
+
+/* notify_order's sort keys of one event. */
+struct order_key {
+    size_t index;  /* in the message as given */
+    int rank;      /* of the event */
+    int dev_rank;  /* of its device's most important event */
+    size_t dev_at; /* the index of its device's first event */
+};
+
+static int order_compare(const void *pa, const void *pb)
+{
+    const struct order_key *a = pa, *b = pb;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    if (a->dev_rank != b->dev_rank)
+        return a->dev_rank < b->dev_rank ? -1 : 1;
+    if (a->dev_at != b->dev_at)
+        return a->dev_at < b->dev_at ? -1 : 1;
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* The index of the first event of `events[0..n)` from the device of
+ * `ev`. */
+static size_t device_first(const struct event *events, size_t n, const struct event *ev)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(events[i].serial, ev->serial))
+            return i;
+    return n;
+}
+
+/* An event's serial and place, to find each device's first event. */
+struct by_serial {
+    const char *serial;
+    size_t index;
+};
+
+static int serial_compare(const void *pa, const void *pb)
+{
+    const struct by_serial *a = pa, *b = pb;
+    int c = strcmp(a->serial, b->serial);
+    return c ? c : a->index < b->index ? -1 : a->index > b->index;
+}
+
+void notify_order(size_t *out, const struct event *events, size_t n)
+{
+    struct order_key *keys = xcalloc(n ? n : 1, sizeof *keys);
+    struct by_serial *serials = xcalloc(n ? n : 1, sizeof *serials);
+    for (size_t i = 0; i < n; i++) {
+        keys[i].index = i;
+        keys[i].rank = (int)notify_rank_of(&events[i]);
+        keys[i].dev_rank = NOTIFY_RANKS;
+        serials[i] = (struct by_serial){events[i].serial, i};
+    }
+    /* Each device's first event, in n log n: a run's outbox can be long. */
+    qsort(serials, n, sizeof *serials, serial_compare);
+    for (size_t i = 0, first = 0; i < n; i++) {
+        if (i == 0 || strcmp(serials[i].serial, serials[i - 1].serial) != 0)
+            first = serials[i].index;
+        keys[serials[i].index].dev_at = first;
+    }
+    free(serials);
+    /* A device's most important event, kept on its first event's key. */
+    for (size_t i = 0; i < n; i++) {
+        struct order_key *first = &keys[keys[i].dev_at];
+        if (keys[i].rank < first->dev_rank)
+            first->dev_rank = keys[i].rank;
+    }
+    for (size_t i = 0; i < n; i++)
+        keys[i].dev_rank = keys[keys[i].dev_at].dev_rank;
+    qsort(keys, n, sizeof *keys, order_compare);
+    for (size_t i = 0; i < n; i++)
+        out[i] = keys[i].index;
+    free(keys);
+}
+
+char *notify_summary(const struct event *events, size_t n, bool devices)
+{
+    static const char *const words[NOTIFY_RANKS][2] = {
+        [NOTIFY_RANK_ALARM] = {"alarm", "alarms"},
+        [NOTIFY_RANK_SENSOR_ERROR] = {"sensor error", "sensor errors"},
+        [NOTIFY_RANK_COMMUNICATION] = {"communication alert", "communication alerts"},
+        [NOTIFY_RANK_REPORT] = {"report from wsrelay", "reports from wsrelay"},
+        [NOTIFY_RANK_BATTERY] = {"battery alert", "battery alerts"},
+        [NOTIFY_RANK_RECOVERED] = {"recovery", "recoveries"},
+        [NOTIFY_RANK_OTHER] = {"other alert", "other alerts"},
+    };
+    size_t count[NOTIFY_RANKS] = {0};
+    enum notify_rank *rank = xcalloc(n ? n : 1, sizeof *rank);
+    struct buf b;
+    buf_init(&b, 0);
+    for (size_t i = 0; i < n; i++)
+        count[rank[i] = notify_rank_of(&events[i])]++;
+    for (int r = 0; r < NOTIFY_RANKS; r++) {
+        if (!count[r])
+            continue;
+        buf_printf(&b, "%s%zu %s", b.len ? ", " : "", count[r], words[r][count[r] != 1]);
+        if (!devices)
+            continue;
+        /* The devices of the most important rank, when they are several. */
+        size_t on = 0;
+        for (size_t i = 0; i < n; i++)
+            if (rank[i] == (enum notify_rank)r) {
+                size_t j = 0;
+                while (j < i &&
+                       !(rank[j] == rank[i] && !strcmp(events[j].serial, events[i].serial)))
+                    j++;
+                on += j == i;
+            }
+        if (on > 1)
+            buf_printf(&b, " on %zu devices", on);
+        devices = false;
+    }
+    free(rank);
+    return buf_steal(&b);
+}
+
+char *notify_devices(const struct event *events, size_t n)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    for (size_t i = 0; i < n; i++) {
+        if (device_first(events, n, &events[i]) != i)
+            continue;
+        const char *who = events[i].name && *events[i].name ? events[i].name : events[i].serial;
+        buf_printf(&b, "%s%s", b.len ? ", " : "", who);
+    }
+    return buf_steal(&b);
+}
+
+/* What is said of the message as a whole (notify_context). */
+static void add_whole(struct json_object *ctx, const struct notify_message *m)
+{
+    char *summary = notify_summary(m->events, m->n, true);
+    char *tally = notify_summary(m->events, m->n, false);
+    char *devices = notify_devices(m->events, m->n);
+    bool alone = m->part == 0 || m->parts == 0;
+    json_object_object_add(ctx, "summary", json_object_new_string(summary));
+    json_object_object_add(ctx, "tally", json_object_new_string(tally));
+    json_object_object_add(ctx, "devices", json_object_new_string(devices));
+    json_object_object_add(ctx, "several", json_object_new_boolean(m->n > 1));
+    json_object_object_add(ctx, "part", json_object_new_int64(alone ? 1 : (int64_t)m->part));
+    json_object_object_add(ctx, "parts", json_object_new_int64(alone ? 1 : (int64_t)m->parts));
+    json_object_object_add(ctx, "split", json_object_new_boolean(!alone && m->parts > 1));
+    free(summary);
+    free(tally);
+    free(devices);
+}
+
 struct json_object *notify_context_first(const char *receiver, const struct notify_message *m,
                                          size_t k)
 {
@@ -104,6 +290,7 @@ struct json_object *notify_context_first(const char *receiver, const struct noti
     struct json_object *ctx = templates_context(receiver, events, m->now, m->test);
     json_object_object_add(ctx, "count", json_object_new_int64((int64_t)m->n));
     json_object_object_add(ctx, "more", json_object_new_int64((int64_t)(m->n - k)));
+    add_whole(ctx, m);
     return ctx;
 }
 

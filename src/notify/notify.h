@@ -2,8 +2,10 @@
  *
  * Each transport is one file exporting one `struct notifier`; a new channel
  * is one file and one row in the table of notify.c. A notifier sends all the
- * events of a message as one message (or, where the far end limits a
- * message's size, as few as it can) and reports what the far end answered.
+ * events of a message as one message and reports what the far end
+ * answered; where the far end limits a message's size, its `fit` says how
+ * many events one message holds, and the caller sends the rest in more
+ * messages.
  * It never retries by itself: the caller keeps failed events in the outbox
  * for a later run, or gives them up when the answer was permanent. No
  * secret reaches an error or an answer: URLs appear without their path,
@@ -28,6 +30,9 @@ struct notify_message {
     size_t n;      /* >= 1 */
     long long now; /* the run's clock */
     bool test;     /* a test notification (wsrelay test-receiver) */
+    size_t part;   /* this message's place among the messages of one delivery, from 1;
+                      0 (or parts 0): the only one */
+    size_t parts;  /* how many messages that delivery takes */
 };
 
 /* What bounds a run's extras (the charts of mails): an extra never costs
@@ -57,6 +62,10 @@ struct notifier {
     enum receiver_type type;
     const char *name; /* the config key: "webhook", "file", "email", "slack", "teams" */
     unsigned pace_ms; /* least time between two posts to one receiver; 0: none */
+    /* How many of the first events of `m` one message can hold within the
+     * service's limits (1 to m->n); NULL: all of them. */
+    size_t (*fit)(const struct notify_env *env, const struct receiver_conf *r,
+                  const struct notify_message *m);
     int (*send)(const struct notify_env *env, const struct receiver_conf *r,
                 const struct notify_message *m, struct notify_result *res, struct err *e);
 };
@@ -75,9 +84,21 @@ extern const struct notifier notifier_teams;
 int notify_send(const struct notify_env *env, const struct receiver_conf *r,
                 const struct notify_message *m, struct notify_result *res, struct err *e);
 
+/* How many of the first events of `m` one message to receiver `r` can
+ * hold within its service's limits (Slack's 50 blocks, a Teams card's 28
+ * KB), from 1 to m->n: a caller sends the rest in more messages, each
+ * whole, rather than let a transport summarise what does not fit. A
+ * template that cannot be rendered fits all (its send will say why). */
+size_t notify_fit(const struct notify_env *env, const struct receiver_conf *r,
+                  const struct notify_message *m);
+
 /* The template context of a message (a new reference): templates_context
  * (templates.h) over the events as event_to_json writes them, with
- * "more": 0. */
+ * "more": 0, and what is said of the message as a whole: "summary"
+ * (notify_summary with the devices), "tally" (without them), "devices"
+ * (notify_devices), "several" (true when it has more than one event),
+ * "part" and "parts" (its place among the messages of one delivery; 1 and
+ * 1 when it is the only one) and "split" (true when parts > 1). */
 struct json_object *notify_context(const char *receiver, const struct notify_message *m);
 
 /* The same with only the first `k` events listed, for services that limit
@@ -113,6 +134,45 @@ int notify_render_text(struct buf *out, const struct notify_env *env, const char
  * "receiver 'NAME': ORIGIN:LINE:COL: ...". */
 int notify_check_templates(const struct notify_env *env, const struct receiver_conf *r,
                            struct err *e);
+
+/* What matters most in a message comes first, whatever the transport:
+ * alarms, then sensor errors, communication failures, wsrelay's own
+ * reports (kinds "gap" and "relay"), battery alerts, recoveries, and
+ * everything else. */
+enum notify_rank {
+    NOTIFY_RANK_ALARM,
+    NOTIFY_RANK_SENSOR_ERROR,
+    NOTIFY_RANK_COMMUNICATION,
+    NOTIFY_RANK_REPORT,
+    NOTIFY_RANK_BATTERY,
+    NOTIFY_RANK_RECOVERED,
+    NOTIFY_RANK_OTHER,
+    NOTIFY_RANKS
+};
+
+/* The rank of an event: its kind for wsrelay's own reports, else its
+ * state (read from its text when it has none, as event_to_json does). */
+enum notify_rank notify_rank_of(const struct event *ev);
+
+/* The order in which a message shows `events` (n of them), in out[0..n)
+ * as indexes into `events`: by rank; within a rank, grouped by device,
+ * the devices in the order of their most important event and then of
+ * their first event; within a device, as given (the alert logs' time
+ * order). The order is stable: ordering events already in this order
+ * leaves them as they are, so a message cut into several keeps it. */
+void notify_order(size_t *out, const struct event *events, size_t n);
+
+/* One line that counts a message's events by rank, the most important
+ * first, with the number of devices of the first when there are several:
+ * "21 alarms on 2 devices, 41 recoveries", "1 alarm". With `devices`
+ * false the devices are left out ("21 alarms, 41 recoveries"). The
+ * caller frees it. */
+char *notify_summary(const struct event *events, size_t n, bool devices);
+
+/* The devices of a message, each once, in the order of the events: their
+ * names, else their serials ("Bulk Freezer, Freezer B"). The caller frees
+ * it. */
+char *notify_devices(const struct event *events, size_t n);
 
 /* The transport name of a receiver type ("webhook", "file", ...). */
 const char *notify_type_name(enum receiver_type type);

@@ -2,14 +2,16 @@
  * `text` fallback for notifications.
  *
  * Slack's rules shape this file: a message takes at most 50 blocks (the
- * template spends two per event, so at most 23 events are listed and the
- * rest summarised: "…and 37 more"), `text` should stay under 4,000
+ * template spends two per event and four on the message, so a message
+ * lists at most 23 events), `text` should stay under 4,000
  * characters, a header's text under 150, a section's under 3,000 and each
  * of its fields under 2,000 (longer ones are cut, as Slack refuses the
  * whole message otherwise); success is HTTP 200 with the body "ok"; a
  * 429 carries Retry-After; posts to one webhook are paced to one per
- * second. Its 4xx answers (invalid_payload, no_text, channel_is_archived,
- * no_service, action_prohibited, …) say the message or the webhook is
+ * second. A message holds the events that fit (slack_fit): wsrelay sends
+ * the others in more messages, paced; "…and N more" is left for a
+ * message that was not fitted first (none that wsrelay sends). Its 4xx answers (invalid_payload,
+ * no_text, channel_is_archived, no_service, action_prohibited, …) say the message or the webhook is
  * wrong: retrying cannot help, so the message is given up for this
  * receiver only, and the answer is reported as it came. */
 #include "notify/chat.h"
@@ -100,6 +102,22 @@ static void fit_limits(struct json_object *payload)
     }
 }
 
+/* A payload within Slack's 50 blocks (texts are cut to fit, blocks are
+ * not: a block left out would be an event nobody sees). */
+static bool fits(struct json_object *payload)
+{
+    struct json_object *blocks;
+    return !json_object_object_get_ex(payload, "blocks", &blocks) ||
+           !json_object_is_type(blocks, json_type_array) ||
+           json_object_array_length(blocks) <= SLACK_MAX_BLOCKS;
+}
+
+static size_t slack_fit(const struct notify_env *env, const struct receiver_conf *r,
+                        const struct notify_message *m)
+{
+    return chat_fit(env, r, &r->slack, "slack.json", m, SLACK_MAX_EVENTS, fits);
+}
+
 /* Slack answers 200 "ok", possibly followed by a line end. */
 static bool accepted(long status, const char *body)
 {
@@ -124,5 +142,6 @@ const struct notifier notifier_slack = {
     .type = RECEIVER_SLACK,
     .name = "slack",
     .pace_ms = 1000,
+    .fit = slack_fit,
     .send = slack_send,
 };

@@ -2,9 +2,11 @@
  * request is received"; the Office 365 connectors are retired): an
  * Adaptive Card 1.4 in a message (teams.json).
  *
- * Success is 202 (200 is accepted too). A card must stay under 28 KB: when
- * the rendered card is larger, it is rendered again with fewer events and
- * says how many more there were. 429 and 5xx are retried on a later run;
+ * Success is 202 (200 is accepted too). A card must stay under 28 KB:
+ * teams_fit says how many events one card holds, and wsrelay sends the
+ * others in more cards; a card that is still larger (a message not
+ * fitted first) is rendered again with fewer events and says how many
+ * more there were. 429 and 5xx are retried on a later run;
  * other 4xx say the card or the URL is wrong and are given up for this
  * receiver only. Teams reads a TextBlock's and a Fact's text as Markdown;
  * the template's escaping (templates_escape) keeps a value from making a
@@ -35,6 +37,18 @@ static struct json_object *fitting_card(const struct notify_env *env, const stru
     }
 }
 
+static bool fits(struct json_object *card)
+{
+    return strlen(json_object_to_json_string_ext(
+               card, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)) <= TEAMS_CARD_MAX;
+}
+
+static size_t teams_fit(const struct notify_env *env, const struct receiver_conf *r,
+                        const struct notify_message *m)
+{
+    return chat_fit(env, r, &r->teams, "teams.json", m, m->n, fits);
+}
+
 /* Teams answers 202 Accepted (200 is taken as well). */
 static bool accepted(long status, const char *body)
 {
@@ -56,5 +70,6 @@ static int teams_send(const struct notify_env *env, const struct receiver_conf *
 const struct notifier notifier_teams = {
     .type = RECEIVER_TEAMS,
     .name = "teams",
+    .fit = teams_fit,
     .send = teams_send,
 };

@@ -47,6 +47,22 @@ static void start(int devices, int alerts, size_t text_len, const char *receiver
     relay_config(&R, NULL, receivers);
 }
 
+static void strings_of(struct buf *out, struct json_object *v);
+
+/* The devices of `devices` (JSON objects of the scenario, comma
+ * separated) and the receivers `receivers`. */
+static void start_devices(const char *devices, const char *receivers)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    relay_scenario_open(&b, T0);
+    buf_puts(&b, devices);
+    buf_puts(&b, "]}]}");
+    relay_start(&R, buf_str(&b));
+    buf_free(&b);
+    relay_config(&R, NULL, receivers);
+}
+
 static const char slack_and_log[] = "  - name: lab-slack\n"
                                     "    slack: {url: \"@HOOK_URL@\"}\n"
                                     "  - name: log\n"
@@ -125,29 +141,48 @@ Test(chat, slack_429_waits_for_retry_after_and_500_is_retried, .fini = teardown,
 }
 
 /* Two devices of 19 alerts (20 would be a full first page, which adds a
- * gap event): 38 events in one message, beyond 50 blocks. */
-Test(chat, slack_summarises_what_does_not_fit, .fini = teardown, .timeout = 60)
+ * gap event): 38 events, beyond one message's 50 blocks, in two whole
+ * messages. */
+Test(chat, slack_sends_what_does_not_fit_in_another_message, .fini = teardown, .timeout = 60)
 {
     start(2, 19, 300, slack_and_log);
     hooksink_set_status(R.hook, 500);
     cr_assert_eq(relay_run_at(&R, T0, NULL), 1);
     cr_assert_eq(relay_run_at(&R, T0 + 300, NULL), 1);
     hooksink_clear(R.hook);
-    hooksink_push_reply(R.hook, 200, "ok", 0);
+    hooksink_set_status(R.hook, 200);
     cr_assert_eq(relay_run_at(&R, T0 + 3600, NULL), 0);
-    cr_assert_eq(hooksink_count(R.hook), 1, "one message for 38 events");
-    struct json_object *doc = request_json(0);
-    struct json_object *blocks = path(doc, "blocks");
-    cr_assert_leq(json_object_array_length(blocks), 50);
-    cr_assert(strstr(json_object_to_json_string(blocks), "…and 15 more"), "%s",
-              json_object_to_json_string(blocks));
-    const char *text = json_object_get_string(path(doc, "text"));
-    cr_assert_lt(strlen(text), 4000 * 4);
-    json_object_put(doc);
+    cr_assert_eq(hooksink_count(R.hook), 2, "two messages for 38 events");
+    struct buf all;
+    buf_init(&all, 0);
+    for (size_t i = 0; i < 2; i++) {
+        struct json_object *doc = request_json(i);
+        struct json_object *blocks = path(doc, "blocks");
+        cr_assert_leq(json_object_array_length(blocks), 50);
+        const char *shown = json_object_to_json_string(blocks);
+        cr_assert_null(strstr(shown, "more (the full list"), "%s", shown);
+        char *part = xasprintf("(message %zu of 2)", i + 1);
+        cr_assert(strstr(shown, part), "%s", shown);
+        free(part);
+        const char *text = json_object_get_string(path(doc, "text"));
+        cr_assert_lt(strlen(text), 4000 * 4);
+        strings_of(&all, blocks);
+        json_object_put(doc);
+    }
+    for (int d = 0; d < 2; d++)
+        for (int a = 0; a < 19; a++) {
+            char *want = xasprintf("冷凍庫 %d", d);
+            cr_assert(strstr(buf_str(&all), want));
+            free(want);
+            want = xasprintf("CH1 Upper Limit Exceeded %d.0°C x", a);
+            cr_assert_eq(occurrences(buf_str(&all), want), 2, "alert %d of each device", a);
+            free(want);
+        }
+    buf_free(&all);
 }
 
-/* Six devices of 19 alerts that Slack refused for a while: 114 events, two
- * messages, at least a second apart. */
+/* Six devices of 19 alerts that Slack refused for a while: 114 events, five
+ * messages of at most 23 events, at least a second apart. */
 Test(chat, slack_posts_are_paced, .fini = teardown, .timeout = 120)
 {
     start(6, 19, 0, slack_and_log);
@@ -157,11 +192,13 @@ Test(chat, slack_posts_are_paced, .fini = teardown, .timeout = 120)
     hooksink_clear(R.hook);
     hooksink_set_status(R.hook, 200);
     cr_assert_eq(relay_run_at(&R, T0 + 6 * 3600, NULL), 0);
-    cr_assert_eq(hooksink_count(R.hook), 2);
-    struct hook_request *a = hooksink_request(R.hook, 0), *b = hooksink_request(R.hook, 1);
-    cr_assert_geq(b->at - a->at, 0.95, "%.3f s apart", b->at - a->at);
-    hook_request_free(a);
-    hook_request_free(b);
+    cr_assert_eq(hooksink_count(R.hook), 5);
+    for (size_t i = 1; i < 5; i++) {
+        struct hook_request *a = hooksink_request(R.hook, i - 1), *b = hooksink_request(R.hook, i);
+        cr_assert_geq(b->at - a->at, 0.95, "%.3f s apart", b->at - a->at);
+        hook_request_free(a);
+        hook_request_free(b);
+    }
 }
 
 Test(chat, teams_gets_an_adaptive_card_and_202_is_success, .fini = teardown, .timeout = 60)
@@ -201,6 +238,8 @@ Test(chat, teams_retries_429_and_500_and_gives_up_400, .fini = teardown, .timeou
     cr_assert_eq(hooksink_count(R.hook), 3);
 }
 
+/* 38 events of about 900 bytes: more than one card's 28 KB, so several
+ * cards, each under it, that show every event. */
 Test(chat, a_teams_card_stays_under_28_kb, .fini = teardown, .timeout = 60)
 {
     start(2, 19, 900, teams_only);
@@ -210,15 +249,28 @@ Test(chat, a_teams_card_stays_under_28_kb, .fini = teardown, .timeout = 60)
     hooksink_clear(R.hook);
     hooksink_set_status(R.hook, 202);
     cr_assert_eq(relay_run_at(&R, T0 + 3600, NULL), 0);
-    cr_assert_eq(hooksink_count(R.hook), 1);
-    struct hook_request *rq = hooksink_request(R.hook, 0);
-    cr_assert_leq(strlen(rq->body), 28 * 1024, "%zu bytes", strlen(rq->body));
-    cr_assert(strstr(rq->body, "more (the full list"), "says what it left out");
-    hook_request_free(rq);
+    size_t cards = hooksink_count(R.hook);
+    cr_assert_gt(cards, 1);
+    struct buf all;
+    buf_init(&all, 0);
+    for (size_t i = 0; i < cards; i++) {
+        struct hook_request *rq = hooksink_request(R.hook, i);
+        cr_assert_leq(strlen(rq->body), 28 * 1024, "%zu bytes", strlen(rq->body));
+        cr_assert_null(strstr(rq->body, "more (the full list"), "nothing left out");
+        buf_puts(&all, rq->body);
+        hook_request_free(rq);
+    }
+    for (int a = 0; a < 19; a++) {
+        char *want = xasprintf("CH1 Upper Limit Exceeded %d.0°C x", a);
+        cr_assert_eq(occurrences(buf_str(&all), want), 2, "alert %d of each device", a);
+        free(want);
+    }
+    buf_free(&all);
 }
 
-/* 114 events: two messages. Slack refuses the first for good; the second,
- * never tried, is not given up with it and goes out on the next run. */
+/* 114 events: five messages. Slack refuses the first for good; the
+ * others, never tried, are not given up with it and go out on the next
+ * run. */
 Test(chat, a_refused_message_does_not_take_the_unsent_ones_with_it, .fini = teardown,
      .timeout = 120)
 {
@@ -232,10 +284,11 @@ Test(chat, a_refused_message_does_not_take_the_unsent_ones_with_it, .fini = tear
     cr_assert_eq(relay_run_at(&R, T0 + 6 * 3600, NULL), 1);
     cr_assert_eq(hooksink_count(R.hook), 1, "nothing more in the run that failed");
     cr_assert_eq(relay_run_at(&R, T0 + 6 * 3600 + 60, NULL), 0);
-    cr_assert_eq(hooksink_count(R.hook), 2, "the untried message goes out next");
-    struct json_object *doc = request_json(1);
+    cr_assert_eq(hooksink_count(R.hook), 5, "the untried messages go out next");
+    struct json_object *doc = request_json(4);
     const char *text = json_object_get_string(path(doc, "text"));
-    cr_assert(strstr(text, "(first of 14 alerts)"), "%s", text);
+    cr_assert(strstr(text, "🔴 22 alarms"), "%s", text);
+    cr_assert(strstr(text, "(message 4 of 4)"), "%s", text);
     json_object_put(doc);
 }
 
@@ -430,4 +483,183 @@ Test(chat, slack_text_is_cut_between_entities, .fini = teardown, .timeout = 60)
     cr_assert_gt(chars, 2990);
     cr_assert_str_eq(shown + strlen(shown) - strlen("&amp;…"), "&amp;…");
     json_object_put(doc);
+}
+
+/* A message of several events opens with a summary, and the alarm of the
+ * device that alerted last comes before the other device's recoveries. */
+Test(chat, several_events_open_with_a_summary_and_the_alarm_first, .fini = teardown, .timeout = 60)
+{
+    char *devices =
+        xasprintf("{\"serial\": \"5214A000\", \"name\": \"Bulk Freezer\", \"alerts\": ["
+                  "{\"unixtime\": %lld, \"ch1\": \"CH1 Measurement Recovery\"},"
+                  "{\"unixtime\": %lld, \"ch2\": \"CH2 Measurement Recovery\"}]},"
+                  "{\"serial\": \"5214A001\", \"name\": \"Freezer B\", \"alerts\": ["
+                  "{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit Exceeded -60.0°C\"}]}",
+                  T0 - 300, T0 - 200, T0 - 100);
+    start_devices(devices, slack_and_log);
+    free(devices);
+    hooksink_set_status(R.hook, 500);
+    relay_run_at(&R, T0, NULL);
+    relay_run_at(&R, T0 + 300, NULL); /* each device polled once at least */
+    hooksink_clear(R.hook);
+    hooksink_push_reply(R.hook, 200, "ok", 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 3600, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 1);
+    struct json_object *doc = request_json(0);
+    cr_assert_str_eq(json_object_get_string(path(doc, "text")),
+                     "🔴 1 alarm, 2 recoveries: Freezer B, Bulk Freezer");
+    struct json_object *blocks = path(doc, "blocks");
+    struct json_object *summary = json_object_array_get_idx(blocks, 0);
+    cr_assert_str_eq(json_object_get_string(path(path(summary, "text"), "text")),
+                     "1 alarm, 2 recoveries");
+    const char *want[] = {"🔴 ALARM Freezer B", "🟢 RECOVERED Bulk Freezer",
+                          "🟢 RECOVERED Bulk Freezer"};
+    for (size_t i = 0; i < 3; i++) {
+        struct json_object *header = json_object_array_get_idx(blocks, 1 + 2 * i);
+        cr_assert_str_eq(json_object_get_string(path(path(header, "text"), "text")), want[i]);
+    }
+    json_object_put(doc);
+}
+
+/* The 162 events of a bad night: two freezers of 20 alert-log entries
+ * with ch1 to ch4 each (80 events, and a gap event for each full log),
+ * Bulk Freezer's mostly recoveries with 20 alarms, Freezer B's all
+ * recoveries but one alarm. In one message those two would be events 61
+ * and 62, past what Slack or a Teams card can show; every event reaches
+ * both, in whole messages, the alarms first. */
+static void start_bad_night(void)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    for (int d = 0; d < 2; d++) {
+        buf_printf(&b, "%s{\"serial\": \"5214A00%d\", \"name\": \"%s\", \"alerts\": [",
+                   d ? "," : "", d, d ? "Freezer B" : "Bulk Freezer");
+        for (int a = 0; a < 20; a++) {
+            buf_printf(&b, "%s{\"unixtime\": %lld", a ? "," : "", T0 - 3000 + a * 60);
+            for (int ch = 1; ch <= 4; ch++) {
+                bool alarm = d == 0 ? ch == 1 : a == 19 && ch == 1;
+                buf_printf(&b, ", \"ch%d\": \"CH%d %s d%d a%d\"", ch, ch,
+                           alarm ? "Upper Limit Exceeded" : "Measurement Recovery", d, a);
+            }
+            buf_puts(&b, "}");
+        }
+        buf_puts(&b, "]}");
+    }
+    start_devices(buf_str(&b), "  - name: lab-slack\n"
+                               "    slack: {url: \"@HOOK_URL@\"}\n"
+                               "  - name: lab-teams\n"
+                               "    teams: {url: \"@HOOK_URL@\"}\n");
+    buf_free(&b);
+}
+
+Test(chat, every_event_of_162_reaches_slack_and_teams, .fini = teardown, .timeout = 120)
+{
+    start_bad_night();
+    hooksink_set_status(R.hook, 500);
+    relay_run_at(&R, T0, NULL);
+    relay_run_at(&R, T0 + 300, NULL); /* each device polled once at least */
+    hooksink_clear(R.hook);
+    hooksink_set_status(R.hook, 200);
+    cr_assert_eq(relay_run_at(&R, T0 + 3600, NULL), 0);
+    size_t n = hooksink_count(R.hook);
+    struct buf slack, teams;
+    buf_init(&slack, 0);
+    buf_init(&teams, 0);
+    size_t n_slack = 0, n_teams = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *doc = request_json(i);
+        bool is_slack = json_object_object_get_ex(doc, "blocks", NULL);
+        struct buf *into = is_slack ? &slack : &teams;
+        if (is_slack) {
+            struct json_object *blocks = path(doc, "blocks");
+            cr_assert_leq(json_object_array_length(blocks), 50);
+            size_t headers = 0;
+            for (size_t b = 0; b < json_object_array_length(blocks); b++)
+                headers += !strcmp(
+                    json_object_get_string(path(json_object_array_get_idx(blocks, b), "type")),
+                    "header");
+            cr_assert(headers == 20 || headers == 21, "as full as each other: %zu events", headers);
+            if (n_slack++ == 0) {
+                const char *text = json_object_get_string(path(doc, "text"));
+                cr_assert(strncmp(text, "🔴 21 alarms on 2 devices",
+                                  strlen("🔴 21 alarms on 2 devices")) == 0,
+                          "%s", text);
+            }
+        } else {
+            n_teams++;
+            cr_assert_leq(strlen(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN)),
+                          28 * 1024);
+        }
+        strings_of(into, doc);
+        json_object_put(doc);
+    }
+    cr_assert_eq(n_slack, 8, "162 events, 23 a message");
+    cr_assert_geq(n_teams, 2);
+    cr_log_info("162 events: %zu Slack messages, %zu Teams cards", n_slack, n_teams);
+    struct buf *bodies[] = {&slack, &teams};
+    for (size_t k = 0; k < 2; k++) {
+        const char *all = buf_str(bodies[k]);
+        cr_assert_null(strstr(all, "more (the full list"), "nothing left out");
+        cr_assert_eq(occurrences(all, "Alerts may be missing"), 2, "both gap events");
+        cr_assert(strstr(all, "CH1 Upper Limit Exceeded d1 a19"), "Freezer B's alarm");
+        for (int d = 0; d < 2; d++)
+            for (int a = 0; a < 20; a++)
+                for (int ch = 1; ch <= 4; ch++) {
+                    bool alarm = d == 0 ? ch == 1 : a == 19 && ch == 1;
+                    char *want =
+                        xasprintf("CH%d %s d%d a%d\n", ch,
+                                  alarm ? "Upper Limit Exceeded" : "Measurement Recovery", d, a);
+                    cr_assert_geq(occurrences(all, want), 1, "%s in %s", want,
+                                  k ? "Teams" : "Slack");
+                    free(want);
+                }
+    }
+    buf_free(&slack);
+    buf_free(&teams);
+}
+
+/* 38 events in two messages: Slack takes the first and fails the second.
+ * The next run sends the second again, and only it: delivery is per
+ * event and receiver, whatever message an event went in. */
+Test(chat, a_failed_part_is_retried_and_the_delivered_part_is_not_repeated, .fini = teardown,
+     .timeout = 60)
+{
+    start(2, 19, 0, slack_and_log);
+    hooksink_set_status(R.hook, 500);
+    relay_run_at(&R, T0, NULL);
+    relay_run_at(&R, T0 + 300, NULL); /* each device polled once at least */
+    hooksink_clear(R.hook);
+    hooksink_push_reply(R.hook, 200, "ok", 0);
+    hooksink_push_reply(R.hook, 500, "internal_error", 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 3600, NULL), 1, "the second part failed");
+    cr_assert_eq(hooksink_count(R.hook), 2);
+    hooksink_set_status(R.hook, 200);
+    cr_assert_eq(relay_run_at(&R, T0 + 3600 + 600, NULL), 0);
+    cr_assert_eq(hooksink_count(R.hook), 3, "the failed part alone, once");
+    struct buf first, failed, again;
+    buf_init(&first, 0);
+    buf_init(&failed, 0);
+    buf_init(&again, 0);
+    struct buf *into[] = {&first, &failed, &again};
+    for (size_t i = 0; i < 3; i++) {
+        struct json_object *doc = request_json(i);
+        strings_of(into[i], path(doc, "blocks"));
+        json_object_put(doc);
+    }
+    size_t sent = 0;
+    for (int a = 0; a < 19; a++) {
+        char *want = xasprintf("CH1 Upper Limit Exceeded %d.0°C \n", a);
+        size_t in_first = occurrences(buf_str(&first), want);
+        size_t in_failed = occurrences(buf_str(&failed), want);
+        size_t in_again = occurrences(buf_str(&again), want);
+        cr_assert_eq(in_first + in_again, 2, "alert %d of each device, once: %zu + %zu", a,
+                     in_first, in_again);
+        cr_assert_eq(in_failed, in_again, "alert %d: the failed part is what is sent again", a);
+        sent += in_first + in_again;
+        free(want);
+    }
+    cr_assert_eq(sent, 38);
+    buf_free(&first);
+    buf_free(&failed);
+    buf_free(&again);
 }

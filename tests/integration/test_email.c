@@ -6,12 +6,15 @@
 #include "proc.h"
 #include "relay.h"
 #include "smtpd.h"
+#include "util/buf.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -492,4 +495,50 @@ Test(email, the_mail_is_text_then_html)
     cr_assert(strstr(raw, "multipart/alternative"), "%s", raw);
     cr_assert(text && html && text < html, "text first, HTML last:\n%s", raw);
     free(raw);
+}
+
+/* The display columns of `s` (a wide character counts two). */
+static size_t columns_of(const char *s)
+{
+    size_t n = strlen(s), i = 0, cols = 0;
+    while (i < n) {
+        uint32_t cp;
+        size_t step = utf8_decode(&cp, s + i, n - i);
+        cr_assert_gt(step, 0, "not UTF-8 at %zu: %s", i, s);
+        int w = utf8_char_width(cp);
+        cols += w > 0 ? (size_t)w : 0;
+        i += step;
+    }
+    return cols;
+}
+
+/* A hostile alert text of 4,356 characters (wide ones, encoded-word
+ * lookalikes, spaces) makes a subject of at most 200 columns that ends
+ * with "…" and decodes cleanly. */
+Test(email, a_long_alert_text_makes_a_bounded_subject)
+{
+    start_secure_server((struct smtpd_options){.auth_mech = "PLAIN"});
+    use_email("127.0.0.1", to_oncall, secure);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    struct buf text;
+    buf_init(&text, 0);
+    buf_puts(&text, "{\"unixtime\": 1795000100, \"ch1\": \"CH1 上限値警報 ");
+    for (size_t chars = 9; chars + 18 <= 4356; chars += 18)
+        buf_puts(&text, "=?UTF-8?B?QUJD?= 警報"); /* 18 characters */
+    buf_puts(&text, "\"}");
+    sim_add_alert(&R.sim, "5214000A", buf_str(&text));
+    buf_free(&text);
+    cr_assert_eq(relay_run_at(&R, T0 + 300, NULL), 0);
+    cr_assert_eq(smtpd_count(&S), 2);
+    struct json_object *mail = smtpd_mail(&S, 1);
+    const char *subject = member(mail, "subject");
+    size_t cols = columns_of(subject);
+    cr_assert_leq(cols, 200, "%zu columns: %s", cols, subject);
+    cr_assert_geq(cols, 198, "%zu columns: %s", cols, subject);
+    cr_assert(strncmp(subject, "[ALARM] " DEVICE ": CH1 上限値警報 =?UTF-8?B?QUJD?= 警報",
+                      strlen("[ALARM] " DEVICE ": CH1 上限値警報 =?UTF-8?B?QUJD?= 警報")) == 0,
+              "%s", subject);
+    cr_assert_str_eq(subject + strlen(subject) - strlen("…"), "…", "%s", subject);
+    cr_assert_str_eq(json_object_to_json_string(json_object_object_get(mail, "defects")), "[ ]");
+    json_object_put(mail);
 }

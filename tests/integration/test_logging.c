@@ -4,6 +4,7 @@
 #include "proc.h"
 #include "quiet.h"
 #include "relay.h"
+#include "util/buf.h"
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define T0 1795000000LL
 
@@ -145,4 +147,84 @@ Test(logging, a_quiet_run_with_q_is_still_answered_by_the_front)
     free(net);
     free(before);
     free(qpath);
+}
+
+/* The log of a delivery names its events: every alarm at the default
+ * level, every event with -v. A night of 160 alert-log events (two
+ * devices, 20 entries of ch1 to ch4 each; Bulk Freezer's ch1 alarms, one
+ * alarm of Freezer B's) and two gap events, to a file receiver. */
+static void start_bad_night(void)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    relay_scenario_open(&b, T0);
+    for (int d = 0; d < 2; d++) {
+        buf_printf(&b, "%s{\"serial\": \"5214A00%d\", \"name\": \"%s\", \"alerts\": [",
+                   d ? "," : "", d, d ? "Freezer B" : "Bulk Freezer");
+        for (int a = 0; a < 20; a++) {
+            buf_printf(&b, "%s{\"unixtime\": %lld", a ? "," : "", T0 - 3000 + a * 60);
+            for (int ch = 1; ch <= 4; ch++)
+                buf_printf(&b, ", \"ch%d\": \"CH%d %s d%d a%d\"", ch, ch,
+                           (d == 0 ? ch == 1 : a == 19 && ch == 1) ? "Upper Limit Exceeded"
+                                                                   : "Measurement Recovery",
+                           d, a);
+            buf_puts(&b, "}");
+        }
+        buf_puts(&b, "]}");
+    }
+    buf_puts(&b, "]}]}");
+    relay_start(&R, buf_str(&b));
+    buf_free(&b);
+    relay_config(&R, NULL, "  - name: log\n    file: {path: \"@OUT@\"}\n");
+}
+
+/* The stderr of runs at T0 and T0 + 300 (each device polled once at
+ * least) with the option `opt` (NULL: none). */
+static char *two_runs(const char *opt)
+{
+    char *a = NULL, *b = NULL;
+    cr_assert_eq(run_with(WSRELAY_BIN, opt, NULL, T0, &a), 0, "%s", a);
+    cr_assert_eq(run_with(WSRELAY_BIN, opt, NULL, T0 + 300, &b), 0, "%s", b);
+    char *both = xasprintf("%s%s", a, b);
+    free(a);
+    free(b);
+    return both;
+}
+
+Test(delivery_log, names_every_alarm_and_with_verbose_every_event, .fini = teardown, .timeout = 120)
+{
+    start_bad_night();
+    char *plain = two_runs(NULL);
+    for (int a = 0; a < 20; a++) {
+        char *want = xasprintf("wsrelay: info: receiver log: delivered alarm Bulk Freezer "
+                               "(5214A000/%lld/ch1): CH1 Upper Limit Exceeded d0 a%d\n",
+                               T0 - 3000 + a * 60, a);
+        cr_assert(strstr(plain, want), "%s not in:\n%s", want, plain);
+        free(want);
+    }
+    char *want = xasprintf("wsrelay: info: receiver log: delivered alarm Freezer B "
+                           "(5214A001/%lld/ch1): CH1 Upper Limit Exceeded d1 a19\n",
+                           T0 - 3000 + 19 * 60);
+    cr_assert(strstr(plain, want), "%s not in:\n%s", want, plain);
+    free(want);
+    cr_assert_null(strstr(plain, "Measurement Recovery"), "recoveries wait for -v:\n%s", plain);
+    free(plain);
+
+    relay_forget_state(&R);
+    unlink(R.out_path);
+    char *verbose = two_runs("-v");
+    size_t lines = occurrences(verbose, ": receiver log: delivered ");
+    cr_assert_eq(lines, 162, "%zu lines:\n%s", lines, verbose);
+    for (int d = 0; d < 2; d++)
+        for (int a = 0; a < 20; a++)
+            for (int ch = 2; ch <= 4; ch++) {
+                want = xasprintf("wsrelay: debug: receiver log: delivered recovered %s "
+                                 "(5214A00%d/%lld/ch%d): CH%d Measurement Recovery d%d a%d\n",
+                                 d ? "Freezer B" : "Bulk Freezer", d, T0 - 3000 + a * 60, ch, ch, d,
+                                 a);
+                cr_assert(strstr(verbose, want), "%s not in:\n%s", want, verbose);
+                free(want);
+            }
+    cr_assert_eq(occurrences(verbose, "delivered other Bulk Freezer (5214A000/"), 1, "its gap");
+    free(verbose);
 }

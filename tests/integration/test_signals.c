@@ -500,3 +500,94 @@ Test(signals, mail_threads_the_alarm_under_its_early_warning)
         free(parents[i]);
     }
 }
+
+/* The warning's mail, then no run until the platform has logged both the
+ * alarm and its recovery: the mail that carries them (with the way back)
+ * follows the warning's, as the alarm's alone would. */
+Test(signals, an_alarm_and_recovery_mail_threads_under_its_early_warning)
+{
+    start(NULL);
+    smtpd_start(&S, R.dir, NULL);
+    char *mail = xasprintf("  - name: mail\n"
+                           "    email:\n"
+                           "      host: 127.0.0.1\n"
+                           "      port: %d\n"
+                           "      starttls: \"off\"\n"
+                           "      from: \"wsrelay <relay@example.org>\"\n"
+                           "      to: \"oncall@example.org\"\n",
+                           S.port);
+    relay_config(&R, account, mail);
+    free(mail);
+    run_minutes(T0 - 600, ALARM_AT);
+    cr_assert_eq(smtpd_count(&S), 1, "the warning");
+    run_minutes(RECOVER_AT + LOG_LAG + 60, LAST_RUN);
+    size_t n = smtpd_count(&S);
+    cr_assert_geq(n, 2);
+    char *warning, *none, *id, *parent;
+    mail_ids(0, &warning, &none);
+    cr_expect(strstr(warning, ".5214000A.reading-ch1.1795000300"), "%s", warning);
+    cr_expect_null(none, "the warning starts a thread");
+    bool both = false;
+    for (size_t i = 1; i < n; i++) {
+        struct json_object *m = smtpd_mail(&S, i);
+        const char *text = json_object_get_string(json_object_object_get(
+            json_object_array_get_idx(json_object_object_get(m, "parts"), 0), "body"));
+        both = both || (text && strstr(text, "CH1 Upper Limit Exceeded") &&
+                        strstr(text, "CH1 Measurement Recovery"));
+        json_object_put(m);
+        mail_ids(i, &id, &parent);
+        cr_assert_not_null(parent, "mail %zu (%s) threads under the warning", i, id);
+        cr_expect_str_eq(parent, warning, "mail %zu (%s)", i, id);
+        free(id);
+        free(parent);
+    }
+    cr_assert(both, "one mail holds the alarm and its recovery");
+    free(warning);
+    free(none);
+}
+
+/* A mail of an alarm, its recovery and the way back carries three charts
+ * of one channel: each has a file name and a Content-ID of its own, and
+ * its alt text says what it shows in words. */
+Test(signals, charts_of_one_channel_in_one_mail_have_names_of_their_own)
+{
+    start(NULL);
+    smtpd_start(&S, R.dir, NULL);
+    char *mail = xasprintf("  - name: mail\n"
+                           "    email:\n"
+                           "      host: 127.0.0.1\n"
+                           "      port: %d\n"
+                           "      starttls: \"off\"\n"
+                           "      from: \"wsrelay <relay@example.org>\"\n"
+                           "      to: \"oncall@example.org\"\n",
+                           S.port);
+    relay_config(&R, account, mail);
+    free(mail);
+    run_minutes(T0 - 600, ALARM_AT);
+    run_minutes(RECOVER_AT + LOG_LAG + 60, LAST_RUN);
+    cr_assert_eq(smtpd_count(&S), 2);
+    struct json_object *m = smtpd_mail(&S, 1), *parts = json_object_object_get(m, "parts");
+    const char *html =
+        json_object_get_string(json_object_object_get(json_object_array_get_idx(parts, 1), "body"));
+    const char *want_names[] = {SERIAL "-ch1.png", SERIAL "-ch1-2.png", SERIAL "-ch1-3.png"};
+    const char *want_ids[] = {"<chart-1@wsrelay>", "<chart-2@wsrelay>", "<chart-3@wsrelay>"};
+    cr_assert_eq(json_object_array_length(parts), 5, "text, HTML, three charts: %s",
+                 json_object_to_json_string(parts));
+    for (size_t i = 0; i < 3; i++) {
+        struct json_object *png = json_object_array_get_idx(parts, 2 + i);
+        cr_assert_str_eq(json_object_get_string(json_object_object_get(png, "filename")),
+                         want_names[i]);
+        cr_assert_str_eq(json_object_get_string(json_object_object_get(png, "content_id")),
+                         want_ids[i]);
+    }
+    cr_assert_null(strstr(html, "alt=\"▁"), "no sparkline as alt text: %s", html);
+    const char *alts[] = {
+        "alt=\"Chart of Freezer 3, Temperature, last ",
+        "; upper limit -70 °C; alarm at 20:11\"",
+        "; upper limit -70 °C; recovery at 20:21\"",
+        "; upper limit -70 °C; back within the limit at 20:23\"",
+    };
+    for (size_t i = 0; i < 4; i++)
+        cr_assert(strstr(html, alts[i]), "%s not in %s", alts[i], html);
+    json_object_put(m);
+}

@@ -371,6 +371,52 @@ Test(chart, the_alarm_moment_is_a_line_on_its_column)
     series_free(&s);
 }
 
+/* Each kind of moment says what it is, in its own colour: a recovery is
+ * never drawn as an alarm. */
+Test(chart, each_kind_of_moment_is_labelled_as_what_it_is)
+{
+    static const struct {
+        const char *kind, *state;
+        enum chart_mark mark;
+        const char *label;
+        unsigned rgb;
+    } cases[] = {
+        {"ch1", "alarm", CHART_MARK_ALARM, "alarm 20:06", CHART_RGB_MARK},
+        {"ch1", "recovered", CHART_MARK_RECOVERY, "recovered 20:06", CHART_RGB_GOOD},
+        {"reading", "alarm", CHART_MARK_WARNING, "warning 20:06", CHART_RGB_MARK},
+        {"reading", "recovered", CHART_MARK_BACK, "back 20:06", CHART_RGB_GOOD},
+        {"ch2", "sensor-error", CHART_MARK_ALERT, "alert 20:06", CHART_RGB_OTHER},
+        {"ch1", NULL, CHART_MARK_ALARM, "alarm 20:06", CHART_RGB_MARK},
+    };
+    unsigned all[] = {CHART_RGB_MARK, CHART_RGB_GOOD, CHART_RGB_OTHER};
+    struct series s;
+    fridge(&s);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char label[64];
+        cr_assert_eq(chart_mark_for(cases[i].kind, cases[i].state), cases[i].mark, "case %zu", i);
+        chart_mark_label(label, sizeof label, cases[i].mark, 1795000000, 540);
+        cr_assert_str_eq(label, cases[i].label);
+        cr_assert_eq(chart_mark_rgb(cases[i].mark), cases[i].rgb, "case %zu", i);
+        struct chart_spec spec = fridge_spec(&s);
+        spec.mark = cases[i].mark;
+        struct chart_frame f = frame_of(&spec);
+        struct image im = render(&spec);
+        int col = chart_column(&f, spec.marked), h = f.bottom - f.top;
+        cr_assert_gt(count_column(&im, col, f.top, f.bottom, cases[i].rgb), h * 90 / 100,
+                     "case %zu: its line", i);
+        int text = 0;
+        for (int y = 0; y < f.top; y++)
+            text += count_row(&im, y, col - 60, col + 60, cases[i].rgb);
+        cr_assert_gt(text, 20, "case %zu: its label", i);
+        for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+            for (int y = 0; y < im.height && all[k] != cases[i].rgb; y++)
+                cr_assert_eq(count_row(&im, y, 0, im.width, all[k]), 0, "case %zu: %06x in row %d",
+                             i, all[k], y);
+        image_free(&im);
+    }
+    series_free(&s);
+}
+
 Test(chart, the_readings_are_a_line_through_their_values)
 {
     struct series s;

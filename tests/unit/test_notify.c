@@ -1,6 +1,7 @@
 /* The transports that need no network: URL redaction, the text block and
  * the file receiver. The webhook is tested end to end in test_run.c. */
 #include "notify/http.h"
+#include "alerttext.h"
 #include "notify/notify.h"
 #include "util/buf.h"
 #include "util/utf8.h"
@@ -68,6 +69,7 @@ Test(notify, text_block_shows_device_time_and_raw_text)
     struct err e;
     cr_assert_eq(notify_render_text(&b, NULL, NULL, "console", &m, &e), 0, "%s", e.msg);
     const char *want = "== wsrelay: 2 new alerts for console ==\n"
+                       "2 alarms\n"
                        "\n"
                        "[ALARM] 冷凍庫 A (TR-72A2, 5214000A) - ch1 温度 [°C]\n"
                        "  2026-11-18 20:06:40 +09:00  account lab\n"
@@ -199,4 +201,96 @@ Test(notify, reply_excerpts_never_echo_the_url_or_header_values)
     cr_assert_str_eq(out, "Cannot POST [redacted] ([redacted]) auth=[redacted]");
     http_reply_excerpt(out, 8, "\x01\x02long text", "https://x.org/", NULL, 0);
     cr_assert_str_eq(out, "??long ");
+}
+
+/* An event of device `serial` named `name` whose text says `text`, of
+ * kind `kind`, classified as a parsed event is. */
+static struct event ranked(const char *serial, const char *name, const char *kind, const char *text)
+{
+    struct event ev = sample(name, text);
+    free(ev.serial);
+    free(ev.kind);
+    ev.serial = xstrdup(serial);
+    ev.kind = xstrdup(kind);
+    struct alert_reading rd;
+    alert_classify(&rd, kind, text);
+    ev.state = xstrdup(alert_state_name(rd.state));
+    alert_reading_clear(&rd);
+    return ev;
+}
+
+/* What matters most comes first, then devices stay together; ordering
+ * the result again changes nothing. */
+Test(notify, events_are_ordered_by_what_matters_and_grouped_by_device)
+{
+    struct event evs[] = {
+        ranked("A", "Bulk Freezer", "ch1", "CH1 Measurement Recovery"),          /* 0 */
+        ranked("A", "Bulk Freezer", "ch1", "CH1 Upper Limit Exceeded"),          /* 1 */
+        ranked("C", "Cold Room", "battery-level", "Low Battery Warning"),        /* 2 */
+        ranked("A", "Bulk Freezer", "gap", "Alerts may be missing"),             /* 3 */
+        ranked("B", "Freezer B", "ch2", "CH2 Recovered"),                        /* 4 */
+        ranked("C", "Cold Room", "ch1", "CH1 Sensor Error"),                     /* 5 */
+        ranked("B", "Freezer B", "ch1", "CH1 Upper Limit Exceeded"),             /* 6 */
+        ranked("A", "Bulk Freezer", "ch1", "CH1 Upper Limit Exceeded"),          /* 7 */
+        ranked("B", "Freezer B", "communication-status", "Communication Error"), /* 8 */
+        ranked("C", "Cold Room", "ch3", "something else"),                       /* 9 */
+        ranked("B", "Freezer B", "relay", "wsrelay cannot log in"),              /* 10 */
+    };
+    size_t n = sizeof evs / sizeof evs[0];
+    size_t order[sizeof evs / sizeof evs[0]];
+    notify_order(order, evs, n);
+    const size_t want[] = {1, 7, 6, 5, 8, 3, 10, 2, 0, 4, 9};
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(order[i], want[i], "place %zu: event %zu, not %zu", i, order[i], want[i]);
+    struct event again[sizeof evs / sizeof evs[0]];
+    for (size_t i = 0; i < n; i++)
+        again[i] = evs[order[i]];
+    notify_order(order, again, n);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(order[i], i, "stable: place %zu", i);
+    char *summary = notify_summary(evs, n, true);
+    cr_assert_str_eq(summary, "3 alarms on 2 devices, 1 sensor error, 1 communication alert, "
+                              "2 reports from wsrelay, 1 battery alert, 2 recoveries, "
+                              "1 other alert");
+    free(summary);
+    summary = notify_summary(evs, 2, false);
+    cr_assert_str_eq(summary, "1 alarm, 1 recovery");
+    free(summary);
+    summary = notify_summary(evs, 2, true);
+    cr_assert_str_eq(summary, "1 alarm, 1 recovery", "one device: not counted");
+    free(summary);
+    char *devices = notify_devices(again, n);
+    cr_assert_str_eq(devices, "Bulk Freezer, Freezer B, Cold Room");
+    free(devices);
+    for (size_t i = 0; i < n; i++)
+        event_clear(&evs[i]);
+}
+
+/* The subject of a mail of several events names the worst state, the
+ * devices and the counts, whatever the order the events came in. */
+Test(notify, the_subject_names_the_worst_state_and_the_devices)
+{
+    struct event evs[62];
+    size_t n = 0;
+    for (int i = 0; i < 41; i++)
+        evs[n++] = ranked("A", "Bulk Freezer", "ch1", "CH1 Measurement Recovery");
+    for (int i = 0; i < 20; i++)
+        evs[n++] = ranked("A", "Bulk Freezer", "ch1", "CH1 Upper Limit Exceeded");
+    evs[n++] = ranked("B", "Freezer B", "ch1", "CH1 Upper Limit Exceeded");
+    size_t order[62];
+    struct event sorted[62];
+    notify_order(order, evs, n);
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = evs[order[i]];
+    struct notify_message m = {.events = sorted, .n = n, .now = 1795000000};
+    struct json_object *ctx = notify_context("mail", &m);
+    struct buf b;
+    buf_init(&b, 0);
+    struct err e;
+    cr_assert_eq(notify_render(&b, NULL, NULL, "email-subject.txt", ctx, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(buf_str(&b), "[ALARM] Bulk Freezer, Freezer B: 21 alarms, 41 recoveries");
+    buf_free(&b);
+    json_object_put(ctx);
+    for (size_t i = 0; i < n; i++)
+        event_clear(&evs[i]);
 }

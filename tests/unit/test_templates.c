@@ -350,6 +350,24 @@ static struct json_object *context(const struct event *evs, size_t n, bool with_
     return templates_context("on-call", list, 1795000020, test);
 }
 
+/* What notify_context says of the whole message (notify.h), for events
+ * whose states are those add_state gives them. */
+static void add_whole(struct json_object *ctx, struct event *evs, size_t n)
+{
+    static const char *const states[] = {"alarm",         "recovered", "sensor-error",
+                                         "communication", "battery",   "other"};
+    for (size_t i = 0; i < n; i++) {
+        free(evs[i].state);
+        evs[i].state = xstrdup(states[i % 6]);
+    }
+    char *tally = notify_summary(evs, n, false), *devices = notify_devices(evs, n);
+    json_object_object_add(ctx, "several", json_object_new_boolean(n > 1));
+    json_object_object_add(ctx, "tally", json_object_new_string(tally));
+    json_object_object_add(ctx, "devices", json_object_new_string(devices));
+    free(tally);
+    free(devices);
+}
+
 static struct template *builtin(const char *name)
 {
     struct template *t = NULL;
@@ -600,8 +618,12 @@ Test(templates, email_templates_lead_with_state_and_device)
     json_object_put(ctx);
 
     ctx = context(evs, n, true, true);
+    add_whole(ctx, evs, n);
     got = render(subject, ctx, TEMPLATE_ESCAPE_TEXT, NULL);
-    cr_assert_str_eq(got, "[TEST] [ALARM] 冷凍庫 A: CH1 上限値警報 -70.2℃ (first of 5 alerts)");
+    cr_assert_str_eq(got,
+                     "[TEST] [ALARM] 冷凍庫 A: 1 alarm, 1 sensor error, 1 communication "
+                     "alert, 1 battery alert, 1 recovery",
+                     "one serial: one device");
     free(got);
     got = render(text, ctx, TEMPLATE_ESCAPE_TEXT, NULL);
     cr_assert(strncmp(got, "TEST MESSAGE", 12) == 0, "%s", got);
