@@ -15,6 +15,7 @@
 #include "util/duration.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/redact.h"
 #include "util/xalloc.h"
 
 #include <curl/curl.h>
@@ -438,12 +439,19 @@ static int cmd_test_receiver(const struct globals *g, int argc, char **argv)
     struct notify_result res;
     struct err e;
     int sent = notify_send(&env, r, &m, &res, &e);
+    /* The far end may quote another receiver's secret, or an account's. */
+    struct redact *secrets = notify_secrets(c);
+    char *answer = redact_text(secrets, res.answer);
+    char *why = redact_text(secrets, sent < 0 ? e.msg : "");
+    redact_free(secrets);
     printf("receiver %s (%s): %s\n", r->name, notify_type_name(r->type),
            sent == 0 ? "test notification accepted" : "test notification NOT accepted");
     if (res.status)
-        printf("  the far end answered %ld%s%s\n", res.status, *res.answer ? ": " : "", res.answer);
+        printf("  the far end answered %ld%s%s\n", res.status, *answer ? ": " : "", answer);
     if (sent < 0)
-        printf("  %s%s\n", e.msg, res.permanent ? " (retrying would not help)" : "");
+        printf("  %s%s\n", why, res.permanent ? " (retrying would not help)" : "");
+    free(answer);
+    free(why);
     rc = sent == 0 ? RUN_OK : RUN_FAILED;
 out:
     config_free(c);
