@@ -826,6 +826,10 @@ int main(int argc, char **argv)
     struct globals g = {.config_path = getenv("WSRELAY_CONFIG")};
     int rc = RUN_USAGE;
     int ch;
+    /* The front's mark that it exec'd this program (front.c): a front that
+     * finds it knows it was exec'd as wsrelay-net, and nothing run from
+     * here inherits it. */
+    unsetenv("WSRELAY_FRONT_EXECED");
     if (!g.config_path || !*g.config_path)
         g.config_path = CONFIG_DEFAULT_PATH;
     /* "+": stop at the command; its own options follow it. */

@@ -172,6 +172,49 @@ Test(cli, check_names_an_unset_variable)
     result_free(&r);
 }
 
+/* DIR/bin/wsrelay, a copy of the front, and DIR/bin/wsrelay-net made by
+ * `how` ("cp": a copy of the front too; "ln": a hard link to it): an
+ * installation mistake. The front refuses with the path named, at once. */
+static void front_as_helper(const char *how, const char *want)
+{
+    char *bin = xasprintf("%s/bin", dir);
+    char *front = xasprintf("%s/wsrelay", bin);
+    char *net = xasprintf("%s/wsrelay-net", bin);
+    cr_assert_eq(mkdir(bin, 0755), 0);
+    char *cp[] = {(char *)"/bin/cp", (char *)WSRELAY_BIN, front, NULL};
+    cr_assert_eq(run_cmd(NULL, NULL, 30, cp, NULL), 0);
+    char *make[] = {strcmp(how, "cp") == 0 ? (char *)"/bin/cp" : (char *)"/bin/ln", front, net,
+                    NULL};
+    cr_assert_eq(run_cmd(NULL, NULL, 30, make, NULL), 0);
+    const char *const commands[] = {"status", "run", "check", NULL};
+    for (const char *const *c = commands; *c; c++) {
+        char *argv[] = {front, (char *)"-c", (char *)"/nonexistent.yaml", (char *)*c, NULL};
+        char *err = NULL;
+        /* A loop would spin until run_cmd's hang guard fails the test. */
+        int status = run_cmd(NULL, &err, 20, argv, NULL);
+        char *line = xasprintf("wsrelay: %s %s", net, want);
+        cr_assert_eq(status, 2, "%s: %s", *c, err);
+        cr_assert(strstr(err, line), "%s: want '%s' in:\n%s", *c, line, err);
+        free(line);
+        free(err);
+    }
+    free(net);
+    free(front);
+    free(bin);
+}
+
+Test(cli, a_wsrelay_net_that_is_a_copy_of_the_front_is_refused)
+{
+    front_as_helper("cp", "is a copy of wsrelay, not the wsrelay-net helper (it answered as "
+                          "the front); reinstall wsrelay so that it holds wsrelay-net");
+}
+
+Test(cli, a_wsrelay_net_that_is_the_front_itself_is_refused)
+{
+    front_as_helper("ln", "is this program (wsrelay) itself, not the wsrelay-net helper; "
+                          "reinstall wsrelay so that it holds wsrelay-net");
+}
+
 Test(cli, a_missing_config_file_is_named)
 {
     struct result r = wsrelay("-c", "/nonexistent/wsrelay.yaml", "check", NULL);
