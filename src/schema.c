@@ -169,9 +169,11 @@ static bool is_name_start(char ch)
     return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_';
 }
 
-/* ${NAME} becomes the variable's value, $${ a literal ${. In a secret, a
- * message names no part of the value, not even a variable's name: an inline
- * password may well contain "${". */
+/* ${NAME} becomes the variable's value, $${ a literal ${. An unset
+ * variable is named, except inside a secret that holds more than "${NAME}":
+ * an inline password may well contain "${", and its message names no part
+ * of it. A value that is "${NAME}" and nothing else is a reference, and
+ * naming it is what tells the administrator what to set. */
 static int expand(struct schema_doc *c, yaml_mark_t at, const char *in, bool secret, char **out,
                   bool *from_env)
 {
@@ -209,7 +211,8 @@ static int expand(struct schema_doc *c, yaml_mark_t at, const char *in, bool sec
             }
             var = xstrndup(name, (size_t)(end - name));
             const char *value = getenv(var);
-            if (!value && secret) {
+            bool whole = name - 2 == in && !end[1];
+            if (!value && secret && !whole) {
                 fail(c, at,
                      "the value refers to an environment variable that is not set (write $${ "
                      "for a literal ${)");

@@ -164,11 +164,11 @@ Test(cli, check_names_an_unset_variable)
     unsetenv("CLI_TEST_KEY");
     struct result r = check(good);
     cr_assert_eq(r.status, 2);
-    /* api_key is a secret: the message names no part of it, not even the variable. */
-    cr_assert(strstr(r.err, "wsrelay.yaml:4:14: accounts[0].api_key: the value refers to an "
-                            "environment variable that is not set"),
+    /* api_key is a secret, but "${CLI_TEST_KEY}" alone is a reference, not a
+     * password: the message names the variable to set. */
+    cr_assert(strstr(r.err, "wsrelay.yaml:4:14: accounts[0].api_key: environment variable "
+                            "'CLI_TEST_KEY' is not set\n"),
               "%s", r.err);
-    cr_assert_null(strstr(r.err, "CLI_TEST_KEY"), "%s", r.err);
     result_free(&r);
 }
 
