@@ -8,6 +8,7 @@
 #include "notify/notify.h"
 #include "rules.h"
 #include "run.h"
+#include "schema.h"
 #include "state.h"
 #include "status.h"
 #include "templates.h"
@@ -339,16 +340,33 @@ static int cmd_check(const struct globals *g, int argc, char **argv)
         fprintf(stderr, "usage: wsrelay check\n");
         return RUN_USAGE;
     }
-    if (load_config(&c, g) < 0)
+    /* Every mistake at once, not one a round (config_load_all). */
+    struct err e;
+    char *errors = NULL;
+    if (config_load_all(&c, &errors, g->config_path, &e) < 0) {
+        size_t n = 0;
+        for (char *line = errors, *nl; line && *line; line = nl + 1, n++) {
+            nl = strchr(line, '\n');
+            *nl = '\0';
+            log_plain(LOG_ERROR, "%s", line);
+        }
+        if (n >= SCHEMA_ERRORS_MAX)
+            log_plain(LOG_ERROR, "%s: stopped after %d mistakes; fix these and check again",
+                      g->config_path, SCHEMA_ERRORS_MAX);
+        free(errors);
         return RUN_USAGE;
+    }
     struct notify_env env = {.templates_dir = c->templates_dir};
+    bool templates_ok = true;
     for (size_t i = 0; i < c->n_receivers; i++) {
-        struct err e;
         if (notify_check_templates(&env, &c->receivers[i], &e) < 0) {
             fprintf(stderr, "wsrelay: %s\n", e.msg);
-            config_free(c);
-            return RUN_USAGE;
+            templates_ok = false;
         }
+    }
+    if (!templates_ok) {
+        config_free(c);
+        return RUN_USAGE;
     }
     printf("%s: OK: %zu account%s, %zu receiver%s, %zu rule%s\n", c->path, c->n_accounts,
            c->n_accounts == 1 ? "" : "s", c->n_receivers, c->n_receivers == 1 ? "" : "s",

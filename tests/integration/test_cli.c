@@ -2,6 +2,7 @@
  * codes, `check` on working and broken configurations, and the key
  * reference that the README shows. */
 #include "proc.h"
+#include "util/buf.h"
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
@@ -138,6 +139,97 @@ Test(cli, check_names_a_wrong_type)
     free(yaml);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "wsrelay.yaml:1:11: catch_up: expected"), "%s", r.err);
+    result_free(&r);
+}
+
+/* How many lines `text` has. */
+static size_t lines_of(const char *text)
+{
+    size_t n = 0;
+    for (const char *p = text; (p = strchr(p, '\n')); p++)
+        n++;
+    return n;
+}
+
+/* `check` reports every mistake in one pass, each where it is, as
+ * wsrelay.yaml(5) says, not one a round. */
+Test(cli, check_reports_every_mistake_of_a_file_at_once)
+{
+    struct result r = check("state_file: state.json\n"
+                            "catch_up: [1h]\n"
+                            "accounts:\n"
+                            "  - name: lab\n"
+                            "    api_key: k\n"
+                            "    login_id: tbzz9999\n"
+                            "    login_pass: secret\n"
+                            "    colour: blue\n"
+                            "receivers:\n"
+                            "  - name: console\n"
+                            "    file: {path: \"-\"}\n"
+                            "    timeout: 1s\n");
+    cr_assert_eq(r.status, 2);
+    const char *want[] = {
+        "wsrelay.yaml:2:11: catch_up: expected a duration",
+        "wsrelay.yaml:8:5: accounts[0]: unknown key 'colour'",
+        "wsrelay.yaml:12:14: receivers[0].timeout: expected a duration from 5s to 2m",
+    };
+    const char *at = r.err;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *hit = strstr(at, want[i]);
+        cr_assert(hit, "want '%s', in order, in:\n%s", want[i], r.err);
+        at = hit;
+    }
+    cr_assert_eq(lines_of(r.err), 3, "%s", r.err);
+    result_free(&r);
+}
+
+Test(cli, check_reports_every_unknown_receiver_of_a_rule)
+{
+    char *rules = xasprintf("%s/rules.yaml", dir);
+    write_file(rules, "- name: cold\n"
+                      "  receivers: [pager, console, phone]\n");
+    free(rules);
+    setenv("CLI_TEST_KEY", "k", 1);
+    char *yaml = xasprintf("rules: rules.yaml\n%s", good);
+    struct result r = check(yaml);
+    free(yaml);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "rules.yaml:2:15: rule 'cold'.receivers[0]: unknown receiver 'pager' "
+                            "(the receivers are: console)\n"),
+              "%s", r.err);
+    cr_assert(strstr(r.err, "rules.yaml:2:31: rule 'cold'.receivers[2]: unknown receiver 'phone' "
+                            "(the receivers are: console)\n"),
+              "%s", r.err);
+    size_t n = 0;
+    for (const char *p = r.err; (p = strstr(p, "unknown receiver")); p++)
+        n++;
+    cr_assert_eq(n, 2, "%s", r.err);
+    result_free(&r);
+}
+
+/* A file that is nothing but mistakes: the first 50 are listed, then
+ * where it stopped. */
+Test(cli, check_stops_after_fifty_mistakes)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "accounts:\n"
+                 "  - name: lab\n"
+                 "    api_key: k\n"
+                 "    login_id: tbzz9999\n"
+                 "    login_pass: secret\n");
+    for (int i = 0; i < 80; i++)
+        buf_printf(&b, "    wrong_%d: x\n", i);
+    buf_puts(&b, "receivers:\n"
+                 "  - name: console\n"
+                 "    file: {path: \"-\"}\n");
+    struct result r = check(buf_str(&b));
+    buf_free(&b);
+    cr_assert_eq(r.status, 2);
+    cr_assert_eq(lines_of(r.err), 51, "%s", r.err);
+    cr_assert(strstr(r.err, "wsrelay.yaml:55:5: accounts[0]: unknown key 'wrong_49'"), "%s", r.err);
+    cr_assert_null(strstr(r.err, "wrong_50"), "%s", r.err);
+    cr_assert(strstr(r.err, "stopped after 50 mistakes"), "%s", r.err);
     result_free(&r);
 }
 
