@@ -106,11 +106,20 @@ static void usage(FILE *out)
             CONFIG_DEFAULT_PATH);
 }
 
+/* Loads the configuration, then, when run as root against a state that is
+ * another user's (the service's), becomes that user (state_run_as_owner):
+ * root reads what only root may, and writes nothing there as root. */
 static int load_config(struct config **out, const struct globals *g)
 {
     struct err e;
     if (config_load(out, g->config_path, &e) < 0) {
         log_plain(LOG_ERROR, "%s", e.msg);
+        return -1;
+    }
+    if (state_run_as_owner((*out)->state_file, &e) < 0) {
+        log_plain(LOG_ERROR, "%s", e.msg);
+        config_free(*out);
+        *out = NULL;
         return -1;
     }
     return 0;
