@@ -152,8 +152,9 @@ char *selfcheck_text(enum selfcheck_what what, enum selfcheck_action action, con
     if (action == SELFCHECK_GONE) {
         if (what == SELFCHECK_RECEIVER_FAILING)
             buf_printf(&b,
-                       "Receiver '%s' is no longer in wsrelay's configuration: its failure "
-                       "(since %s) is over, and what waited for it is not sent.",
+                       "Receiver '%s' is no longer in wsrelay's configuration, so its failure "
+                       "(since %s) is no longer watched; what waited for it is kept until it "
+                       "is configured again.",
                        subject, since);
         else
             buf_printf(&b,
