@@ -780,8 +780,11 @@ static int parse_list(struct schema_doc *c, const struct key *k, yaml_node_t *n,
             goto out;
         failed |= r < 0;
     }
-    /* Items that did not read are not compared: a name left out is no repeat. */
-    if (failed || check_unique(c, s, n, arr) < 0)
+    /* An item that did not read takes part with what it has: a name left
+     * out (NULL) is no repeat. */
+    if ((!failed || schema_carry_on(c)) && check_unique(c, s, n, arr) < 0)
+        goto out;
+    if (failed)
         goto out;
     rc = 0;
 out:

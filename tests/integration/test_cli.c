@@ -207,6 +207,28 @@ Test(cli, check_reports_every_unknown_receiver_of_a_rule)
     result_free(&r);
 }
 
+/* A list item with a mistake still takes part in the check of unique names. */
+Test(cli, check_reports_a_repeated_name_beside_the_mistake_of_its_item)
+{
+    struct result r = check("accounts:\n"
+                            "  - name: lab\n"
+                            "    api_key: k\n"
+                            "    login_id: tbzz9999\n"
+                            "    login_pass: secret\n"
+                            "receivers:\n"
+                            "  - name: console\n"
+                            "    file: {path: \"-\"}\n"
+                            "  - name: console\n"
+                            "    webhook: {url: \"ftp://x\"}\n");
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "wsrelay.yaml:10:20: receivers[1].webhook.url: expected a URL"), "%s",
+              r.err);
+    cr_assert(strstr(r.err, "wsrelay.yaml:9:11: receivers[1].name: duplicate receiver name "
+                            "'console' (first at line 7)\n"),
+              "%s", r.err);
+    result_free(&r);
+}
+
 /* A file that is nothing but mistakes: the first 50 are listed, then
  * where it stopped. */
 Test(cli, check_stops_after_fifty_mistakes)
