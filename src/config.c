@@ -23,6 +23,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -1043,8 +1044,19 @@ static yaml_node_t *string_item(struct schema_doc *d, yaml_node_t *n, size_t i)
 struct lookup {
     const char **receivers; /* the receivers' names, sorted */
     size_t n_receivers;
-    yaml_mark_t *rule_name_at; /* where each rule of cfg->rules has its name */
+    yaml_mark_t *rule_name_at;    /* where each rule of cfg->rules has its name */
+    struct schema_errors *errors; /* config_load_all: every mistake; NULL: stop at the first */
 };
+
+/* Whether the load goes on after a mistake (config_load_all), with room
+ * for more; the message in `e` goes to the list first. */
+static bool carry_on(const struct lookup *lk, const struct err *e)
+{
+    if (!lk->errors)
+        return false;
+    schema_errors_add(lk->errors, e->msg);
+    return lk->errors->n < SCHEMA_ERRORS_MAX;
+}
 
 static int str_cmp(const void *a, const void *b)
 {
@@ -1055,6 +1067,7 @@ static int str_cmp(const void *a, const void *b)
 static int check_receivers(struct schema_doc *d, const struct config *cfg, const struct lookup *lk,
                            char **names, size_t n_names, yaml_node_t *n, struct err *e)
 {
+    int rc = 0;
     for (size_t i = 0; i < n_names; i++) {
         const char *name = names[i];
         if (bsearch(&name, lk->receivers, lk->n_receivers, sizeof *lk->receivers, str_cmp))
@@ -1063,23 +1076,32 @@ static int check_receivers(struct schema_doc *d, const struct config *cfg, const
         buf_init(&known, 0);
         for (size_t j = 0; j < cfg->n_receivers; j++)
             buf_printf(&known, "%s%s", j ? ", " : "", cfg->receivers[j].name);
-        if (n->type == YAML_SEQUENCE_NODE)
-            schema_push(d, "[%zu]", i);
+        size_t mark = n->type == YAML_SEQUENCE_NODE ? schema_push(d, "[%zu]", i) : SIZE_MAX;
         schema_fail(d, string_item(d, n, i)->start_mark, e,
                     "unknown receiver '%s' (the receivers are: %s)", names[i], buf_str(&known));
         buf_free(&known);
-        return -1;
+        if (mark != SIZE_MAX)
+            schema_pop(d, mark);
+        rc = -1;
+        if (!schema_carry_on(d))
+            break;
     }
-    return 0;
+    return rc;
 }
 
 /* Reads the rules of one file into cfg->rules. */
 static int load_rule_file(struct config *cfg, struct lookup *lk, const char *path, struct err *e)
 {
     int rc = -1;
+    bool failed = false;
     struct schema_doc *d = NULL;
-    if (schema_open(&d, path, CONFIG_MAX_BYTES, SCHEMA_LITERAL, e) < 0)
+    if (schema_open(&d, path, CONFIG_MAX_BYTES, SCHEMA_LITERAL, e) < 0) {
+        if (lk->errors)
+            schema_errors_add(lk->errors, e->msg);
         goto out;
+    }
+    if (lk->errors)
+        schema_collect(d, lk->errors);
     yaml_node_t *root = schema_root(d);
     if (!root || schema_is_null(root)) {
         log_warn("%s: no rules in the file", path);
@@ -1099,7 +1121,10 @@ static int load_rule_file(struct config *cfg, struct lookup *lk, const char *pat
             schema_fail(d, item->start_mark, e,
                         "expected a rule (a mapping with name, match, receivers), got %s",
                         schema_describe(item));
-            goto out;
+            if (!schema_carry_on(d))
+                goto out;
+            failed = true;
+            continue;
         }
         cfg->rules = xgrowarray(cfg->rules, cfg->n_rules, sizeof *cfg->rules);
         lk->rule_name_at = xgrowarray(lk->rule_name_at, cfg->n_rules, sizeof *lk->rule_name_at);
@@ -1108,17 +1133,24 @@ static int load_rule_file(struct config *cfg, struct lookup *lk, const char *pat
         r->file = xstrdup(path);
         r->line = (long)item->start_mark.line + 1;
         r->col = (long)item->start_mark.column + 1;
-        if (schema_parse(r, &rule_schema, d, item, e) < 0)
-            goto out;
+        lk->rule_name_at[cfg->n_rules - 1] = item->start_mark;
+        if (schema_parse(r, &rule_schema, d, item, e) < 0) {
+            if (!schema_carry_on(d))
+                goto out;
+            failed = true;
+            continue;
+        }
         lk->rule_name_at[cfg->n_rules - 1] = schema_lookup(d, item, "name")->start_mark;
         size_t mark = schema_push(d, "rule '%s'", r->name);
         yaml_node_t *rv = schema_lookup(d, item, "receivers");
         schema_push_key(d, "receivers");
-        if (rv && check_receivers(d, cfg, lk, r->receivers, r->n_receivers, rv, e) < 0)
-            goto out;
+        int checked = rv ? check_receivers(d, cfg, lk, r->receivers, r->n_receivers, rv, e) : 0;
         schema_pop(d, mark);
+        if (checked < 0 && !schema_carry_on(d))
+            goto out;
+        failed |= checked < 0;
     }
-    rc = 0;
+    rc = failed ? -1 : 0;
 out:
     schema_close(d);
     return rc;
@@ -1155,6 +1187,7 @@ static int load_rules(struct config *cfg, struct lookup *lk, struct err *e)
     struct stat st;
     if (stat(path, &st) < 0) {
         err_set(e, "%s: rules: %s", path, strerror(errno));
+        carry_on(lk, e);
         goto out;
     }
     if (!S_ISDIR(st.st_mode)) {
@@ -1163,6 +1196,7 @@ static int load_rules(struct config *cfg, struct lookup *lk, struct err *e)
     }
     if (!(d = opendir(path))) {
         err_set(e, "%s: cannot read the rules directory: %s", path, strerror(errno));
+        carry_on(lk, e);
         goto out;
     }
     for (struct dirent *de; (de = readdir(d));) {
@@ -1174,10 +1208,15 @@ static int load_rules(struct config *cfg, struct lookup *lk, struct err *e)
     }
     if (n) /* an empty directory leaves names NULL, which qsort must not get */
         qsort(names, n, sizeof *names, str_cmp);
-    for (size_t i = 0; i < n; i++)
-        if (load_rule_file(cfg, lk, names[i], e) < 0)
-            goto out;
-    rc = 0;
+    bool failed = false;
+    for (size_t i = 0; i < n; i++) {
+        if (load_rule_file(cfg, lk, names[i], e) < 0) {
+            failed = true;
+            if (!lk->errors || lk->errors->n >= SCHEMA_ERRORS_MAX)
+                goto out;
+        }
+    }
+    rc = failed ? -1 : 0;
 out:
     if (d)
         closedir(d);
@@ -1187,21 +1226,29 @@ out:
     return rc;
 }
 
-int config_load(struct config **out, const char *path, struct err *e)
+/* config_load, and with `errors` config_load_all: a mistake is added to
+ * the list and the load goes on to the next it can check. */
+static int load(struct config **out, struct schema_errors *errors, const char *path, struct err *e)
 {
     int rc = -1;
+    bool failed = false;
     struct config *cfg = xcalloc(1, sizeof *cfg);
     struct schema_doc *d = NULL;
-    struct lookup lk = {0};
+    struct lookup lk = {.errors = errors};
 
     *out = NULL;
     cfg->path = xstrdup(path);
     file_id_of(&cfg->file, path); /* before the read: a change during it shows */
-    if (schema_open(&d, path, CONFIG_MAX_BYTES, 0, e) < 0)
+    if (schema_open(&d, path, CONFIG_MAX_BYTES, 0, e) < 0) {
+        carry_on(&lk, e);
         goto out;
+    }
+    if (errors)
+        schema_collect(d, errors);
     yaml_node_t *root = schema_root(d);
     if (!root) {
         err_set(e, "%s:1:1: the file is empty; it needs at least accounts and receivers", path);
+        carry_on(&lk, e);
         goto out;
     }
     if (root->type != YAML_MAPPING_NODE) {
@@ -1210,6 +1257,8 @@ int config_load(struct config **out, const char *path, struct err *e)
                     schema_describe(root));
         goto out;
     }
+    /* A configuration with a mistake is not looked at further: the
+     * receivers that rules name may be among what did not read. */
     if (schema_parse(cfg, &top_schema, d, root, e) < 0)
         goto out;
     /* Once per load: rule files have no secret keys. */
@@ -1222,15 +1271,21 @@ int config_load(struct config **out, const char *path, struct err *e)
     yaml_node_t *dr = schema_lookup(d, root, "default_receivers");
     size_t mark = schema_push_key(d, "default_receivers");
     if (dr &&
-        check_receivers(d, cfg, &lk, cfg->default_receivers, cfg->n_default_receivers, dr, e) < 0)
-        goto out;
+        check_receivers(d, cfg, &lk, cfg->default_receivers, cfg->n_default_receivers, dr, e) < 0) {
+        if (!schema_carry_on(d))
+            goto out;
+        failed = true;
+    }
     schema_pop(d, mark);
     yaml_node_t *self = schema_lookup(d, root, "self");
     yaml_node_t *sr = self ? schema_lookup(d, self, "receivers") : NULL;
     mark = schema_push_key(d, "self");
     schema_push_key(d, "receivers");
-    if (sr && check_receivers(d, cfg, &lk, cfg->self.receivers, cfg->self.n_receivers, sr, e) < 0)
-        goto out;
+    if (sr && check_receivers(d, cfg, &lk, cfg->self.receivers, cfg->self.n_receivers, sr, e) < 0) {
+        if (!schema_carry_on(d))
+            goto out;
+        failed = true;
+    }
     schema_pop(d, mark);
     /* The default rules directory is optional; a configured one is not. */
     struct stat st;
@@ -1238,7 +1293,16 @@ int config_load(struct config **out, const char *path, struct err *e)
         free(cfg->rules_path);
         cfg->rules_path = NULL;
     }
-    if (cfg->rules_path && (load_rules(cfg, &lk, e) < 0 || check_rule_names(cfg, &lk, e) < 0))
+    if (cfg->rules_path) {
+        if (load_rules(cfg, &lk, e) < 0)
+            goto out;
+        /* Names are compared once every rule has read. */
+        if (!failed && check_rule_names(cfg, &lk, e) < 0) {
+            carry_on(&lk, e);
+            goto out;
+        }
+    }
+    if (failed)
         goto out;
     *out = cfg;
     cfg = NULL;
@@ -1248,6 +1312,28 @@ out:
     free(lk.receivers);
     free(lk.rule_name_at);
     config_free(cfg);
+    return rc;
+}
+
+int config_load(struct config **out, const char *path, struct err *e)
+{
+    return load(out, NULL, path, e);
+}
+
+int config_load_all(struct config **out, char **errors, const char *path, struct err *e)
+{
+    struct schema_errors list = {0};
+    *errors = NULL;
+    int rc = load(out, &list, path, e);
+    if (rc < 0 && list.n) {
+        *errors = buf_steal(&list.lines);
+        list.n = 0;
+        /* `e` has the last mistake found; the first is the one to fix first. */
+        err_set(e, "%.*s", (int)strcspn(*errors, "\n"), *errors);
+    } else if (rc < 0) {
+        *errors = xasprintf("%s\n", e->msg);
+    }
+    schema_errors_free(&list);
     return rc;
 }
 

@@ -231,6 +231,16 @@ struct config {
  * costs time linear in the files' size. */
 int config_load(struct config **out, const char *path, struct err *e);
 
+/* config_load for `wsrelay check`: it goes on after a mistake to find the
+ * others (a key that is wrong is left out and the rest read; each rule
+ * file, each item of a list, each receiver a rule names is checked), up to
+ * SCHEMA_ERRORS_MAX (50) of them. A configuration file with a mistake is
+ * not checked further against its rule files, whose receivers it may not
+ * have read. On failure *errors (the caller frees) holds every mistake
+ * found, one "FILE:LINE:COL: ..." line each, in the order found, and `e`
+ * the first; on success *errors is NULL. */
+int config_load_all(struct config **out, char **errors, const char *path, struct err *e);
+
 void config_free(struct config *c);
 
 /* How often the device `serial` of account `a` is looked at, 1 to 10: the

@@ -16,7 +16,13 @@
  * installation that holds this program (WSRELAY_LIBEXEC_FROM_BIN from its
  * own directory, so a package staged under another prefix than the build's
  * still finds its own), then in WSRELAY_LIBEXECDIR, where the install puts
- * it. */
+ * it.
+ *
+ * A front must never exec itself: a `wsrelay-net` that is this very file
+ * (a link) is refused before the exec, and one that is a copy of the front
+ * finds FRONT_MARK, which the front sets for the program it execs and
+ * wsrelay-net clears, and refuses to go on. Either way the error names the
+ * path, where an installation mistake would otherwise loop for ever. */
 #include "config.h"
 #include "quiet.h"
 #include "run.h"
@@ -35,6 +41,8 @@
 #include <unistd.h>
 
 #define NET_NAME "wsrelay-net"
+/* Set to the path of the program the front execs; wsrelay-net unsets it. */
+#define FRONT_MARK "WSRELAY_FRONT_EXECED"
 
 /* What a plain `run` command line asks for. */
 struct plain_run {
@@ -141,14 +149,27 @@ static int exec_net(char **argv)
         paths[n++] = xasprintf("%s/" WSRELAY_LIBEXEC_FROM_BIN "/" NET_NAME, dir);
     }
     paths[n++] = xstrdup(WSRELAY_LIBEXECDIR "/" NET_NAME);
+    struct file_id self, net;
+    bool have_self = file_id_of(&self, "/proc/self/exe") == 0;
     size_t i = 0;
     for (; i < n; i++) {
+        if (have_self && file_id_of(&net, paths[i]) == 0 && net.dev == self.dev &&
+            net.ino == self.ino) {
+            log_plain(LOG_ERROR,
+                      "%s is this program (wsrelay) itself, not the " NET_NAME
+                      " helper; reinstall wsrelay so that it holds " NET_NAME,
+                      paths[i]);
+            goto out;
+        }
+        if (setenv(FRONT_MARK, paths[i], 1) < 0)
+            xalloc_die();
         execv(paths[i], argv);
         if (errno != ENOENT)
             break;
     }
     int saved = errno;
     log_plain(LOG_ERROR, "cannot run %s: %s", paths[i < n ? i : n - 1], strerror(saved));
+out:
     for (i = 0; i < n; i++)
         free(paths[i]);
     free(dir);
@@ -157,6 +178,15 @@ static int exec_net(char **argv)
 
 int main(int argc, char **argv)
 {
+    const char *execed = getenv(FRONT_MARK);
+    if (execed) {
+        log_plain(
+            LOG_ERROR,
+            "%s is a copy of wsrelay, not the " NET_NAME
+            " helper (it answered as the front); reinstall wsrelay so that it holds " NET_NAME,
+            execed);
+        return RUN_USAGE;
+    }
     struct plain_run r = {.config_path = getenv("WSRELAY_CONFIG"), .level = LOG_INFO};
     if (!r.config_path || !*r.config_path)
         r.config_path = CONFIG_DEFAULT_PATH;

@@ -8,6 +8,7 @@
 #include "notify/notify.h"
 #include "rules.h"
 #include "run.h"
+#include "schema.h"
 #include "state.h"
 #include "status.h"
 #include "templates.h"
@@ -15,6 +16,7 @@
 #include "util/duration.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/redact.h"
 #include "util/xalloc.h"
 
 #include <curl/curl.h>
@@ -104,11 +106,20 @@ static void usage(FILE *out)
             CONFIG_DEFAULT_PATH);
 }
 
+/* Loads the configuration, then, when run as root against a state that is
+ * another user's (the service's), becomes that user (state_run_as_owner):
+ * root reads what only root may, and writes nothing there as root. */
 static int load_config(struct config **out, const struct globals *g)
 {
     struct err e;
     if (config_load(out, g->config_path, &e) < 0) {
         log_plain(LOG_ERROR, "%s", e.msg);
+        return -1;
+    }
+    if (state_run_as_owner((*out)->state_file, &e) < 0) {
+        log_plain(LOG_ERROR, "%s", e.msg);
+        config_free(*out);
+        *out = NULL;
         return -1;
     }
     return 0;
@@ -338,16 +349,33 @@ static int cmd_check(const struct globals *g, int argc, char **argv)
         fprintf(stderr, "usage: wsrelay check\n");
         return RUN_USAGE;
     }
-    if (load_config(&c, g) < 0)
+    /* Every mistake at once, not one a round (config_load_all). */
+    struct err e;
+    char *errors = NULL;
+    if (config_load_all(&c, &errors, g->config_path, &e) < 0) {
+        size_t n = 0;
+        for (char *line = errors, *nl; line && *line; line = nl + 1, n++) {
+            nl = strchr(line, '\n');
+            *nl = '\0';
+            log_plain(LOG_ERROR, "%s", line);
+        }
+        if (n >= SCHEMA_ERRORS_MAX)
+            log_plain(LOG_ERROR, "%s: stopped after %d mistakes; fix these and check again",
+                      g->config_path, SCHEMA_ERRORS_MAX);
+        free(errors);
         return RUN_USAGE;
+    }
     struct notify_env env = {.templates_dir = c->templates_dir};
+    bool templates_ok = true;
     for (size_t i = 0; i < c->n_receivers; i++) {
-        struct err e;
         if (notify_check_templates(&env, &c->receivers[i], &e) < 0) {
             fprintf(stderr, "wsrelay: %s\n", e.msg);
-            config_free(c);
-            return RUN_USAGE;
+            templates_ok = false;
         }
+    }
+    if (!templates_ok) {
+        config_free(c);
+        return RUN_USAGE;
     }
     printf("%s: OK: %zu account%s, %zu receiver%s, %zu rule%s\n", c->path, c->n_accounts,
            c->n_accounts == 1 ? "" : "s", c->n_receivers, c->n_receivers == 1 ? "" : "s",
@@ -438,12 +466,19 @@ static int cmd_test_receiver(const struct globals *g, int argc, char **argv)
     struct notify_result res;
     struct err e;
     int sent = notify_send(&env, r, &m, &res, &e);
+    /* The far end may quote another receiver's secret, or an account's. */
+    struct redact *secrets = notify_secrets(c);
+    char *answer = redact_text(secrets, res.answer);
+    char *why = redact_text(secrets, sent < 0 ? e.msg : "");
+    redact_free(secrets);
     printf("receiver %s (%s): %s\n", r->name, notify_type_name(r->type),
            sent == 0 ? "test notification accepted" : "test notification NOT accepted");
     if (res.status)
-        printf("  the far end answered %ld%s%s\n", res.status, *res.answer ? ": " : "", res.answer);
+        printf("  the far end answered %ld%s%s\n", res.status, *answer ? ": " : "", answer);
     if (sent < 0)
-        printf("  %s%s\n", e.msg, res.permanent ? " (retrying would not help)" : "");
+        printf("  %s%s\n", why, res.permanent ? " (retrying would not help)" : "");
+    free(answer);
+    free(why);
     rc = sent == 0 ? RUN_OK : RUN_FAILED;
 out:
     config_free(c);
@@ -822,6 +857,10 @@ int main(int argc, char **argv)
      * must fail that write (EFBIG), which is reported and loses nothing,
      * rather than kill the run by SIGXFSZ with nothing said. */
     signal(SIGXFSZ, SIG_IGN);
+    /* The front's mark that it exec'd this program (front.c): a front that
+     * finds it knows it was exec'd as wsrelay-net, and nothing run from
+     * here inherits it. */
+    unsetenv("WSRELAY_FRONT_EXECED");
     if (!g.config_path || !*g.config_path)
         g.config_path = CONFIG_DEFAULT_PATH;
     /* "+": stop at the command; its own options follow it. */

@@ -37,6 +37,7 @@
 #include "util/utf8.h"
 #include "util/xalloc.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -530,7 +531,9 @@ static bool self_receivers(struct tick *t)
     return queued;
 }
 
-/* Conditions whose login or receiver left the config are forgotten. */
+/* Conditions whose login or receiver left the config are forgotten; one
+ * that was reported gets its recovery event, since nothing else will ever
+ * close it (a mistyped login ID, fixed, is a new login). */
 static void self_forget(struct tick *t)
 {
     size_t n = 0;
@@ -544,11 +547,65 @@ static void self_forget(struct tick *t)
             for (size_t k = 0; k < t->cfg->n_accounts && !known; k++)
                 known = strcmp(t->cfg->accounts[k].login_id, subject) == 0;
         }
+        struct state_condition c;
+        if (!known && subject && state_condition(t->st, keys[i], &c)) {
+            for (int w = SELFCHECK_LOGIN_REFUSED; c.opened && w <= SELFCHECK_DEVICES_REFUSED; w++) {
+                const char *name = selfcheck_name((enum selfcheck_what)w);
+                size_t len = strlen(name);
+                if (strncmp(keys[i], name, len) != 0 || keys[i][len] != '/')
+                    continue;
+                char *text = selfcheck_text((enum selfcheck_what)w, SELFCHECK_GONE, subject, "", &c,
+                                            NULL, t->opt->now);
+                char *cond = xasprintf("%s-cleared", name);
+                tick_relay_send(t, NULL, cond, text,
+                                w == SELFCHECK_RECEIVER_FAILING ? subject : NULL);
+                free(cond);
+                free(text);
+            }
+            state_condition_clear(&c);
+        }
         if (!known)
             state_drop_condition(t->st, keys[i]);
         free(keys[i]);
     }
     free(keys);
+}
+
+static void free_strings(char **v, size_t n);
+
+/* A relay event that opened a condition of a login, still waiting in the
+ * outbox (its receiver was failing) when that condition is over, is no
+ * longer true: "paused until 15:23" must not arrive after the fix. It is
+ * dropped with a log line; the condition's recovery event says the rest. */
+static void self_drop_stale(struct tick *t)
+{
+    size_t n_receivers = 0;
+    char **receivers = state_outbox_receivers(t->st, &n_receivers);
+    for (size_t r = 0; r < n_receivers; r++) {
+        size_t n = 0;
+        struct outbox_item *items = state_outbox_due(t->st, receivers[r], LLONG_MAX, &n);
+        for (size_t i = 0; i < n; i++) {
+            const struct event *ev = &items[i].event;
+            if (!ev->condition || strcmp(ev->kind, "relay") != 0)
+                continue;
+            const struct account_conf *a = config_account(t->cfg, ev->account);
+            const char *login = a ? a->login_id : NULL;
+            struct state_condition c;
+            char *key = xasprintf("%s/%s", ev->condition, login ? login : "");
+            bool have = login && state_condition(t->st, key, &c);
+            if (selfcheck_stale(ev->condition, login, have ? &c : NULL)) {
+                log_info("receiver %s: dropped a relay event (%s) queued %lld s ago that is no "
+                         "longer true: %s",
+                         receivers[r], ev->condition, t->opt->now - items[i].queued_at, ev->text);
+                state_outbox_done(t->st, items[i].id);
+            }
+            if (have)
+                state_condition_clear(&c);
+            free(key);
+        }
+        state_outbox_free(items, n);
+    }
+    free_strings(receivers, n_receivers);
 }
 
 /* outbox.max_age and outbox.max_items, applied after delivery: they bound
@@ -749,6 +806,7 @@ int run_once(const struct config *c, const struct run_options *o)
     if (!o->dry_run) {
         self_forget(&t);
         self_logins(&t);
+        self_drop_stale(&t);
     }
     recent_attach(&t);
     /* Nothing is delivered that could not be recorded as delivered. With

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,9 +36,10 @@ struct schema_doc {
     size_t key_len;
     char **warned; /* secret files already warned about */
     size_t n_warned;
-    bool literal;         /* SCHEMA_LITERAL: no ${VAR} expansion */
-    size_t n_inline;      /* secrets written out in the file, without a ${VAR} */
-    char inline_key[512]; /* the key path of the first */
+    struct schema_errors *errors; /* schema_collect: every message goes here too */
+    bool literal;                 /* SCHEMA_LITERAL: no ${VAR} expansion */
+    size_t n_inline;              /* secrets written out in the file, without a ${VAR} */
+    char inline_key[512];         /* the key path of the first */
 };
 
 int schema_open(struct schema_doc **out, const char *path, size_t max_bytes, unsigned flags,
@@ -100,15 +102,46 @@ void schema_pop(struct schema_doc *d, size_t mark)
     d->key[mark] = '\0';
 }
 
-/* "FILE:LINE:COL: KEY: message" in c->e; libyaml counts from 0, people from 1. */
+void schema_errors_add(struct schema_errors *list, const char *msg)
+{
+    if (list->n >= SCHEMA_ERRORS_MAX)
+        return;
+    if (!list->n)
+        buf_init(&list->lines, 0);
+    buf_printf(&list->lines, "%s\n", msg);
+    list->n++;
+}
+
+void schema_errors_free(struct schema_errors *list)
+{
+    if (list && list->n)
+        buf_free(&list->lines);
+}
+
+void schema_collect(struct schema_doc *d, struct schema_errors *list)
+{
+    d->errors = list;
+}
+
+bool schema_carry_on(const struct schema_doc *d)
+{
+    return d->errors && d->errors->n < SCHEMA_ERRORS_MAX;
+}
+
+/* "FILE:LINE:COL: KEY: message" in c->e, and in the list of every mistake
+ * when there is one; libyaml counts from 0, people from 1. */
 static int vfail(struct schema_doc *c, yaml_mark_t at, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 static int vfail(struct schema_doc *c, yaml_mark_t at, const char *fmt, va_list ap)
 {
     char msg[ERR_MAX];
+    struct err line;
     vsnprintf(msg, sizeof msg, fmt, ap);
-    return err_set(c->e, "%s:%zu:%zu: %s%s%s", c->file, at.line + 1, at.column + 1, c->key,
-                   c->key_len ? ": " : "", msg);
+    err_set(&line, "%s:%zu:%zu: %s%s%s", c->file, at.line + 1, at.column + 1, c->key,
+            c->key_len ? ": " : "", msg);
+    if (c->errors)
+        schema_errors_add(c->errors, line.msg);
+    return err_set(c->e, "%s", line.msg);
 }
 
 static int fail(struct schema_doc *c, yaml_mark_t at, const char *fmt, ...)
@@ -169,9 +202,11 @@ static bool is_name_start(char ch)
     return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_';
 }
 
-/* ${NAME} becomes the variable's value, $${ a literal ${. In a secret, a
- * message names no part of the value, not even a variable's name: an inline
- * password may well contain "${". */
+/* ${NAME} becomes the variable's value, $${ a literal ${. An unset
+ * variable is named, except inside a secret that holds more than "${NAME}":
+ * an inline password may well contain "${", and its message names no part
+ * of it. A value that is "${NAME}" and nothing else is a reference, and
+ * naming it is what tells the administrator what to set. */
 static int expand(struct schema_doc *c, yaml_mark_t at, const char *in, bool secret, char **out,
                   bool *from_env)
 {
@@ -209,7 +244,8 @@ static int expand(struct schema_doc *c, yaml_mark_t at, const char *in, bool sec
             }
             var = xstrndup(name, (size_t)(end - name));
             const char *value = getenv(var);
-            if (!value && secret) {
+            bool whole = name - 2 == in && !end[1];
+            if (!value && secret && !whole) {
                 fail(c, at,
                      "the value refers to an environment variable that is not set (write $${ "
                      "for a literal ${)");
@@ -580,13 +616,16 @@ static int parse_strings(struct schema_doc *c, const struct key *k, yaml_node_t 
     yaml_node_item_t *start = n->data.sequence.items.start;
     if ((k->kind == K_STRINGS || (k->flags & F_NOT_EMPTY)) && start == n->data.sequence.items.top)
         return fail(c, n->start_mark, "the list is empty; give at least one");
+    int rc = 0;
     for (size_t i = 0; start + i < n->data.sequence.items.top; i++) {
         size_t mark = schema_push(c, "[%zu]", i);
-        if (add_string(c, k, schema_node(c, start[i]), items, count) < 0)
-            return -1;
+        int r = add_string(c, k, schema_node(c, start[i]), items, count);
         schema_pop(c, mark);
+        if (r < 0 && !schema_carry_on(c))
+            return -1;
+        rc |= r;
     }
-    return 0;
+    return rc;
 }
 
 yaml_node_t *schema_lookup(struct schema_doc *d, yaml_node_t *map, const char *name)
@@ -728,18 +767,24 @@ static int parse_list(struct schema_doc *c, const struct key *k, yaml_node_t *n,
     char *arr = xcalloc(count, s->size);
     *(void **)(void *)((char *)obj + k->off) = arr;
     *(size_t *)(void *)((char *)obj + k->count_off) = count;
+    bool failed = false;
     for (size_t i = 0; i < count; i++) {
         yaml_node_t *item = schema_node(c, items[i]);
         size_t mark = schema_push(c, "[%zu]", i);
-        if (item->type != YAML_MAPPING_NODE) {
-            fail(c, item->start_mark, "expected a mapping, got %s", schema_describe(item));
-            goto out;
-        }
-        if (parse_map(c, s, item, arr + i * s->size) < 0)
-            goto out;
+        int r =
+            item->type == YAML_MAPPING_NODE
+                ? parse_map(c, s, item, arr + i * s->size)
+                : fail(c, item->start_mark, "expected a mapping, got %s", schema_describe(item));
         schema_pop(c, mark);
+        if (r < 0 && !schema_carry_on(c))
+            goto out;
+        failed |= r < 0;
     }
-    if (check_unique(c, s, n, arr) < 0)
+    /* An item that did not read takes part with what it has: a name left
+     * out (NULL) is no repeat. */
+    if ((!failed || schema_carry_on(c)) && check_unique(c, s, n, arr) < 0)
+        goto out;
+    if (failed)
         goto out;
     rc = 0;
 out:
@@ -765,10 +810,16 @@ static int parse_headers(struct schema_doc *c, const struct key *k, yaml_node_t 
     if (n->type != YAML_MAPPING_NODE)
         return fail(c, n->start_mark, "expected a mapping of header names to values, got %s",
                     schema_describe(n));
+    bool failed = false;
     for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
         yaml_node_t *kn = schema_node(c, p->key), *vn = schema_node(c, p->value);
-        if (kn->type != YAML_SCALAR_NODE)
-            return fail(c, kn->start_mark, "expected a header name, got %s", schema_describe(kn));
+        if (kn->type != YAML_SCALAR_NODE) {
+            fail(c, kn->start_mark, "expected a header name, got %s", schema_describe(kn));
+            if (!schema_carry_on(c))
+                return -1;
+            failed = true;
+            continue;
+        }
         const char *name = scalar(kn);
         size_t mark = schema_push(c, ".%s", name);
         int rc = -1;
@@ -806,9 +857,12 @@ static int parse_headers(struct schema_doc *c, const struct key *k, yaml_node_t 
         free(copy);
         free(value);
         schema_pop(c, mark);
-        if (rc < 0)
+        if (rc < 0 && !schema_carry_on(c))
             return -1;
+        failed |= rc < 0;
     }
+    if (failed)
+        return -1;
     /* One header per pair, in order: header i was written at pair i. */
     const char **names = xcalloc(*count ? *count : 1, sizeof *names);
     for (size_t i = 0; i < *count; i++)
@@ -908,11 +962,14 @@ static int defaults_of(struct schema_doc *c, const struct schema *s, yaml_mark_t
     return 0;
 }
 
-/* Checks the keys of `map` against the rows of `s`, then reads each value. */
+/* Checks the keys of `map` against the rows of `s`, then reads each value.
+ * When the document collects every mistake (schema_collect), a mistake
+ * skips its key and the reading goes on; the checks across keys and the
+ * finish wait for a mapping read without one. */
 static int parse_map(struct schema_doc *c, const struct schema *s, yaml_node_t *map, void *obj)
 {
     int rc = -1;
-    char *names = NULL;
+    bool failed = false;
     yaml_node_t **given = xcalloc(s->n_keys, sizeof *given);
     yaml_node_pair_t *pairs = map->data.mapping.pairs.start;
     size_t n_pairs = (size_t)(map->data.mapping.pairs.top - pairs);
@@ -920,9 +977,10 @@ static int parse_map(struct schema_doc *c, const struct schema *s, yaml_node_t *
 
     for (size_t p = 0; p < n_pairs; p++) {
         yaml_node_t *kn = schema_node(c, pairs[p].key);
+        row_of[p] = SIZE_MAX; /* until found: a mistake's value is not read */
         if (kn->type != YAML_SCALAR_NODE) {
             fail(c, kn->start_mark, "expected a key name, got %s", schema_describe(kn));
-            goto out;
+            goto mistake;
         }
         const char *name = scalar(kn);
         size_t i = 0;
@@ -935,44 +993,68 @@ static int parse_map(struct schema_doc *c, const struct schema *s, yaml_node_t *
                 buf_printf(&list, "%s%s", j ? ", " : "", s->keys[j].name);
             fail(c, kn->start_mark, "unknown key '%s' (expected one of: %s)", name, buf_str(&list));
             buf_free(&list);
-            goto out;
+            goto mistake;
         }
         if (given[i]) {
             fail(c, kn->start_mark, "duplicate key '%s' (first at line %zu)", name,
                  given[i]->start_mark.line + 1);
-            goto out;
+            goto mistake;
         }
-        for (size_t j = 0; s->keys[i].group && j < s->n_keys; j++)
-            if (given[j] && s->keys[j].group == s->keys[i].group) {
-                names = group_names(s, s->keys[i].group, false);
-                fail(c, kn->start_mark, "give %s, not both", names);
-                goto out;
-            }
+        bool clash = false;
+        for (size_t j = 0; s->keys[i].group && j < s->n_keys && !clash; j++)
+            clash = given[j] && s->keys[j].group == s->keys[i].group;
+        if (clash) {
+            char *names = group_names(s, s->keys[i].group, false);
+            fail(c, kn->start_mark, "give %s, not both", names);
+            free(names);
+            goto mistake;
+        }
         given[i] = kn;
         row_of[p] = i;
+        continue;
+    mistake:
+        if (!schema_carry_on(c))
+            goto out;
+        failed = true;
     }
     for (size_t i = 0; i < s->n_keys; i++) {
         const struct key *k = &s->keys[i];
         if ((k->flags & F_REQUIRED) && !given[i]) {
             fail(c, map->start_mark, "missing required key '%s'", k->name);
-            goto out;
+            if (!schema_carry_on(c))
+                goto out;
+            failed = true;
         }
         bool group_given = false;
         for (size_t j = 0; k->group && j < s->n_keys; j++)
             group_given |= given[j] && s->keys[j].group == k->group;
-        if (k->group && !group_given && !(k->flags & F_GROUP_OPTIONAL)) {
-            names = group_names(s, k->group, true);
+        /* The group is named once, at its first row. */
+        bool first_of_group = true;
+        for (size_t j = 0; k->group && j < i; j++)
+            first_of_group &=
+                !(s->keys[j].group == k->group && !(s->keys[j].flags & F_GROUP_OPTIONAL));
+        if (k->group && !group_given && !(k->flags & F_GROUP_OPTIONAL) && first_of_group) {
+            char *names = group_names(s, k->group, true);
             fail(c, map->start_mark, "missing required key %s", names);
-            goto out;
+            free(names);
+            if (!schema_carry_on(c))
+                goto out;
+            failed = true;
         }
     }
     for (size_t p = 0; p < n_pairs; p++) {
+        if (row_of[p] == SIZE_MAX)
+            continue;
         const struct key *k = &s->keys[row_of[p]];
         size_t mark = schema_push_key(c, k->name);
-        if (parse_value(c, k, schema_node(c, pairs[p].value), obj) < 0)
-            goto out;
+        int r = parse_value(c, k, schema_node(c, pairs[p].value), obj);
         schema_pop(c, mark);
+        if (r < 0 && !schema_carry_on(c))
+            goto out;
+        failed |= r < 0;
     }
+    if (failed)
+        goto out;
     for (size_t i = 0; i < s->n_keys; i++) {
         const struct key *k = &s->keys[i];
         /* A list's default is its absence (as `auto`); finish hooks do the rest. */
@@ -997,17 +1079,18 @@ static int parse_map(struct schema_doc *c, const struct schema *s, yaml_node_t *
     if (s->check && s->check(obj, &off, &problem) < 0) {
         /* Point at the value of the given key that holds the field. */
         yaml_node_t *at = NULL;
+        size_t mark = c->key_len;
         for (size_t i = 0; i < s->n_keys && !at; i++)
             if (given[i] && s->keys[i].off == off && (at = schema_lookup(c, map, s->keys[i].name)))
                 schema_push_key(c, s->keys[i].name);
         fail(c, (at ? at : map)->start_mark, "%s", problem.msg);
+        schema_pop(c, mark);
         goto out;
     }
     if (s->finish)
         s->finish(obj);
     rc = 0;
 out:
-    free(names);
     free(given);
     free(row_of);
     return rc;

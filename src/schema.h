@@ -22,6 +22,7 @@
 #ifndef WSRELAY_SCHEMA_H
 #define WSRELAY_SCHEMA_H
 
+#include "util/buf.h"
 #include "util/err.h"
 
 #include <stdbool.h>
@@ -150,7 +151,8 @@ int schema_path(char **out, struct schema_doc *d, yaml_node_t *n, struct err *e)
  * the keys, reads each value (sub-schemas too), stores the defaults of the
  * keys left out, then runs s->check and s->finish. What it stores belongs
  * to the struct (schema_clear), on failure too. On failure returns -1 with
- * "FILE:LINE:COL: KEY: message" in `e`. */
+ * "FILE:LINE:COL: KEY: message" in `e` (of the first mistake, or with
+ * schema_collect the last; the list has them all). */
 int schema_parse(void *out, const struct schema *s, struct schema_doc *d, yaml_node_t *map,
                  struct err *e);
 
@@ -171,6 +173,35 @@ size_t schema_push_key(struct schema_doc *d, const char *name);
 
 /* Cuts the key path back to where it was when `mark` was returned. */
 void schema_pop(struct schema_doc *d, size_t mark);
+
+/* Every mistake of one pass over one or more files, for `wsrelay check`:
+ * the messages, a line each, in the order found, at most
+ * SCHEMA_ERRORS_MAX. Zeroed is empty. */
+#define SCHEMA_ERRORS_MAX 50
+struct schema_errors {
+    struct buf lines; /* valid when n > 0 */
+    size_t n;
+};
+
+/* Adds a message (one line, without its newline); past SCHEMA_ERRORS_MAX,
+ * nothing. */
+void schema_errors_add(struct schema_errors *list, const char *msg);
+
+/* Frees the lines; accepts NULL. */
+void schema_errors_free(struct schema_errors *list);
+
+/* From now on, every message of `d` goes to `list` too (which must outlive
+ * the reading), and schema_parse goes on after a mistake to find the next:
+ * a key that is wrong is left out and the others read, an item of a list
+ * that is wrong is left out and the next read, until SCHEMA_ERRORS_MAX. A
+ * mapping with a mistake skips its schema's check and finish (they would
+ * see keys missing). schema_parse still returns -1 when anything was
+ * wrong, with the last message in `e`. */
+void schema_collect(struct schema_doc *d, struct schema_errors *list);
+
+/* True when `d` collects its mistakes and the list has room for more: a
+ * caller that checks more itself (names across files) goes on after one. */
+bool schema_carry_on(const struct schema_doc *d);
 
 /* Puts "FILE:LINE:COL: KEY: message" in `e`, `at` being where the problem
  * is and KEY the current key path (left out when empty). Returns -1. */

@@ -80,6 +80,18 @@ bool selfcheck_paused(const struct state_condition *c, const char *creds, long l
     return c->creds && creds && strcmp(c->creds, creds) == 0;
 }
 
+bool selfcheck_stale(const char *condition, const char *login, const struct state_condition *c)
+{
+    static const enum selfcheck_what of_logins[] = {
+        SELFCHECK_LOGIN_REFUSED, SELFCHECK_PLATFORM_FAILING, SELFCHECK_DEVICES_REFUSED};
+    bool about_login = false;
+    for (size_t i = 0; condition && i < sizeof of_logins / sizeof of_logins[0]; i++)
+        about_login |= strcmp(condition, selfcheck_name(of_logins[i])) == 0;
+    if (!about_login)
+        return false;
+    return !login || !c || !c->opened;
+}
+
 char *selfcheck_creds(const char *const *parts, size_t n)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -137,6 +149,22 @@ char *selfcheck_text(enum selfcheck_what what, enum selfcheck_action action, con
     utc_time(until, sizeof until, c->retry_at, now);
     span_text(span, sizeof span, now - (c->since ? c->since : now));
     bool open = action == SELFCHECK_OPEN;
+    if (action == SELFCHECK_GONE) {
+        if (what == SELFCHECK_RECEIVER_FAILING)
+            buf_printf(&b,
+                       "Receiver '%s' is no longer in wsrelay's configuration, so its failure "
+                       "(since %s) is no longer watched; what waited for it is kept until it "
+                       "is configured again.",
+                       subject, since);
+        else
+            buf_printf(&b,
+                       "wsrelay no longer logs in to WebStorage as %s: that login ID left the "
+                       "configuration, so what was reported about it since %s is over. The "
+                       "accounts that used it are polled with their login IDs as configured "
+                       "now.",
+                       subject, since);
+        return buf_steal(&b);
+    }
     switch (what) {
     case SELFCHECK_LOGIN_REFUSED:
         if (open)

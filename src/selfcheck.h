@@ -51,6 +51,8 @@ enum selfcheck_action {
     SELFCHECK_NONE,  /* nothing to say */
     SELFCHECK_OPEN,  /* the condition starts: send its relay event */
     SELFCHECK_CLOSE, /* it cleared: send the recovery event */
+    SELFCHECK_GONE,  /* its login or receiver left the configuration (a mistyped login ID
+                        fixed): it is over, and its recovery event says why */
 };
 
 /* One run's verdict on a condition. `prev` is the condition as the state
@@ -72,6 +74,15 @@ bool selfcheck_paused(const struct state_condition *c, const char *creds, long l
 /* The hex SHA-256 of `n` strings (each followed by a NUL byte), for
  * recognising changed credentials without keeping them. Caller frees. */
 char *selfcheck_creds(const char *const *parts, size_t n);
+
+/* True when a relay event of `condition` (an event's condition, e.g.
+ * "login-refused") still waiting in the outbox is no longer true and must
+ * not be sent late: it opened a condition of the login `login` (the
+ * event's account's login ID now; NULL when that account left the
+ * configuration), and `c`, that login's condition of the same kind (NULL:
+ * none), is not open any more. A recovery event ("...-cleared") and a
+ * receiver's condition are never stale. */
+bool selfcheck_stale(const char *condition, const char *login, const struct state_condition *c);
 
 /* The sentence of a relay event for the people on call. `subject` is the
  * login ID or receiver; `accounts` the config's accounts of a login ("" for

@@ -55,6 +55,21 @@
 
 struct state;
 
+/* When this process runs as root and the directory of the state file
+ * `path` belongs to another user (the service's), becomes that user: its
+ * groups, its group and its uid, for good. Call it before anything opens or
+ * writes the state, so that no file there becomes root's. Does nothing for
+ * another user, or for a directory that is root's; -1 with the reason in
+ * `e` when the change fails (then nothing was opened). */
+int state_run_as_owner(const char *path, struct err *e);
+
+/* When `file` (the lock or another file of the state `path`) belongs to
+ * another user than the one this process runs as: "FILE is owned by root,
+ * and wsrelay runs as wsrelay; run: chown -R wsrelay: PATH*", as a new
+ * string the caller frees. NULL when it is this user's or cannot be
+ * looked at. */
+char *state_owner_fix(const char *path, const char *file);
+
 /* Locks and loads `path`; a missing file is an empty state. Waits up to
  * `lock_wait` seconds for another run's lock, then fails naming the pid
  * that holds it. A file that was read but is corrupt (not JSON, fails the

@@ -32,6 +32,7 @@
 #include "notify/notify.h"
 #include "util/buf.h"
 #include "util/log.h"
+#include "util/redact.h"
 #include "util/timebox.h"
 #include "util/url.h"
 #include "util/utf8.h"
@@ -40,7 +41,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <openssl/err.h>
-#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <signal.h>
@@ -149,8 +149,8 @@ struct session {
     size_t line_len;
     const char *message; /* the message, for the callback */
     bool message_given;
-    bool message_ended; /* ... all of it */
-    char *secrets[4];   /* redacted from quoted replies; NULL-terminated */
+    bool message_ended;     /* ... all of it */
+    struct redact *secrets; /* redacted from quoted replies */
     smtp_message_t msg;
     int report_fd;                  /* the pipe to the waiting run */
     enum step pending[PENDING_MAX]; /* what each command sent and not answered was */
@@ -171,43 +171,24 @@ static bool is_ipv4(const char *host)
     return inet_pton(AF_INET, host, &a) == 1;
 }
 
-static char *base64_of(const void *data, size_t len)
-{
-    char *out = xmalloc(4 * ((len + 2) / 3) + 1);
-    EVP_EncodeBlock((unsigned char *)out, data, (int)len);
-    return out;
-}
-
 /* Copies a server reply into `out` (of REPLY_MAX + 1 bytes): printable
  * ASCII only (line breaks become spaces, other bytes '?'), trimmed, with
- * the password and its base64 forms replaced. */
-static void quote_reply(char *out, const char *text, char *const *secrets)
+ * the password, its base64 forms and any part of them (util/redact.h)
+ * replaced. */
+static void quote_reply(char *out, const char *text, const struct redact *secrets)
 {
     struct buf b;
     buf_init(&b, 0);
     for (const char *p = text ? text : ""; *p; p++)
         buf_append(&b, *p >= ' ' && *p < 0x7f ? p : *p == '\r' || *p == '\n' ? " " : "?", 1);
-    for (char *const *secret = secrets; *secret; secret++) {
-        size_t n = strlen(*secret);
-        if (n < 4)
-            continue;
-        struct buf r;
-        buf_init(&r, 0);
-        const char *p = buf_str(&b);
-        for (const char *hit; (hit = strstr(p, *secret)); p = hit + n) {
-            buf_append(&r, p, (size_t)(hit - p));
-            buf_puts(&r, "[redacted]");
-        }
-        buf_puts(&r, p);
-        buf_free(&b);
-        b = r;
-    }
-    const char *s = buf_str(&b);
+    char *clean = redact_text(secrets, buf_str(&b));
+    const char *s = clean;
     while (*s == ' ')
         s++;
     snprintf(out, REPLY_MAX + 1, "%s", s);
     for (size_t n = strlen(out); n && out[n - 1] == ' ';)
         out[--n] = '\0';
+    free(clean);
     buf_free(&b);
 }
 
@@ -738,23 +719,26 @@ static int smtp_session(const struct job *j, int report_fd, struct err *e)
     smtp_message_t msg;
     auth_context_t auth = NULL;
     SSL_CTX *ctx = NULL;
-    char *plain_blob = NULL;
     struct sigaction ign = {.sa_handler = SIG_IGN}, wake = {.sa_handler = on_alarm};
     struct itimerval timer = {{CONNECT_TIMEOUT_S, 0}, {CONNECT_TIMEOUT_S, 0}};
     struct itimerval off = {{0, 0}, {0, 0}};
 
     snprintf(s.server, sizeof s.server, "%s:%ld", r->email.host, r->email.port);
     s.loopback = url_host_is_loopback(r->email.host);
+    s.secrets = redact_new();
     if (r->email.password) {
         size_t ul = strlen(r->email.username), pl = strlen(r->email.password);
         char *blob = xmalloc(ul + pl + 2); /* AUTH PLAIN's "\0user\0password" */
         blob[0] = '\0';
         memcpy(blob + 1, r->email.username, ul + 1);
         memcpy(blob + ul + 2, r->email.password, pl);
-        s.secrets[0] = xstrdup(r->email.password);
-        s.secrets[1] = base64_of(r->email.password, pl);
-        plain_blob = base64_of(blob, ul + pl + 2);
-        s.secrets[2] = plain_blob;
+        redact_add(s.secrets, r->email.password);
+        char *b64 = redact_base64(r->email.password, pl); /* AUTH LOGIN's */
+        redact_add(s.secrets, b64);
+        free(b64);
+        b64 = redact_base64(blob, ul + pl + 2);
+        redact_add(s.secrets, b64);
+        free(b64);
         free(blob);
     }
 
@@ -823,9 +807,7 @@ out:
     }
     SSL_CTX_free(ctx);
     ERR_clear_error();
-    free(s.secrets[0]);
-    free(s.secrets[1]);
-    free(plain_blob);
+    redact_free(s.secrets);
     return rc;
 }
 

@@ -38,10 +38,9 @@ unsigned notify_pace_ms(enum receiver_type type)
     return n ? n->pace_ms : 0;
 }
 
-/* Every secret of a receiver's configuration. */
-static struct redact *receiver_secrets(const struct receiver_conf *r)
+/* Adds every secret of a receiver's configuration to `secrets`. */
+static void receiver_add_secrets(struct redact *secrets, const struct receiver_conf *r)
 {
-    struct redact *secrets = redact_new();
     switch (r->type) {
     case RECEIVER_WEBHOOK:
         redact_add_url(secrets, r->webhook.url);
@@ -60,6 +59,25 @@ static struct redact *receiver_secrets(const struct receiver_conf *r)
     case RECEIVER_FILE:
         break;
     }
+}
+
+static struct redact *receiver_secrets(const struct receiver_conf *r)
+{
+    struct redact *secrets = redact_new();
+    receiver_add_secrets(secrets, r);
+    return secrets;
+}
+
+struct redact *notify_secrets(const struct config *c)
+{
+    struct redact *secrets = redact_new();
+    for (size_t i = 0; i < c->n_receivers; i++)
+        receiver_add_secrets(secrets, &c->receivers[i]);
+    for (size_t i = 0; i < c->n_accounts; i++) {
+        redact_add(secrets, c->accounts[i].api_key);
+        redact_add(secrets, c->accounts[i].login_pass);
+    }
+    redact_add_url(secrets, c->self.heartbeat);
     return secrets;
 }
 

@@ -24,6 +24,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct redact;
+
 /* One message: the events it carries and when it is sent. */
 struct notify_message {
     const struct event *events;
@@ -91,6 +93,13 @@ int notify_send(const struct notify_env *env, const struct receiver_conf *r,
  * template that cannot be rendered fits all (its send will say why). */
 size_t notify_fit(const struct notify_env *env, const struct receiver_conf *r,
                   const struct notify_message *m);
+
+/* Every secret of configuration `c`, as notify_send redacts a receiver's,
+ * for all its receivers together, with each account's API key and
+ * password and the heartbeat URL: for what shows one receiver's answer
+ * where another's secret could be quoted (test-receiver). Caller frees
+ * (redact_free). */
+struct redact *notify_secrets(const struct config *c);
 
 /* The template context of a message (a new reference): templates_context
  * (templates.h) over the events as event_to_json writes them, with

@@ -478,11 +478,15 @@ static int lock(int *out, const char *path, int wait, struct err *e)
     if (fd < 0) {
         int err = errno;
         struct stat st;
+        char *fix = NULL;
         if (err == ENOENT || err == ENOTDIR || err == EROFS ||
             ((err == EACCES || err == EPERM) && lstat(lockpath, &st) < 0))
             err_set(e, "%s: state directory %s is not writable: %s", path, dir, strerror(err));
+        else if ((err == EACCES || err == EPERM) && (fix = state_owner_fix(path, lockpath)))
+            err_set(e, "%s: cannot open lock file: %s", path, fix);
         else
             err_set(e, "%s: cannot open lock file %s: %s", path, lockpath, strerror(err));
+        free(fix);
         goto out;
     }
     long long deadline = monotonic_ms() + (wait > 0 ? (long long)wait * 1000 : 0);

@@ -9,6 +9,7 @@
 #include "util/buf.h"
 #include "util/xalloc.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,9 +17,21 @@
 #define DECODE_LEVELS 3 /* "%25252F" is "/" encoded three times */
 #define WORD_MAX 20
 
+struct secret {
+    char *text;
+    size_t len;
+    bool runs; /* every run of REDACT_RUN_MIN bytes of it is a secret too */
+};
+
 struct redact {
-    char **secrets; /* each at least REDACT_MIN bytes, none twice */
+    struct secret *secrets; /* each at least REDACT_MIN bytes, none twice */
     size_t n, cap;
+    /* The runs of REDACT_RUN_MIN bytes of the secrets with `runs`, each read
+     * as a big-endian number (never 0: no byte of a secret is NUL), in an open
+     * addressing set (0 is empty) of `slots` entries, a power of two at
+     * least twice `n_runs`: a lookup costs the same however many secrets. */
+    uint64_t *run_set;
+    size_t slots, n_runs;
 };
 
 struct redact *redact_new(void)
@@ -31,9 +44,58 @@ void redact_free(struct redact *r)
     if (!r)
         return;
     for (size_t i = 0; i < r->n; i++)
-        free(r->secrets[i]);
+        free(r->secrets[i].text);
     free(r->secrets);
+    free(r->run_set);
     free(r);
+}
+
+static size_t run_slot(uint64_t key, size_t slots)
+{
+    return (size_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & (slots - 1);
+}
+
+static bool run_find(const struct redact *r, uint64_t key)
+{
+    if (!r->slots)
+        return false;
+    for (size_t i = run_slot(key, r->slots);; i = (i + 1) & (r->slots - 1)) {
+        if (r->run_set[i] == key)
+            return true;
+        if (!r->run_set[i])
+            return false;
+    }
+}
+
+static void run_put(struct redact *r, uint64_t key)
+{
+    if (2 * (r->n_runs + 1) > r->slots) {
+        size_t old_slots = r->slots;
+        uint64_t *old = r->run_set;
+        r->slots = old_slots ? old_slots * 2 : 64;
+        r->run_set = xcalloc(r->slots, sizeof *r->run_set);
+        r->n_runs = 0;
+        for (size_t i = 0; i < old_slots; i++)
+            if (old[i])
+                run_put(r, old[i]);
+        free(old);
+    }
+    size_t i = run_slot(key, r->slots);
+    while (r->run_set[i] && r->run_set[i] != key)
+        i = (i + 1) & (r->slots - 1);
+    if (!r->run_set[i]) {
+        r->run_set[i] = key;
+        r->n_runs++;
+    }
+}
+
+/* The key of the REDACT_RUN_MIN bytes at s. */
+static uint64_t run_key_at(const unsigned char *s)
+{
+    uint64_t key = 0;
+    for (size_t i = 0; i < REDACT_RUN_MIN; i++)
+        key = key << 8 | s[i];
+    return key;
 }
 
 static int hex_digit(unsigned char c)
@@ -226,22 +288,48 @@ static bool view_decode(struct view *out, const struct view *v)
     return changed;
 }
 
+/* Marks the text's bytes that view bytes [k, k + m) came from; *done is
+ * how far marking went already (hits come in order, so each text byte is
+ * marked once however much they overlap). */
+static void mark_span(bool *marked, size_t *done, const struct view *v, size_t k, size_t m)
+{
+    size_t i = v->from[k] > *done ? v->from[k] : *done;
+    size_t end = v->to[k + m - 1];
+    for (; i < end; i++)
+        marked[i] = true;
+    if (end > *done)
+        *done = end;
+}
+
 /* Marks the text's bytes under every occurrence of every secret in `v`,
- * and under the start of a secret that the end of `v` cuts short. */
+ * under every run of REDACT_RUN_MIN bytes of a secret whose runs count, and
+ * under the start of a secret that the end of `v` cuts short. Time: one pass
+ * over `v` for the runs, and one search of `v` per secret that is looked
+ * for whole only. */
 static void mark(bool *marked, size_t text_len, const struct view *v, const struct redact *r)
 {
+    const char *text = (const char *)v->b;
+    if (r->n_runs && v->len >= REDACT_RUN_MIN) {
+        size_t done = 0;
+        uint64_t key = run_key_at(v->b) >> 8;
+        for (size_t k = 0; k + REDACT_RUN_MIN <= v->len; k++) {
+            key = key << 8 | v->b[k + REDACT_RUN_MIN - 1];
+            if (run_find(r, key))
+                mark_span(marked, &done, v, k, REDACT_RUN_MIN);
+        }
+    }
     for (size_t s = 0; s < r->n; s++) {
-        const char *secret = r->secrets[s];
-        size_t m = strlen(secret);
-        const char *text = (const char *)v->b;
-        for (const char *hit = strstr(text, secret); hit; hit = strstr(hit + 1, secret)) {
-            /* hit + 1: occurrences may overlap */
-            size_t k = (size_t)(hit - text);
-            for (size_t i = v->from[k]; i < v->to[k + m - 1]; i++)
-                marked[i] = true;
+        const char *secret = r->secrets[s].text;
+        size_t m = r->secrets[s].len;
+        /* Its runs were found above, the whole among them. */
+        if (!(r->secrets[s].runs && m >= REDACT_RUN_MIN)) {
+            size_t done = 0;
+            for (const char *hit = strstr(text, secret); hit; hit = strstr(hit + 1, secret))
+                mark_span(marked, &done, v, (size_t)(hit - text), m); /* hit + 1: overlaps */
         }
         for (size_t k = m - 1 < v->len ? m - 1 : v->len; k >= REDACT_TAIL_MIN; k--) {
-            if (memcmp(v->b + v->len - k, secret, k) == 0) {
+            if (v->b[v->len - k] == (unsigned char)secret[0] &&
+                memcmp(v->b + v->len - k, secret, k) == 0) {
                 for (size_t i = v->from[v->len - k]; i < text_len; i++)
                     marked[i] = true;
                 break;
@@ -290,19 +378,26 @@ char *redact_text(const struct redact *r, const char *text)
     return buf_steal(&out);
 }
 
-/* Adds `s` as it is, if new and long enough. */
-static void add_one(struct redact *r, const char *s, size_t len)
+/* Adds `s` as it is, if new and long enough; with `runs`, each of its runs
+ * of REDACT_RUN_MIN bytes too. */
+static void add_one(struct redact *r, const char *s, size_t len, bool runs)
 {
-    if (len < REDACT_MIN)
+    if (len < REDACT_MIN || memchr(s, '\0', len))
         return;
-    for (size_t i = 0; i < r->n; i++)
-        if (strlen(r->secrets[i]) == len && memcmp(r->secrets[i], s, len) == 0)
+    if (runs)
+        for (size_t k = 0; k + REDACT_RUN_MIN <= len; k++)
+            run_put(r, run_key_at((const unsigned char *)s + k));
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->secrets[i].len == len && memcmp(r->secrets[i].text, s, len) == 0) {
+            r->secrets[i].runs |= runs;
             return;
+        }
+    }
     if (r->n == r->cap) {
         r->cap = r->cap ? r->cap * 2 : 8;
         r->secrets = xreallocarray(r->secrets, r->cap, sizeof *r->secrets);
     }
-    r->secrets[r->n++] = xstrndup(s, len);
+    r->secrets[r->n++] = (struct secret){.text = xstrndup(s, len), .len = len, .runs = runs};
 }
 
 /* s[0..len) with its %XX escapes undone (but %00), as a new string of
@@ -327,20 +422,41 @@ static char *percent_decoded(const char *s, size_t len, size_t *out_len)
 
 /* Adds s[0..len) and, when it has %XX escapes, its percent-decoded form:
  * a far end may echo a token as it decoded it. */
-static void add_len(struct redact *r, const char *s, size_t len)
+static void add_len(struct redact *r, const char *s, size_t len, bool runs)
 {
     size_t n;
     char *dec = percent_decoded(s, len, &n);
-    add_one(r, s, len);
+    add_one(r, s, len, runs);
     if (n != len)
-        add_one(r, dec, n);
+        add_one(r, dec, n, runs);
     free(dec);
 }
 
 void redact_add(struct redact *r, const char *secret)
 {
     if (secret)
-        add_len(r, secret, strlen(secret));
+        add_len(r, secret, strlen(secret), true);
+}
+
+char *redact_base64(const void *data, size_t len)
+{
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *d = data;
+    char *out = xmalloc(4 * ((len + 2) / 3) + 1);
+    size_t j = 0;
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned long v = (unsigned long)d[i] << 16;
+        if (i + 1 < len)
+            v |= (unsigned long)d[i + 1] << 8;
+        if (i + 2 < len)
+            v |= d[i + 2];
+        out[j++] = digits[v >> 18 & 63];
+        out[j++] = digits[v >> 12 & 63];
+        out[j++] = i + 1 < len ? digits[v >> 6 & 63] : '=';
+        out[j++] = i + 2 < len ? digits[v & 63] : '=';
+    }
+    out[j] = '\0';
+    return out;
 }
 
 static bool is_lower(char c)
@@ -379,7 +495,7 @@ static void add_if_token(struct redact *r, const char *s, size_t len)
     size_t n;
     char *dec = percent_decoded(s, len, &n);
     if (is_token(s, len) || is_token(dec, n))
-        add_len(r, s, len);
+        add_len(r, s, len, true);
     free(dec);
 }
 
@@ -391,11 +507,15 @@ static void add_pieces(struct redact *r, const char *s, size_t len, const char *
         size_t j = i;
         while (j < len && !strchr(seps, s[j]))
             j++;
-        add_if_token(r, s + i, j - i);
         const char *eq = values ? memchr(s + i, '=', j - i) : NULL;
         if (eq) {
+            /* "name=value": the pair whole, and the runs of each half that
+             * could be a token ("api-version" is not one). */
+            add_len(r, s + i, j - i, false);
             add_if_token(r, s + i, (size_t)(eq - (s + i)));
             add_if_token(r, eq + 1, (size_t)(s + j - eq - 1));
+        } else {
+            add_if_token(r, s + i, j - i);
         }
         i = j + 1;
     }
@@ -410,6 +530,7 @@ void redact_add_url(struct redact *r, const char *url)
         redact_add(r, url);
         return;
     }
+    size_t url_len = strlen(url);
     const char *authority = scheme_end + 3;
     const char *rest = authority + strcspn(authority, "/?#");
     const char *at = NULL;
@@ -418,23 +539,31 @@ void redact_add_url(struct redact *r, const char *url)
             at = p;
     /* "scheme://host:port" alone holds no secret, and messages show it. */
     if (at || (*rest && strcmp(rest, "/") != 0))
-        redact_add(r, url);
+        add_len(r, url, url_len, false);
     if (at) {
         size_t user_len = strcspn(authority, ":@");
-        add_len(r, authority, (size_t)(at - authority));
+        size_t info_len = (size_t)(at - authority);
+        add_len(r, authority, info_len, true);
         add_if_token(r, authority, user_len);
         if (authority[user_len] == ':')
-            add_len(r, authority + user_len + 1, (size_t)(at - authority - user_len - 1));
+            add_len(r, authority + user_len + 1, info_len - user_len - 1, true);
+        /* What a client sends as "Authorization: Basic ...". */
+        size_t n;
+        char *dec = percent_decoded(authority, info_len, &n);
+        char *basic = redact_base64(dec, n);
+        add_one(r, basic, strlen(basic), true);
+        free(basic);
+        free(dec);
     }
     if (!*rest)
         return;
-    add_len(r, rest, strlen(rest));
+    add_len(r, rest, strlen(rest), false);
     const char *query = rest + strcspn(rest, "?#");
-    add_len(r, rest, (size_t)(query - rest));
+    add_len(r, rest, (size_t)(query - rest), false);
     add_pieces(r, rest, (size_t)(query - rest), "/", false);
     if (*query == '?') {
         size_t n = strcspn(query + 1, "#");
-        add_len(r, query + 1, n);
+        add_len(r, query + 1, n, false);
         add_pieces(r, query + 1, n, "&;", true);
         query += 1 + n;
     }
@@ -448,7 +577,7 @@ void redact_add_header(struct redact *r, const char *value)
 {
     if (!value)
         return;
-    redact_add(r, value);
+    add_len(r, value, strlen(value), false);
     size_t scheme = 0;
     while (is_lower(value[scheme]) || is_upper(value[scheme]) || value[scheme] == '-')
         scheme++;
@@ -459,7 +588,7 @@ void redact_add_header(struct redact *r, const char *value)
         size_t n = strlen(cred);
         while (n && (cred[n - 1] == ' ' || cred[n - 1] == '\t'))
             n--;
-        add_len(r, cred, n);
+        add_len(r, cred, n, true);
     }
     add_pieces(r, value, strlen(value), " \t,;", true);
 }

@@ -2,6 +2,7 @@
  * codes, `check` on working and broken configurations, and the key
  * reference that the README shows. */
 #include "proc.h"
+#include "util/buf.h"
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
@@ -160,6 +161,119 @@ Test(cli, check_names_a_wrong_type)
     result_free(&r);
 }
 
+/* How many lines `text` has. */
+static size_t lines_of(const char *text)
+{
+    size_t n = 0;
+    for (const char *p = text; (p = strchr(p, '\n')); p++)
+        n++;
+    return n;
+}
+
+/* `check` reports every mistake in one pass, each where it is, as
+ * wsrelay.yaml(5) says, not one a round. */
+Test(cli, check_reports_every_mistake_of_a_file_at_once)
+{
+    struct result r = check("state_file: state.json\n"
+                            "catch_up: [1h]\n"
+                            "accounts:\n"
+                            "  - name: lab\n"
+                            "    api_key: k\n"
+                            "    login_id: tbzz9999\n"
+                            "    login_pass: secret\n"
+                            "    colour: blue\n"
+                            "receivers:\n"
+                            "  - name: console\n"
+                            "    file: {path: \"-\"}\n"
+                            "    timeout: 1s\n");
+    cr_assert_eq(r.status, 2);
+    const char *want[] = {
+        "wsrelay.yaml:2:11: catch_up: expected a duration",
+        "wsrelay.yaml:8:5: accounts[0]: unknown key 'colour'",
+        "wsrelay.yaml:12:14: receivers[0].timeout: expected a duration from 5s to 2m",
+    };
+    const char *at = r.err;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *hit = strstr(at, want[i]);
+        cr_assert(hit, "want '%s', in order, in:\n%s", want[i], r.err);
+        at = hit;
+    }
+    cr_assert_eq(lines_of(r.err), 3, "%s", r.err);
+    result_free(&r);
+}
+
+Test(cli, check_reports_every_unknown_receiver_of_a_rule)
+{
+    char *rules = xasprintf("%s/rules.yaml", dir);
+    write_file(rules, "- name: cold\n"
+                      "  receivers: [pager, console, phone]\n");
+    free(rules);
+    setenv("CLI_TEST_KEY", "k", 1);
+    char *yaml = xasprintf("rules: rules.yaml\n%s", good);
+    struct result r = check(yaml);
+    free(yaml);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "rules.yaml:2:15: rule 'cold'.receivers[0]: unknown receiver 'pager' "
+                            "(the receivers are: console)\n"),
+              "%s", r.err);
+    cr_assert(strstr(r.err, "rules.yaml:2:31: rule 'cold'.receivers[2]: unknown receiver 'phone' "
+                            "(the receivers are: console)\n"),
+              "%s", r.err);
+    size_t n = 0;
+    for (const char *p = r.err; (p = strstr(p, "unknown receiver")); p++)
+        n++;
+    cr_assert_eq(n, 2, "%s", r.err);
+    result_free(&r);
+}
+
+/* A list item with a mistake still takes part in the check of unique names. */
+Test(cli, check_reports_a_repeated_name_beside_the_mistake_of_its_item)
+{
+    struct result r = check("accounts:\n"
+                            "  - name: lab\n"
+                            "    api_key: k\n"
+                            "    login_id: tbzz9999\n"
+                            "    login_pass: secret\n"
+                            "receivers:\n"
+                            "  - name: console\n"
+                            "    file: {path: \"-\"}\n"
+                            "  - name: console\n"
+                            "    webhook: {url: \"ftp://x\"}\n");
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "wsrelay.yaml:10:20: receivers[1].webhook.url: expected a URL"), "%s",
+              r.err);
+    cr_assert(strstr(r.err, "wsrelay.yaml:9:11: receivers[1].name: duplicate receiver name "
+                            "'console' (first at line 7)\n"),
+              "%s", r.err);
+    result_free(&r);
+}
+
+/* A file that is nothing but mistakes: the first 50 are listed, then
+ * where it stopped. */
+Test(cli, check_stops_after_fifty_mistakes)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "accounts:\n"
+                 "  - name: lab\n"
+                 "    api_key: k\n"
+                 "    login_id: tbzz9999\n"
+                 "    login_pass: secret\n");
+    for (int i = 0; i < 80; i++)
+        buf_printf(&b, "    wrong_%d: x\n", i);
+    buf_puts(&b, "receivers:\n"
+                 "  - name: console\n"
+                 "    file: {path: \"-\"}\n");
+    struct result r = check(buf_str(&b));
+    buf_free(&b);
+    cr_assert_eq(r.status, 2);
+    cr_assert_eq(lines_of(r.err), 51, "%s", r.err);
+    cr_assert(strstr(r.err, "wsrelay.yaml:55:5: accounts[0]: unknown key 'wrong_49'"), "%s", r.err);
+    cr_assert_null(strstr(r.err, "wrong_50"), "%s", r.err);
+    cr_assert(strstr(r.err, "stopped after 50 mistakes"), "%s", r.err);
+    result_free(&r);
+}
+
 Test(cli, check_names_a_missing_secret_file)
 {
     setenv("CLI_TEST_KEY", "k", 1);
@@ -183,12 +297,55 @@ Test(cli, check_names_an_unset_variable)
     unsetenv("CLI_TEST_KEY");
     struct result r = check(good);
     cr_assert_eq(r.status, 2);
-    /* api_key is a secret: the message names no part of it, not even the variable. */
-    cr_assert(strstr(r.err, "wsrelay.yaml:4:14: accounts[0].api_key: the value refers to an "
-                            "environment variable that is not set"),
+    /* api_key is a secret, but "${CLI_TEST_KEY}" alone is a reference, not a
+     * password: the message names the variable to set. */
+    cr_assert(strstr(r.err, "wsrelay.yaml:4:14: accounts[0].api_key: environment variable "
+                            "'CLI_TEST_KEY' is not set\n"),
               "%s", r.err);
-    cr_assert_null(strstr(r.err, "CLI_TEST_KEY"), "%s", r.err);
     result_free(&r);
+}
+
+/* DIR/bin/wsrelay, a copy of the front, and DIR/bin/wsrelay-net made by
+ * `how` ("cp": a copy of the front too; "ln": a hard link to it): an
+ * installation mistake. The front refuses with the path named, at once. */
+static void front_as_helper(const char *how, const char *want)
+{
+    char *bin = xasprintf("%s/bin", dir);
+    char *front = xasprintf("%s/wsrelay", bin);
+    char *net = xasprintf("%s/wsrelay-net", bin);
+    cr_assert_eq(mkdir(bin, 0755), 0);
+    char *cp[] = {(char *)"/bin/cp", (char *)WSRELAY_BIN, front, NULL};
+    cr_assert_eq(run_cmd(NULL, NULL, 30, cp, NULL), 0);
+    char *make[] = {strcmp(how, "cp") == 0 ? (char *)"/bin/cp" : (char *)"/bin/ln", front, net,
+                    NULL};
+    cr_assert_eq(run_cmd(NULL, NULL, 30, make, NULL), 0);
+    const char *const commands[] = {"status", "run", "check", NULL};
+    for (const char *const *c = commands; *c; c++) {
+        char *argv[] = {front, (char *)"-c", (char *)"/nonexistent.yaml", (char *)*c, NULL};
+        char *err = NULL;
+        /* A loop would spin until run_cmd's hang guard fails the test. */
+        int status = run_cmd(NULL, &err, 20, argv, NULL);
+        char *line = xasprintf("wsrelay: %s %s", net, want);
+        cr_assert_eq(status, 2, "%s: %s", *c, err);
+        cr_assert(strstr(err, line), "%s: want '%s' in:\n%s", *c, line, err);
+        free(line);
+        free(err);
+    }
+    free(net);
+    free(front);
+    free(bin);
+}
+
+Test(cli, a_wsrelay_net_that_is_a_copy_of_the_front_is_refused)
+{
+    front_as_helper("cp", "is a copy of wsrelay, not the wsrelay-net helper (it answered as "
+                          "the front); reinstall wsrelay so that it holds wsrelay-net");
+}
+
+Test(cli, a_wsrelay_net_that_is_the_front_itself_is_refused)
+{
+    front_as_helper("ln", "is this program (wsrelay) itself, not the wsrelay-net helper; "
+                          "reinstall wsrelay so that it holds wsrelay-net");
 }
 
 Test(cli, a_missing_config_file_is_named)

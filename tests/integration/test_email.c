@@ -336,14 +336,44 @@ Test(email, a_refused_recipient_fails_the_run_and_is_named)
     expect_still_queued();
 }
 
+/* No form of the password is in `text`, nor any 8 characters in a row of
+ * one: a part of a password gives most of it away. */
 static void expect_no_password(const char *text, const char *where)
 {
     static const char *const forms[] = {
         WRONG_PASSWORD, "d3IwbmctUGE1NXdvcmQ",          /* base64(WRONG_PASSWORD) */
         "AHJlbGF5QGV4YW1wbGUub3JnAHdyMG5nLVBhNTV3b3Jk", /* AUTH PLAIN's "\0USER\0PASS" */
     };
-    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
-        cr_assert_null(strstr(text, forms[i]), "%s holds a form of the password:\n%s", where, text);
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        for (size_t k = 0; k + 8 <= strlen(forms[i]); k++) {
+            char run[9];
+            memcpy(run, forms[i] + k, 8);
+            run[8] = '\0';
+            cr_assert_null(strstr(text, run), "%s holds '%s' of a form of the password:\n%s", where,
+                           run, text);
+        }
+    }
+}
+
+/* `wsrelay -c CONFIG status --now NOW [--json]`'s stdout and stderr. */
+static char *status_output(bool json)
+{
+    char now[32];
+    snprintf(now, sizeof now, "%lld", T0 + 10);
+    char *argv[] = {(char *)WSRELAY_BIN,
+                    (char *)"-c",
+                    R.config_path,
+                    (char *)"status",
+                    (char *)"--now",
+                    now,
+                    json ? (char *)"--json" : NULL,
+                    NULL};
+    char *out = NULL, *err = NULL;
+    run_cmd(&out, &err, 60, argv, NULL);
+    char *both = xasprintf("%s\n%s", out, err);
+    free(out);
+    free(err);
+    return both;
 }
 
 /* Runs with WRONG_PASSWORD against the server `o` and checks that the run
@@ -374,6 +404,13 @@ static void wrong_password(struct smtpd_options o, const char *reply)
     char *state = read_file_str(R.state_path);
     expect_no_password(state, "the state file");
     free(state);
+    for (int json = 0; json <= 1; json++) {
+        char *status = status_output(json);
+        cr_assert_not_null(strstr(status, "refused"), "status does not show the error:\n%s",
+                           status);
+        expect_no_password(status, json ? "status --json" : "status");
+        free(status);
+    }
     expect_nothing_sent();
     expect_still_queued();
 }
@@ -389,6 +426,27 @@ Test(email, a_password_quoted_by_the_server_is_redacted)
 {
     wrong_password((struct smtpd_options){.auth_echo = true},
                    "535 5.7.8 wrong password [redacted] ([redacted])");
+}
+
+/* A server that quotes a part of the password (wr0ng-Pa55word without its
+ * first 3 characters, its last 3, or both): 8 or more characters in a row of
+ * it are redacted, wherever the reply goes. */
+Test(email, a_password_quoted_without_its_first_characters_is_redacted)
+{
+    wrong_password((struct smtpd_options){.auth_echo_cut = "first"},
+                   "535 5.7.8 no user with password <[redacted]>");
+}
+
+Test(email, a_password_quoted_without_its_last_characters_is_redacted)
+{
+    wrong_password((struct smtpd_options){.auth_echo_cut = "last"},
+                   "535 5.7.8 no user with password <[redacted]>");
+}
+
+Test(email, the_middle_of_a_password_quoted_is_redacted)
+{
+    wrong_password((struct smtpd_options){.auth_echo_cut = "middle"},
+                   "535 5.7.8 no user with password <[redacted]>");
 }
 
 /* libESMTP carries on after a failed login; a server that takes mail

@@ -171,6 +171,9 @@ Test(fault_http, a_receiver_echoing_its_secrets_in_any_form_leaks_none)
         xstrdup(HEADER_VALUE),                             /* another header's value */
         xstrdup(url_json),                                 /* the whole URL, JSON-escaped */
         xstrdup(PATH_TOKEN PATH_TOKEN QUERY_TOKEN BEARER), /* twice, and side by side */
+        xstrdup(PATH_TOKEN + 3),                           /* the URL token, first 3 cut */
+        xstrdup(BEARER + 4),                               /* the bearer token, first 4 cut */
+        xasprintf("403 token ...%s", QUERY_TOKEN + 6),     /* the query token's end */
     };
     size_t n_forms = sizeof forms / sizeof forms[0];
     for (size_t i = 0; i < n_forms; i++) {
@@ -231,6 +234,39 @@ Test(fault_http, a_receiver_echoing_its_secrets_in_any_form_leaks_none)
     free(token_pct);
     free(url_json);
     free(url);
+}
+
+/* A Slack receiver whose far end (a proxy in front of it, say) echoes the
+ * bearer token of another receiver, without its first characters:
+ * test-receiver shows the answer with every configured secret redacted,
+ * not only the Slack receiver's own. */
+Test(fault_http, test_receiver_redacts_every_configured_secret)
+{
+    static const struct rawhttp_reply reply = {
+        .head = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n\r\n"
+                "echo: invalid_token: Authorization: Bearer ...eCrEtBeArEr3xLw :end"};
+    S = rawhttp_start(&reply, 1, 60);
+    char *url = hook_url();
+    char *receivers = xasprintf("  - name: hook\n"
+                                "    webhook:\n"
+                                "      url: \"%s\"\n"
+                                "      headers:\n"
+                                "        Authorization: \"Bearer " BEARER "\"\n"
+                                "  - name: chat\n"
+                                "    slack:\n"
+                                "      url: \"%s/services/T0AB12CD3/B0EF45GH6/XkqPzRtwLm9aBcDe\"\n"
+                                "    timeout: 5s\n",
+                                url, rawhttp_url(S));
+    relay_config(&R, NULL, receivers);
+    free(receivers);
+    free(url);
+    char *test = wsrelay("test-receiver", "chat", NULL);
+    cr_assert_not_null(strstr(test, "test notification NOT accepted"), "%s", test);
+    cr_assert_not_null(
+        strstr(test, "echo: invalid_token: Authorization: Bearer ...[redacted] :end"), "%s", test);
+    const char *const part[] = {"eCrEtBeArEr3xLw", "BeArEr3x", NULL};
+    assert_none(test, part, "test-receiver");
+    free(test);
 }
 
 /* Runs `wsrelay run --now NOW` and returns how long it took (seconds);

@@ -129,6 +129,67 @@ Test(self, a_wrong_password_gives_one_relay_event_and_pauses_the_login)
     hook_request_free(rq);
 }
 
+/* The config with every "from" in it replaced by `to`. */
+static void config_replace(const char *from, const char *to)
+{
+    char *text = read_file_str(R.config_path);
+    cr_assert_not_null(text);
+    char *at = strstr(text, from);
+    cr_assert_not_null(at, "no '%s' in:\n%s", from, text);
+    char *fixed = xasprintf("%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    write_file(R.config_path, fixed);
+    free(fixed);
+    free(text);
+}
+
+/* A mistyped login ID: refused, reported, and its report could not reach
+ * the webhook (failing then). Once the ID is fixed, the next run sends the
+ * all-clear, and the report that the login is paused, no longer true, is
+ * dropped from the webhook's outbox instead of arriving after the fix. */
+Test(self, a_fixed_login_id_sends_its_all_clear_and_not_its_stale_pause)
+{
+    config_replace("login_id: " RELAY_LOGIN, "login_id: tbzz9998");
+    hooksink_set_status(R.hook, 503);
+    char *err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0, &err), 1);
+    cr_assert(strstr(err, "cannot log in to WebStorage as tbzz9998 (401)"), "%s", err);
+    free(err);
+    char *log = read_file_str(R.out_path);
+    cr_assert(log && occurrences(log, "cannot log in to WebStorage as tbzz9998") == 1, "%s", log);
+    free(log);
+
+    config_replace("login_id: tbzz9998", "login_id: " RELAY_LOGIN);
+    hooksink_set_status(R.hook, 200);
+    hooksink_clear(R.hook);
+    err = NULL;
+    cr_assert_eq(relay_run_at(&R, T0 + 120, &err), 0, "%s", err);
+    cr_expect(strstr(err, "receiver hook: dropped a relay event (login-refused) queued 120 s ago "
+                          "that is no longer true: wsrelay cannot log in to WebStorage as "
+                          "tbzz9998 (401)"),
+              "%s", err);
+    free(err);
+    size_t all;
+    char *relays = hook_relays(&all);
+    cr_expect_str_eq(relays, "login-refused-cleared\n");
+    free(relays);
+    relays = relays_of(R.hook, "login-refused-cleared", &all);
+    cr_expect(strstr(relays, "wsrelay no longer logs in to WebStorage as tbzz9998: that login ID "
+                             "left the configuration"),
+              "%s", relays);
+    free(relays);
+    /* The file receiver, which had the report, gets the all-clear too. */
+    log = read_file_str(R.out_path);
+    cr_expect(log && occurrences(log, "no longer logs in to WebStorage as tbzz9998") == 1, "%s",
+              log);
+    free(log);
+    /* Said once: the next run has nothing more to say about it. */
+    cr_assert_eq(relay_run_at(&R, T0 + 180, &err), 0, "%s", err);
+    free(err);
+    relays = hook_relays(&all);
+    cr_expect_str_eq(relays, "login-refused-cleared\n");
+    free(relays);
+}
+
 Test(self, a_failing_platform_is_reported_once_after_self_after_and_its_recovery)
 {
     /* Discovery fails from the start, 500 after 500. */

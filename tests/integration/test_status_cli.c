@@ -9,11 +9,14 @@
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define T0 1795000000LL /* 2026-11-18 11:06:40 UTC */
 
@@ -373,4 +376,96 @@ Test(status_cli, an_unreadable_state_file_is_a_problem)
     expect_first_line(o.text, want);
     free(want);
     out_free(&o);
+}
+
+/* The user that the state directory is given to, as the service's own. */
+#define OWNER 65534 /* nobody */
+
+/* Gives R.dir, where the state is, to OWNER; the test needs root. */
+static void give_state_dir_away(void)
+{
+    if (geteuid() != 0)
+        cr_skip_test("needs root, to run commands as root against another user's state");
+    cr_assert_eq(chown(R.dir, OWNER, OWNER), 0);
+}
+
+/* Fails unless every file of the state (PATH*, and in PATH.d) is OWNER's. */
+static void expect_state_files_owned(void)
+{
+    char *base = strrchr(R.state_path, '/') + 1;
+    size_t n_state = 0;
+    DIR *d = opendir(R.dir);
+    cr_assert_not_null(d);
+    for (struct dirent *de; (de = readdir(d));) {
+        if (strncmp(de->d_name, base, strlen(base)) != 0)
+            continue;
+        char *path = xasprintf("%s/%s", R.dir, de->d_name);
+        struct stat st;
+        cr_assert_eq(lstat(path, &st), 0);
+        cr_expect_eq(st.st_uid, OWNER, "%s is uid %u's", path, (unsigned)st.st_uid);
+        n_state++;
+        if (S_ISDIR(st.st_mode)) {
+            DIR *sub = opendir(path);
+            for (struct dirent *f; sub && (f = readdir(sub));) {
+                char *inner = xasprintf("%s/%s", path, f->d_name);
+                cr_assert_eq(lstat(inner, &st), 0);
+                if (strcmp(f->d_name, ".."))
+                    cr_expect_eq(st.st_uid, OWNER, "%s is uid %u's", inner, (unsigned)st.st_uid);
+                free(inner);
+            }
+            if (sub)
+                closedir(sub);
+        }
+        free(path);
+    }
+    closedir(d);
+    cr_assert_geq(n_state, 2, "no state written in %s", R.dir);
+}
+
+/* An administrator runs `run`, `status` and `current` as root against the
+ * service's state: each runs as the state's owner, and no file of the
+ * state becomes root's (the service could no longer lock or save it). */
+Test(status_cli, commands_run_as_root_run_as_the_owner_of_the_state)
+{
+    give_state_dir_away();
+    char *err = NULL;
+    int rc = relay_run_at(&R, T0, &err);
+    cr_assert_eq(rc, 0, "%s", err);
+    free(err);
+    expect_state_files_owned();
+    struct out o = status_at(T0 + 60, false);
+    cr_expect_eq(o.status, 0, "%s%s", o.text, o.err);
+    out_free(&o);
+    o = status_at(T0 + 60, true);
+    out_free(&o);
+    char when[32];
+    snprintf(when, sizeof when, "%lld", T0 + 120);
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"current",
+                    (char *)"--now",     when,         NULL};
+    char *out = NULL;
+    err = NULL;
+    cr_expect_eq(run_cmd(&out, &err, 60, argv, NULL), 0, "%s", err);
+    free(out);
+    free(err);
+    expect_state_files_owned();
+}
+
+/* A lock file left as root's by an older release: the service's error
+ * names the owner and the command that gives it back. */
+Test(status_cli, a_lock_file_of_another_user_is_named_with_the_fix)
+{
+    give_state_dir_away();
+    char *lock = xasprintf("%s.lock", R.state_path);
+    write_file(lock, "");
+    cr_assert_eq(chmod(lock, 0600), 0);
+    char *err = NULL;
+    int rc = relay_run_at(&R, T0, &err);
+    cr_expect_neq(rc, 0);
+    char *want = xasprintf("%s: cannot open lock file: %s is owned by root, and wsrelay runs as "
+                           "nobody; run: chown -R nobody: %s*\n",
+                           R.state_path, lock, R.state_path);
+    cr_expect(strstr(err, want), "want '%s' in:\n%s", want, err);
+    free(want);
+    free(err);
+    free(lock);
 }

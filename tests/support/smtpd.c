@@ -23,7 +23,7 @@ void smtpd_start(struct smtpd *s, const char *dir, const struct smtpd_options *o
     char *port_file = xasprintf("%s/smtpd.port", dir);
     char *fail_n = xasprintf("%d", o->fail_first);
     unlink(port_file);
-    char *argv[24];
+    char *argv[32];
     size_t n = 0;
     argv[n++] = (char *)PYTHON;
     argv[n++] = (char *)WSRELAY_SOURCE_DIR "/tests/support/smtpd.py";
@@ -51,6 +51,10 @@ void smtpd_start(struct smtpd *s, const char *dir, const struct smtpd_options *o
         argv[n++] = (char *)"--auth-optional";
     if (o->auth_echo)
         argv[n++] = (char *)"--auth-echo";
+    if (o->auth_echo_cut) {
+        argv[n++] = (char *)"--auth-echo-cut";
+        argv[n++] = (char *)o->auth_echo_cut;
+    }
     if (o->fail_first) {
         argv[n++] = (char *)"--fail-first";
         argv[n++] = fail_n;

@@ -18,14 +18,16 @@
 struct smtpd_options {
     const char *tls_cert; /* with tls_key: offer STARTTLS */
     const char *tls_key;
-    bool require_starttls;  /* nothing but EHLO and STARTTLS before TLS */
-    const char *auth;       /* "USER:PASS": AUTH required for MAIL; NULL: no AUTH */
-    const char *auth_mech;  /* with auth: offer only this mechanism ("PLAIN", "LOGIN") */
-    bool auth_optional;     /* with auth: mail without AUTH is accepted too */
-    bool auth_echo;         /* with auth: a failed AUTH's reply quotes the password */
-    int fail_first;         /* the first N DATA are answered with fail_reply */
-    const char *fail_reply; /* e.g. "451 4.3.0 try again" */
-    const char *refuse;     /* RCPT TO this address gets 550 5.1.1 */
+    bool require_starttls;     /* nothing but EHLO and STARTTLS before TLS */
+    const char *auth;          /* "USER:PASS": AUTH required for MAIL; NULL: no AUTH */
+    const char *auth_mech;     /* with auth: offer only this mechanism ("PLAIN", "LOGIN") */
+    bool auth_optional;        /* with auth: mail without AUTH is accepted too */
+    bool auth_echo;            /* with auth: a failed AUTH's reply quotes the password */
+    const char *auth_echo_cut; /* with auth: ... quotes a part of it: "first" without its
+                                  first 3 characters, "last" without its last 3, "middle" */
+    int fail_first;            /* the first N DATA are answered with fail_reply */
+    const char *fail_reply;    /* e.g. "451 4.3.0 try again" */
+    const char *refuse;        /* RCPT TO this address gets 550 5.1.1 */
 };
 
 struct smtpd {

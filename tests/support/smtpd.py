@@ -19,6 +19,9 @@ Options:
   --auth-echo                     with --auth: a failed AUTH's reply quotes the
                                   password it got, plain and in base64 (a
                                   careless server, for redaction tests)
+  --auth-echo-cut CUT             with --auth: a failed AUTH's reply quotes a
+                                  part of the password: "first" drops its first
+                                  3 characters, "last" its last 3, "middle" both
   --fail-first N REPLY            answer the first N DATA with REPLY, e.g.
                                   "451 4.3.0 try again"
   --refuse ADDR                   answer RCPT TO:<ADDR> with 550 5.1.1 (repeatable)
@@ -146,6 +149,7 @@ def main():
     ap.add_argument("--auth-mech", choices=["PLAIN", "LOGIN"])
     ap.add_argument("--auth-optional", action="store_true")
     ap.add_argument("--auth-echo", action="store_true")
+    ap.add_argument("--auth-echo-cut", choices=["first", "last", "middle"])
     ap.add_argument("--fail-first", nargs=2, default=[0, ""])
     ap.add_argument("--refuse", action="append", default=[])
     args = ap.parse_args()
@@ -176,6 +180,10 @@ def main():
                 got = data.password.decode("utf-8", "replace")
                 message = "535 5.7.8 wrong password %s (%s)" % (
                     got, base64.b64encode(data.password).decode())
+            if not ok and args.auth_echo_cut and isinstance(data, LoginPassword):
+                got = data.password.decode("utf-8", "replace")
+                part = {"first": got[3:], "last": got[:-3], "middle": got[3:-3]}
+                message = "535 5.7.8 no user with password <%s>" % part[args.auth_echo_cut]
             return AuthResult(success=ok, handled=False, message=message)
 
     excluded = [m for m in ("PLAIN", "LOGIN") if args.auth_mech and m != args.auth_mech]

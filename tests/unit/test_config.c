@@ -800,8 +800,7 @@ Test(config, environment_variables)
                  "    api_key: k\n"
                  "    login_id: tbzz9999\n"
                  "    login_pass: \"${WS_NOPE}\"\n" RECEIVER,
-                 "5:17: accounts[0].login_pass: the value refers to an environment variable "
-                 "that is not set (write $${ for a literal ${)");
+                 "5:17: accounts[0].login_pass: environment variable 'WS_NOPE' is not set");
     expect_error("state_file: ${WS_NOPE}/s.json\n" ACCOUNT RECEIVER,
                  "1:13: state_file: environment variable 'WS_NOPE' is not set");
 
@@ -835,7 +834,8 @@ Test(config, environment_variables)
 }
 
 /* A secret that happens to contain "${" must not show up, even in part, in
- * the message; other keys keep naming the variable. */
+ * the message; other keys, and a secret that is "${NAME}" alone, name the
+ * variable. */
 Test(config, unset_variable_in_a_secret_is_not_named)
 {
     static const char unset[] = "the value refers to an environment variable that is not set "

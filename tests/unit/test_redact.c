@@ -4,6 +4,7 @@
 #include "util/redact.h"
 
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,8 +133,74 @@ Test(redact, a_secret_cut_at_the_end_of_a_text)
     R = redact_new();
     redact_add(R, "Zq81-secret-value");
     check("error: Zq81-secr", "error: [redacted]");
-    check("error: Zq81-se", "error: Zq81-se"); /* 7 bytes: too few to tell */
-    check("error: Zq81-secr and more", "error: Zq81-secr and more");
+    check("error: Zq81-se", "error: Zq81-se");                        /* 7 bytes: too few to tell */
+    check("error: Zq81-secr and more", "error: [redacted] and more"); /* 8 bytes in a row */
+}
+
+/* A far end that quotes a password or token without some of its characters
+ * still gives most of it away: any 8 of its bytes in a row are caught, in
+ * every form a whole secret is. */
+Test(redact, any_eight_bytes_in_a_row_of_a_password_or_token)
+{
+    R = redact_new();
+    redact_add(R, "Pw7-qZ93xLm2Rt8vKd4");
+    check("535 5.7.8 bad credentials -qZ93xLm2Rt8vKd4 for relay",
+          "535 5.7.8 bad credentials [redacted] for relay");
+    check("535 5.7.8 bad credentials Pw7-qZ93xLm2Rt8v for relay",
+          "535 5.7.8 bad credentials [redacted] for relay");
+    check("535 5.7.8 bad credentials <93xLm2Rt8> for relay",
+          "535 5.7.8 bad credentials <[redacted]> for relay");
+    check("quoted \"93xLm2Rt\\u0038v\"", "quoted \"[redacted]\"");
+    check("pct 93%78Lm2Rt8", "pct [redacted]");
+    check("seven 93xLm2R only", "seven 93xLm2R only");
+    redact_add_header(R, "Bearer eyJhbGciOi.Jz9Kq8WmXr2Tp4Vn6");
+    redact_add_url(R, "https://hooks.example.org/in/Hq4TmZ8wPx2KvR6n?key=Ab12Cd34Ef56Gh78");
+    check("403 token ZWmXr2Tp4Vn6 revoked", "403 token Z[redacted] revoked");
+    check("403 unknown hook TmZ8wPx2KvR6n", "403 unknown hook [redacted]");
+    check("403 key=…Cd34Ef56Gh78 denied", "403 key=…[redacted] denied");
+    /* Words of the URL and of the header stay, whatever their length. */
+    check("hooks.example.org says Bearer tokens expire",
+          "hooks.example.org says Bearer tokens expire");
+}
+
+Test(redact, a_userinfo_in_base64_as_basic_authentication_sends_it)
+{
+    R = redact_new();
+    redact_add_url(R, "https://relay:Sx9-pw-Lq2z@example.org/in");
+    /* base64("relay:Sx9-pw-Lq2z") is cmVsYXk6U3g5LXB3LUxxMno= */
+    check("got Authorization: Basic cmVsYXk6U3g5LXB3LUxxMno=",
+          "got Authorization: Basic [redacted]");
+    check("got LXB3LUxxMno", "got [redacted]");
+}
+
+/* However many secrets and however long the text, redaction reads it a
+ * bounded number of times: 64 KiB made only of near misses against 20
+ * secrets is done long before the hang guard. */
+Test(redact, a_long_text_against_many_secrets, .timeout = 20)
+{
+    R = redact_new();
+    char secret[64];
+    for (int i = 0; i < 20; i++) {
+        snprintf(secret, sizeof secret, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa%02dbbbbbbbbbbbbbbbbbbbbbbb",
+                 i);
+        redact_add(R, secret);
+        snprintf(secret, sizeof secret, "https://example.org/aaaaaaaaaaaaaaaaaaaaaaaaaa%02dc", i);
+        redact_add_url(R, secret);
+    }
+    size_t n = 64 * 1024;
+    char *text = malloc(n + 1);
+    for (size_t i = 0; i < n; i++)
+        text[i] = 'a';
+    text[n] = '\0';
+    char *got = redact_text(R, text);
+    cr_assert_str_eq(got, "[redacted]"); /* "aaaaaaaa" is a run of each secret */
+    free(got);
+    for (size_t i = 0; i < n; i++)
+        text[i] = "ab%25"[i % 5];
+    got = redact_text(R, text);
+    cr_assert_eq(strlen(got), n);
+    free(got);
+    free(text);
 }
 
 Test(redact, non_ascii_secrets_escaped_as_code_points_or_bytes)

@@ -155,3 +155,31 @@ Test(selfcheck, refused_devices_open_at_once_and_name_the_serials)
     free(text);
     state_condition_clear(&c);
 }
+
+/* A report of a login waiting in the outbox is stale once that login's
+ * condition is no longer open (or the login left the configuration); a
+ * recovery, and a receiver's report, never are. */
+Test(selfcheck, a_queued_report_of_a_login_is_stale_once_its_condition_is_over)
+{
+    struct state_condition open = {.since = T0, .opened = T0, .retry_at = T0 + 3600};
+    struct state_condition pending = {.since = T0};
+    cr_assert_not(selfcheck_stale("login-refused", "tbzz9999", &open));
+    cr_assert(selfcheck_stale("login-refused", "tbzz9999", NULL));
+    cr_assert(selfcheck_stale("platform-failing", "tbzz9999", &pending));
+    cr_assert(selfcheck_stale("devices-refused", NULL, &open));
+    cr_assert_not(selfcheck_stale("login-refused-cleared", "tbzz9999", NULL));
+    cr_assert_not(selfcheck_stale("receiver-failing", NULL, NULL));
+    cr_assert_not(selfcheck_stale("state-corrupt", NULL, NULL));
+}
+
+Test(selfcheck, a_login_that_left_the_configuration_says_it_is_over)
+{
+    struct state_condition c = {.since = T0, .opened = T0};
+    char *text =
+        selfcheck_text(SELFCHECK_LOGIN_REFUSED, SELFCHECK_GONE, "tbzz9998", "", &c, NULL, T0 + 120);
+    cr_assert_str_eq(text, "wsrelay no longer logs in to WebStorage as tbzz9998: that login ID "
+                           "left the configuration, so what was reported about it since 11:06 "
+                           "UTC is over. The accounts that used it are polled with their login "
+                           "IDs as configured now.");
+    free(text);
+}
