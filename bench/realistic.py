@@ -587,7 +587,7 @@ def measure(entries, delivered, stats, truth, hours, bound):
     by_serial = {}
     for w in warnings:
         by_serial.setdefault(w["serial"], []).append(w)
-    notice, notice_alarm, notice_recovery = [], [], []
+    notice, notice_alarm, notice_recovery, slow = [], [], [], []
     for e in entries:
         if e.cat not in ("alarm", "recovery"):
             continue
@@ -607,6 +607,7 @@ def measure(entries, delivered, stats, truth, hours, bound):
         if best is not None:
             n = (best - e.unixtime) / 60.0
             notice.append(n)
+            slow.append((n, e))
             (notice_alarm if e.cat == "alarm" else notice_recovery).append(n)
     # Early warnings of an alarm with no excursion (or sensor error) of that
     # device and channel within WARN_WINDOW.
@@ -664,6 +665,8 @@ def measure(entries, delivered, stats, truth, hours, bound):
             if max(b - a for a, b in zip(ts, ts[1:])) > bound:
                 past_bound += 1
     excess = limit_excess(calls)
+    remote = {t["serial"]: t["remote"] for t in truth}
+    slow.sort(key=lambda x: -x[0])
     return {
         "entries": len(entries),
         "alarms": sum(1 for e in entries if e.cat == "alarm"),
@@ -689,6 +692,11 @@ def measure(entries, delivered, stats, truth, hours, bound):
         "rejected_429": stats["rejected_429"],
         "max_alert_calls_per_hour": stats["max_alert_calls_per_hour"].get(LOGIN, 0),
         "over_limit_calls": sum(excess.values()),
+        # the five slowest first notices, with what explains them
+        "slowest_first_notice": [
+            {"minutes": round(n, 1), "id": e.id, "category": e.cat,
+             "remote": remote.get(e.serial), "logged_after_s": e.logged_at - e.unixtime,
+             "upload_after_s": e.upload_at - e.unixtime} for n, e in slow[:5]],
         "raw": {"first_notice": notice, "log_entry": lat, "floor_distance": dist},
     }
 
