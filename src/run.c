@@ -190,9 +190,11 @@ static void delivery_failed(struct tick *t, const struct receiver_conf *r,
  * (notify_order), so that the first message holds what matters most. */
 static void order_items(struct outbox_item *items, size_t n)
 {
-    struct event *evs = xcalloc(n ? n : 1, sizeof *evs);
-    size_t *order = xcalloc(n ? n : 1, sizeof *order);
-    struct outbox_item *copy = xcalloc(n ? n : 1, sizeof *copy);
+    if (n < 2)
+        return; /* nothing to order, and no items at all is a NULL array */
+    struct event *evs = xcalloc(n, sizeof *evs);
+    size_t *order = xcalloc(n, sizeof *order);
+    struct outbox_item *copy = xcalloc(n, sizeof *copy);
     for (size_t i = 0; i < n; i++)
         evs[i] = items[i].event; /* borrowed */
     notify_order(order, evs, n);
