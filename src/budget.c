@@ -2,16 +2,17 @@
 #include "budget.h"
 
 #define ALERT_RESERVE 1
-#define ALERT_HEADROOM 5 /* budget.h says why */
 
 int budget_reserve(enum platform_op op)
 {
     return op == PLATFORM_ALERT ? ALERT_RESERVE : 0;
 }
 
-int budget_headroom(void)
+int budget_headroom(const struct state *s, const char *login, long long now)
 {
-    return ALERT_HEADROOM;
+    struct platform_limit l = platform_op_limit(PLATFORM_ALERT);
+    size_t recent = state_signal_calls_since(s, login, now - l.span);
+    return recent < BUDGET_HEADROOM_MAX ? (int)recent : BUDGET_HEADROOM_MAX;
 }
 
 long budget_spacing(enum platform_op op)
@@ -33,6 +34,7 @@ struct sched_budget budget_read(const struct state *s, const char *login, enum p
         .oldest = state_oldest_call_since(s, login, op, now - l.span),
         .last_call = state_last_call(s, login, op),
         .blocked_until = state_blocked_until(s, login, op),
+        .headroom_max = op == PLATFORM_ALERT ? BUDGET_HEADROOM_MAX : 0,
     };
 }
 

@@ -22,16 +22,24 @@ int budget_reserve(enum platform_op op);
  * operation). */
 long budget_spacing(enum platform_op op);
 
-/* Alert calls of each hour that the round robin leaves free, so that a
- * device whose readings moved (a signal) can be looked at at once, when
- * signals are on (scheduler.h, `headroom`): 5, so the round robin makes 6
- * calls an hour, one every 10 minutes. With 2, the communication error of
- * a silent device among 12 arrived 20 minutes after the platform logged
- * it: the looks for it waited for calls the round robin had taken
- * (tests/integration/test_signals.c); with 5, within 10. */
-int budget_headroom(void);
+/* Alert calls of each hour that the round robin leaves free for signals
+ * (scheduler.h, `headroom`) when signals are on: as many as signals asked
+ * for in the last hour (state_signal_calls_since), at most
+ * BUDGET_HEADROOM_MAX. So on a quiet day the round robin spends the 11
+ * routine calls itself (one every 5 min 27 s) and a signal that comes
+ * takes the reserve at once; on a busy one it makes 6 (one every 10
+ * minutes) and leaves the others to the signals, which would otherwise
+ * wait for calls the round robin had taken (with 2 kept free, the
+ * communication error of a silent device among 12 arrived 20 minutes after
+ * the platform logged it, tests/integration/test_signals.c; with 5, within
+ * 10). A call kept free and not used is lent back as soon as the hour
+ * without signals shows it. */
+#define BUDGET_HEADROOM_MAX 5
+int budget_headroom(const struct state *s, const char *login, long long now);
 
-/* The budget of `login` for `op` at `now`. */
+/* The budget of `login` for `op` at `now` (headroom 0, headroom_max
+ * BUDGET_HEADROOM_MAX for the alert operation: its bound holds whatever
+ * the headroom becomes). */
 struct sched_budget budget_read(const struct state *s, const char *login, enum platform_op op,
                                 long long now);
 

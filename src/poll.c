@@ -962,12 +962,13 @@ static size_t plan_pool(struct tick *t, struct login_run *lr)
     lr->for_signal = xcalloc(pl->n, sizeof *lr->for_signal);
     for (size_t i = 0; i < pl->n; i++) {
         sd[i].last_poll = pl->items[i].dev.last_poll;
+        sd[i].known_since = pl->items[i].dev.first_known;
         sd[i].priority = (unsigned)account_device_priority(pl->items[i].a, pl->items[i].dev.serial);
         sd[i].signal = pl->items[i].a->signals &&
                        signal_of(t, pl->items[i].dev.serial, &sd[i].signal_since, &sd[i].told);
     }
     struct sched_budget b = budget_read(t->st, lr->login, PLATFORM_ALERT, t->opt->now);
-    b.headroom = lr->signals ? budget_headroom() : 0;
+    b.headroom = lr->signals ? budget_headroom(t->st, lr->login, t->opt->now) : 0;
     size_t looks = plan_looks(t, lr, &b);
     /* After a look the routine has no slot left in this run (its spacing
      * starts again), so the two lists cannot name one device twice.
