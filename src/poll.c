@@ -37,7 +37,7 @@
 #define SIGNAL_SETTLE 90       /* a signal's reading is this old before its first look */
 #define RECHECK_AFTER 240      /* a signal poll that found nothing looks once more after this */
 #define SILENT_LOOKS 21600     /* a silent device is looked at again for this long */
-#define SATURATED_AFTER 7200   /* signals waiting this long for the budget make a relay event */
+#define SATURATED_AFTER 900    /* signals waiting this long for the budget make a relay event */
 #define WARNING_FOLLOWS 3600   /* an alert-log alarm this close to an early warning follows it */
 #define FULL_PAGE 20           /* the platform keeps a device's 20 newest entries */
 
@@ -938,10 +938,10 @@ static void note_starved(struct tick *t, struct login_run *lr, size_t waiting)
     if (!open && t->opt->now - since >= SATURATED_AFTER) {
         char *text = xasprintf(
             "Signals of login %s have needed more alert-log calls than its budget of 12 an "
-            "hour for %lld h: alarms may reach you late. Add a read-only login ID for some "
+            "hour for %lld min: alarms may reach you late. Add a read-only login ID for some "
             "of its devices (each login ID has 12 calls an hour of its own), or set limits: "
             "so that early warnings come from the readings.",
-            lr->login, (t->opt->now - since) / 3600);
+            lr->login, (t->opt->now - since) / 60);
         struct state_condition opened = {.since = since, .opened = t->opt->now};
         state_set_condition(t->st, key, &opened);
         tick_relay_send(t, NULL, "signals-saturated", text, NULL);
