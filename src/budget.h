@@ -23,23 +23,24 @@ int budget_reserve(enum platform_op op);
 long budget_spacing(enum platform_op op);
 
 /* Alert calls of each hour that the round robin leaves free for signals
- * (scheduler.h, `headroom`) when signals are on: as many as signals asked
- * for in the last hour (state_signal_calls_since), at most
- * BUDGET_HEADROOM_MAX. So on a quiet day the round robin spends the 11
- * routine calls itself (one every 5 min 27 s) and a signal that comes
- * takes the reserve at once; on a busy one it makes 6 (one every 10
- * minutes) and leaves the others to the signals, which would otherwise
- * wait for calls the round robin had taken (with 2 kept free, the
- * communication error of a silent device among 12 arrived 20 minutes after
- * the platform logged it, tests/integration/test_signals.c; with 5, within
- * 10). A call kept free and not used is lent back as soon as the hour
- * without signals shows it. */
+ * (scheduler.h, `headroom`) when signals are on: what a signal that comes
+ * needs at once, from the rate of the last hour: none after an hour
+ * without a signal (the reserve takes one that comes), one for up to 6
+ * signal calls, one more for each 6 beyond, at most BUDGET_HEADROOM_MAX.
+ * The round robin spends the rest: 11 calls an hour on a quiet hour (one
+ * every 5 min 27 s), 10 with one kept free. Signals take calls beyond the
+ * headroom too (the round robin stops while the window holds its share),
+ * so a busy hour still spends 11, and a quiet one keeps nothing free for
+ * nothing. (A fixed 5 kept free left half the budget unspent on quiet
+ * days: a call not spent within its hour never comes back.) */
 #define BUDGET_HEADROOM_MAX 5
 int budget_headroom(const struct state *s, const char *login, long long now);
 
 /* The budget of `login` for `op` at `now` (headroom 0, headroom_max
  * BUDGET_HEADROOM_MAX for the alert operation: its bound holds whatever
- * the headroom becomes). */
+ * the headroom becomes). For the alert operation `last_call` is the last
+ * call no signal asked for (the round robin's spacing counts from it; a
+ * signal's look does not delay the next routine call). */
 struct sched_budget budget_read(const struct state *s, const char *login, enum platform_op op,
                                 long long now);
 
