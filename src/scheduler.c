@@ -188,14 +188,20 @@ long long scheduler_block_until(const struct sched_budget *b, long reset, long l
     return until > now ? until : now;
 }
 
-long long scheduler_bound(const struct sched_budget *b, size_t n)
+/* One round of a pool of `n` devices at the spacing the most headroom
+ * leaves: how long a device waits before it goes ahead of signals. */
+static long long worst_round(const struct sched_budget *b, size_t n)
 {
     struct sched_budget worst = *b;
     if (worst.headroom_max > worst.headroom)
         worst.headroom = worst.headroom_max;
-    long long spacing = scheduler_spacing(&worst);
-    long long round = spacing * (long long)(n ? n : 1);
-    return round + round / 2 + spacing;
+    return scheduler_spacing(&worst) * (long long)(n ? n : 1);
+}
+
+long long scheduler_bound(const struct sched_budget *b, size_t n)
+{
+    long long round = worst_round(b, n);
+    return round + round / 2 + round / (long long)(n ? n : 1);
 }
 
 /* The device not yet taken that `better` ranks first among those `want`
@@ -275,19 +281,24 @@ size_t scheduler_plan_signals(size_t *out, size_t max_out, const struct sched_de
     size_t count = 0, signals = 0;
     size_t room = room_limit(b) > b->used ? room_limit(b) - b->used : 0;
     size_t allowance = scheduler_allowance(b, now);
-    long long before = now - (scheduler_bound(b, n) - scheduler_spacing(b));
+    long long before = now - worst_round(b, n);
     bool reserve = b->used < (size_t)b->limit;
     if (n_signal)
         *n_signal = 0;
     if (b->limit <= 0 || b->span <= 0 || now < b->blocked_until)
         return 0;
-    /* One overdue device a run: several fall due together when signals
-     * held the window for long, and taking them all at once would spend
-     * the headroom that the next signals need. */
-    if (count < max_out && count < room) {
+    /* Overdue devices, the longest waiting first, as far as the window has
+     * room: a device is overdue after one round, half a round and a
+     * spacing before its bound. Several fall due together when signals
+     * held the window for long, and a window that signals fill in one run
+     * frees its calls together an hour later: taking one a run let the
+     * last of two dozen wait a day. The first may use the reserve when
+     * the window has no other room, as one signal may. */
+    while (count < max_out && (count < room || (reserve && count == 0 && room == 0))) {
         size_t i = pick(out, count, devs, n, is_overdue, before, waiting_longer);
-        if (i < n)
-            out[count++] = i;
+        if (i == n)
+            break;
+        out[count++] = i;
     }
     while (count < max_out) {
         size_t i = pick(out, count, devs, n, has_signal, 0, signalled_earlier);

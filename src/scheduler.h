@@ -76,24 +76,24 @@ size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *de
 /* How long a device may wait for the round robin when signals take
  * calls: one and a half rounds of a pool of `n` devices at the routine
  * spacing the most headroom leaves (headroom_max), plus a spacing for the
- * window to free a call. A device polled
- * longer ago than one and a half rounds goes before signals (one a run,
- * so of k devices overdue together the last waits for k - 1 more runs
- * with room in the window). */
+ * window to free a call. A device polled longer ago than one round goes
+ * before signals, as far as the window has room (of k devices overdue
+ * together the last waits for the calls of the k - 1 before it: the half
+ * round is theirs). */
 long long scheduler_bound(const struct sched_budget *b, size_t n);
 
 /* Like scheduler_plan, for a pool where some devices have a signal. The
  * calls come from two sources: the window's room beyond the reserve (what
  * the headroom keeps free, and any routine call not yet made) and, for one
  * signal, the reserve. In order:
- *   1. the device polled longest ago, if that is longer ago than
- *      scheduler_bound and the window has room beyond the reserve (one a
- *      run: the others wait for the next runs with room); a device never
- *      polled counts from its known_since (when known);
+ *   1. the devices polled longer ago than one round (scheduler_bound),
+ *      the longest waiting first, while the window has room beyond the
+ *      reserve (the first may take the reserve when there is no other); a
+ *      device never polled counts from its known_since (when known);
  *   2. devices with a signal, those not `told` first (a device never
  *      polled counts as not told), the oldest signal first among equals,
  *      while the window has room beyond the reserve, then one more (not
- *      told) from the reserve;
+ *      told) from the reserve if step 1 did not take it;
  *   3. one device never polled (known longest first), if the room beyond
  *      the headroom allows: a first poll teaches a device's limits, and one
  *      a run keeps the calls evenly spaced;

@@ -507,8 +507,8 @@ Test(scheduler, a_device_never_polled_is_overdue_from_when_it_joined)
 {
     /* 9 calls in the hour: room for signals only, not for a first poll. */
     struct sched_budget b = signal_budget(9, 0);
-    /* Overdue a bound less the spacing the window takes to free a call. */
-    long long joined = 100000, late = joined + scheduler_bound(&b, 3) - scheduler_spacing(&b) + 1;
+    /* Overdue after one round (3 devices at the spacing). */
+    long long joined = 100000, late = joined + 3 * scheduler_spacing(&b) + 1;
     b.last_call = late - 200;
     struct sched_device devs[3] = {
         {.last_poll = 0, .known_since = joined},
@@ -548,6 +548,53 @@ Test(scheduler, credit_after_a_long_stretch_is_capped)
     size_t allow = scheduler_allowance(&b, 1000000 + 3660);
     cr_assert_leq(allow, (size_t)(SCHED_CREDIT_SPAN / 327 + 1), "%zu at once", allow);
     cr_assert_geq(allow, 1);
+}
+
+/* Forty-eight devices, half of them always with a signal, the other half
+ * polled together at the start: the quiet ones fall overdue together and
+ * come back one a run with room, yet each is looked at within the bound
+ * (they go ahead of signals half a round before it). */
+Test(scheduler, many_devices_overdue_together_all_keep_the_bound)
+{
+    enum { N = 48 };
+    struct sched_device devs[N];
+    static long long calls[4000];
+    size_t n_calls = 0;
+    long long start = 1795000000, worst = 0;
+    long long last[N];
+    for (size_t i = 0; i < N; i++) {
+        devs[i] = (struct sched_device){.last_poll = start - (long long)i};
+        last[i] = devs[i].last_poll;
+    }
+    for (long long now = start; now < start + 2 * 86400; now += 60) {
+        struct sched_budget b = signal_budget(0, 0);
+        b.headroom = 1;
+        b.headroom_max = 5;
+        for (size_t k = 0; k < n_calls; k++)
+            if (calls[k] >= now - 3600)
+                b.used++;
+        for (size_t i = N / 2; i < N; i++) {
+            devs[i].signal = true;
+            if (!devs[i].signal_since)
+                devs[i].signal_since = now;
+        }
+        size_t out[N];
+        size_t n = scheduler_plan_signals(out, N, devs, N, &b, now, NULL);
+        for (size_t k = 0; k < n; k++) {
+            size_t i = out[k];
+            if (i < N / 2 && now - last[i] > worst)
+                worst = now - last[i];
+            last[i] = devs[i].last_poll = now;
+            devs[i].signal_since = 0;
+            cr_assert(n_calls < 4000);
+            calls[n_calls++] = now;
+        }
+    }
+    struct sched_budget b = signal_budget(0, 0);
+    b.headroom_max = 5;
+    cr_assert(worst > 0);
+    cr_assert_leq(worst, scheduler_bound(&b, N), "a quiet device waited %lld min (bound %lld)",
+                  worst / 60, scheduler_bound(&b, N) / 60);
 }
 
 /* A day of runs every minute where every device but one always has a
@@ -633,7 +680,7 @@ Test(scheduler, announced_signals_wait_behind_the_others_and_leave_the_reserve)
 /* Devices that fell overdue together (signals held the window) come back
  * one a run, least recently polled first, and leave the rest of the room
  * to the signals. */
-Test(scheduler, overdue_devices_come_back_one_a_run)
+Test(scheduler, overdue_devices_go_first_longest_waiting_first)
 {
     struct sched_budget b = signal_budget(0, 0);
     long long now = 1000000, bound = scheduler_bound(&b, 6);
@@ -647,10 +694,17 @@ Test(scheduler, overdue_devices_come_back_one_a_run)
     b.last_call = now - 30;
     size_t out[6], signals = 0;
     size_t n = scheduler_plan_signals(out, 6, devs, 6, &b, now, &signals);
-    cr_assert_eq(n, 2);
+    cr_assert_eq(n, 4);
     cr_assert_eq(out[0], 4);
-    cr_assert_eq(out[1], 5);
+    cr_assert_eq(out[1], 1);
+    cr_assert_eq(out[2], 3);
+    cr_assert_eq(out[3], 5);
     cr_assert_eq(signals, 1);
+    /* Room for one call beyond the reserve: the longest waiting. */
+    b.used = 10;
+    n = scheduler_plan_signals(out, 6, devs, 6, &b, now, &signals);
+    cr_assert_geq(n, 1);
+    cr_assert_eq(out[0], 4);
 }
 
 /* A device never polled counts as not told: its first poll teaches its
