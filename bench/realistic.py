@@ -41,7 +41,8 @@ The day (seeded: the same options play the same day; see gen_day):
 
 Usage:
   bench/realistic.py [--devices N] [--seed S] [--rate realistic|heavy]
-                     [--limits] [--hours H] [--json] [--keep DIR] [--build DIR]
+                     [--limits] [--hours H] [--noise SHAPE] [--json] [--keep DIR]
+                     [--build DIR]
   bench/realistic.py --matrix [--sizes 12,48] [--configs none,limits]
                      [--rates realistic,heavy] [--seeds 1,2] [--jobs 2]
   bench/realistic.py --self-test [--build DIR]
@@ -91,6 +92,7 @@ PROFILES = {
                  "dirs": ("upper", "lower")},
 }
 NOISES = ("normal", "uniform", "quantised", "drifting")
+FORCE_NOISE = None       # --noise: every channel of this shape
 NAMES = {"freezer": ("Freezer", "冷凍庫"), "fridge": ("Fridge", "冷蔵庫"),
          "room": ("Room", "保管室")}
 
@@ -122,6 +124,8 @@ class Channel:
         self.kind = kind
         self.p = PROFILES["humidity" if kind == "humidity" else kind]
         self.noise = rng.choice(NOISES)
+        if FORCE_NOISE:
+            self.noise = FORCE_NOISE
         self.drift_period = rng.randint(180, 720)
         self.drift_phase = rng.uniform(0, 2 * math.pi)
         if kind == "humidity":
@@ -587,7 +591,7 @@ def measure(entries, delivered, stats, truth, hours, bound):
     by_serial = {}
     for w in warnings:
         by_serial.setdefault(w["serial"], []).append(w)
-    notice, notice_alarm, notice_recovery = [], [], []
+    notice, notice_alarm, notice_recovery, slow = [], [], [], []
     for e in entries:
         if e.cat not in ("alarm", "recovery"):
             continue
@@ -607,6 +611,7 @@ def measure(entries, delivered, stats, truth, hours, bound):
         if best is not None:
             n = (best - e.unixtime) / 60.0
             notice.append(n)
+            slow.append((n, e))
             (notice_alarm if e.cat == "alarm" else notice_recovery).append(n)
     # Early warnings of an alarm with no excursion (or sensor error) of that
     # device and channel within WARN_WINDOW.
@@ -664,6 +669,8 @@ def measure(entries, delivered, stats, truth, hours, bound):
             if max(b - a for a, b in zip(ts, ts[1:])) > bound:
                 past_bound += 1
     excess = limit_excess(calls)
+    remote = {t["serial"]: t["remote"] for t in truth}
+    slow.sort(key=lambda x: -x[0])
     return {
         "entries": len(entries),
         "alarms": sum(1 for e in entries if e.cat == "alarm"),
@@ -689,6 +696,11 @@ def measure(entries, delivered, stats, truth, hours, bound):
         "rejected_429": stats["rejected_429"],
         "max_alert_calls_per_hour": stats["max_alert_calls_per_hour"].get(LOGIN, 0),
         "over_limit_calls": sum(excess.values()),
+        # the five slowest first notices, with what explains them
+        "slowest_first_notice": [
+            {"minutes": round(n, 1), "id": e.id, "category": e.cat,
+             "remote": remote.get(e.serial), "logged_after_s": e.logged_at - e.unixtime,
+             "upload_after_s": e.upload_at - e.unixtime} for n, e in slow[:5]],
         "raw": {"first_notice": notice, "log_entry": lat, "floor_distance": dist},
     }
 
@@ -711,6 +723,7 @@ def run_day(bindir, devices, seed, rate, limits, hours, keep=None, drain_min=DRA
                                               lims if limits else None, hours, drain_min)
         result = measure(entries, delivered, stats, truth, hours, bound)
         result.update({"devices": devices, "seed": seed, "rate": rate, "limits": limits,
+                       "noise": FORCE_NOISE or "mixed",
                        "hours": hours, "runs": runs,
                        "wall_s": round(time.monotonic() - started, 1)})
         if keep:
@@ -867,6 +880,8 @@ def matrix(args, bindir):
                "--hours", str(args.hours), "--json", "--build", bindir]
         if lim:
             cmd.append("--limits")
+        if FORCE_NOISE:
+            cmd += ["--noise", FORCE_NOISE]
         out = subprocess.run(cmd, capture_output=True, text=True)
         if out.returncode != 0:
             raise BenchError("day %s failed:\n%s" % (day, out.stderr))
@@ -884,6 +899,8 @@ def matrix(args, bindir):
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             json.dump([{"day": list(k), "result": v} for k, v in results.items()], f, indent=0)
+    if FORCE_NOISE:
+        print("Every channel's noise %s.\n" % FORCE_NOISE)
     print(TABLE_HEADER)
     pooled_cells = {}
     for n, lim, rate in cells:
@@ -993,6 +1010,8 @@ def main():
     ap.add_argument("--hours", type=float, default=24)
     ap.add_argument("--limits", action="store_true",
                     help="configure each device's limits (accounts[].limits)")
+    ap.add_argument("--noise", choices=NOISES + ("mixed",), default="mixed",
+                    help="every channel's noise of this shape (default: drawn per channel)")
     ap.add_argument("--keep", metavar="DIR", help="keep scenario, config, state and logs here")
     ap.add_argument("--json", action="store_true", help="print everything as JSON")
     ap.add_argument("--build", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -1018,6 +1037,8 @@ def main():
         ap.error("this wsrelay has no accounts[].limits key (see `wsrelay keys`)")
     if args.self_test:
         return self_test(bindir)
+    global FORCE_NOISE
+    FORCE_NOISE = None if args.noise == "mixed" else args.noise
     if args.matrix:
         try:
             args.sizes = [int(x) for x in args.sizes.split(",")]
