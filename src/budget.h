@@ -22,16 +22,25 @@ int budget_reserve(enum platform_op op);
  * operation). */
 long budget_spacing(enum platform_op op);
 
-/* Alert calls of each hour that the round robin leaves free, so that a
- * device whose readings moved (a signal) can be looked at at once, when
- * signals are on (scheduler.h, `headroom`): 5, so the round robin makes 6
- * calls an hour, one every 10 minutes. With 2, the communication error of
- * a silent device among 12 arrived 20 minutes after the platform logged
- * it: the looks for it waited for calls the round robin had taken
- * (tests/integration/test_signals.c); with 5, within 10. */
-int budget_headroom(void);
+/* Alert calls of each hour that the round robin leaves free for signals
+ * (scheduler.h, `headroom`) when signals are on: what a signal that comes
+ * needs at once, from the rate of the last hour: none after an hour
+ * without a signal (the reserve takes one that comes), one for up to 6
+ * signal calls, one more for each 6 beyond, at most BUDGET_HEADROOM_MAX.
+ * The round robin spends the rest: 11 calls an hour on a quiet hour (one
+ * every 5 min 27 s), 10 with one kept free. Signals take calls beyond the
+ * headroom too (the round robin stops while the window holds its share),
+ * so a busy hour still spends 11, and a quiet one keeps nothing free for
+ * nothing. (A fixed 5 kept free left half the budget unspent on quiet
+ * days: a call not spent within its hour never comes back.) */
+#define BUDGET_HEADROOM_MAX 5
+int budget_headroom(const struct state *s, const char *login, long long now);
 
-/* The budget of `login` for `op` at `now`. */
+/* The budget of `login` for `op` at `now` (headroom 0, headroom_max
+ * BUDGET_HEADROOM_MAX for the alert operation: its bound holds whatever
+ * the headroom becomes). For the alert operation `last_call` is the last
+ * call no signal asked for (the round robin's spacing counts from it; a
+ * signal's look does not delay the next routine call). */
 struct sched_budget budget_read(const struct state *s, const char *login, enum platform_op op,
                                 long long now);
 

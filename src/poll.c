@@ -37,7 +37,9 @@
 #define SIGNAL_SETTLE 90       /* a signal's reading is this old before its first look */
 #define RECHECK_AFTER 240      /* a signal poll that found nothing looks once more after this */
 #define SILENT_LOOKS 21600     /* a silent device is looked at again for this long */
-#define SATURATED_AFTER 7200   /* signals waiting this long for the budget make a relay event */
+#define HOT_WAIT_MAX 900       /* the longest wait between two looks of an excursion */
+#define HOT_BUSY 6             /* signal calls of the last hour beyond which none stays hot */
+#define SATURATED_AFTER 900    /* signals waiting this long for the budget make a relay event */
 #define WARNING_FOLLOWS 3600   /* an alert-log alarm this close to an early warning follows it */
 #define FULL_PAGE 20           /* the platform keeps a device's 20 newest entries */
 
@@ -423,12 +425,22 @@ out:
  * the communication error of an outage that just ended, does not). A poll
  * that found none may have come before the platform logged the alarm (it
  * can take up to a monitoring interval after the reading), so it looks
- * once more RECHECK_AFTER later, and then waits until the readings move
- * again. A device whose uploads stopped is looked at again and again, each
- * wait half as long as the silence so far (RECHECK_AFTER to an hour),
- * until the platform's communication error is found or the silence has
- * lasted SILENT_LOOKS: the platform logs that error only after the device
- * missed its own interval, which wsrelay does not know. */
+ * once more RECHECK_AFTER later. Then:
+ *   - a device whose uploads stopped is looked at again and again, each
+ *     wait half as long as the silence so far (RECHECK_AFTER to an hour),
+ *     until the platform's communication error is found or the silence
+ *     has lasted SILENT_LOOKS: the platform logs that error only after the
+ *     device missed its own interval, which wsrelay does not know;
+ *   - a device whose excursion goes on (watch_excursion: a channel still
+ *     out of its band on a side without a known limit) stays hot: looked
+ *     at again as the excursion develops, each wait half as long as the
+ *     excursion so far (RECHECK_AFTER to HOT_WAIT_MAX), until a look finds
+ *     what explains it or the value is back (which is a signal of its
+ *     own). A slow ramp leaves its band long before the platform alarms at
+ *     its limit. Not while signals took HOT_BUSY calls of the last hour:
+ *     then the looks are worth more to the signals and the round robin (at
+ *     48 devices, hot devices cost more than they found);
+ *   - any other waits until the readings move again. */
 static void answer_signal(struct tick *t, const struct pooled *pd, long long newest)
 {
     struct watch w;
@@ -438,12 +450,18 @@ static void answer_signal(struct tick *t, const struct pooled *pd, long long new
     bool explained = newest > w.pending_after, told = w.pending_told;
     watch_polled(&w);
     bool silent_looks = w.silent && t->opt->now - w.seen_at < SILENT_LOOKS;
-    if (!explained && (first_look || (rechecking && silent_looks))) {
+    struct watch_limit limits[WATCH_CHANNELS];
+    limits_of(t, pd->a, pd->dev.serial, limits);
+    bool hot = !w.silent && watch_excursion(&w, limits, WATCH_CHANNELS) &&
+               state_signal_calls_since(t->st, pd->a->login_id, t->opt->now - 3600) < HOT_BUSY;
+    if (!explained && (first_look || (rechecking && (silent_looks || hot)))) {
         long long wait = RECHECK_AFTER;
-        if (w.silent) {
+        if (w.silent)
             wait = (t->opt->now - w.seen_at) / 2;
-            wait = wait < RECHECK_AFTER ? RECHECK_AFTER : wait > 3600 ? 3600 : wait;
-        }
+        else if (hot && !first_look && w.pending_after)
+            wait = (t->opt->now - w.pending_after) / 2;
+        long long most = w.silent ? 3600 : HOT_WAIT_MAX;
+        wait = wait < RECHECK_AFTER ? RECHECK_AFTER : wait > most ? most : wait;
         w.recheck_at = t->opt->now + wait;
         w.pending_told = told; /* the look once more waits as its signal did */
         log_debug("account %s, device %s: nothing that explains its signal yet; looking once "
@@ -941,10 +959,10 @@ static void note_starved(struct tick *t, struct login_run *lr, size_t waiting)
     if (!open && t->opt->now - since >= SATURATED_AFTER) {
         char *text = xasprintf(
             "Signals of login %s have needed more alert-log calls than its budget of 12 an "
-            "hour for %lld h: alarms may reach you late. Add a read-only login ID for some "
+            "hour for %lld min: alarms may reach you late. Add a read-only login ID for some "
             "of its devices (each login ID has 12 calls an hour of its own), or set limits: "
             "so that early warnings come from the readings.",
-            lr->login, (t->opt->now - since) / 3600);
+            lr->login, (t->opt->now - since) / 60);
         struct state_condition opened = {.since = since, .opened = t->opt->now};
         state_set_condition(t->st, key, &opened);
         tick_relay_send(t, NULL, "signals-saturated", text, NULL);
@@ -965,12 +983,13 @@ static size_t plan_pool(struct tick *t, struct login_run *lr)
     lr->for_signal = xcalloc(pl->n, sizeof *lr->for_signal);
     for (size_t i = 0; i < pl->n; i++) {
         sd[i].last_poll = pl->items[i].dev.last_poll;
+        sd[i].known_since = pl->items[i].dev.first_known;
         sd[i].priority = (unsigned)account_device_priority(pl->items[i].a, pl->items[i].dev.serial);
         sd[i].signal = pl->items[i].a->signals &&
                        signal_of(t, pl->items[i].dev.serial, &sd[i].signal_since, &sd[i].told);
     }
     struct sched_budget b = budget_read(t->st, lr->login, PLATFORM_ALERT, t->opt->now);
-    b.headroom = lr->signals ? budget_headroom() : 0;
+    b.headroom = lr->signals ? budget_headroom(t->st, lr->login, t->opt->now) : 0;
     size_t looks = plan_looks(t, lr, &b);
     /* After a look the routine has no slot left in this run (its spacing
      * starts again), so the two lists cannot name one device twice.

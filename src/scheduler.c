@@ -66,7 +66,9 @@ static long long earned(const struct sched_budget *b, long long now)
         return 1;
     if (now - b->last_call < spacing - spacing / 10)
         return 0;
-    long long slots = slot_of(now, spacing) - slot_of(b->last_call, spacing);
+    long long from =
+        b->last_call > now - SCHED_CREDIT_SPAN ? b->last_call : now - SCHED_CREDIT_SPAN;
+    long long slots = slot_of(now, spacing) - slot_of(from, spacing);
     return slots > 0 ? slots : 0;
 }
 
@@ -186,11 +188,20 @@ long long scheduler_block_until(const struct sched_budget *b, long reset, long l
     return until > now ? until : now;
 }
 
+/* One round of a pool of `n` devices at the spacing the most headroom
+ * leaves: how long a device waits before it goes ahead of signals. */
+static long long worst_round(const struct sched_budget *b, size_t n)
+{
+    struct sched_budget worst = *b;
+    if (worst.headroom_max > worst.headroom)
+        worst.headroom = worst.headroom_max;
+    return scheduler_spacing(&worst) * (long long)(n ? n : 1);
+}
+
 long long scheduler_bound(const struct sched_budget *b, size_t n)
 {
-    long long spacing = scheduler_spacing(b);
-    long long round = spacing * (long long)(n ? n : 1);
-    return round + round / 2 + spacing;
+    long long round = worst_round(b, n);
+    return round + round / 2 + round / (long long)(n ? n : 1);
 }
 
 /* The device not yet taken that `better` ranks first among those `want`
@@ -207,9 +218,16 @@ static size_t pick(const size_t *out, size_t count, const struct sched_device *d
     return best;
 }
 
+/* Since when a device waits for the round robin: its last poll, or for
+ * one never polled the time it joined the pool (0: unknown). */
+static long long waiting_since(const struct sched_device *d)
+{
+    return d->last_poll ? d->last_poll : d->known_since;
+}
+
 static bool is_overdue(const struct sched_device *d, long long before)
 {
-    return d->last_poll != 0 && d->last_poll < before;
+    return waiting_since(d) != 0 && waiting_since(d) < before;
 }
 
 static bool never_polled(const struct sched_device *d, long long unused)
@@ -229,9 +247,9 @@ static bool has_signal(const struct sched_device *d, long long unused)
     return d->signal;
 }
 
-static bool polled_earlier(const struct sched_device *a, const struct sched_device *b)
+static bool waiting_longer(const struct sched_device *a, const struct sched_device *b)
 {
-    return a->last_poll < b->last_poll;
+    return waiting_since(a) < waiting_since(b);
 }
 
 /* Whether a signal waits behind the others: its news is out, and the
@@ -263,19 +281,24 @@ size_t scheduler_plan_signals(size_t *out, size_t max_out, const struct sched_de
     size_t count = 0, signals = 0;
     size_t room = room_limit(b) > b->used ? room_limit(b) - b->used : 0;
     size_t allowance = scheduler_allowance(b, now);
-    long long before = now - (scheduler_bound(b, n) - scheduler_spacing(b));
+    long long before = now - worst_round(b, n);
     bool reserve = b->used < (size_t)b->limit;
     if (n_signal)
         *n_signal = 0;
     if (b->limit <= 0 || b->span <= 0 || now < b->blocked_until)
         return 0;
-    /* One overdue device a run: several fall due together when signals
-     * held the window for long, and taking them all at once would spend
-     * the headroom that the next signals need. */
-    if (count < max_out && count < room) {
-        size_t i = pick(out, count, devs, n, is_overdue, before, polled_earlier);
-        if (i < n)
-            out[count++] = i;
+    /* Overdue devices, the longest waiting first, as far as the window has
+     * room: a device is overdue after one round, half a round and a
+     * spacing before its bound. Several fall due together when signals
+     * held the window for long, and a window that signals fill in one run
+     * frees its calls together an hour later: taking one a run let the
+     * last of two dozen wait a day. The first may use the reserve when
+     * the window has no other room, as one signal may. */
+    while (count < max_out && (count < room || (reserve && count == 0 && room == 0))) {
+        size_t i = pick(out, count, devs, n, is_overdue, before, waiting_longer);
+        if (i == n)
+            break;
+        out[count++] = i;
     }
     while (count < max_out) {
         size_t i = pick(out, count, devs, n, has_signal, 0, signalled_earlier);
@@ -288,16 +311,17 @@ size_t scheduler_plan_signals(size_t *out, size_t max_out, const struct sched_de
     }
     if (n_signal)
         *n_signal = signals;
-    /* Devices never polled yet: their first poll teaches their limits
-     * (their logs usually hold old alarms), worth more than a round of
-     * the others; they may use the room, as long as the headroom stays
-     * free for signals. */
+    /* A device never polled yet: its first poll teaches its limits (its
+     * log usually holds old alarms), worth more than a round of the
+     * others; it may use the room, as long as the headroom stays free for
+     * signals. One a run: a dozen new devices polled in the same minute
+     * would leave the window full for the hour, and come back as a burst
+     * when it frees. */
     size_t first_room = room > (size_t)headroom_of(b) ? room - (size_t)headroom_of(b) : 0;
-    while (count < max_out && count < first_room) {
-        size_t i = pick(out, count, devs, n, never_polled, 0, polled_earlier);
-        if (i == n)
-            break;
-        out[count++] = i;
+    if (count < max_out && count < first_room) {
+        size_t i = pick(out, count, devs, n, never_polled, 0, waiting_longer);
+        if (i < n)
+            out[count++] = i;
     }
     /* The round robin: its allowance, within the room the others left
      * (its allowance already stops short of the headroom). */

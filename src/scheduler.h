@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#define SCHED_CREDIT_SPAN 1800 /* seconds of missed slots a late run gets credit for */
+
 struct sched_device {
     long long last_poll;    /* 0: never */
     unsigned priority;      /* the config's `priority:`; 0 counts as 1 */
@@ -21,6 +23,8 @@ struct sched_device {
     long long signal_since; /* when that signal was raised */
     bool told;              /* an early warning told people its news already: it
                                waits behind the signals whose news is not out */
+    long long known_since;  /* for a device never polled: since when it is in the
+                               pool (its bound counts from then); 0: unknown */
 };
 
 struct sched_budget {
@@ -28,6 +32,9 @@ struct sched_budget {
     int reserve;             /* of those, kept for urgent looks (0 to limit - 1) */
     int headroom;            /* of the others, left free by the round robin for
                                 signals to use at once (0: none) */
+    int headroom_max;        /* the most headroom may become: scheduler_bound counts
+                                with it, so the bound holds whatever the headroom
+                                does (0 or less than headroom: headroom) */
     long span;               /* seconds (3600) */
     size_t used;             /* calls recorded in [now - span, now] */
     long long oldest;        /* the oldest of those; 0: none or unknown */
@@ -43,9 +50,12 @@ long scheduler_spacing(const struct sched_budget *b);
  * a fixed grid of the clock (every spacing) crossed since the last call,
  * so that runs at any interval come to the same rate; never more than the
  * window has left once the reserve is set aside. Two calls are at least
- * 0.9 spacing apart (a call is stamped a few seconds into its run). A
- * first call gets one slot; a last call stamped after `now` (the clock
- * went back) is waited for. */
+ * 0.9 spacing apart (a call is stamped a few seconds into its run). The
+ * credit reaches back SCHED_CREDIT_SPAN seconds at most: a run comes at
+ * most that late, and slots further back passed while the window was full,
+ * so they would come out as a burst when it frees. A first call gets one
+ * slot; a last call stamped after `now` (the clock went back) is waited
+ * for. */
 size_t scheduler_allowance(const struct sched_budget *b, long long now);
 
 /* Whether an urgent look may be made now: the window may still take a
@@ -65,25 +75,28 @@ size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *de
 
 /* How long a device may wait for the round robin when signals take
  * calls: one and a half rounds of a pool of `n` devices at the routine
- * spacing, plus a spacing for the window to free a call. A device polled
- * longer ago than one and a half rounds goes before signals (one a run,
- * so of k devices overdue together the last waits for k - 1 more runs
- * with room in the window). */
+ * spacing the most headroom leaves (headroom_max), plus a spacing for the
+ * window to free a call. A device polled longer ago than one round goes
+ * before signals, as far as the window has room (of k devices overdue
+ * together the last waits for the calls of the k - 1 before it: the half
+ * round is theirs). */
 long long scheduler_bound(const struct sched_budget *b, size_t n);
 
 /* Like scheduler_plan, for a pool where some devices have a signal. The
  * calls come from two sources: the window's room beyond the reserve (what
  * the headroom keeps free, and any routine call not yet made) and, for one
  * signal, the reserve. In order:
- *   1. the device polled longest ago, if that is longer ago than
- *      scheduler_bound and the window has room beyond the reserve (one a
- *      run: the others wait for the next runs with room);
+ *   1. the devices polled longer ago than one round (scheduler_bound),
+ *      the longest waiting first, while the window has room beyond the
+ *      reserve (the first may take the reserve when there is no other); a
+ *      device never polled counts from its known_since (when known);
  *   2. devices with a signal, those not `told` first (a device never
  *      polled counts as not told), the oldest signal first among equals,
  *      while the window has room beyond the reserve, then one more (not
- *      told) from the reserve;
- *   3. devices never polled, while the room beyond the headroom lasts:
- *      a first poll teaches a device's limits;
+ *      told) from the reserve if step 1 did not take it;
+ *   3. one device never polled (known longest first), if the room beyond
+ *      the headroom allows: a first poll teaches a device's limits, and one
+ *      a run keeps the calls evenly spaced;
  *   4. scheduler_allowance's calls, as far as the room left goes, in
  *      scheduler_plan's order over the devices not taken yet.
  * Nothing while the budget is blocked. Returns how many indices were

@@ -351,10 +351,11 @@ static void gather_login(struct login_row *l, const struct config *c, const stru
         struct op_row *r = &l->op[op];
         r->b = budget_read(s, l->login, op, now);
         if (op == PLATFORM_ALERT && l->signals)
-            r->b.headroom = budget_headroom();
+            r->b.headroom = budget_headroom(s, l->login, now);
         r->next_call = scheduler_next_call(&r->b, now);
-        if (r->b.last_call > l->last_call)
-            l->last_call = r->b.last_call;
+        long long last = state_last_call(s, l->login, op);
+        if (last > l->last_call)
+            l->last_call = last;
     }
     read_health(&l->health, s, l->login, true);
     if (l->health.last_ok > l->last_call)

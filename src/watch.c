@@ -532,6 +532,19 @@ void watch_relimit(struct watch *w, const struct watch_limit *limits, size_t n_l
     }
 }
 
+bool watch_excursion(const struct watch *w, const struct watch_limit *limits, size_t n_limits)
+{
+    bool out = false;
+    for (int i = 0; i < w->n_ch && !out; i++) {
+        const struct watch_channel *c = &w->ch[i];
+        const struct watch_limit *l =
+            c->num >= 1 && (size_t)c->num <= n_limits ? &limits[c->num - 1] : NULL;
+        bool known = c->band > 0 ? l && l->has_upper : l && l->has_lower;
+        out = !c->error && c->band != 0 && !known;
+    }
+    return out;
+}
+
 void watch_polled(struct watch *w)
 {
     for (int i = 0; i < w->n_ch; i++) {

@@ -255,6 +255,16 @@ void watch_relimit(struct watch *w, const struct watch_limit *limits, size_t n_l
  * it). */
 void watch_polled(struct watch *w);
 
+/* Whether an excursion is under way on a channel of `w` that no known
+ * limit watches: its last value (not an error value) is out of its band
+ * (band != 0) on a side without a known limit (`limits[i]` are channel i +
+ * 1's, as for watch_take). While it lasts the platform may alarm at any
+ * reading at a limit wsrelay does not know (a slow ramp leaves its band
+ * long before it gets there), so a look that found nothing is not the end
+ * of it. A side with a known limit needs no such looks: its crossing is a
+ * signal of its own. */
+bool watch_excursion(const struct watch *w, const struct watch_limit *limits, size_t n_limits);
+
 /* The last reading in words, into `out` (cut to `size`, at least 1):
  * "ch1 -65 (above its limit), ch2 error value; battery 4; uploads have
  * stopped". Returns `out`. */

@@ -458,27 +458,143 @@ Test(scheduler, without_signals_the_plan_is_the_round_robin)
     cr_assert_eq(c[0], 1);
 }
 
-/* New devices get their first poll at once, as far as the room beyond
- * the headroom goes: 12 new devices and an empty window make 9 calls, and
- * leave 2 (and the reserve) for signals. */
-Test(scheduler, new_devices_are_polled_first_and_leave_the_headroom)
+/* New devices get their first polls one a run (and the round robin's
+ * slot), never a burst: 12 new devices and an empty window make 2 calls
+ * in the first run, then one or two a minute, as far as the room beyond
+ * the headroom goes (9 calls), and leave 2 (and the reserve) for
+ * signals. */
+Test(scheduler, new_devices_are_polled_first_one_a_run_and_leave_the_headroom)
 {
     struct sched_device devs[12] = {{0}};
     devs[11].last_poll = 900;
     struct sched_budget b = signal_budget(0, 0);
     size_t out[12];
     size_t n = scheduler_plan_signals(out, 12, devs, 12, &b, 1000, NULL);
-    cr_assert_eq(n, 9);
+    cr_assert_eq(n, 2);
     for (size_t k = 0; k < n; k++)
         cr_assert_eq(out[k], k, "never-polled in pool order");
+    long long now = 1000;
+    size_t made = 0;
+    for (; made < 20 && now < 1000 + 3600; now += 60) {
+        b.last_call = made ? b.last_call : 0;
+        n = scheduler_plan_signals(out, 12, devs, 12, &b, now, NULL);
+        cr_assert_leq(n, 2, "%zu calls in one run", n);
+        for (size_t k = 0; k < n; k++) {
+            cr_assert_eq(devs[out[k]].last_poll, 0, "a new device first");
+            devs[out[k]].last_poll = now;
+            b.last_call = now;
+            b.used++;
+            made++;
+        }
+        if (b.used == 9)
+            break;
+    }
+    cr_assert_eq(b.used, 9, "the room beyond the headroom is used");
+    cr_assert_lt(now, 1000 + 9 * 60, "within %lld s", now - 1000);
     /* A signal still finds its room in the same window. */
     devs[11].signal = true;
-    devs[11].signal_since = 990;
-    b.used = 9;
-    b.last_call = 1000;
-    n = scheduler_plan_signals(out, 12, devs, 12, &b, 1010, NULL);
+    devs[11].signal_since = now - 10;
+    n = scheduler_plan_signals(out, 12, devs, 12, &b, now + 10, NULL);
     cr_assert_eq(n, 1);
     cr_assert_eq(out[0], 11);
+}
+
+/* A device never polled counts towards the bound from when it joined
+ * the pool: when signals hold every call, it is still polled within the
+ * bound of that time (the round robin's first-poll step uses only the room
+ * beyond the headroom, which the signals take). */
+Test(scheduler, a_device_never_polled_is_overdue_from_when_it_joined)
+{
+    /* 9 calls in the hour: room for signals only, not for a first poll. */
+    struct sched_budget b = signal_budget(9, 0);
+    /* Overdue after one round (3 devices at the spacing). */
+    long long joined = 100000, late = joined + 3 * scheduler_spacing(&b) + 1;
+    b.last_call = late - 200;
+    struct sched_device devs[3] = {
+        {.last_poll = 0, .known_since = joined},
+        {.last_poll = late - 200, .signal = true, .signal_since = late - 200},
+        {.last_poll = late - 200, .signal = true, .signal_since = late - 200},
+    };
+    size_t out[3];
+    size_t n = scheduler_plan_signals(out, 3, devs, 3, &b, late - 100, NULL);
+    cr_assert_eq(n, 2, "signals only before the bound");
+    cr_assert_neq(out[0], 0);
+    cr_assert_neq(out[1], 0);
+    n = scheduler_plan_signals(out, 3, devs, 3, &b, late, NULL);
+    cr_assert_geq(n, 1);
+    cr_assert_eq(out[0], 0, "the never-polled device goes first once overdue");
+}
+
+/* Calls kept for signals are lent to the round robin when no signal took
+ * them, and the bound counts with the most headroom, so it holds however
+ * the headroom moves. */
+Test(scheduler, headroom_lent_back_makes_eleven_calls_an_hour_and_keeps_the_bound)
+{
+    struct sched_budget b = signal_budget(0, 0);
+    b.headroom_max = 5;
+    long long bound = scheduler_bound(&b, 12);
+    b.headroom = 0;
+    cr_assert_eq(scheduler_spacing(&b), 327, "11 routine calls an hour");
+    cr_assert_eq(scheduler_bound(&b, 12), bound);
+    cr_assert_eq(bound, 12 * 600 + 6 * 600 + 600);
+}
+
+/* A run after a full window does not spend an hour of missed slots at
+ * once: the credit reaches back SCHED_CREDIT_SPAN at most. */
+Test(scheduler, credit_after_a_long_stretch_is_capped)
+{
+    struct sched_budget b = alert_budget(0, 1000000);
+    b.reserve = 1;
+    size_t allow = scheduler_allowance(&b, 1000000 + 3660);
+    cr_assert_leq(allow, (size_t)(SCHED_CREDIT_SPAN / 327 + 1), "%zu at once", allow);
+    cr_assert_geq(allow, 1);
+}
+
+/* Forty-eight devices, half of them always with a signal, the other half
+ * polled together at the start: the quiet ones fall overdue together and
+ * come back one a run with room, yet each is looked at within the bound
+ * (they go ahead of signals half a round before it). */
+Test(scheduler, many_devices_overdue_together_all_keep_the_bound)
+{
+    enum { N = 48 };
+    struct sched_device devs[N];
+    static long long calls[4000];
+    size_t n_calls = 0;
+    long long start = 1795000000, worst = 0;
+    long long last[N];
+    for (size_t i = 0; i < N; i++) {
+        devs[i] = (struct sched_device){.last_poll = start - (long long)i};
+        last[i] = devs[i].last_poll;
+    }
+    for (long long now = start; now < start + 2 * 86400; now += 60) {
+        struct sched_budget b = signal_budget(0, 0);
+        b.headroom = 1;
+        b.headroom_max = 5;
+        for (size_t k = 0; k < n_calls; k++)
+            if (calls[k] >= now - 3600)
+                b.used++;
+        for (size_t i = N / 2; i < N; i++) {
+            devs[i].signal = true;
+            if (!devs[i].signal_since)
+                devs[i].signal_since = now;
+        }
+        size_t out[N];
+        size_t n = scheduler_plan_signals(out, N, devs, N, &b, now, NULL);
+        for (size_t k = 0; k < n; k++) {
+            size_t i = out[k];
+            if (i < N / 2 && now - last[i] > worst)
+                worst = now - last[i];
+            last[i] = devs[i].last_poll = now;
+            devs[i].signal_since = 0;
+            cr_assert(n_calls < 4000);
+            calls[n_calls++] = now;
+        }
+    }
+    struct sched_budget b = signal_budget(0, 0);
+    b.headroom_max = 5;
+    cr_assert(worst > 0);
+    cr_assert_leq(worst, scheduler_bound(&b, N), "a quiet device waited %lld min (bound %lld)",
+                  worst / 60, scheduler_bound(&b, N) / 60);
 }
 
 /* A day of runs every minute where every device but one always has a
@@ -564,7 +680,7 @@ Test(scheduler, announced_signals_wait_behind_the_others_and_leave_the_reserve)
 /* Devices that fell overdue together (signals held the window) come back
  * one a run, least recently polled first, and leave the rest of the room
  * to the signals. */
-Test(scheduler, overdue_devices_come_back_one_a_run)
+Test(scheduler, overdue_devices_go_first_longest_waiting_first)
 {
     struct sched_budget b = signal_budget(0, 0);
     long long now = 1000000, bound = scheduler_bound(&b, 6);
@@ -578,10 +694,17 @@ Test(scheduler, overdue_devices_come_back_one_a_run)
     b.last_call = now - 30;
     size_t out[6], signals = 0;
     size_t n = scheduler_plan_signals(out, 6, devs, 6, &b, now, &signals);
-    cr_assert_eq(n, 2);
+    cr_assert_eq(n, 4);
     cr_assert_eq(out[0], 4);
-    cr_assert_eq(out[1], 5);
+    cr_assert_eq(out[1], 1);
+    cr_assert_eq(out[2], 3);
+    cr_assert_eq(out[3], 5);
     cr_assert_eq(signals, 1);
+    /* Room for one call beyond the reserve: the longest waiting. */
+    b.used = 10;
+    n = scheduler_plan_signals(out, 6, devs, 6, &b, now, &signals);
+    cr_assert_geq(n, 1);
+    cr_assert_eq(out[0], 4);
 }
 
 /* A device never polled counts as not told: its first poll teaches its

@@ -1,5 +1,6 @@
 /* The state file: loading, locking, saving, and each kind of record it
  * keeps. Every test works in its own temporary directory. */
+#include "budget.h"
 #include "state.h"
 #include "util/buf.h"
 #include "util/fileio.h"
@@ -3150,6 +3151,39 @@ Test(state, signal_calls_and_starvation_are_kept_per_login)
     cr_expect_eq(state_signals_starved(s, "tbzz9999"), 8000);
     state_set_signals_starved(s, "tbzz9999", 0);
     cr_expect_eq(state_signals_starved(s, "tbzz9999"), 0);
+    state_close(s);
+}
+
+/* The alert budget's last call is the round robin's: a signal's look
+ * after it does not push the next routine call a spacing later; and the
+ * calls kept free for signals follow the rate of the last hour. */
+Test(state, the_alert_budget_counts_its_spacing_from_the_last_routine_call)
+{
+    struct state *s = open_ok();
+    state_record_call(s, "tbzz9999", PLATFORM_ALERT, 10000);
+    state_record_call(s, "tbzz9999", PLATFORM_ALERT, 10100);
+    state_record_signal_call(s, "tbzz9999", 10100);
+    state_record_call(s, "tbzz9999", PLATFORM_ALERT, 10200);
+    state_record_call(s, "tbzz9999", PLATFORM_ALERT, 10200);
+    state_record_signal_call(s, "tbzz9999", 10200);
+    struct sched_budget b = budget_read(s, "tbzz9999", PLATFORM_ALERT, 10300);
+    cr_expect_eq(b.used, 4);
+    cr_expect_eq(b.last_call, 10200, "one of the two calls at 10200 was routine");
+    state_record_signal_call(s, "tbzz9999", 10250);
+    state_record_call(s, "tbzz9999", PLATFORM_ALERT, 10250);
+    state_record_signal_call(s, "tbzz9999", 10260);
+    state_record_call(s, "tbzz9999", PLATFORM_ALERT, 10260);
+    b = budget_read(s, "tbzz9999", PLATFORM_ALERT, 10300);
+    cr_expect_eq(b.last_call, 10200, "signal calls after it do not count");
+    cr_expect_eq(state_last_call(s, "tbzz9999", PLATFORM_ALERT), 10260);
+    cr_expect_eq(budget_headroom(s, "tbzz9999", 10300), 1, "4 signal calls: one kept free");
+    cr_expect_eq(budget_headroom(s, "tbzz9999", 10300 + 3600), 0, "an hour without: none");
+    for (int i = 0; i < 20; i++)
+        state_record_signal_call(s, "tbzz9999", 10270 + i);
+    cr_expect_eq(budget_headroom(s, "tbzz9999", 10300), 4, "24 signal calls: four");
+    for (int i = 0; i < 20; i++)
+        state_record_signal_call(s, "tbzz9999", 10290 + i);
+    cr_expect_eq(budget_headroom(s, "tbzz9999", 10400), BUDGET_HEADROOM_MAX);
     state_close(s);
 }
 

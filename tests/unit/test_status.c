@@ -824,8 +824,9 @@ Test(status, times_of_another_day_carry_the_date_and_long_spans_hours_or_days)
 }
 
 /* With signals (the default; the other tests turn them off to check the
- * round robin's arithmetic alone): the round robin runs 9 calls an hour,
- * the bound is shown, and each device's last reading and signal. */
+ * round robin's arithmetic alone): the round robin leaves free as many
+ * calls as signals took in the last hour, the bound is shown, and each
+ * device's last reading and signal. */
 Test(status, signals_show_the_readings_the_bound_and_the_calls)
 {
     cfg->accounts[0].signals = true;
@@ -848,10 +849,12 @@ Test(status, signals_show_the_readings_the_bound_and_the_calls)
     expect_line(r.text, "  of those, 1 for signals and 3 for the round robin");
     expect_line(r.text, "  signals have waited for alert calls since 10:00 (2 h ago) (a read-only "
                         "login ID adds 12 calls an hour)");
-    /* 3 polled devices (one is excluded) at 600 s (the round robin's 6
-     * calls an hour): 30 min; the bound 1.5 rounds + 600 s. */
+    /* 3 polled devices (one is excluded) at 360 s (one signal call in the
+     * last hour: the round robin makes 10 calls an hour): 18 min; the
+     * bound counts with the most headroom (6 calls an hour, 600 s): 1.5
+     * rounds + 600 s. */
     expect_line(r.text, "  4 devices: a signal is looked at within minutes; without one, each "
-                        "about every 30 min, and never more than 55 min apart (next polls are "
+                        "about every 18 min, and never more than 55 min apart (next polls are "
                         "estimates)");
     expect_line(r.text, "      reading 11:59 (1 min ago): ch1 9.4 (above its limit), ch2 error "
                         "value; battery 2");

@@ -729,6 +729,36 @@ Test(watch, a_slow_ramp_leaves_the_band)
     }
 }
 
+/* An excursion lasts while a channel is out of its band on a side no
+ * known limit watches, whatever a poll found: poll.c keeps such a device
+ * hot. A known limit on that side, or an error value, ends it. */
+Test(watch, an_excursion_lasts_while_a_value_is_out_of_its_band_without_a_limit)
+{
+    struct watch w = {0};
+    struct watch_limit none = {0}, lower = {.has_lower = true, .lower = -90.0},
+                       upper = {.has_upper = true, .upper = -60.0};
+    long long t = T0;
+    for (int i = 0; i < 16; i++, t += 60)
+        take1(&w, t, i % 2 ? "-80.1" : "-79.9", NULL, NULL, NULL);
+    cr_assert_not(watch_excursion(&w, &none, 1), "ordinary noise");
+    take1(&w, t, "-75.0", NULL, NULL, NULL);
+    t += 60;
+    cr_assert(watch_excursion(&w, &none, 1), "out of the band");
+    cr_assert(watch_excursion(&w, NULL, 0), "no limits at all");
+    cr_assert(watch_excursion(&w, &lower, 1), "above, and only a lower limit known");
+    cr_assert_not(watch_excursion(&w, &upper, 1), "its upper limit is known");
+    watch_polled(&w);
+    cr_assert(watch_excursion(&w, &none, 1), "a poll does not end it");
+    take1(&w, t, "-74.0", NULL, NULL, NULL);
+    t += 60;
+    cr_assert(watch_excursion(&w, &none, 1), "still out");
+    take1(&w, t, "E01", NULL, NULL, NULL);
+    t += 60;
+    cr_assert_not(watch_excursion(&w, &none, 1), "an error value is no excursion (its own signal)");
+    take1(&w, t, "-80.0", NULL, NULL, NULL);
+    cr_assert_not(watch_excursion(&w, &none, 1), "back in its band");
+}
+
 Test(watch, band_needs_band_min_values)
 {
     struct watch w = {0};
