@@ -726,21 +726,7 @@ static int smtp_session(const struct job *j, int report_fd, struct err *e)
     snprintf(s.server, sizeof s.server, "%s:%ld", r->email.host, r->email.port);
     s.loopback = url_host_is_loopback(r->email.host);
     s.secrets = redact_new();
-    if (r->email.password) {
-        size_t ul = strlen(r->email.username), pl = strlen(r->email.password);
-        char *blob = xmalloc(ul + pl + 2); /* AUTH PLAIN's "\0user\0password" */
-        blob[0] = '\0';
-        memcpy(blob + 1, r->email.username, ul + 1);
-        memcpy(blob + ul + 2, r->email.password, pl);
-        redact_add(s.secrets, r->email.password);
-        char *b64 = redact_base64(r->email.password, pl); /* AUTH LOGIN's */
-        redact_add(s.secrets, b64);
-        free(b64);
-        b64 = redact_base64(blob, ul + pl + 2);
-        redact_add(s.secrets, b64);
-        free(b64);
-        free(blob);
-    }
+    notify_add_secrets(s.secrets, r);
 
     if (!(session = smtp_create_session()) || !(msg = smtp_add_message(session)))
         xalloc_die();
