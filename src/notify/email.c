@@ -1126,6 +1126,15 @@ struct thread_root {
     long long at;  /* its unixtime */
 };
 
+/* Sets out->kind to the kind that `root`'s lone mail has in its id
+ * (id_kind). */
+static void root_kind(struct thread_root *out, const struct event *root)
+{
+    char *kind = id_kind(root);
+    snprintf(out->kind, sizeof out->kind, "%s", kind);
+    free(kind);
+}
+
 /* The root of `ev`, one of the events of a mail (events[0..n)); false when
  * it starts a thread of its own (an alarm nobody warned of, an early
  * warning). An early warning's way back and an alarm that the warning
@@ -1140,12 +1149,14 @@ static bool thread_root(struct thread_root *out, const struct event *ev, const s
     int channel = reading ? ev->channel : !strncmp(ev->kind, "ch", 2) ? atoi(ev->kind + 2) : 0;
     out->serial = ev->serial;
     if (reading && ev->recovers) {
-        snprintf(out->kind, sizeof out->kind, "reading-ch%d", channel);
+        root_kind(out, ev);
         out->at = ev->recovers;
         return true;
     }
     if (!reading && channel > 0 && ev->early_warning) {
-        snprintf(out->kind, sizeof out->kind, "reading-ch%d", channel);
+        char kind[] = "reading";
+        struct event warning = {.kind = kind, .channel = channel};
+        root_kind(out, &warning);
         out->at = ev->early_warning;
         return true;
     }
@@ -1160,7 +1171,7 @@ static bool thread_root(struct thread_root *out, const struct event *ev, const s
             break;
         }
     }
-    snprintf(out->kind, sizeof out->kind, "%s", ev->kind);
+    root_kind(out, ev);
     out->at = ev->recovers;
     return true;
 }
