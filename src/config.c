@@ -1055,7 +1055,7 @@ static bool carry_on(const struct lookup *lk, const struct err *e)
     if (!lk->errors)
         return false;
     schema_errors_add(lk->errors, e->msg);
-    return lk->errors->n < SCHEMA_ERRORS_MAX;
+    return lk->errors->n <= SCHEMA_ERRORS_MAX;
 }
 
 static int str_cmp(const void *a, const void *b)
@@ -1212,7 +1212,7 @@ static int load_rules(struct config *cfg, struct lookup *lk, struct err *e)
     for (size_t i = 0; i < n; i++) {
         if (load_rule_file(cfg, lk, names[i], e) < 0) {
             failed = true;
-            if (!lk->errors || lk->errors->n >= SCHEMA_ERRORS_MAX)
+            if (!lk->errors || lk->errors->n > SCHEMA_ERRORS_MAX)
                 goto out;
         }
     }
@@ -1320,13 +1320,22 @@ int config_load(struct config **out, const char *path, struct err *e)
     return load(out, NULL, path, e);
 }
 
-int config_load_all(struct config **out, char **errors, const char *path, struct err *e)
+int config_load_all(struct config **out, char **errors, bool *more, const char *path, struct err *e)
 {
     struct schema_errors list = {0};
     *errors = NULL;
+    *more = false;
     int rc = load(out, &list, path, e);
     if (rc < 0 && list.n) {
         *errors = buf_steal(&list.lines);
+        /* One more than shown was collected only to know there were more. */
+        if (list.n > SCHEMA_ERRORS_MAX) {
+            char *cut = *errors;
+            for (size_t i = 0; i < SCHEMA_ERRORS_MAX; i++)
+                cut = strchr(cut, '\n') + 1;
+            *cut = '\0';
+            *more = true;
+        }
         list.n = 0;
         /* `e` has the last mistake found; the first is the one to fix first. */
         err_set(e, "%.*s", (int)strcspn(*errors, "\n"), *errors);

@@ -237,9 +237,11 @@ int config_load(struct config **out, const char *path, struct err *e);
  * SCHEMA_ERRORS_MAX (50) of them. A configuration file with a mistake is
  * not checked further against its rule files, whose receivers it may not
  * have read. On failure *errors (the caller frees) holds every mistake
- * found, one "FILE:LINE:COL: ..." line each, in the order found, and `e`
- * the first; on success *errors is NULL. */
-int config_load_all(struct config **out, char **errors, const char *path, struct err *e);
+ * found, up to SCHEMA_ERRORS_MAX, one "FILE:LINE:COL: ..." line each, in
+ * the order found, *more is true when there were more than that, and `e`
+ * holds the first; on success *errors is NULL and *more false. */
+int config_load_all(struct config **out, char **errors, bool *more, const char *path,
+                    struct err *e);
 
 void config_free(struct config *c);
 

@@ -352,14 +352,14 @@ static int cmd_check(const struct globals *g, int argc, char **argv)
     /* Every mistake at once, not one a round (config_load_all). */
     struct err e;
     char *errors = NULL;
-    if (config_load_all(&c, &errors, g->config_path, &e) < 0) {
-        size_t n = 0;
-        for (char *line = errors, *nl; line && *line; line = nl + 1, n++) {
+    bool more;
+    if (config_load_all(&c, &errors, &more, g->config_path, &e) < 0) {
+        for (char *line = errors, *nl; line && *line; line = nl + 1) {
             nl = strchr(line, '\n');
             *nl = '\0';
             log_plain(LOG_ERROR, "%s", line);
         }
-        if (n >= SCHEMA_ERRORS_MAX)
+        if (more)
             log_plain(LOG_ERROR, "%s: stopped after %d mistakes; fix these and check again",
                       g->config_path, SCHEMA_ERRORS_MAX);
         free(errors);

@@ -104,7 +104,7 @@ void schema_pop(struct schema_doc *d, size_t mark)
 
 void schema_errors_add(struct schema_errors *list, const char *msg)
 {
-    if (list->n >= SCHEMA_ERRORS_MAX)
+    if (list->n > SCHEMA_ERRORS_MAX)
         return;
     if (!list->n)
         buf_init(&list->lines, 0);
@@ -125,7 +125,7 @@ void schema_collect(struct schema_doc *d, struct schema_errors *list)
 
 bool schema_carry_on(const struct schema_doc *d)
 {
-    return d->errors && d->errors->n < SCHEMA_ERRORS_MAX;
+    return d->errors && d->errors->n <= SCHEMA_ERRORS_MAX;
 }
 
 /* "FILE:LINE:COL: KEY: message" in c->e, and in the list of every mistake

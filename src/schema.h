@@ -176,15 +176,16 @@ void schema_pop(struct schema_doc *d, size_t mark);
 
 /* Every mistake of one pass over one or more files, for `wsrelay check`:
  * the messages, a line each, in the order found, at most
- * SCHEMA_ERRORS_MAX. Zeroed is empty. */
+ * SCHEMA_ERRORS_MAX + 1: the first SCHEMA_ERRORS_MAX are shown, one more
+ * tells that there were more than that. Zeroed is empty. */
 #define SCHEMA_ERRORS_MAX 50
 struct schema_errors {
     struct buf lines; /* valid when n > 0 */
     size_t n;
 };
 
-/* Adds a message (one line, without its newline); past SCHEMA_ERRORS_MAX,
- * nothing. */
+/* Adds a message (one line, without its newline); past SCHEMA_ERRORS_MAX +
+ * 1, nothing. */
 void schema_errors_add(struct schema_errors *list, const char *msg);
 
 /* Frees the lines; accepts NULL. */
@@ -193,7 +194,7 @@ void schema_errors_free(struct schema_errors *list);
 /* From now on, every message of `d` goes to `list` too (which must outlive
  * the reading), and schema_parse goes on after a mistake to find the next:
  * a key that is wrong is left out and the others read, an item of a list
- * that is wrong is left out and the next read, until SCHEMA_ERRORS_MAX. A
+ * that is wrong is left out and the next read, until SCHEMA_ERRORS_MAX + 1. A
  * mapping with a mistake skips its schema's check and finish (they would
  * see keys missing). schema_parse still returns -1 when anything was
  * wrong, with the last message in `e`. */

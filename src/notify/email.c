@@ -726,21 +726,7 @@ static int smtp_session(const struct job *j, int report_fd, struct err *e)
     snprintf(s.server, sizeof s.server, "%s:%ld", r->email.host, r->email.port);
     s.loopback = url_host_is_loopback(r->email.host);
     s.secrets = redact_new();
-    if (r->email.password) {
-        size_t ul = strlen(r->email.username), pl = strlen(r->email.password);
-        char *blob = xmalloc(ul + pl + 2); /* AUTH PLAIN's "\0user\0password" */
-        blob[0] = '\0';
-        memcpy(blob + 1, r->email.username, ul + 1);
-        memcpy(blob + ul + 2, r->email.password, pl);
-        redact_add(s.secrets, r->email.password);
-        char *b64 = redact_base64(r->email.password, pl); /* AUTH LOGIN's */
-        redact_add(s.secrets, b64);
-        free(b64);
-        b64 = redact_base64(blob, ul + pl + 2);
-        redact_add(s.secrets, b64);
-        free(b64);
-        free(blob);
-    }
+    notify_add_secrets(s.secrets, r);
 
     if (!(session = smtp_create_session()) || !(msg = smtp_add_message(session)))
         xalloc_die();
@@ -1140,6 +1126,15 @@ struct thread_root {
     long long at;  /* its unixtime */
 };
 
+/* Sets out->kind to the kind that `root`'s lone mail has in its id
+ * (id_kind). */
+static void root_kind(struct thread_root *out, const struct event *root)
+{
+    char *kind = id_kind(root);
+    snprintf(out->kind, sizeof out->kind, "%s", kind);
+    free(kind);
+}
+
 /* The root of `ev`, one of the events of a mail (events[0..n)); false when
  * it starts a thread of its own (an alarm nobody warned of, an early
  * warning). An early warning's way back and an alarm that the warning
@@ -1154,12 +1149,14 @@ static bool thread_root(struct thread_root *out, const struct event *ev, const s
     int channel = reading ? ev->channel : !strncmp(ev->kind, "ch", 2) ? atoi(ev->kind + 2) : 0;
     out->serial = ev->serial;
     if (reading && ev->recovers) {
-        snprintf(out->kind, sizeof out->kind, "reading-ch%d", channel);
+        root_kind(out, ev);
         out->at = ev->recovers;
         return true;
     }
     if (!reading && channel > 0 && ev->early_warning) {
-        snprintf(out->kind, sizeof out->kind, "reading-ch%d", channel);
+        char kind[] = "reading";
+        struct event warning = {.kind = kind, .channel = channel};
+        root_kind(out, &warning);
         out->at = ev->early_warning;
         return true;
     }
@@ -1174,7 +1171,7 @@ static bool thread_root(struct thread_root *out, const struct event *ev, const s
             break;
         }
     }
-    snprintf(out->kind, sizeof out->kind, "%s", ev->kind);
+    root_kind(out, ev);
     out->at = ev->recovers;
     return true;
 }

@@ -38,8 +38,7 @@ unsigned notify_pace_ms(enum receiver_type type)
     return n ? n->pace_ms : 0;
 }
 
-/* Adds every secret of a receiver's configuration to `secrets`. */
-static void receiver_add_secrets(struct redact *secrets, const struct receiver_conf *r)
+void notify_add_secrets(struct redact *secrets, const struct receiver_conf *r)
 {
     switch (r->type) {
     case RECEIVER_WEBHOOK:
@@ -48,7 +47,24 @@ static void receiver_add_secrets(struct redact *secrets, const struct receiver_c
             redact_add_header(secrets, r->webhook.headers[i].value);
         break;
     case RECEIVER_EMAIL:
-        redact_add(secrets, r->email.password);
+        if (r->email.password) {
+            /* AUTH LOGIN sends the password in base64, AUTH PLAIN
+             * "\0user\0password" in base64. */
+            const char *user = r->email.username ? r->email.username : "";
+            size_t ul = strlen(user), pl = strlen(r->email.password);
+            char *blob = xmalloc(ul + pl + 2);
+            blob[0] = '\0';
+            memcpy(blob + 1, user, ul + 1);
+            memcpy(blob + ul + 2, r->email.password, pl);
+            redact_add(secrets, r->email.password);
+            char *b64 = redact_base64(r->email.password, pl);
+            redact_add(secrets, b64);
+            free(b64);
+            b64 = redact_base64(blob, ul + pl + 2);
+            redact_add(secrets, b64);
+            free(b64);
+            free(blob);
+        }
         break;
     case RECEIVER_SLACK:
         redact_add_url(secrets, r->slack.url);
@@ -64,7 +80,7 @@ static void receiver_add_secrets(struct redact *secrets, const struct receiver_c
 static struct redact *receiver_secrets(const struct receiver_conf *r)
 {
     struct redact *secrets = redact_new();
-    receiver_add_secrets(secrets, r);
+    notify_add_secrets(secrets, r);
     return secrets;
 }
 
@@ -72,7 +88,7 @@ struct redact *notify_secrets(const struct config *c)
 {
     struct redact *secrets = redact_new();
     for (size_t i = 0; i < c->n_receivers; i++)
-        receiver_add_secrets(secrets, &c->receivers[i]);
+        notify_add_secrets(secrets, &c->receivers[i]);
     for (size_t i = 0; i < c->n_accounts; i++) {
         redact_add(secrets, c->accounts[i].api_key);
         redact_add(secrets, c->accounts[i].login_pass);

@@ -81,8 +81,8 @@ extern const struct notifier notifier_teams;
 /* Sends message `m` to receiver `r`. Returns 0 when the far end accepted
  * it; -1 with the reason in `e` (prefixed with the receiver's name) and the
  * details in `res` otherwise. The receiver's secrets (URL and its parts,
- * header values, the SMTP password) are redacted from res->answer and
- * e->msg (util/redact.h). */
+ * header values, the SMTP password and its base64 forms) are redacted
+ * from res->answer and e->msg (util/redact.h). */
 int notify_send(const struct notify_env *env, const struct receiver_conf *r,
                 const struct notify_message *m, struct notify_result *res, struct err *e);
 
@@ -93,6 +93,12 @@ int notify_send(const struct notify_env *env, const struct receiver_conf *r,
  * template that cannot be rendered fits all (its send will say why). */
 size_t notify_fit(const struct notify_env *env, const struct receiver_conf *r,
                   const struct notify_message *m);
+
+/* Adds every secret of receiver `r`'s configuration to `secrets`: a URL
+ * and its parts (redact_add_url), header values (redact_add_header), an
+ * SMTP password and the two base64 forms in which SMTP AUTH sends it
+ * (LOGIN: the password; PLAIN: "\0user\0password"). */
+void notify_add_secrets(struct redact *secrets, const struct receiver_conf *r);
 
 /* Every secret of configuration `c`, as notify_send redacts a receiver's,
  * for all its receivers together, with each account's API key and

@@ -489,12 +489,66 @@ bool redact_is_token(const char *part)
     return is_token(part, strlen(part));
 }
 
-/* Adds s[0..len) when it could be a token, as it is or percent-decoded. */
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* True when s[0..len) is a date "YYYY-MM-DD" ("api-version=2016-06-01"). */
+static bool is_date(const char *s, size_t len)
+{
+    static const char shape[] = "0000-00-00";
+    if (len != sizeof shape - 1)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (shape[i] == '-' ? s[i] != '-' : !is_digit(s[i]))
+            return false;
+    return true;
+}
+
+/* True when s[0..len) is a path of words ("/triggers/manual/run", Teams'
+ * "sp" value decoded): a '/' first and no segment that could be a token. */
+static bool is_word_path(const char *s, size_t len)
+{
+    if (!len || s[0] != '/')
+        return false;
+    for (size_t i = 1; i <= len;) {
+        size_t j = i;
+        while (j < len && s[j] != '/')
+            j++;
+        if (is_token(s + i, j - i))
+            return false;
+        i = j + 1;
+    }
+    return true;
+}
+
+/* True when s[0..len) is a mail address ("alerts@example.com"): one '@'
+ * between letters, digits and "._+-", and a '.' in the domain. */
+static bool is_address(const char *s, size_t len)
+{
+    const char *at = memchr(s, '@', len);
+    if (!at || at == s || !memchr(at, '.', len - (size_t)(at - s)))
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        bool ok = is_lower(s[i]) || is_upper(s[i]) || is_digit(s[i]) || strchr("._+-", s[i]) ||
+                  s + i == at;
+        if (!ok || !s[i])
+            return false;
+    }
+    return true;
+}
+
+/* Adds s[0..len) with its runs when it could be a token, as it is or
+ * percent-decoded, and is plainly none of what a URL holds besides
+ * tokens: a date, a path of words, a mail address. Their runs would be
+ * ordinary words ("triggers", "example.") that messages need. */
 static void add_if_token(struct redact *r, const char *s, size_t len)
 {
     size_t n;
     char *dec = percent_decoded(s, len, &n);
-    if (is_token(s, len) || is_token(dec, n))
+    bool plain = is_date(dec, n) || is_word_path(dec, n) || is_address(dec, n);
+    if (!plain && (is_token(s, len) || is_token(dec, n)))
         add_len(r, s, len, true);
     free(dec);
 }
@@ -543,7 +597,9 @@ void redact_add_url(struct redact *r, const char *url)
     if (at) {
         size_t user_len = strcspn(authority, ":@");
         size_t info_len = (size_t)(at - authority);
-        add_len(r, authority, info_len, true);
+        /* Whole only: the user name is often an address, whose runs
+         * are host words. The password counts with its runs. */
+        add_len(r, authority, info_len, false);
         add_if_token(r, authority, user_len);
         if (authority[user_len] == ':')
             add_len(r, authority + user_len + 1, info_len - user_len - 1, true);

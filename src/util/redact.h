@@ -54,9 +54,13 @@ void redact_add(struct redact *r, const char *secret);
  * together, the path alone and the query alone); the userinfo, its
  * password and the userinfo in base64 (as "Authorization: Basic" sends it);
  * and every path segment, query name and value, fragment and user name that
- * could be a token (redact_is_token). The userinfo, the password and the
- * token parts count with their runs of REDACT_RUN_MIN bytes; the rest whole
- * only. Text that is not a URL is added as with redact_add. NULL: nothing. */
+ * could be a token (redact_is_token) and is not plainly a date
+ * ("2016-06-01"), a path of words (Teams' "sp=%2Ftriggers%2Fmanual%2Frun")
+ * or a mail address ("alerts%40example.com"). The password, the userinfo in
+ * base64 and the token parts count with their runs of REDACT_RUN_MIN bytes;
+ * the rest (the userinfo, a user name that is an address) whole only, so
+ * that "example." or "triggers" stay in messages. Text that is not a URL is
+ * added as with redact_add. NULL: nothing. */
 void redact_add_url(struct redact *r, const char *url);
 
 /* Adds a header value: whole; what follows its first word when that word

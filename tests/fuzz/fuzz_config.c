@@ -43,13 +43,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *errors = NULL;
     struct err first;
     c = NULL;
-    if (config_load_all(&c, &errors, path, &first) != rc)
+    bool more;
+    if (config_load_all(&c, &errors, &more, path, &first) != rc)
         abort();
     config_free(c);
     size_t lines = 0;
     for (const char *line = errors; line && *line; line = strchr(line, '\n') + 1)
         lines++;
-    if (lines > SCHEMA_ERRORS_MAX || (rc < 0) != (lines > 0))
+    if (lines > SCHEMA_ERRORS_MAX || (rc < 0) != (lines > 0) || (more && lines < SCHEMA_ERRORS_MAX))
         abort();
     if (rc < 0 && strcmp(first.msg, e.msg) != 0)
         abort(); /* the first mistake is the one config_load reports */

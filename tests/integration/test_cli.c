@@ -250,7 +250,8 @@ Test(cli, check_reports_a_repeated_name_beside_the_mistake_of_its_item)
 
 /* A file that is nothing but mistakes: the first 50 are listed, then
  * where it stopped. */
-Test(cli, check_stops_after_fifty_mistakes)
+/* `wsrelay check` of an account with `n` unknown keys, n mistakes. */
+static struct result check_wrong_keys(int n)
 {
     struct buf b;
     buf_init(&b, 0);
@@ -259,16 +260,42 @@ Test(cli, check_stops_after_fifty_mistakes)
                  "    api_key: k\n"
                  "    login_id: tbzz9999\n"
                  "    login_pass: secret\n");
-    for (int i = 0; i < 80; i++)
+    for (int i = 0; i < n; i++)
         buf_printf(&b, "    wrong_%d: x\n", i);
     buf_puts(&b, "receivers:\n"
                  "  - name: console\n"
                  "    file: {path: \"-\"}\n");
     struct result r = check(buf_str(&b));
     buf_free(&b);
+    return r;
+}
+
+Test(cli, check_stops_after_fifty_mistakes)
+{
+    struct result r = check_wrong_keys(80);
     cr_assert_eq(r.status, 2);
     cr_assert_eq(lines_of(r.err), 51, "%s", r.err);
     cr_assert(strstr(r.err, "wsrelay.yaml:55:5: accounts[0]: unknown key 'wrong_49'"), "%s", r.err);
+    cr_assert_null(strstr(r.err, "wrong_50"), "%s", r.err);
+    cr_assert(strstr(r.err, "stopped after 50 mistakes"), "%s", r.err);
+    result_free(&r);
+}
+
+/* Exactly 50 mistakes are all listed, with no word of stopping; 51 show
+ * the first 50 and where it stopped. */
+Test(cli, check_says_it_stopped_only_past_fifty_mistakes)
+{
+    struct result r = check_wrong_keys(50);
+    cr_assert_eq(r.status, 2);
+    cr_assert_eq(lines_of(r.err), 50, "%s", r.err);
+    cr_assert(strstr(r.err, "unknown key 'wrong_49'"), "%s", r.err);
+    cr_assert_null(strstr(r.err, "stopped after"), "%s", r.err);
+    result_free(&r);
+
+    r = check_wrong_keys(51);
+    cr_assert_eq(r.status, 2);
+    cr_assert_eq(lines_of(r.err), 51, "%s", r.err);
+    cr_assert(strstr(r.err, "unknown key 'wrong_49'"), "%s", r.err);
     cr_assert_null(strstr(r.err, "wrong_50"), "%s", r.err);
     cr_assert(strstr(r.err, "stopped after 50 mistakes"), "%s", r.err);
     result_free(&r);

@@ -269,6 +269,38 @@ Test(fault_http, test_receiver_redacts_every_configured_secret)
     free(test);
 }
 
+/* A webhook whose far end echoes the AUTH PLAIN blob that another,
+ * email, receiver sends ("\0mailer\0Sm7pW-q2xLr9" in base64), and its
+ * AUTH LOGIN form: test-receiver redacts both, as the email receiver's own
+ * errors do. */
+Test(fault_http, test_receiver_redacts_another_email_receivers_smtp_auth_forms)
+{
+    static const struct rawhttp_reply reply = {
+        .head = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n\r\n"
+                "echo: AUTH PLAIN AG1haWxlcgBTbTdwVy1xMnhMcjk= then U203cFctcTJ4THI5 :end"};
+    S = rawhttp_start(&reply, 1, 60);
+    char *receivers = xasprintf("  - name: hook\n"
+                                "    webhook: {url: \"%s/in\"}\n"
+                                "    timeout: 5s\n"
+                                "  - name: mail\n"
+                                "    email:\n"
+                                "      host: 127.0.0.1\n"
+                                "      from: relay@example.org\n"
+                                "      to: oncall@example.org\n"
+                                "      username: mailer\n"
+                                "      password: \"Sm7pW-q2xLr9\"\n",
+                                rawhttp_url(S));
+    relay_config(&R, NULL, receivers);
+    free(receivers);
+    char *test = wsrelay("test-receiver", "hook", NULL);
+    cr_assert_not_null(strstr(test, "test notification NOT accepted"), "%s", test);
+    cr_assert_not_null(strstr(test, "echo: AUTH PLAIN [redacted] then [redacted] :end"), "%s",
+                       test);
+    const char *const part[] = {"AG1haWxlcgBTbTdwVy1xMnhMcjk", "U203cFctcTJ4THI5", NULL};
+    assert_none(test, part, "test-receiver");
+    free(test);
+}
+
 /* Runs `wsrelay run --now NOW` and returns how long it took (seconds);
  * *status its exit status, *err its stderr (caller frees). The run may
  * take up to `limit_s` before the test fails. */

@@ -381,7 +381,10 @@ Test(status_cli, an_unreadable_state_file_is_a_problem)
 /* The user that the state directory is given to, as the service's own. */
 #define OWNER 65534 /* nobody */
 
-/* Gives R.dir, where the state is, to OWNER; the test needs root. */
+/* Gives R.dir, where the state is, to OWNER; the test needs root. It
+ * skips when run as another user, but CI runs the suite as root (.ci/run,
+ * which also installs the package with apt-get), so the two ownership
+ * tests below always run there. */
 static void give_state_dir_away(void)
 {
     if (geteuid() != 0)

@@ -163,6 +163,23 @@ Test(redact, any_eight_bytes_in_a_row_of_a_password_or_token)
           "hooks.example.org says Bearer tokens expire");
 }
 
+/* Only the password and the real tokens of a URL count with their runs: a
+ * user name that is an address, a date and a path of words are looked for
+ * whole, so that the host and the words of messages stay. */
+Test(redact, runs_of_the_password_and_tokens_not_of_addresses_dates_and_paths)
+{
+    R = redact_new();
+    redact_add_url(R, "https://alerts%40example.com:Pw7-qZ93xLm2@hooks.example.com/in");
+    redact_add_url(R, TEAMS);
+    check("POST https://hooks.example.com/in: 503", "POST https://hooks.example.com/in: 503");
+    check("user alerts@example.com unknown", "user alerts@example.com unknown");
+    check("login alerts@example.com:Pw7-qZ93xLm2 failed", "login [redacted] failed");
+    check("bad password 7-qZ93xLm", "bad password [redacted]");
+    check("no trigger at /triggers/manual/run", "no trigger at /triggers/manual/run");
+    check("api-version 2016-06-01 is retired", "api-version 2016-06-01 is retired");
+    check("bad sig …fGhIjKlMnOpQ…", "bad sig …[redacted]…");
+}
+
 Test(redact, a_userinfo_in_base64_as_basic_authentication_sends_it)
 {
     R = redact_new();
