@@ -309,21 +309,22 @@ static bool add_keys(struct json_object *have, struct json_object *keys, long lo
 }
 
 /* Merges the journal's `keys` (may be NULL) and `floor` into the file's
- * document `doc`; keys below the resulting floor go. True when `doc`
- * changed. */
+ * document `doc`; keys below the journal's floor (a prune's) go. Keys
+ * below the file's own floor stay: a floor set from a lost file's mark
+ * lies above entries still in the log, which poll marks seen so that they
+ * do not count as stale at every poll (and a later prune drops them).
+ * True when `doc` changed. */
 static bool merge(struct json_object *doc, struct json_object *keys, long long floor)
 {
     bool changed = false;
-    long long have_floor = int_member(doc, "floor", 0);
-    if (floor > have_floor) {
+    if (floor > int_member(doc, "floor", 0)) {
         jsonv_put_int(doc, "floor", floor);
-        have_floor = floor;
         changed = true;
     }
     struct json_object *have = child_object(doc, "seen");
-    if (keys && add_keys(have, keys, have_floor))
+    if (keys && add_keys(have, keys, floor))
         changed = true;
-    return drop_below(have, have_floor) > 0 || changed;
+    return drop_below(have, floor) > 0 || changed;
 }
 
 /* The names of `obj`, added to the set `names`. */
