@@ -174,6 +174,8 @@ struct state {
     bool fleet_strict;  /* state_peek: a missing fleet file fails the load, which
                            it tries again (a save may have just replaced it),
                            rather than being relearnt */
+    long long now;      /* the run's time, from state_clamp_clock; 0: not
+                           given (time() then bounds a mark, seen.c) */
     bool rebase;        /* a native entry was removed, or a save failed after
                            entries took their texts: the next save writes the
                            whole fleet file anew rather than a record */

@@ -70,6 +70,11 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+
+/* How far ahead of the run's clock a device may date an entry and still
+ * raise its mark: a device clock a little fast, never one set years ahead. */
+#define MARK_SKEW 3600
 
 /* Splits a seen key "UNIXTIME/KIND"; -1 when it has another form. */
 static int parse_seen_key(const char *key, long long *unixtime)
@@ -133,13 +138,28 @@ static struct json_object *journal_keys(const struct state *s, const char *seria
     return member(section(s, &state_section_seen), serial, json_type_object);
 }
 
+/* The highest mark there can be: the run's time and MARK_SKEW. An entry
+ * the log dates later (a device clock set years ahead) must not make every
+ * real alarm of its device count as handled once its file is lost. */
+static long long mark_bound(const struct state *s)
+{
+    return (s->now ? s->now : (long long)time(NULL)) + MARK_SKEW;
+}
+
+/* The mark of `serial` (0: none), no higher than mark_bound: a state
+ * written before marks were bounded may hold one further ahead. */
 static long long mark_of(const struct state *s, const char *serial)
 {
-    return int_member(section(s, &state_section_marks), serial, 0);
+    long long mark = int_member(section(s, &state_section_marks), serial, 0);
+    long long bound = mark_bound(s);
+    return mark > bound ? bound : mark;
 }
 
 static void raise_mark(const struct state *s, const char *serial, long long t)
 {
+    long long bound = mark_bound(s);
+    if (t > bound)
+        t = bound;
     if (t > mark_of(s, serial))
         jsonv_put_int(section(s, &state_section_marks), serial, t);
 }
@@ -420,8 +440,20 @@ static int check_marks(struct json_object *marks, struct err *e)
     return check_ints(marks, "marks", e);
 }
 
+/* A mark further ahead than the bound (seen.c's mark_bound) comes down to
+ * it, as raise_mark would have kept it. */
+static void clamp_marks(struct json_object *marks, const struct state_clamp *to)
+{
+    struct json_object_iterator it = json_object_iter_begin(marks);
+    struct json_object_iterator end = json_object_iter_end(marks);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+        if (json_object_get_int64(json_object_iter_peek_value(&it)) > to->now + MARK_SKEW)
+            json_object_set_int64(json_object_iter_peek_value(&it), to->now + MARK_SKEW);
+}
+
 const struct state_section state_section_marks = {
     .name = "marks",
     .type = json_type_object,
     .check = check_marks,
+    .clamp = clamp_marks,
 };

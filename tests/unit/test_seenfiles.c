@@ -746,3 +746,42 @@ Test(seenfiles, a_state_of_the_release_before_device_files_gets_its_marks)
     free(text);
     free(b);
 }
+
+/* An entry dated years ahead (a device clock set wrong) raises the mark no
+ * further than the run's clock and a little skew, and a mark that far ahead
+ * in a state already written is brought down the same way: a lost file
+ * then counts as handled what was handled, not every real alarm until 2099
+ * (before: the mark stayed at the 2099 entry). */
+Test(seenfiles, a_mark_is_never_far_ahead_of_the_clock)
+{
+    struct state *s = open_ok();
+    state_clamp_clock(s, 1795000000, 0);
+    state_mark_seen(s, "A", 1795000100, "ch1");
+    state_mark_seen(s, "A", 4070908800, "ch1"); /* 2099-01-01 */
+    save_ok(s);
+    save_ok(s);
+    state_close(s);
+    char *text = slurp(path);
+    cr_expect_null(strstr(text, "4070908800"), "%s", text);
+    free(text);
+    char *a = file_of("A");
+    spew(a, "{");
+    s = open_ok();
+    state_clamp_clock(s, 1795000600, 0);
+    long long floor = state_seen_floor(s, "A");
+    cr_expect(floor > 1795000100 && floor <= 1795000000 + 86400, "floor %lld", floor);
+    state_close(s);
+
+    spew(path,
+         "{\"version\":2,\"next_id\":1,\"seen\":{},\"floors\":{},\"marks\":{\"B\":4070908800},"
+         "\"outbox\":[]}\n");
+    char *b = file_of("B");
+    spew(b, "{");
+    s = open_ok();
+    state_clamp_clock(s, 1795000600, 0);
+    floor = state_seen_floor(s, "B");
+    cr_expect(floor > 1795000000 && floor <= 1795000600 + 86400, "floor %lld", floor);
+    state_close(s);
+    free(b);
+    free(a);
+}
