@@ -248,8 +248,9 @@ void state_set_discovered(struct state *s, const char *account, long long now);
  * last_poll, last_ok and refused_until from the caller. Then drops the
  * history of serials that are neither in the list nor named by an outbox
  * item and whose first_known, last_poll and last_ok are all more than 30
- * days before `now`. Does not set the discovery time (state_set_discovered
- * does). */
+ * days before `now`, and the seen mark of such a serial that no other
+ * account knows (its device file stays). Does not set the discovery time
+ * (state_set_discovered does). */
 void state_set_devices(struct state *s, const char *account, const struct state_device *devs,
                        size_t n, long long now);
 

@@ -47,16 +47,25 @@
  * after a flush are none: every entry of its log would be sent again (up
  * to 20, a whole page of alarms at 3 a.m.). So the state file keeps, per
  * serial, a high-water mark ("marks", never flushed out): the newest
- * unixtime it marked seen, or its floor less one when that is higher. A
- * lost file is replaced by one whose floor is just above the mark, with a
+ * unixtime it marked seen, or its floor less one when that is higher, but
+ * never above the run's clock plus MARK_SKEW (a device clock set years
+ * ahead must not make every later real alarm count as handled). A lost
+ * file is replaced by one whose floor is just above the mark, with a
  * warning: every entry up to the newest one handled counts as seen, and
- * nothing older is sent again. What that costs: an entry the platform
+ * nothing older is sent again. Entries still in the log below that floor
+ * are marked seen when next polled (poll.c), and their keys are kept
+ * though below the file's floor (merge), so that they do not look like an
+ * older copy of the log at every poll. A serial's mark is raised by what
+ * this run marks seen or prunes, and from its file and journal once, when
+ * the file is loaded; it is dropped with the device's history, when the
+ * device has left its account's list for 30 days (devices.c), and comes
+ * back from its file if the device does. What that costs: an entry the platform
  * logged late, older than the newest one already handled, that reaches
  * the log only after the file was lost, is taken as seen; that needs a
  * damaged file and a late entry at once, where no mark would repeat the
  * whole log every time a file is damaged. A state written before marks
  * existed has none: a device's mark is raised to its file's newest key
- * when the file is first read, so a device polled once since the upgrade
+ * when the file is loaded, so a device polled once since the upgrade
  * is covered; one whose file is lost before that has no mark and starts
  * over as it did before (repeats, never a loss). */
 #include "state.h"
@@ -178,35 +187,51 @@ static long long newest_key(struct json_object *keys)
     return newest;
 }
 
-/* The document of `serial`'s file (NULL: it cannot be read), read on
- * first use. A file found corrupt is replaced by one whose floor is just
- * above the serial's mark (see "A lost file" above); a file read keeps the
- * mark at or above its newest key and the journal's, which gives a state
- * written before marks existed its marks. */
-static struct json_object *device_doc(const struct state *s, const char *serial)
+/* Raises the mark of `serial` to what its file `doc` and its journal
+ * hold (newest keys, floors less one): the journal's own raises already
+ * did for what this run marks, so this gives a state written before marks
+ * existed its marks, and a device whose mark was dropped (seen_forget_mark)
+ * its mark back when it is polled again. */
+static void raise_mark_from(const struct state *s, const char *serial, struct json_object *doc)
 {
-    struct json_object *doc = seen_files_get(s->files, serial);
-    if (!doc)
-        return NULL;
-    if (seen_files_take_lost(s->files, serial)) {
-        long long mark = mark_of(s, serial);
-        if (mark > 0 && mark + 1 > int_member(doc, "floor", 0)) {
-            jsonv_put_int(doc, "floor", mark + 1);
-            seen_files_touch(s->files, serial);
-            log_warn("device %s: its seen file is lost; its entries up to %lld, the newest it had "
-                     "handled (kept in the state file), count as seen and are not sent again",
-                     serial, mark);
-        } else if (mark == 0) {
-            log_warn("device %s: its seen file is lost and the state file has no mark for it "
-                     "(it was written by an older wsrelay): some of its events may be sent again",
-                     serial);
-        }
-    }
     struct json_object *keys = member(doc, "seen", json_type_object);
     struct json_object *journal = journal_keys(s, serial);
     raise_mark(s, serial, keys ? newest_key(keys) : 0);
     raise_mark(s, serial, journal ? newest_key(journal) : 0);
+    raise_mark(s, serial, int_member(doc, "floor", 0) - 1);
+    raise_mark(s, serial, int_member(section(s, &state_section_floors), serial, 0) - 1);
+}
+
+/* The document of `serial`'s file (NULL: it cannot be read), read on
+ * first use. A file found corrupt is replaced by one whose floor is just
+ * above the serial's mark (see "A lost file" above); a file read raises
+ * the mark once, as it is loaded (raise_mark_from). */
+static struct json_object *device_doc(const struct state *s, const char *serial)
+{
+    bool lost = false;
+    struct json_object *doc = seen_files_get(s->files, serial);
+    if (!doc || !seen_files_take_new(s->files, serial, &lost))
+        return doc;
+    long long mark = mark_of(s, serial);
+    if (lost && mark > 0 && mark + 1 > int_member(doc, "floor", 0)) {
+        jsonv_put_int(doc, "floor", mark + 1);
+        seen_files_touch(s->files, serial);
+        log_warn("device %s: its seen file is lost; its entries up to %lld, the newest it had "
+                 "handled (kept in the state file), count as seen and are not sent again",
+                 serial, mark);
+    } else if (lost && mark == 0) {
+        log_warn("device %s: its seen file is lost and the state file has no mark for it "
+                 "(written by an older wsrelay, or the device had left its account's list for "
+                 "30 days): some of its events may be sent again",
+                 serial);
+    }
+    raise_mark_from(s, serial, doc);
     return doc;
+}
+
+void seen_forget_mark(struct state *s, const char *serial)
+{
+    json_object_object_del(section(s, &state_section_marks), serial);
 }
 
 /* The keys of `serial`'s file (NULL: none), read on first use. */
