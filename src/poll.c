@@ -380,6 +380,10 @@ static int take_events(struct tick *t, const struct pooled *pd, const struct jso
         if (ev->unixtime < floor) { /* handled before its key was pruned */
             known++;
             stale++;
+            /* Still in the log (a floor from a lost file's mark): a key
+             * keeps it from counting as stale at every poll until it
+             * leaves. */
+            state_mark_seen(t->st, ev->serial, ev->unixtime, ev->kind);
             continue;
         }
         if (before_catch_up(t, dev, ev)) {

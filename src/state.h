@@ -176,8 +176,10 @@ bool state_seen(const struct state *s, const char *serial, long long unixtime, c
 
 /* Marks the key seen, in the journal: the next state_save writes it to
  * the state file, then to the serial's file. Raises the serial's mark in
- * the state file (its newest unixtime handled), which stands in for its
- * file if that is lost. */
+ * the state file (its newest unixtime handled, but never above the run's
+ * clock plus an hour: a device clock set ahead must not make its real
+ * alarms count as handled), which stands in for its file if that is
+ * lost. */
 void state_mark_seen(struct state *s, const char *serial, long long unixtime, const char *kind);
 
 /* Forgets the keys of `serial` older than `before`: entries that have left
@@ -246,8 +248,9 @@ void state_set_discovered(struct state *s, const char *account, long long now);
  * last_poll, last_ok and refused_until from the caller. Then drops the
  * history of serials that are neither in the list nor named by an outbox
  * item and whose first_known, last_poll and last_ok are all more than 30
- * days before `now`. Does not set the discovery time (state_set_discovered
- * does). */
+ * days before `now`, and the seen mark of such a serial that no other
+ * account knows (its device file stays). Does not set the discovery time
+ * (state_set_discovered does). */
 void state_set_devices(struct state *s, const char *account, const struct state_device *devs,
                        size_t n, long long now);
 
@@ -340,7 +343,9 @@ bool state_ratelimit(const struct state *s, const char *login, enum platform_op 
  *     `now`; retry_at above now + 1 h becomes now + 1 h;
  *   - readings memory: seen, pending_since and pending_at above `now`
  *     become `now`; recheck_at above now + 1 h becomes now + 1 h;
- *   - signal calls: starved_since above `now` becomes `now`.
+ *   - signal calls: starved_since above `now` becomes `now`;
+ *   - seen marks: a mark above now + 1 h becomes now + 1 h (an entry is
+ *     never taken to raise one further, whatever its date).
  * Times at or below those bounds are left as they are. */
 void state_clamp_clock(struct state *s, long long now, long max_block);
 

@@ -936,11 +936,22 @@ static bool in_outbox(const struct state *s, const char *serial)
     return false;
 }
 
+/* Whether an account of `s` other than `a` has a history of `serial`. */
+static bool known_elsewhere(const struct state *s, const struct fleet_account *a,
+                            const char *serial)
+{
+    for (size_t i = 0; s->fleet && i < s->fleet->n; i++)
+        if (&s->fleet->a[i] != a && history_of(&s->fleet->a[i], serial))
+            return true;
+    return false;
+}
+
 /* Drops the history of devices that are neither listed nor in the outbox
  * and that were neither first known nor polled in the 30 days before
- * `now`. Such a device that comes back is new again (first_known = now).
- * Returns whether it dropped any. */
-static bool prune_history(const struct state *s, struct fleet_account *a, long long now)
+ * `now`, and the seen mark of such a device that no other account knows
+ * (seen_forget_mark). Such a device that comes back is new again
+ * (first_known = now). Returns whether it dropped any. */
+static bool prune_history(struct state *s, struct fleet_account *a, long long now)
 {
     size_t kept = 0;
     for (size_t i = 0; i < a->n_history; i++) {
@@ -951,6 +962,8 @@ static bool prune_history(const struct state *s, struct fleet_account *a, long l
         if (h->last_ok > latest)
             latest = h->last_ok;
         if (latest < now - HISTORY_KEEP && !listed(a, h->serial) && !in_outbox(s, h->serial)) {
+            if (!known_elsewhere(s, a, h->serial))
+                seen_forget_mark(s, h->serial);
             free(h->serial);
             free(h->extra);
             continue;

@@ -929,6 +929,7 @@ void state_close(struct state *s)
 void state_clamp_clock(struct state *s, long long now, long max_block)
 {
     struct state_clamp to = {.now = now, .max_block = max_block > 0 ? max_block : 0};
+    s->now = now;
     for (size_t i = 0; i < N_SECTIONS; i++)
         if (sections[i]->clamp)
             sections[i]->clamp(section(s, sections[i]), &to);

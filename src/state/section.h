@@ -70,11 +70,13 @@
  * one) has accounts, watch and limits in itself; its first save moves
  * them to generation 1.
  *
- * "marks" holds each serial's high-water mark, which never leaves the
- * state file: the newest unixtime it marked seen, or its floor when
- * higher; a device whose file is lost counts every entry up to it as seen
- * (seen.c). Files written before it lack it: a device's mark is then
- * taken from its file when the file is first read.
+ * "marks" holds each serial's high-water mark, which is never flushed to
+ * the device files: the newest unixtime it marked seen, or its floor less
+ * one when higher, never above the run's clock plus an hour; a device
+ * whose file is lost counts every entry up to it as seen (seen.c). A mark
+ * goes with its device's history (30 days unlisted, devices.c). Files
+ * written before it lack it: a device's mark is then taken from its file
+ * when the file is loaded.
  *
  * "seen" and "floors" are a journal (seen.c): the keys and floor raises
  * not yet written to their device's file. Beside the file, the directory
@@ -174,6 +176,8 @@ struct state {
     bool fleet_strict;  /* state_peek: a missing fleet file fails the load, which
                            it tries again (a save may have just replaced it),
                            rather than being relearnt */
+    long long now;      /* the run's time, from state_clamp_clock; 0: not
+                           given (time() then bounds a mark, seen.c) */
     bool rebase;        /* a native entry was removed, or a save failed after
                            entries took their texts: the next save writes the
                            whole fleet file anew rather than a record */
@@ -486,6 +490,13 @@ int seen_check_keys(struct json_object *keys, const char *serial, struct err *e)
  * read or written keeps its journal; the first such failure is in `e`. */
 int seen_flush(struct state *s, struct err *e);
 
+/* Drops the high-water mark of `serial` (seen.c), for a device that left
+ * its account's list for good (devices.c): its entry would otherwise stay
+ * in the state file, which every save writes, for ever. Its device file
+ * stays, as it does for such a device; if the device comes back, the mark
+ * is raised again from the file when it is next read. */
+void seen_forget_mark(struct state *s, const char *serial);
+
 /* The directory PATH.d of per-device files (seenfiles.c), one file per
  * serial: {"serial":S,"floor":N,"seen":{"UNIXTIME/KIND":1,...}}.
  *
@@ -498,7 +509,8 @@ int seen_flush(struct state *s, struct err *e);
  * seen_files_get returns the document of `serial`'s file, loaded on first
  * use and kept (owned by `f`; a missing file is an empty document, a
  * corrupt one is moved aside with a warning and is an empty document
- * too, and seen_files_take_lost then says true once for its serial);
+ * too); seen_files_take_new then says true once for its serial, with
+ * *lost true when its file was corrupt;
  * NULL when the file could not be read (logged once, and
  * seen_files_why says why): the serial then reads as having no file and
  * seen_files_write refuses to replace what is there.
@@ -522,7 +534,7 @@ int seen_files_set_aside(char **out, const char *state_path, struct err *e);
 int seen_files_open(struct seen_files **out, const char *state_path, bool read_only, struct err *e);
 void seen_files_free(struct seen_files *f);
 struct json_object *seen_files_get(struct seen_files *f, const char *serial);
-bool seen_files_take_lost(struct seen_files *f, const char *serial);
+bool seen_files_take_new(struct seen_files *f, const char *serial, bool *lost);
 const char *seen_files_why(struct seen_files *f, const char *serial);
 void seen_files_touch(struct seen_files *f, const char *serial);
 bool seen_files_dirty(const struct seen_files *f, const char *serial);

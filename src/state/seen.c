@@ -47,16 +47,25 @@
  * after a flush are none: every entry of its log would be sent again (up
  * to 20, a whole page of alarms at 3 a.m.). So the state file keeps, per
  * serial, a high-water mark ("marks", never flushed out): the newest
- * unixtime it marked seen, or its floor less one when that is higher. A
- * lost file is replaced by one whose floor is just above the mark, with a
+ * unixtime it marked seen, or its floor less one when that is higher, but
+ * never above the run's clock plus MARK_SKEW (a device clock set years
+ * ahead must not make every later real alarm count as handled). A lost
+ * file is replaced by one whose floor is just above the mark, with a
  * warning: every entry up to the newest one handled counts as seen, and
- * nothing older is sent again. What that costs: an entry the platform
+ * nothing older is sent again. Entries still in the log below that floor
+ * are marked seen when next polled (poll.c), and their keys are kept
+ * though below the file's floor (merge), so that they do not look like an
+ * older copy of the log at every poll. A serial's mark is raised by what
+ * this run marks seen or prunes, and from its file and journal once, when
+ * the file is loaded; it is dropped with the device's history, when the
+ * device has left its account's list for 30 days (devices.c), and comes
+ * back from its file if the device does. What that costs: an entry the platform
  * logged late, older than the newest one already handled, that reaches
  * the log only after the file was lost, is taken as seen; that needs a
  * damaged file and a late entry at once, where no mark would repeat the
  * whole log every time a file is damaged. A state written before marks
  * existed has none: a device's mark is raised to its file's newest key
- * when the file is first read, so a device polled once since the upgrade
+ * when the file is loaded, so a device polled once since the upgrade
  * is covered; one whose file is lost before that has no mark and starts
  * over as it did before (repeats, never a loss). */
 #include "state.h"
@@ -70,6 +79,11 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+
+/* How far ahead of the run's clock a device may date an entry and still
+ * raise its mark: a device clock a little fast, never one set years ahead. */
+#define MARK_SKEW 3600
 
 /* Splits a seen key "UNIXTIME/KIND"; -1 when it has another form. */
 static int parse_seen_key(const char *key, long long *unixtime)
@@ -133,13 +147,28 @@ static struct json_object *journal_keys(const struct state *s, const char *seria
     return member(section(s, &state_section_seen), serial, json_type_object);
 }
 
+/* The highest mark there can be: the run's time and MARK_SKEW. An entry
+ * the log dates later (a device clock set years ahead) must not make every
+ * real alarm of its device count as handled once its file is lost. */
+static long long mark_bound(const struct state *s)
+{
+    return (s->now ? s->now : (long long)time(NULL)) + MARK_SKEW;
+}
+
+/* The mark of `serial` (0: none), no higher than mark_bound: a state
+ * written before marks were bounded may hold one further ahead. */
 static long long mark_of(const struct state *s, const char *serial)
 {
-    return int_member(section(s, &state_section_marks), serial, 0);
+    long long mark = int_member(section(s, &state_section_marks), serial, 0);
+    long long bound = mark_bound(s);
+    return mark > bound ? bound : mark;
 }
 
 static void raise_mark(const struct state *s, const char *serial, long long t)
 {
+    long long bound = mark_bound(s);
+    if (t > bound)
+        t = bound;
     if (t > mark_of(s, serial))
         jsonv_put_int(section(s, &state_section_marks), serial, t);
 }
@@ -158,35 +187,51 @@ static long long newest_key(struct json_object *keys)
     return newest;
 }
 
-/* The document of `serial`'s file (NULL: it cannot be read), read on
- * first use. A file found corrupt is replaced by one whose floor is just
- * above the serial's mark (see "A lost file" above); a file read keeps the
- * mark at or above its newest key and the journal's, which gives a state
- * written before marks existed its marks. */
-static struct json_object *device_doc(const struct state *s, const char *serial)
+/* Raises the mark of `serial` to what its file `doc` and its journal
+ * hold (newest keys, floors less one): the journal's own raises already
+ * did for what this run marks, so this gives a state written before marks
+ * existed its marks, and a device whose mark was dropped (seen_forget_mark)
+ * its mark back when it is polled again. */
+static void raise_mark_from(const struct state *s, const char *serial, struct json_object *doc)
 {
-    struct json_object *doc = seen_files_get(s->files, serial);
-    if (!doc)
-        return NULL;
-    if (seen_files_take_lost(s->files, serial)) {
-        long long mark = mark_of(s, serial);
-        if (mark > 0 && mark + 1 > int_member(doc, "floor", 0)) {
-            jsonv_put_int(doc, "floor", mark + 1);
-            seen_files_touch(s->files, serial);
-            log_warn("device %s: its seen file is lost; its entries up to %lld, the newest it had "
-                     "handled (kept in the state file), count as seen and are not sent again",
-                     serial, mark);
-        } else if (mark == 0) {
-            log_warn("device %s: its seen file is lost and the state file has no mark for it "
-                     "(it was written by an older wsrelay): some of its events may be sent again",
-                     serial);
-        }
-    }
     struct json_object *keys = member(doc, "seen", json_type_object);
     struct json_object *journal = journal_keys(s, serial);
     raise_mark(s, serial, keys ? newest_key(keys) : 0);
     raise_mark(s, serial, journal ? newest_key(journal) : 0);
+    raise_mark(s, serial, int_member(doc, "floor", 0) - 1);
+    raise_mark(s, serial, int_member(section(s, &state_section_floors), serial, 0) - 1);
+}
+
+/* The document of `serial`'s file (NULL: it cannot be read), read on
+ * first use. A file found corrupt is replaced by one whose floor is just
+ * above the serial's mark (see "A lost file" above); a file read raises
+ * the mark once, as it is loaded (raise_mark_from). */
+static struct json_object *device_doc(const struct state *s, const char *serial)
+{
+    bool lost = false;
+    struct json_object *doc = seen_files_get(s->files, serial);
+    if (!doc || !seen_files_take_new(s->files, serial, &lost))
+        return doc;
+    long long mark = mark_of(s, serial);
+    if (lost && mark > 0 && mark + 1 > int_member(doc, "floor", 0)) {
+        jsonv_put_int(doc, "floor", mark + 1);
+        seen_files_touch(s->files, serial);
+        log_warn("device %s: its seen file is lost; its entries up to %lld, the newest it had "
+                 "handled (kept in the state file), count as seen and are not sent again",
+                 serial, mark);
+    } else if (lost && mark == 0) {
+        log_warn("device %s: its seen file is lost and the state file has no mark for it "
+                 "(written by an older wsrelay, or the device had left its account's list for "
+                 "30 days): some of its events may be sent again",
+                 serial);
+    }
+    raise_mark_from(s, serial, doc);
     return doc;
+}
+
+void seen_forget_mark(struct state *s, const char *serial)
+{
+    json_object_object_del(section(s, &state_section_marks), serial);
 }
 
 /* The keys of `serial`'s file (NULL: none), read on first use. */
@@ -309,21 +354,22 @@ static bool add_keys(struct json_object *have, struct json_object *keys, long lo
 }
 
 /* Merges the journal's `keys` (may be NULL) and `floor` into the file's
- * document `doc`; keys below the resulting floor go. True when `doc`
- * changed. */
+ * document `doc`; keys below the journal's floor (a prune's) go. Keys
+ * below the file's own floor stay: a floor set from a lost file's mark
+ * lies above entries still in the log, which poll marks seen so that they
+ * do not count as stale at every poll (and a later prune drops them).
+ * True when `doc` changed. */
 static bool merge(struct json_object *doc, struct json_object *keys, long long floor)
 {
     bool changed = false;
-    long long have_floor = int_member(doc, "floor", 0);
-    if (floor > have_floor) {
+    if (floor > int_member(doc, "floor", 0)) {
         jsonv_put_int(doc, "floor", floor);
-        have_floor = floor;
         changed = true;
     }
     struct json_object *have = child_object(doc, "seen");
-    if (keys && add_keys(have, keys, have_floor))
+    if (keys && add_keys(have, keys, floor))
         changed = true;
-    return drop_below(have, have_floor) > 0 || changed;
+    return drop_below(have, floor) > 0 || changed;
 }
 
 /* The names of `obj`, added to the set `names`. */
@@ -419,8 +465,20 @@ static int check_marks(struct json_object *marks, struct err *e)
     return check_ints(marks, "marks", e);
 }
 
+/* A mark further ahead than the bound (seen.c's mark_bound) comes down to
+ * it, as raise_mark would have kept it. */
+static void clamp_marks(struct json_object *marks, const struct state_clamp *to)
+{
+    struct json_object_iterator it = json_object_iter_begin(marks);
+    struct json_object_iterator end = json_object_iter_end(marks);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+        if (json_object_get_int64(json_object_iter_peek_value(&it)) > to->now + MARK_SKEW)
+            json_object_set_int64(json_object_iter_peek_value(&it), to->now + MARK_SKEW);
+}
+
 const struct state_section state_section_marks = {
     .name = "marks",
     .type = json_type_object,
     .check = check_marks,
+    .clamp = clamp_marks,
 };

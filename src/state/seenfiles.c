@@ -42,9 +42,10 @@ struct seen_files {
     struct json_object *docs;
     /* serial -> null: the document in memory differs from the file. */
     struct json_object *dirty;
-    /* serial -> null: its file was corrupt, and its document stands in for
-     * it until seen.c takes it (seen_files_take_lost). */
-    struct json_object *lost;
+    /* serial -> a boolean: its document was just loaded, true when its file
+     * was corrupt and the document stands in for it; until seen.c takes it
+     * (seen_files_take_new). */
+    struct json_object *news;
 };
 
 /* --- the directory ----------------------------------------------------- */
@@ -125,7 +126,7 @@ int seen_files_open(struct seen_files **out, const char *state_path, bool read_o
     }
     f->docs = jsonv_need(json_object_new_object());
     f->dirty = jsonv_need(json_object_new_object());
-    f->lost = jsonv_need(json_object_new_object());
+    f->news = jsonv_need(json_object_new_object());
     *out = f;
     return 0;
 }
@@ -138,7 +139,7 @@ void seen_files_free(struct seen_files *f)
         close(f->fd);
     json_object_put(f->docs);
     json_object_put(f->dirty);
-    json_object_put(f->lost);
+    json_object_put(f->news);
     free(f->dir);
     free(f);
 }
@@ -303,7 +304,7 @@ static struct json_object *corrupt(const struct seen_files *f, const char *name,
     struct err e;
     if (f->read_only) {
         log_warn("%s/%s: corrupt seen file: %s; read as empty", f->dir, name, why);
-        jsonv_put(f->lost, serial, NULL);
+        jsonv_put(f->news, serial, jsonv_need(json_object_new_boolean(true)));
         return new_doc(serial);
     }
     char *aside = set_aside(f, name, fd, &e);
@@ -318,7 +319,7 @@ static struct json_object *corrupt(const struct seen_files *f, const char *name,
     log_warn("%s/%s: corrupt seen file: %s; moved aside to %s/%s", f->dir, name, why, f->dir,
              aside);
     free(aside);
-    jsonv_put(f->lost, serial, NULL);
+    jsonv_put(f->news, serial, jsonv_need(json_object_new_boolean(true)));
     return new_doc(serial);
 }
 
@@ -361,15 +362,20 @@ struct json_object *seen_files_get(struct seen_files *f, const char *serial)
     if (!json_object_object_get_ex(f->docs, serial, &doc)) {
         doc = load(f, serial);
         jsonv_put(f->docs, serial, doc);
+        if (json_object_is_type(doc, json_type_object) &&
+            !json_object_object_get_ex(f->news, serial, NULL))
+            jsonv_put(f->news, serial, jsonv_need(json_object_new_boolean(false)));
     }
     return json_object_is_type(doc, json_type_object) ? doc : NULL;
 }
 
-bool seen_files_take_lost(struct seen_files *f, const char *serial)
+bool seen_files_take_new(struct seen_files *f, const char *serial, bool *lost)
 {
-    if (!json_object_object_get_ex(f->lost, serial, NULL))
+    struct json_object *v = NULL;
+    if (!json_object_object_get_ex(f->news, serial, &v))
         return false;
-    json_object_object_del(f->lost, serial);
+    *lost = json_object_get_boolean(v);
+    json_object_object_del(f->news, serial);
     return true;
 }
 

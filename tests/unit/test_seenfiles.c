@@ -746,3 +746,114 @@ Test(seenfiles, a_state_of_the_release_before_device_files_gets_its_marks)
     free(text);
     free(b);
 }
+
+/* An entry dated years ahead (a device clock set wrong) raises the mark no
+ * further than the run's clock and a little skew, and a mark that far ahead
+ * in a state already written is brought down the same way: a lost file
+ * then counts as handled what was handled, not every real alarm until 2099
+ * (before: the mark stayed at the 2099 entry). */
+Test(seenfiles, a_mark_is_never_far_ahead_of_the_clock)
+{
+    struct state *s = open_ok();
+    state_clamp_clock(s, 1795000000, 0);
+    state_mark_seen(s, "A", 1795000100, "ch1");
+    state_mark_seen(s, "A", 4070908800, "ch1"); /* 2099-01-01 */
+    save_ok(s);
+    save_ok(s);
+    state_close(s);
+    char *text = slurp(path);
+    cr_expect_null(strstr(text, "4070908800"), "%s", text);
+    free(text);
+    char *a = file_of("A");
+    spew(a, "{");
+    s = open_ok();
+    state_clamp_clock(s, 1795000600, 0);
+    long long floor = state_seen_floor(s, "A");
+    cr_expect(floor > 1795000100 && floor <= 1795000000 + 86400, "floor %lld", floor);
+    state_close(s);
+
+    spew(path,
+         "{\"version\":2,\"next_id\":1,\"seen\":{},\"floors\":{},\"marks\":{\"B\":4070908800},"
+         "\"outbox\":[]}\n");
+    char *b = file_of("B");
+    spew(b, "{");
+    s = open_ok();
+    state_clamp_clock(s, 1795000600, 0);
+    floor = state_seen_floor(s, "B");
+    cr_expect(floor > 1795000000 && floor <= 1795000600 + 86400, "floor %lld", floor);
+    state_close(s);
+    free(b);
+    free(a);
+}
+
+/* Whether the saved state file holds a mark for `serial`. */
+static bool has_mark(const char *serial)
+{
+    struct json_object *root = json_object_from_file(path);
+    struct json_object *marks = NULL;
+    cr_assert_not_null(root, "%s", path);
+    bool has = json_object_object_get_ex(root, "marks", &marks) &&
+               json_object_object_get_ex(marks, serial, NULL);
+    json_object_put(root);
+    return has;
+}
+
+/* A device that left its account's list for good (its history dropped
+ * after 30 days) leaves no mark in the state file, and a later read of its
+ * keys in the same run does not bring the mark back: a device's file
+ * raises its mark once, when it is loaded (before: marks stayed for every
+ * serial ever seen, and every read scanned the file's keys again). */
+Test(seenfiles, a_device_gone_for_good_leaves_no_mark)
+{
+    const long long t = 1795000000;
+    char serial[] = "A", base[] = "B1", model[] = "TR-72wb", name[] = "a";
+    struct state_device d = {.serial = serial, .base = base, .model = model, .name = name};
+    struct state *s = open_ok();
+    state_clamp_clock(s, t, 0);
+    state_set_devices(s, "lab", &d, 1, t);
+    state_mark_seen(s, "A", t - 100, "ch1");
+    s = reopen(s);
+    save_ok(s);
+    save_ok(s); /* its key is in its file alone */
+    state_close(s);
+    cr_assert_eq(section_size("seen"), 0);
+    cr_expect(has_mark("A"));
+
+    s = open_ok();
+    state_clamp_clock(s, t + 31 * 86400, 0);
+    cr_expect(state_seen(s, "A", t - 100, "ch1"));
+    state_set_devices(s, "lab", &d, 0, t + 31 * 86400);
+    cr_expect(state_seen(s, "A", t - 100, "ch1"), "its file stays");
+    save_ok(s);
+    state_close(s);
+    cr_expect_not(has_mark("A"));
+}
+
+/* The cost of marks: one member per device in the state file, which every
+ * save writes. Reports the bytes of 2000 devices' marks (docs/PERFORMANCE.md). */
+Test(seenfiles, the_marks_of_2000_devices_cost_a_few_bytes_each)
+{
+    struct state *s = open_ok();
+    state_clamp_clock(s, 1795000000, 0);
+    for (int i = 0; i < 2000; i++) {
+        char serial[16];
+        snprintf(serial, sizeof serial, "5214%04X", (unsigned)i);
+        state_mark_seen(s, serial, 1795000000 - i, "ch1");
+    }
+    s = reopen(s);
+    save_ok(s); /* the journal is in the device files */
+    save_ok(s); /* and no longer in the state file */
+    state_close(s);
+    cr_assert_eq(section_size("marks"), 2000);
+    cr_assert_eq(section_size("seen"), 0);
+    struct json_object *root = json_object_from_file(path);
+    struct json_object *marks = NULL;
+    cr_assert(json_object_object_get_ex(root, "marks", &marks));
+    size_t bytes = strlen(json_object_to_json_string_ext(marks, JSON_C_TO_STRING_PLAIN));
+    char *text = slurp(path);
+    fprintf(stderr, "marks of 2000 devices: %zu bytes (%.1f a device) in a state file of %zu\n",
+            bytes, bytes / 2000.0, strlen(text));
+    cr_expect_lt(bytes, 2000 * 24, "%zu bytes", bytes);
+    free(text);
+    json_object_put(root);
+}
