@@ -249,7 +249,9 @@ static size_t cut_messages(size_t **ends, const struct notify_env *env,
                 size_t even = (left + (filled - parts) - 1) / (filled - parts);
                 count = even < count ? even : count;
             }
-            struct notify_message m = {.events = events + start, .n = count, .now = now};
+            /* n events take at most n messages: measured as "n of n" */
+            struct notify_message m = {
+                .events = events + start, .n = count, .now = now, .part = n, .parts = n};
             start += notify_fit(env, r, &m);
             (*ends)[parts++] = start;
         }
