@@ -317,24 +317,25 @@ static size_t teams_card_size(const struct receiver_conf *r, const struct event 
 /* What notify_fit says fits still fits as message 999 of 1000 of a
  * delivery of 1000 events (before: it measured the card as "2 of 2", and a
  * card a few bytes over 28 KB was cut to "…and 1 more" when sent). Two
- * events whose card crosses 28 KB, one padding byte at a time. */
+ * events whose card crosses 28 KB as "1 of 2", one padding byte at a time
+ * around it. */
 Test(notify, what_fits_fits_with_the_deliverys_longest_message_number)
 {
     struct receiver_conf r = {.name = (char *)"lab-teams",
                               .type = RECEIVER_TEAMS,
                               .teams = {.url = (char *)"http://127.0.0.1:1/"}};
-    size_t len = 64;
-    for (;; len += 64) { /* where two events cross 28 KB */
-        char *text = xasprintf("CH1 Upper Limit Exceeded %*s", (int)len, "x");
+    size_t lo = 64, hi = 40000; /* two events fit at lo and not at hi: halve */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        char *text = xasprintf("CH1 Upper Limit Exceeded %*s", (int)mid, "x");
         struct event two[2] = {sample("Freezer", text), sample("Freezer", text)};
         size_t size = teams_card_size(&r, two, 2, 1, 2);
         event_clear(&two[0]);
         event_clear(&two[1]);
         free(text);
-        cr_assert_lt(len, 40000, "the card never crosses 28 KB");
-        if (size > 28 * 1024)
-            break;
+        *(size > 28 * 1024 ? &hi : &lo) = mid;
     }
+    size_t len = hi + 16;
     for (size_t l = len - 64; l <= len; l++) {
         char *text = xasprintf("CH1 Upper Limit Exceeded %*s", (int)l, "x");
         struct event two[2] = {sample("Freezer", text), sample("Freezer", text)};
