@@ -39,7 +39,10 @@ struct chartproc_limits {
  *   -2 when the helper itself fails, which the next chart would too: it
  *      is missing or cannot be started, it takes longer than its limit or
  *      the deadline, a stop signal came (it is killed in these two cases),
- *      it dies, or its answer is not a PNG of at most CHART_PNG_MAX bytes. */
+ *      it dies, or its answer is not a PNG of at most CHART_PNG_MAX bytes.
+ * The helper runs in a process group of its own, killed when it ends or
+ * fails, so nothing it starts outlives it; the limit and a stop signal
+ * hold until it has ended, not only until it closes its output. */
 int chartproc_png(unsigned char **png, size_t *len, const struct event *ev,
                   const struct chartproc_limits *lim, struct err *e);
 

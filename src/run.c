@@ -217,11 +217,10 @@ static void log_delivered(const struct receiver_conf *r, const struct notify_mes
         const struct event *ev = &m->events[i];
         bool alarm = notify_rank_of(ev) == NOTIFY_RANK_ALARM;
         char *id = event_id(ev);
-        char *text = utf8_clean(ev->text, strlen(ev->text), LOG_TEXT_MAX, UTF8_CONTROLS_NONE);
+        char *text = utf8_clean_shown(ev->text, strlen(ev->text), LOG_TEXT_MAX, UTF8_CONTROLS_NONE);
         const char *who = ev->name && *ev->name ? ev->name : ev->serial;
-        log_msg(alarm ? LOG_INFO : LOG_DEBUG, "receiver %s: delivered %s %s (%s): %s%s", r->name,
-                ev->state ? ev->state : "alert", who, id, text,
-                strlen(text) < strlen(ev->text) ? "…" : "");
+        log_msg(alarm ? LOG_INFO : LOG_DEBUG, "receiver %s: delivered %s %s (%s): %s", r->name,
+                ev->state ? ev->state : "alert", who, id, text);
         free(text);
         free(id);
     }
@@ -249,7 +248,9 @@ static size_t cut_messages(size_t **ends, const struct notify_env *env,
                 size_t even = (left + (filled - parts) - 1) / (filled - parts);
                 count = even < count ? even : count;
             }
-            struct notify_message m = {.events = events + start, .n = count, .now = now};
+            /* n events take at most n messages: measured as "n of n" */
+            struct notify_message m = {
+                .events = events + start, .n = count, .now = now, .part = n, .parts = n};
             start += notify_fit(env, r, &m);
             (*ends)[parts++] = start;
         }

@@ -1,5 +1,6 @@
 /* Rendering and posting for the chat services (Slack, Teams). */
 #include "notify/chat.h"
+#include "util/log.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -9,6 +10,12 @@ struct json_object *chat_render(const struct notify_env *env, const struct recei
                                 const struct notify_message *m, size_t k, struct notify_result *res,
                                 struct err *e)
 {
+    /* wsrelay fits every message first (notify_fit): one that shows
+     * "…and N more" would hide events nobody sees, so it is an error. */
+    if (k < m->n)
+        log_error("receiver %s: %zu of a message's %zu events do not fit and show only as "
+                  "\"…and %zu more\" (a message not fitted first)",
+                  r->name, m->n - k, m->n, m->n - k);
     struct json_object *ctx = notify_context_first(r->name, m, k);
     struct json_object *payload = NULL;
     struct buf text;
@@ -38,7 +45,9 @@ static int fits_with(const struct notify_env *env, const struct receiver_conf *r
     struct err e;
     struct notify_message part = *m;
     part.n = k;
-    part.part = part.parts = m->n; /* the longest number a part can have */
+    /* Measured as the last messages of the longest delivery it can be
+     * part of: m->parts bounds it (notify_fit), else its own events. */
+    part.part = part.parts = m->parts > m->n ? m->parts : m->n;
     struct json_object *payload = chat_render(env, r, chat, name, &part, k, &res, &e);
     if (!payload)
         return -1;

@@ -16,7 +16,9 @@
  * parses it strictly. Returns the JSON (a new reference) or NULL with `e`
  * set; res->permanent when the template does not compile, render or make
  * one JSON object (a mistake to fix, not a message to retry), not when its
- * file cannot be read now. */
+ * file cannot be read now. A `k` below m->n (the template's "…and N
+ * more") is logged as an error: what wsrelay sends is fitted first
+ * (notify_fit), so no event is hidden without a word. */
 struct json_object *chat_render(const struct notify_env *env, const struct receiver_conf *r,
                                 const struct chat_conf *chat, const char *name,
                                 const struct notify_message *m, size_t k, struct notify_result *res,

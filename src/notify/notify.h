@@ -90,7 +90,10 @@ int notify_send(const struct notify_env *env, const struct receiver_conf *r,
  * hold within its service's limits (Slack's 50 blocks, a Teams card's 28
  * KB), from 1 to m->n: a caller sends the rest in more messages, each
  * whole, rather than let a transport summarise what does not fit. A
- * template that cannot be rendered fits all (its send will say why). */
+ * template that cannot be rendered fits all (its send will say why).
+ * m->parts, when set, is the most messages the delivery can take (at
+ * most its number of events): the message is measured with the longest
+ * "message N of N" that delivery can show, so it fits at any place. */
 size_t notify_fit(const struct notify_env *env, const struct receiver_conf *r,
                   const struct notify_message *m);
 

@@ -10,7 +10,8 @@
  * 429 carries Retry-After; posts to one webhook are paced to one per
  * second. A message holds the events that fit (slack_fit): wsrelay sends
  * the others in more messages, paced; "…and N more" is left for a
- * message that was not fitted first (none that wsrelay sends). Its 4xx answers (invalid_payload,
+ * message that was not fitted first (none that wsrelay sends; logged as
+ * an error). Its 4xx answers (invalid_payload,
  * no_text, channel_is_archived, no_service, action_prohibited, …) say the message or the webhook is
  * wrong: retrying cannot help, so the message is given up for this
  * receiver only, and the answer is reported as it came. */

@@ -6,7 +6,7 @@
  * teams_fit says how many events one card holds, and wsrelay sends the
  * others in more cards; a card that is still larger (a message not
  * fitted first) is rendered again with fewer events and says how many
- * more there were. 429 and 5xx are retried on a later run;
+ * more there were (logged as an error). 429 and 5xx are retried on a later run;
  * other 4xx say the card or the URL is wrong and are given up for this
  * receiver only. Teams reads a TextBlock's and a Fact's text as Markdown;
  * the template's escaping (templates_escape) keeps a value from making a

@@ -181,12 +181,13 @@ Test(fault_trend, a_reply_of_100000_readings_costs_no_alert)
 /* --- a chart helper that hangs ------------------------------------------- */
 
 /* A copy of wsrelay-net in DIR/bin, beside a wsrelay-chart that writes
- * its pid to DIR/chart.pid and then hangs: wsrelay-net finds its helper
+ * its pid to DIR/chart.pid and then runs the shell text `hang` (NULL:
+ * "exec sleep 600"; $dir is DIR), which never answers: wsrelay-net finds its helper
  * beside itself. Receivers: the mail first, then the webhook and the file,
  * each with a 5 s timeout, and run_time 30 s: a run must end within
  * run_time + the longest step + 10 s = 45 s (RELIABILITY.md). Returns the
  * copy's path; caller frees. */
-static char *hanging_chart(int alarms)
+static char *hanging_chart(int alarms, const char *hang)
 {
     start(alarms);
     smtpd_start(&S, R.dir, NULL);
@@ -223,7 +224,8 @@ static char *hanging_chart(int alarms)
     char *const cp[] = {(char *)"cp", src, net, NULL};
     cr_assert_eq(run_cmd(NULL, NULL, 30, cp, NULL), 0);
     char *chart = xasprintf("%s/wsrelay-chart", bin);
-    char *script = xasprintf("#!/bin/sh\necho $$ > '%s/chart.pid'\nexec sleep 600\n", R.dir);
+    char *script = xasprintf("#!/bin/sh\ndir='%s'\necho $$ > \"$dir/chart.pid\"\n%s\n", R.dir,
+                             hang ? hang : "exec sleep 600");
     write_file(chart, script);
     cr_assert_eq(chmod(chart, 0700), 0);
     free(script);
@@ -240,15 +242,26 @@ static double seconds_since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
-/* The helper's pid, once it has started; 0 before. */
-static long chart_pid(void)
+/* The pid the helper wrote to DIR/NAME, once it has; 0 before. */
+static long pid_in(const char *name)
 {
-    char *p = xasprintf("%s/chart.pid", R.dir);
+    char *p = xasprintf("%s/%s", R.dir, name);
     char *text = access(p, F_OK) == 0 ? read_file_str(p) : NULL;
     long pid = text ? strtol(text, NULL, 10) : 0;
     free(text);
     free(p);
     return pid;
+}
+
+/* The helper's pid, once it has started; 0 before. */
+static long chart_pid(void)
+{
+    return pid_in("chart.pid");
+}
+
+static bool gone(long pid)
+{
+    return pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
 }
 
 /* 12 alarms with a trend in one mail, and a chart helper that never
@@ -260,7 +273,7 @@ static long chart_pid(void)
  * about 11 s. */
 Test(fault_trend, a_chart_helper_that_hangs_costs_one_try_within_the_runs_time)
 {
-    char *net = hanging_chart(12);
+    char *net = hanging_chart(12, NULL);
     char when[32];
     snprintf(when, sizeof when, "%lld", T0 + 60);
     sim_set_clock(&R.sim, T0 + 60);
@@ -293,7 +306,7 @@ Test(fault_trend, a_chart_helper_that_hangs_costs_one_try_within_the_runs_time)
  * the run ends, saved; the next run delivers the rest once. */
 Test(fault_trend, a_stop_while_a_chart_is_drawn_kills_the_helper)
 {
-    char *net = hanging_chart(3);
+    char *net = hanging_chart(3, NULL);
     char when[32];
     snprintf(when, sizeof when, "%lld", T0 + 60);
     sim_set_clock(&R.sim, T0 + 60);
@@ -329,5 +342,92 @@ Test(fault_trend, a_stop_while_a_chart_is_drawn_kills_the_helper)
     size_t with_trend = 0;
     cr_expect_eq(hook_events(&with_trend), 3, "the webhook, once each");
     cr_expect_eq(smtpd_count(&S), 1, "the mail, once");
+    free(net);
+}
+
+/* A helper that closes its output and goes on running: the run still
+ * waits for it only within the chart's limit, kills it, and delivers to
+ * every receiver (before: once its output closed, the run waited for it
+ * with no limit, and the mail, the receivers after it and the save with
+ * it, forever). The run_cmd limit is a hang guard, not a speed. */
+Test(fault_trend, a_chart_helper_that_closes_its_output_and_hangs_costs_one_try)
+{
+    char *net = hanging_chart(3, "exec >&-; exec sleep 600");
+    char when[32];
+    snprintf(when, sizeof when, "%lld", T0 + 60);
+    sim_set_clock(&R.sim, T0 + 60);
+    char *const argv[] = {net,  (char *)"-c", R.config_path, (char *)"run", (char *)"--now",
+                          when, NULL};
+    struct timespec t0;
+    char *err = NULL;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = run_cmd(NULL, &err, 90, argv, NULL);
+    double took = seconds_since(&t0);
+    cr_expect_eq(rc, 0, "%s", err);
+    cr_expect_lt(took, 45.0, "the run took %.1f s, beyond run_time + timeout + 10 s", took);
+    cr_expect_eq(occurrences(err, SERIAL ": no chart:"), 1, "one try:\n%s", err);
+    free(err);
+    cr_expect_eq(smtpd_count(&S), 1, "the mail, with sparklines");
+    size_t with_trend = 0;
+    cr_expect_eq(hook_events(&with_trend), 3, "the webhook after the mail");
+    long pid = chart_pid();
+    cr_expect_gt(pid, 0, "the helper never started");
+    cr_expect(gone(pid), "the helper was left");
+    free(net);
+}
+
+/* SIGTERM while a helper that closed its output still runs: the stop is
+ * seen at once, the helper killed, the run saved. */
+Test(fault_trend, a_stop_while_a_closed_chart_helper_runs_kills_it)
+{
+    char *net = hanging_chart(3, "exec >&-; exec sleep 600");
+    char when[32];
+    snprintf(when, sizeof when, "%lld", T0 + 60);
+    sim_set_clock(&R.sim, T0 + 60);
+    char *const argv[] = {net,  (char *)"-c", R.config_path, (char *)"run", (char *)"--now",
+                          when, NULL};
+    struct proc p;
+    proc_start(&p, argv, NULL, R.dir);
+    for (int i = 0; i < 300 && !chart_pid(); i++) /* a hang guard: 30 s */
+        test_sleep_ms(100);
+    long pid = chart_pid();
+    cr_assert_gt(pid, 0, "the helper never started");
+    test_sleep_ms(200); /* it has closed its output */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = proc_terminate(&p, 20);
+    double took = seconds_since(&t0);
+    char *err = proc_stderr(&p);
+    cr_expect(rc == 0 || rc == 1, "exit status %d (killed?): %s", rc, err);
+    cr_expect_lt(took, 8.0, "the stop took %.1f s: the chart's limit ran out instead", took);
+    cr_expect_not_null(strstr(err, "stopped by a signal"), "%s", err);
+    free(err);
+    proc_stop(&p);
+    cr_expect(gone(pid), "the helper was left");
+    cr_expect_eq(smtpd_count(&S), 1, "the mail under way went out");
+    free(net);
+}
+
+/* A helper whose child holds its output: both are killed, as one group,
+ * when the chart's limit runs out (before: the child outlived the run). */
+Test(fault_trend, a_chart_helpers_child_dies_with_it)
+{
+    char *net = hanging_chart(3, "sleep 600 & echo $! > \"$dir/child.pid\"; exec sleep 600");
+    char when[32];
+    snprintf(when, sizeof when, "%lld", T0 + 60);
+    sim_set_clock(&R.sim, T0 + 60);
+    char *const argv[] = {net,  (char *)"-c", R.config_path, (char *)"run", (char *)"--now",
+                          when, NULL};
+    char *err = NULL;
+    int rc = run_cmd(NULL, &err, 90, argv, NULL);
+    cr_expect_eq(rc, 0, "%s", err);
+    free(err);
+    cr_expect_eq(smtpd_count(&S), 1, "the mail, with sparklines");
+    long child = pid_in("child.pid");
+    cr_expect_gt(child, 0, "the helper's child never started");
+    for (int i = 0; i < 50 && child > 0 && !gone(child); i++) /* it is reaped by init */
+        test_sleep_ms(100);
+    cr_expect(gone(child), "the helper's child was left");
+    cr_expect(gone(chart_pid()), "the helper was left");
     free(net);
 }

@@ -228,3 +228,36 @@ Test(delivery_log, names_every_alarm_and_with_verbose_every_event, .fini = teard
     cr_assert_eq(occurrences(verbose, "delivered other Bulk Freezer (5214A000/"), 1, "its gap");
     free(verbose);
 }
+
+/* An alert text longer than the log line's 200 bytes is cut with "…"
+ * within them, after whole characters, as utf8_clean_shown cuts every
+ * text people read (before: "…" came after the 200 bytes). */
+Test(delivery_log, a_long_text_is_cut_with_an_ellipsis_within_its_bytes, .fini = teardown,
+     .timeout = 120)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    relay_scenario_open(&b, T0);
+    buf_printf(&b,
+               "{\"serial\": \"5214A000\", \"name\": \"Freezer\", \"alerts\": [{\"unixtime\": "
+               "%lld, \"ch1\": \"CH1 Upper Limit Exceeded ",
+               T0 - 600);
+    for (int i = 0; i < 100; i++)
+        buf_puts(&b, "認"); /* 3 bytes each */
+    buf_puts(&b, "\"}]}]}]}");
+    relay_start(&R, buf_str(&b));
+    buf_free(&b);
+    relay_config(&R, NULL, "  - name: log\n    file: {path: \"@OUT@\"}\n");
+    char *err = NULL;
+    cr_assert_eq(run_with(WSRELAY_BIN, NULL, NULL, T0, &err), 0, "%s", err);
+    const char *line = strstr(err, ": receiver log: delivered alarm Freezer ");
+    cr_assert_not_null(line, "%s", err);
+    const char *text = strstr(line, "): CH1 Upper Limit Exceeded ");
+    cr_assert_not_null(text, "%s", err);
+    text += 3;
+    size_t len = strcspn(text, "\n");
+    cr_expect_leq(len, 200, "%zu bytes: %.*s", len, (int)len, text);
+    cr_expect_geq(len, 198, "%zu bytes: %.*s", len, (int)len, text);
+    cr_expect_eq(strncmp(text + len - 3, "…", 3), 0, "%.*s", (int)len, text);
+    free(err);
+}

@@ -2,6 +2,7 @@
  * the file receiver. The webhook is tested end to end in test_run.c. */
 #include "notify/http.h"
 #include "alerttext.h"
+#include "notify/chat.h"
 #include "notify/notify.h"
 #include "util/buf.h"
 #include "util/utf8.h"
@@ -293,4 +294,59 @@ Test(notify, the_subject_names_the_worst_state_and_the_devices)
     json_object_put(ctx);
     for (size_t i = 0; i < n; i++)
         event_clear(&evs[i]);
+}
+
+/* The size of the Teams card of the first `k` events of `evs`, as
+ * message `part` of `parts`. */
+static size_t teams_card_size(const struct receiver_conf *r, const struct event *evs, size_t k,
+                              size_t part, size_t parts)
+{
+    struct notify_env env = {0};
+    struct notify_message m = {
+        .events = evs, .n = k, .now = 1795000000, .part = part, .parts = parts};
+    struct notify_result res = {0};
+    struct err e;
+    struct json_object *card = chat_render(&env, r, &r->teams, "teams.json", &m, k, &res, &e);
+    cr_assert_not_null(card, "%s", e.msg);
+    size_t size = strlen(json_object_to_json_string_ext(card, JSON_C_TO_STRING_PLAIN |
+                                                                  JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(card);
+    return size;
+}
+
+/* What notify_fit says fits still fits as message 999 of 1000 of a
+ * delivery of 1000 events (before: it measured the card as "2 of 2", and a
+ * card a few bytes over 28 KB was cut to "…and 1 more" when sent). Two
+ * events whose card crosses 28 KB as "1 of 2", one padding byte at a time
+ * around it. */
+Test(notify, what_fits_fits_with_the_deliverys_longest_message_number)
+{
+    struct receiver_conf r = {.name = (char *)"lab-teams",
+                              .type = RECEIVER_TEAMS,
+                              .teams = {.url = (char *)"http://127.0.0.1:1/"}};
+    size_t lo = 64, hi = 40000; /* two events fit at lo and not at hi: halve */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        char *text = xasprintf("CH1 Upper Limit Exceeded %*s", (int)mid, "x");
+        struct event two[2] = {sample("Freezer", text), sample("Freezer", text)};
+        size_t size = teams_card_size(&r, two, 2, 1, 2);
+        event_clear(&two[0]);
+        event_clear(&two[1]);
+        free(text);
+        *(size > 28 * 1024 ? &hi : &lo) = mid;
+    }
+    size_t len = hi + 16;
+    for (size_t l = len - 64; l <= len; l++) {
+        char *text = xasprintf("CH1 Upper Limit Exceeded %*s", (int)l, "x");
+        struct event two[2] = {sample("Freezer", text), sample("Freezer", text)};
+        struct notify_message m = {.events = two, .n = 2, .now = 1795000000, .parts = 1000};
+        struct notify_env env = {0};
+        size_t k = notify_fit(&env, &r, &m);
+        size_t size = teams_card_size(&r, two, k, 999, 1000);
+        cr_expect_leq(size, 28 * 1024, "%zu padding bytes: %zu events said to fit, %zu bytes", l, k,
+                      size);
+        event_clear(&two[0]);
+        event_clear(&two[1]);
+        free(text);
+    }
 }
