@@ -43,8 +43,11 @@
 #include <string.h>
 #include <time.h>
 
-#define WATCH_KEEP (30 * 86400)    /* a device's readings memory unused this long is forgotten */
-#define MESSAGE_MAX_EVENTS 100     /* events in one message; more go in several */
+#define WATCH_KEEP (30 * 86400) /* a device's readings memory unused this long is forgotten */
+#define MESSAGE_MAX_EVENTS 100  /* events in one message; more go in several */
+/* Messages to one receiver in a run: at Slack's pace (one a second), about
+ * what a run's time allows. */
+#define RUN_MESSAGES_MAX 40
 #define THROTTLE_KEEP (30 * 86400) /* throttle entries unused this long are forgotten */
 
 /* --- the run's clock, its time limit and its saves (tick.h) ------------- */
@@ -231,8 +234,11 @@ static void log_delivered(const struct receiver_conf *r, const struct notify_mes
  * events of message i are events[ends[i - 1]] (0 for the first), its last
  * events[ends[i] - 1]. As many messages as filling each in turn takes,
  * and about as full as each other (162 events to Slack: 8 of 20 or 21,
- * not 7 of 23 and one of a single recovery). Returns the number of
- * messages; the caller frees *ends. */
+ * not 7 of 23 and one of a single recovery). At most RUN_MESSAGES_MAX
+ * messages: the events after them wait for the next run, so that a
+ * receiver holding thousands of items costs a run a bounded number of
+ * measurements (each renders the message) however long it was down.
+ * Returns the number of messages; the caller frees *ends. */
 static size_t cut_messages(size_t **ends, const struct notify_env *env,
                            const struct receiver_conf *r, const struct event *events, size_t n,
                            long long now)
@@ -243,6 +249,10 @@ static size_t cut_messages(size_t **ends, const struct notify_env *env,
         filled = parts; /* the first pass: each message as full as it can be */
         parts = 0;
         for (size_t start = 0; start < n;) {
+            if (pass == 0 && parts == RUN_MESSAGES_MAX) {
+                n = start; /* the second pass evens out what this run sends */
+                break;
+            }
             size_t left = n - start, count = left < MESSAGE_MAX_EVENTS ? left : MESSAGE_MAX_EVENTS;
             if (pass == 1 && filled > parts) {
                 size_t even = (left + (filled - parts) - 1) / (filled - parts);
