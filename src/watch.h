@@ -23,9 +23,9 @@
 #define WATCH_CHANNELS 8  /* channels kept per device (the platform has up to 6) */
 #define WATCH_GAPS 8      /* recent gaps between uploads kept */
 #define WATCH_BAND_MIN 12 /* values a channel needs before its band is used */
-#define WATCH_SETTLE_STANDALONE                                                                    \
-    60 /* seconds a standalone device's reading is old                                             \
-         before its signal's first look */
+/* Seconds a standalone device's reading is old before its signal's first
+ * look (watch_look_at). */
+#define WATCH_SETTLE_STANDALONE 90
 
 /* The rules, exactly:
  *
@@ -240,9 +240,10 @@ long long watch_interval(const struct watch *w);
  * alarm logged at its base unit's monitoring tick, which as a rule comes
  * before the upload that shows the reading (a base unit checks its remote
  * units every few minutes and uploads them together every 10): its look is
- * due at once, pending_at. A standalone device's alarm is logged seconds
- * after the measurement: its look waits until the reading is
- * WATCH_SETTLE_STANDALONE old. Either way a look that finds nothing looks
+ * due at once, pending_at. A standalone device's alarm is logged a little
+ * after the upload that shows it: its look waits until the reading is
+ * WATCH_SETTLE_STANDALONE old (a minute measured worse: with the budget
+ * tight, more of its looks came back empty). Either way a look that finds nothing looks
  * once more a few minutes later (recheck_at). */
 long long watch_look_at(const struct watch *w, bool remote);
 
