@@ -118,13 +118,14 @@ start=1795000000
 echo "The simulator plays a lab's account on 127.0.0.1:$port; wsrelay runs every"
 echo "10 simulated minutes. Log lines go to stderr, notifications to stdout."
 # The story of Cold Room 1, as the runs below tell it (tests/demo/check.sh
-# holds the runs to it): the platform logs an alarm a little after the
-# upload that shows it, and wsrelay looks at the alert log once the reading
-# is 90 seconds old (README, Signals and early warnings), so the log's
-# entries come a run after the readings announced them.
-echo "Watch Cold Room 1: its reading of 9.4 °C is announced at 11:16 and its way"
-echo "back to 7.6 °C at 11:26, both from the current readings, before the platform"
-echo "logs them; the platform's alarm and its recovery follow at 11:36."
+# holds the runs to it): Cold Room 1 is a remote unit, so wsrelay looks at
+# its alert log in the run that sees a signal (README, Signals and early
+# warnings); here the platform logs the alarm a little after the upload, so
+# that look finds nothing and the alarm comes with the next run.
+echo "Watch Cold Room 1: its reading of 9.4 °C is announced at 11:16 from the"
+echo "current readings, before the platform logs it; its way back to 7.6 °C at"
+echo "11:26, also from the readings, and the platform's alarm and its recovery"
+echo "follow at 11:26 too."
 for step in 0 600 1200 1800 2400 3000 3600; do
   now=$((start + step))
   curl -fsS -X POST -d "{\"now\":$now}" "http://127.0.0.1:$port/_sim/clock" >/dev/null

@@ -34,7 +34,6 @@
 #define DISCOVERY_INTERVAL 600 /* seconds between two device lists without signals */
 #define READINGS_GAP 50        /* least seconds between two readings of a login (one a minute) */
 #define QUIET_MAX 600          /* the longest quiet time a run leaves (quiet.h) */
-#define SIGNAL_SETTLE 90       /* a signal's reading is this old before its first look */
 #define RECHECK_AFTER 240      /* a signal poll that found nothing looks once more after this */
 #define SILENT_LOOKS 21600     /* a silent device is looked at again for this long */
 #define HOT_WAIT_MAX 900       /* the longest wait between two looks of an excursion */
@@ -915,16 +914,18 @@ static size_t plan_looks(struct tick *t, struct login_run *lr, struct sched_budg
  * signal since its last poll, or the second look a signal poll that found
  * nothing asked for. When so, *since is when that began and *told whether
  * its news is out already (watch.h). */
-static bool signal_of(const struct tick *t, const char *serial, long long *since, bool *told)
+static bool signal_of(const struct tick *t, const struct state_device *dev, long long *since,
+                      bool *told)
 {
     struct watch w;
-    if (!state_watch(t->st, serial, &w))
+    if (!state_watch(t->st, dev->serial, &w))
         return false;
     if (w.pending) {
         /* The platform logs what a reading shows a little after the
-         * upload: a look in the same minute finds nothing and costs a
-         * second one. */
-        long long due = w.pending_at + SIGNAL_SETTLE;
+         * measurement, a remote unit's before the upload: a look made
+         * earlier finds nothing and costs a second one. */
+        bool remote = dev->base && *dev->base && strcmp(dev->base, dev->serial) != 0;
+        long long due = watch_look_at(&w, remote);
         *since = w.pending_since;
         *told = w.pending_told;
         return t->opt->now >= due;
@@ -990,7 +991,7 @@ static size_t plan_pool(struct tick *t, struct login_run *lr)
         sd[i].known_since = pl->items[i].dev.first_known;
         sd[i].priority = (unsigned)account_device_priority(pl->items[i].a, pl->items[i].dev.serial);
         sd[i].signal = pl->items[i].a->signals &&
-                       signal_of(t, pl->items[i].dev.serial, &sd[i].signal_since, &sd[i].told);
+                       signal_of(t, &pl->items[i].dev, &sd[i].signal_since, &sd[i].told);
     }
     struct sched_budget b = budget_read(t->st, lr->login, PLATFORM_ALERT, t->opt->now);
     b.headroom = lr->signals ? budget_headroom(t->st, lr->login, t->opt->now) : 0;

@@ -500,6 +500,11 @@ long long watch_interval(const struct watch *w)
     return ((long long)sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
+long long watch_look_at(const struct watch *w, bool remote)
+{
+    return remote ? w->pending_at : w->pending_at + WATCH_SETTLE_STANDALONE;
+}
+
 unsigned watch_idle(struct watch *w, long long now)
 {
     if (w->unixtime == 0 || w->silent)

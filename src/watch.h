@@ -23,6 +23,9 @@
 #define WATCH_CHANNELS 8  /* channels kept per device (the platform has up to 6) */
 #define WATCH_GAPS 8      /* recent gaps between uploads kept */
 #define WATCH_BAND_MIN 12 /* values a channel needs before its band is used */
+/* Seconds a standalone device's reading is old before its signal's first
+ * look (watch_look_at). */
+#define WATCH_SETTLE_STANDALONE 90
 
 /* The rules, exactly:
  *
@@ -148,8 +151,8 @@ struct watch {
                                 raised it (for silence, its last reading) */
     long long pending_at;    /* the device's time of the reading that raised it
                                 (for silence, its last reading), never later than
-                                wsrelay's clock then: the look waits until this is
-                                poll.c's SIGNAL_SETTLE old */
+                                wsrelay's clock then: the first look waits for
+                                watch_look_at */
     long long recheck_at;    /* look once more at this time (a poll found nothing
                                 that explains the signal); 0: no */
     bool pending_told;       /* every reason of the signal was a limit crossing
@@ -230,6 +233,19 @@ unsigned watch_take(struct watch *w, const struct watch_reading *r,
  * of the recent gaps (the mean of the middle two for an even count); 0
  * while fewer than 2 gaps are known. */
 long long watch_interval(const struct watch *w);
+
+/* When the first alert-log look at the signal of `w` is due (a time on
+ * the device's clock, from pending_at): when the platform has logged what
+ * the reading shows. A remote unit (`remote`: it has a base unit) has its
+ * alarm logged at its base unit's monitoring tick, which as a rule comes
+ * before the upload that shows the reading (a base unit checks its remote
+ * units every few minutes and uploads them together every 10): its look is
+ * due at once, pending_at. A standalone device's alarm is logged a little
+ * after the upload that shows it: its look waits until the reading is
+ * WATCH_SETTLE_STANDALONE old (a minute measured worse: with the budget
+ * tight, more of its looks came back empty). Either way a look that finds nothing looks
+ * once more a few minutes later (recheck_at). */
+long long watch_look_at(const struct watch *w, bool remote);
 
 /* At `now`, with no new reading: returns WATCH_SILENT (and sets `silent`)
  * the first time nothing new has come for more than three usual intervals

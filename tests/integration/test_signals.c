@@ -52,16 +52,23 @@ static const char *reading_at(long long t)
     return "-78.0";
 }
 
-/* One freezer uploading every minute (each reading 20 s after its
- * measurement), with the alarm and recovery its log holds once the
- * platform has logged them. */
-static char *scenario(void)
+/* The freezer standalone, and as a remote unit behind a base unit. */
+#define STANDALONE "{\"serial\": \"" SERIAL "\", \"model\": \"TR-71A\", \"name\": \"Freezer 3\","
+#define REMOTE                                                                                     \
+    "{\"serial\": \"" SERIAL "\", \"model\": \"RTR501B\", \"name\": \"Freezer 3\", \"num\": 1,"    \
+    " \"base\": {\"serial\": \"5893C000\", \"model\": \"RTR500BW\", \"name\": \"Base 1\"},"
+
+/* The freezer (`device`: STANDALONE or REMOTE) uploading every minute
+ * (each reading 20 s after its measurement), with the alarm and recovery
+ * its log holds once the platform has logged them, `lag` seconds after
+ * their readings. */
+static char *scenario_of(const char *device, long long lag)
 {
     struct buf b;
     buf_init(&b, 0);
     relay_scenario_open(&b, T0);
-    buf_puts(&b, "{\"serial\": \"" SERIAL "\", \"model\": \"TR-71A\", \"name\": \"Freezer 3\","
-                 " \"time_diff\": 540,"
+    buf_puts(&b, device);
+    buf_puts(&b, " \"time_diff\": 540,"
                  " \"channels\": [{\"name\": \"Temperature\", \"unit\": \"°C\", \"value\": "
                  "\"-80.0\"}],"
                  " \"readings\": [");
@@ -74,8 +81,13 @@ static char *scenario(void)
                " \"ch1\": \"CH1 Upper Limit Exceeded -65.0°C (limit -70.0°C)\"},"
                "{\"unixtime\": %lld, \"logged_at\": %lld,"
                " \"ch1\": \"CH1 Measurement Recovery -78.0°C\"}]}]}]}",
-               ALARM_AT, ALARM_AT + LOG_LAG, RECOVER_AT, RECOVER_AT + LOG_LAG);
+               ALARM_AT, ALARM_AT + lag, RECOVER_AT, RECOVER_AT + lag);
     return buf_steal(&b);
+}
+
+static char *scenario(void)
+{
+    return scenario_of(STANDALONE, LOG_LAG);
 }
 
 /* The account with signals on (the default), without and with limits. */
@@ -216,6 +228,28 @@ Test(signals, a_reading_beyond_its_limit_is_announced_before_the_alert_log)
     free(alarm);
     free(back);
     free(recovery);
+}
+
+Test(signals, a_remote_units_alarm_logged_before_its_upload_is_read_in_the_run_that_sees_it)
+{
+    /* Its base unit's monitoring tick logged the alarm 10 s after the
+     * measurement, before the upload (20 s) that shows it: the run that
+     * sees the reading looks at once, not a run or two later. */
+    char *scen = scenario_of(REMOTE, 10);
+    relay_start(&R, scen);
+    free(scen);
+    relay_config(&R, account, NULL);
+    /* The round robin's looks (one every 5 minutes) fall on other minutes. */
+    run_minutes(T0 - 540, ALARM_AT - 60);
+    run_logging(ALARM_AT, "device " SERIAL ": signal (limit)");
+    size_t n = 0;
+    char *keys = relay_hook_keys(&R, &n);
+    char *warning = key_of(ALARM_AT, "reading-ch1"), *alarm = key_of(ALARM_AT, "ch1");
+    cr_assert_eq(occurrences(keys, warning), 1, "%s", keys);
+    cr_assert_eq(occurrences(keys, alarm), 1, "the alarm in the run that saw -65.0:\n%s", keys);
+    free(keys);
+    free(warning);
+    free(alarm);
 }
 
 Test(signals, an_urgent_look_shows_the_last_reading_and_its_signal)

@@ -847,3 +847,14 @@ Test(watch, interval_is_the_median_gap)
     w.n_gaps = 3;
     cr_assert_eq(watch_interval(&w), 120);
 }
+
+Test(watch, a_remote_unit_is_looked_at_once_a_standalone_device_after_90_s)
+{
+    /* A remote unit's alarm is logged at its base unit's monitoring tick,
+     * before the upload that shows it; a standalone device's a little after
+     * the upload. */
+    struct watch w = {.unixtime = 1000000, .pending = WATCH_LIMIT, .pending_at = 1000000};
+    cr_assert_eq(watch_look_at(&w, true), 1000000, "a remote unit: at once");
+    cr_assert_eq(watch_look_at(&w, false), 1000000 + WATCH_SETTLE_STANDALONE);
+    cr_assert_eq(WATCH_SETTLE_STANDALONE, 90, "a standalone device: 90 s");
+}
