@@ -235,6 +235,23 @@ static char *hanging_chart(int alarms, const char *hang)
     return net;
 }
 
+/* The command line of a run of `net` (hanging_chart's copy of
+ * wsrelay-net) at `now`, the simulator's clock set to it: argv holds
+ * pointers into the struct, which must outlive the run. */
+struct net_run {
+    char when[32];
+    char *argv[7];
+};
+
+static void net_run_at(struct net_run *out, char *net, long long now)
+{
+    snprintf(out->when, sizeof out->when, "%lld", now);
+    sim_set_clock(&R.sim, now);
+    char *const argv[] = {net,       (char *)"-c", R.config_path, (char *)"run", (char *)"--now",
+                          out->when, NULL};
+    memcpy(out->argv, argv, sizeof argv);
+}
+
 static double seconds_since(const struct timespec *t0)
 {
     struct timespec t;
@@ -274,15 +291,12 @@ static bool gone(long pid)
 Test(fault_trend, a_chart_helper_that_hangs_costs_one_try_within_the_runs_time)
 {
     char *net = hanging_chart(12, NULL);
-    char when[32];
-    snprintf(when, sizeof when, "%lld", T0 + 60);
-    sim_set_clock(&R.sim, T0 + 60);
-    char *const argv[] = {net,  (char *)"-c", R.config_path, (char *)"run", (char *)"--now",
-                          when, NULL};
+    struct net_run run;
+    net_run_at(&run, net, T0 + 60);
     struct timespec t0;
     char *err = NULL;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = run_cmd(NULL, &err, 400, argv, NULL);
+    int rc = run_cmd(NULL, &err, 400, run.argv, NULL);
     double took = seconds_since(&t0);
     cr_expect_eq(rc, 0, "%s", err);
     cr_expect_lt(took, 45.0, "the run took %.1f s, beyond run_time + timeout + 10 s", took);
@@ -307,13 +321,10 @@ Test(fault_trend, a_chart_helper_that_hangs_costs_one_try_within_the_runs_time)
 Test(fault_trend, a_stop_while_a_chart_is_drawn_kills_the_helper)
 {
     char *net = hanging_chart(3, NULL);
-    char when[32];
-    snprintf(when, sizeof when, "%lld", T0 + 60);
-    sim_set_clock(&R.sim, T0 + 60);
-    char *const argv[] = {net,  (char *)"-c", R.config_path, (char *)"run", (char *)"--now",
-                          when, NULL};
+    struct net_run run;
+    net_run_at(&run, net, T0 + 60);
     struct proc p;
-    proc_start(&p, argv, NULL, R.dir);
+    proc_start(&p, run.argv, NULL, R.dir);
     for (int i = 0; i < 300 && !chart_pid(); i++) /* a hang guard: 30 s */
         test_sleep_ms(100);
     long pid = chart_pid();
@@ -331,14 +342,11 @@ Test(fault_trend, a_stop_while_a_chart_is_drawn_kills_the_helper)
     cr_expect(kill((pid_t)pid, 0) < 0 && errno == ESRCH, "the helper was left");
     cr_expect_eq(smtpd_count(&S), 1, "the mail under way went out");
 
-    snprintf(when, sizeof when, "%lld", T0 + 360);
-    sim_set_clock(&R.sim, T0 + 360);
-    char *const again[] = {net,  (char *)"-c", R.config_path, (char *)"run", (char *)"--now",
-                           when, NULL};
+    net_run_at(&run, net, T0 + 360);
     char *chart = xasprintf("%s/bin/wsrelay-chart", R.dir);
     cr_assert_eq(unlink(chart), 0); /* the next run without a helper at all */
     free(chart);
-    cr_expect_eq(run_cmd(NULL, NULL, 120, again, NULL), 0);
+    cr_expect_eq(run_cmd(NULL, NULL, 120, run.argv, NULL), 0);
     size_t with_trend = 0;
     cr_expect_eq(hook_events(&with_trend), 3, "the webhook, once each");
     cr_expect_eq(smtpd_count(&S), 1, "the mail, once");
@@ -353,15 +361,12 @@ Test(fault_trend, a_stop_while_a_chart_is_drawn_kills_the_helper)
 Test(fault_trend, a_chart_helper_that_closes_its_output_and_hangs_costs_one_try)
 {
     char *net = hanging_chart(3, "exec >&-; exec sleep 600");
-    char when[32];
-    snprintf(when, sizeof when, "%lld", T0 + 60);
-    sim_set_clock(&R.sim, T0 + 60);
-    char *const argv[] = {net,  (char *)"-c", R.config_path, (char *)"run", (char *)"--now",
-                          when, NULL};
+    struct net_run run;
+    net_run_at(&run, net, T0 + 60);
     struct timespec t0;
     char *err = NULL;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = run_cmd(NULL, &err, 90, argv, NULL);
+    int rc = run_cmd(NULL, &err, 90, run.argv, NULL);
     double took = seconds_since(&t0);
     cr_expect_eq(rc, 0, "%s", err);
     cr_expect_lt(took, 45.0, "the run took %.1f s, beyond run_time + timeout + 10 s", took);
@@ -381,13 +386,10 @@ Test(fault_trend, a_chart_helper_that_closes_its_output_and_hangs_costs_one_try)
 Test(fault_trend, a_stop_while_a_closed_chart_helper_runs_kills_it)
 {
     char *net = hanging_chart(3, "exec >&-; exec sleep 600");
-    char when[32];
-    snprintf(when, sizeof when, "%lld", T0 + 60);
-    sim_set_clock(&R.sim, T0 + 60);
-    char *const argv[] = {net,  (char *)"-c", R.config_path, (char *)"run", (char *)"--now",
-                          when, NULL};
+    struct net_run run;
+    net_run_at(&run, net, T0 + 60);
     struct proc p;
-    proc_start(&p, argv, NULL, R.dir);
+    proc_start(&p, run.argv, NULL, R.dir);
     for (int i = 0; i < 300 && !chart_pid(); i++) /* a hang guard: 30 s */
         test_sleep_ms(100);
     long pid = chart_pid();
@@ -413,13 +415,10 @@ Test(fault_trend, a_stop_while_a_closed_chart_helper_runs_kills_it)
 Test(fault_trend, a_chart_helpers_child_dies_with_it)
 {
     char *net = hanging_chart(3, "sleep 600 & echo $! > \"$dir/child.pid\"; exec sleep 600");
-    char when[32];
-    snprintf(when, sizeof when, "%lld", T0 + 60);
-    sim_set_clock(&R.sim, T0 + 60);
-    char *const argv[] = {net,  (char *)"-c", R.config_path, (char *)"run", (char *)"--now",
-                          when, NULL};
+    struct net_run run;
+    net_run_at(&run, net, T0 + 60);
     char *err = NULL;
-    int rc = run_cmd(NULL, &err, 90, argv, NULL);
+    int rc = run_cmd(NULL, &err, 90, run.argv, NULL);
     cr_expect_eq(rc, 0, "%s", err);
     free(err);
     cr_expect_eq(smtpd_count(&S), 1, "the mail, with sparklines");
