@@ -29,7 +29,8 @@ T0 = 1795000000  # the scenarios' clock at the first run
 API_KEY = "BENCH-API-KEY-000000000000000000000000000000"
 BENCHMARKS = ("parallel", "size", "quiet", "outbox", "config")
 
-# Alert texts in the platform's wording (see "What an alert says" in the README).
+# Alert texts in the platform's wording (see "What an alert says" in
+# wsrelay.yaml(5), RULE FILES).
 ALARM = "CH1 Upper Limit Exceeded 9.1°C (limit 8.0°C)"
 RECOVERY = "CH1 Measurement Recovery 7.4°C"
 ALARM_CH2 = "CH2 Upper Limit Exceeded 81.0%RH (limit 80.0%RH)"

@@ -103,7 +103,7 @@ YAML
 chmod 0600 "$work/wsrelay.yaml" # it holds the demo's credentials
 
 # Two rules: alarms and sensor errors are marked critical; everything else
-# goes the same way without a label. See the README's "Rules".
+# goes the same way without a label. See RULE FILES in wsrelay.yaml(5).
 every="[on-call, as-email-subject, as-email, as-slack, as-teams, mail]"
 cat >"$work/rules.yaml" <<YAML
 - name: cold-chain-critical
@@ -119,8 +119,8 @@ echo "The simulator plays a lab's account on 127.0.0.1:$port; wsrelay runs every
 echo "10 simulated minutes. Log lines go to stderr, notifications to stdout."
 # The story of Cold Room 1, as the runs below tell it (tests/demo/check.sh
 # holds the runs to it): Cold Room 1 is a remote unit, so wsrelay looks at
-# its alert log in the run that sees a signal (README, Signals and early
-# warnings); here the platform logs the alarm a little after the upload, so
+# its alert log in the run that sees a signal (docs/HOW-IT-WORKS.md, Signals
+# and early warnings); here the platform logs the alarm a little after the upload, so
 # that look finds nothing and the alarm comes with the next run.
 echo "Watch Cold Room 1: its reading of 9.4 °C is announced at 11:16 from the"
 echo "current readings, before the platform logs it; its way back to 7.6 °C at"

@@ -5,7 +5,7 @@
 #                                  and the simulator's wsrelay-sim_….deb
 #                                  (default: build-package/)
 # Install it with `apt install ./build-package/wsrelay_*.deb` (README,
-# "Install on a server"); packaging/Containerfile builds an image from it.
+# "Install on a server"; docs/OPERATIONS.md in detail); packaging/Containerfile builds an image from it.
 set -euo pipefail
 wsrelay_root=$(cd "$(dirname "$0")/.." && pwd)
 . "$wsrelay_root/scripts/deps.sh"

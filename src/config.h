@@ -272,7 +272,7 @@ bool account_wants_serial(const struct account_conf *a, const char *serial);
 
 /* Every key of the file with its type, default and help text, one entry per
  * key ("accounts[].login_id (string; required)" and an indented help line),
- * for `--help` and the README. The caller frees the string. */
+ * for `wsrelay keys` and wsrelay.yaml(5). The caller frees the string. */
 char *config_reference(void);
 
 /* The rule-file keys in the same form, for `wsrelay keys --rules`. */

@@ -1,6 +1,6 @@
 /* The command line as an administrator meets it: help, version, exit
  * codes, `check` on working and broken configurations, and the key
- * reference that the README shows. */
+ * reference that wsrelay.yaml(5) shows. */
 #include "proc.h"
 #include "util/buf.h"
 #include "util/xalloc.h"
@@ -383,31 +383,111 @@ Test(cli, a_missing_config_file_is_named)
     result_free(&r);
 }
 
-/* The README's key reference is the output of `wsrelay keys`, verbatim. */
-Test(cli, readme_shows_the_key_reference_of_this_build)
+/* Appends `c`, a backslash as roff's "\e". */
+static void mdoc_char(struct buf *b, char c)
+{
+    if (c == '\\')
+        buf_puts(b, "\\e");
+    else
+        buf_append(b, &c, 1);
+}
+
+/* Text of `wsrelay keys` as an mdoc text line, as scripts/man-keys.sh
+ * writes it: '\' as "\e", each `word` as \(lqword\(rq, and a line that
+ * would start with '.' or '\'' guarded by "\&". */
+static void mdoc_text(struct buf *b, const char *s, size_t len)
+{
+    if (len && (s[0] == '.' || s[0] == '\''))
+        buf_puts(b, "\\&");
+    const char *end = s + len;
+    for (const char *p = s; p < end; p++) {
+        const char *close = *p == '`' ? memchr(p + 1, '`', (size_t)(end - p - 1)) : NULL;
+        if (close) {
+            buf_puts(b, "\\(lq");
+            for (p++; p < close; p++)
+                mdoc_char(b, *p);
+            buf_puts(b, "\\(rq");
+        } else {
+            mdoc_char(b, *p);
+        }
+    }
+}
+
+/* The output of `wsrelay keys` (or `keys --rules`) as man/wsrelay.yaml.5
+ * lists it (scripts/man-keys.sh): each key as ".It Cm KEY Pq \"TYPE\"",
+ * with '\' as "\e" and '"' as "\(dq" in TYPE, each help line as text,
+ * in one tag list. The caller frees the string. */
+static char *keys_as_mdoc(const char *out)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, ".Bl -tag -width Ds\n");
+    for (const char *line = out; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        if (len >= 4 && strncmp(line, "    ", 4) == 0) {
+            mdoc_text(&b, line + 4, len - 4);
+        } else {
+            const char *space = memchr(line, ' ', len);
+            size_t key_len = space ? (size_t)(space - line) : len;
+            const char *what = space ? space + 1 : line + len;
+            size_t what_len = (size_t)(line + len - what);
+            if (what_len && *what == '(') {
+                what++;
+                what_len--;
+            }
+            if (what_len && what[what_len - 1] == ')')
+                what_len--;
+            buf_puts(&b, ".It Cm ");
+            buf_append(&b, line, key_len);
+            buf_puts(&b, " Pq \"");
+            for (size_t i = 0; i < what_len; i++) {
+                if (what[i] == '"')
+                    buf_puts(&b, "\\(dq");
+                else
+                    mdoc_char(&b, what[i]);
+            }
+            buf_puts(&b, "\"");
+        }
+        buf_puts(&b, "\n");
+        line += len + (nl != NULL);
+    }
+    buf_puts(&b, ".El\n");
+    return buf_steal(&b);
+}
+
+/* The key reference of wsrelay.yaml(5) is the output of `wsrelay keys`,
+ * word for word. */
+Test(cli, the_man_page_shows_the_key_reference_of_this_build)
 {
     struct result r = wsrelay("keys", NULL, NULL, NULL);
     cr_assert_eq(r.status, 0);
     cr_assert(strstr(r.out, "accounts[].login_id"), "%s", r.out);
-    char *readme = read_file_str(WSRELAY_SOURCE_DIR "/README.md");
-    cr_assert_not_null(readme);
-    cr_assert(strstr(readme, r.out),
-              "README.md is out of date: paste the output of `wsrelay keys` into it");
-    free(readme);
+    char *page = read_file_str(WSRELAY_SOURCE_DIR "/man/wsrelay.yaml.5");
+    cr_assert_not_null(page);
+    char *list = keys_as_mdoc(r.out);
+    cr_assert(strstr(list, ".It Cm accounts[].login_id Pq \"string; required\"\n"), "%s", list);
+    cr_assert(strstr(page, list), "man/wsrelay.yaml.5 is out of date: run scripts/man-keys.sh "
+                                  "--update with this build's wsrelay");
+    free(list);
+    free(page);
     result_free(&r);
 }
 
 /* And its rule-file key reference is the output of `wsrelay keys --rules`. */
-Test(cli, readme_shows_the_rule_key_reference_of_this_build)
+Test(cli, the_man_page_shows_the_rule_key_reference_of_this_build)
 {
     struct result r = wsrelay("keys", "--rules", NULL, NULL);
     cr_assert_eq(r.status, 0);
     cr_assert(strstr(r.out, "match.serial (glob or list of globs)"), "%s", r.out);
-    char *readme = read_file_str(WSRELAY_SOURCE_DIR "/README.md");
-    cr_assert_not_null(readme);
-    cr_assert(strstr(readme, r.out),
-              "README.md is out of date: paste the output of `wsrelay keys --rules` into it");
-    free(readme);
+    char *page = read_file_str(WSRELAY_SOURCE_DIR "/man/wsrelay.yaml.5");
+    cr_assert_not_null(page);
+    char *list = keys_as_mdoc(r.out);
+    cr_assert(strstr(list, ".It Cm match.serial Pq \"glob or list of globs\"\n"), "%s", list);
+    cr_assert(strstr(page, list), "man/wsrelay.yaml.5 is out of date: run scripts/man-keys.sh "
+                                  "--update with this build's wsrelay");
+    free(list);
+    free(page);
     result_free(&r);
 }
 

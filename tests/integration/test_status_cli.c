@@ -1,7 +1,8 @@
 /* `wsrelay status` after real runs: the real binary against the simulator
  * and a webhook sink, on a virtual clock, in both forms; its exit status
  * is what a monitoring script sees. Times are printed in UTC (TZ is set).
- * The README's sample of `wsrelay status` comes from this setup. */
+ * The sample of `wsrelay status` in wsrelay(1) (STATUS REPORT) comes
+ * from this setup. */
 #include "jsonpath.h"
 #include "proc.h"
 #include "relay.h"

@@ -214,7 +214,8 @@ Test(trend_messages, every_receiver_shows_the_climb)
                          16),
                  0, "%.48s", hex);
 
-    /* The README's picture of an alarm mail's chart comes from here. */
+    /* The picture of an alarm mail's chart in docs/HOW-IT-WORKS.md comes from
+     * here. */
     const char *out = getenv("WSRELAY_CHART_OUT");
     if (out && *out) {
         FILE *f = fopen(out, "wb");

@@ -1,7 +1,7 @@
 /* `wsrelay run` over long stretches of simulated time and through crashes:
  * a week of 48 devices on one login ID, a burst that overflows a device's
  * 20-entry log, and runs killed with SIGKILL at random points. Each checks
- * a promise of README.md ("What happens in a run"): the budget is never
+ * a promise of docs/HOW-IT-WORKS.md ("What happens in a run"): the budget is never
  * exceeded, nothing is sent twice (but after a kill between a delivery and
  * the save after it), nothing is lost without a `gap` event saying so, and
  * the state file is always readable. Every random choice comes from a

@@ -31,8 +31,12 @@ expect 644 /usr/share/doc/wsrelay/README.md
 for doc in "$src"/docs/*.md; do
   expect 644 "/usr/share/doc/wsrelay/docs/$(basename "$doc")"
 done
-# README's images are where its links point.
-grep -o 'docs/images/[^)]*' "$src/README.md" | while read -r img; do
+# The images of README.md and docs/*.md are where their links point
+# (docs/HOW-IT-WORKS.md shows the chart of an alarm mail).
+imgs=$(cat "$src/README.md" "$src"/docs/*.md | grep -oE '(docs/)?images/[^)]*\.png' | sort -u |
+  sed 's,^images/,docs/images/,')
+[ -n "$imgs" ] || fail "no image linked from README.md or docs/*.md"
+for img in $imgs; do
   expect 644 "/usr/share/doc/wsrelay/$img"
 done
 ex=/usr/share/doc/wsrelay/examples

@@ -1,6 +1,7 @@
 /* The metrics file: counters kept in the state add up across runs, gauges
  * come from the state, and the text is valid exposition format. The
- * README's reference names every label value the code emits. */
+ * reference in docs/OPERATIONS.md (Metrics) names every label value the
+ * code emits. */
 #include "metrics.h"
 #include "proc.h"
 #include "util/fileio.h"
@@ -156,20 +157,20 @@ Test(metrics, counters_survive_a_save_and_the_file_is_replaced_whole)
     free(file);
 }
 
-/* The values the README's metrics table gives label `label` of `metric`:
+/* The values the metrics table of docs/OPERATIONS.md gives label `label` of `metric`:
  * the backquoted words in the parentheses after `label`, as one string
  * " a b c " (each between spaces), sorted as written. */
-static char *readme_values(const char *metric, const char *label)
+static char *documented_values(const char *metric, const char *label)
 {
-    char *readme = read_file_str(WSRELAY_SOURCE_DIR "/README.md");
-    cr_assert_not_null(readme);
+    char *doc = read_file_str(WSRELAY_SOURCE_DIR "/docs/OPERATIONS.md");
+    cr_assert_not_null(doc);
     char *row_start = xasprintf("\n| `%s` |", metric);
-    const char *row = strstr(readme, row_start);
-    cr_assert_not_null(row, "the README's metrics table has no row %s", metric);
+    const char *row = strstr(doc, row_start);
+    cr_assert_not_null(row, "docs/OPERATIONS.md's metrics table has no row %s", metric);
     const char *row_end = strchr(row + 1, '\n');
     char *label_text = xasprintf("`%s` (", label);
     const char *p = strstr(row, label_text);
-    cr_assert(p && p < row_end, "the README's row %s gives no values of %s", metric, label);
+    cr_assert(p && p < row_end, "docs/OPERATIONS.md's row %s gives no values of %s", metric, label);
     p += strlen(label_text);
     struct buf out;
     buf_init(&out, 0);
@@ -186,7 +187,7 @@ static char *readme_values(const char *metric, const char *label)
     }
     free(label_text);
     free(row_start);
-    free(readme);
+    free(doc);
     return buf_steal(&out);
 }
 
@@ -194,29 +195,30 @@ static void expect_documented(const char *documented, const char *value, const c
 {
     char *word = xasprintf(" %s ", value);
     cr_expect(strstr(documented, word),
-              "the README's metrics reference lacks %s \"%s\" (it has:%s)", what, value,
+              "docs/OPERATIONS.md's metrics reference lacks %s \"%s\" (it has:%s)", what, value,
               documented);
     free(word);
 }
 
 /* Every operation a call is counted under (a lookup counts all of them),
  * and no other. */
-Test(metrics, the_readme_lists_every_operation)
+Test(metrics, the_metrics_reference_lists_every_operation)
 {
-    char *documented = readme_values("wsrelay_platform_calls_total", "op");
+    char *documented = documented_values("wsrelay_platform_calls_total", "op");
     size_t words = 0;
     for (const char *p = documented + 1; *p; p++)
         words += *p == ' ';
     for (int op = 0; op < PLATFORM_N_OPS; op++)
         expect_documented(documented, platform_op_name((enum platform_op)op), "op");
-    cr_expect_eq(words, (size_t)PLATFORM_N_OPS, "the README lists other operations:%s", documented);
+    cr_expect_eq(words, (size_t)PLATFORM_N_OPS, "docs/OPERATIONS.md lists other operations:%s",
+                 documented);
     free(documented);
 }
 
 /* Every outcome wsrelay_events_total is written with, and no other. */
-Test(metrics, the_readme_lists_every_event_outcome)
+Test(metrics, the_metrics_reference_lists_every_event_outcome)
 {
-    char *documented = readme_values("wsrelay_events_total", "outcome");
+    char *documented = documented_values("wsrelay_events_total", "outcome");
     char *text = render(1795000000, true);
     size_t emitted = 0;
     const char *prefix = "\nwsrelay_events_total{outcome=\"";
@@ -231,7 +233,7 @@ Test(metrics, the_readme_lists_every_event_outcome)
     for (const char *p = documented + 1; *p; p++)
         words += *p == ' ';
     cr_expect_gt(emitted, 0);
-    cr_expect_eq(words, emitted, "the README lists other outcomes:%s", documented);
+    cr_expect_eq(words, emitted, "docs/OPERATIONS.md lists other outcomes:%s", documented);
     free(text);
     free(documented);
 }
