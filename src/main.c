@@ -15,6 +15,7 @@
 #include "util/buf.h"
 #include "util/duration.h"
 #include "util/fileio.h"
+#include "util/jsonfile.h"
 #include "util/log.h"
 #include "util/redact.h"
 #include "util/xalloc.h"
@@ -488,44 +489,6 @@ out:
 #define RENDER_MAX_DATA (16 * 1024 * 1024)
 #define RENDER_MAX_OUTPUT (16 * 1024 * 1024)
 
-/* The JSON value in file `path`, which must hold that and nothing else. */
-static struct json_object *read_json(const char *path, struct err *e)
-{
-    struct buf text;
-    struct json_object *v = NULL;
-    struct json_tokener *tok = NULL;
-    buf_init(&text, RENDER_MAX_DATA);
-    if (file_read(&text, path, e) < 0)
-        goto out;
-    tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH * 2);
-    if (!tok)
-        xalloc_die();
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    /* The final NUL tells the tokener that the text ends there. */
-    v = json_tokener_parse_ex(tok, buf_str(&text), (int)text.len + 1);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    size_t end = json_tokener_get_parse_end(tok);
-    if (jerr != json_tokener_success) {
-        err_set(e, "%s: not JSON: %s at offset %zu", path,
-                jerr == json_tokener_continue ? "unexpected end of data"
-                                              : json_tokener_error_desc(jerr),
-                end);
-        goto out;
-    }
-    while (end < text.len && strchr(" \t\r\n", text.data[end]))
-        end++;
-    if (end < text.len) {
-        err_set(e, "%s: not JSON: unexpected data at offset %zu", path, end);
-        json_object_put(v);
-        v = NULL;
-    }
-out:
-    if (tok)
-        json_tokener_free(tok);
-    buf_free(&text);
-    return v;
-}
-
 static int parse_escape(enum template_escape *out, const char *name)
 {
     static const struct {
@@ -601,7 +564,7 @@ static int cmd_render(const struct globals *g, int argc, char **argv)
     /* A missing partial renders as nothing; say so, as `check` would. */
     if (templates_check(t, partials, &e) < 0)
         fprintf(stderr, "wsrelay: warning: %s\n", e.msg);
-    if (!(data = read_json(data_path, &e))) {
+    if (!(data = jsonfile_read(data_path, RENDER_MAX_DATA, &e))) {
         fprintf(stderr, "wsrelay: %s\n", e.msg);
         goto out;
     }
@@ -669,7 +632,8 @@ static int cmd_explain(const struct globals *g, int argc, char **argv)
         goto usage;
     if (load_config(&c, g) < 0)
         goto out;
-    if (!(body = read_json(argv[optind], &e)) || explain_alert_log(stdout, c, body, &eo, &e) < 0) {
+    if (!(body = jsonfile_read(argv[optind], RENDER_MAX_DATA, &e)) ||
+        explain_alert_log(stdout, c, body, &eo, &e) < 0) {
         fprintf(stderr, "wsrelay: explain: %s\n", e.msg);
         goto out;
     }
