@@ -14,12 +14,11 @@
 
 /* How a row shows in a synopsis; by default "[--name ARG]" on its own. */
 enum opt_usage {
-    OPT_MUST = 1 << 0, /* required: no brackets ("--template FILE") */
-    OPT_OR = 1 << 1,   /* an alternative to the row before, in its brackets ("[--csv | --json]") */
-    OPT_AND = 1 << 2,  /* goes with the row before, in its brackets ("--from TIME --to TIME") */
-    OPT_UNDER =
-        1 << 3, /* only with the row before, in brackets in its own ("[--loop [--interval D]]") */
-    OPT_MANY = 1 << 4, /* may be repeated: "..." after its brackets */
+    OPT_MUST = 1 << 0,  /* required: no brackets ("--template FILE") */
+    OPT_OR = 1 << 1,    /* an alternative to the row before, in its brackets ("[--csv | --json]") */
+    OPT_AND = 1 << 2,   /* goes with the row before, in its brackets ("--from TIME --to TIME") */
+    OPT_UNDER = 1 << 3, /* needs the row before, nested in its brackets ("[--loop [--interval]]") */
+    OPT_MANY = 1 << 4,  /* may be repeated: "..." after its brackets */
 };
 
 /* One option. A table is an array of rows that ends with a row whose id
