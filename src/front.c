@@ -7,9 +7,9 @@
  * the state and three stat()s, and exits 0.
  *
  * The front never judges a command line or a configuration: whatever it
- * does not recognise as a plain `run` (global -c FILE, -v and -q, then
- * `run` with at most --now UNIXTIME), and any doubt about the quiet file, goes
- * to wsrelay-net, which reports problems as it always did.
+ * does not recognise as a plain `run` (global -c FILE, -v and -q, before
+ * or after `run`, and at most --now UNIXTIME), and any doubt about the quiet
+ * file, goes to wsrelay-net, which reports problems as it always did.
  *
  * wsrelay-net is looked for beside this program first (a build directory,
  * or a copy of both in one place), then in the libexec directory of the
@@ -62,19 +62,29 @@ static int parse_now(long long *out, const char *text)
     return 0;
 }
 
-/* Fills *r when argv is [-c FILE | -v | -q]... run [--now UNIXTIME];
+/* Reads the global option at argv[*i] (-c FILE, -v or -q) into *r; false
+ * when it is none of them. */
+static bool global_option(struct plain_run *r, int argc, char **argv, int *i)
+{
+    if (strcmp(argv[*i], "-v") == 0)
+        r->level = LOG_DEBUG;
+    else if (strcmp(argv[*i], "-q") == 0)
+        r->level = LOG_WARN;
+    else if (strcmp(argv[*i], "-c") == 0 && *i + 1 < argc)
+        r->config_path = argv[++*i];
+    else
+        return false;
+    return true;
+}
+
+/* Fills *r when argv is [-c FILE | -v | -q]... run [--now UNIXTIME], with
+ * the global options before `run` or after it (as wsrelay-net takes them);
  * false for any other command line, left to wsrelay-net. */
 static bool plain_run(struct plain_run *r, int argc, char **argv)
 {
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
-        if (strcmp(argv[i], "-v") == 0)
-            r->level = LOG_DEBUG;
-        else if (strcmp(argv[i], "-q") == 0)
-            r->level = LOG_WARN;
-        else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc)
-            r->config_path = argv[++i];
-        else
+        if (!global_option(r, argc, argv, &i))
             return false;
     }
     if (i >= argc || strcmp(argv[i], "run") != 0)
@@ -82,7 +92,7 @@ static bool plain_run(struct plain_run *r, int argc, char **argv)
     for (i++; i < argc; i++) {
         if (strcmp(argv[i], "--now") == 0 && i + 1 < argc && parse_now(&r->now, argv[i + 1]) == 0)
             i++;
-        else
+        else if (!global_option(r, argc, argv, &i))
             return false;
     }
     return true;

@@ -106,6 +106,92 @@ Test(cli, every_command_has_help_that_exits_0)
     result_free(&r);
 }
 
+/* Every command that `wsrelay --help` lists (read from that list, not
+ * from a copy of it) answers `wsrelay CMD --help` with exit 0, its usage
+ * line, and a line of its option list for each option its synopsis
+ * names, and the global options. */
+Test(cli, every_listed_command_has_help_naming_its_options)
+{
+    struct result list = wsrelay("--help", NULL, NULL, NULL);
+    cr_assert_eq(list.status, 0);
+    const char *p = strstr(list.out, "\nCommands:\n");
+    const char *end = strstr(list.out, "\nOptions:\n");
+    cr_assert(p && end, "%s", list.out);
+    size_t n_commands = 0;
+    for (p = strchr(p + 1, '\n') + 1; p < end; p = strchr(p, '\n') + 1) {
+        if (p[0] != ' ' || p[1] != ' ' || p[2] == ' ')
+            continue; /* a summary line, indented further */
+        char *line = xstrndup(p + 2, (size_t)(strchr(p, '\n') - p - 2));
+        char *name = xstrndup(line, strcspn(line, " "));
+        n_commands++;
+        struct result r = wsrelay(name, "--help", NULL, NULL);
+        cr_expect_eq(r.status, 0, "%s --help: %d: %s", name, r.status, r.err);
+        cr_expect_str_eq(r.err, "", "%s --help", name);
+        char *want = xasprintf("usage: wsrelay [-c FILE] [-v | -q] %s\n", line);
+        cr_expect(strncmp(r.out, want, strlen(want)) == 0, "%s --help:\n%s", name, r.out);
+        free(want);
+        /* Each "--option" of the synopsis starts a line of the list. */
+        for (const char *o = strstr(line, "--"); o; o = strstr(o + 2, "--")) {
+            char *opt = xstrndup(o, strspn(o, "-abcdefghijklmnopqrstuvwxyz"));
+            char *row = xasprintf("\n  %s", opt);
+            const char *at = strstr(r.out, row);
+            cr_expect(at && (at[strlen(row)] == ' ' || at[strlen(row)] == '\n'),
+                      "%s --help does not list %s:\n%s", name, opt, r.out);
+            free(row);
+            free(opt);
+        }
+        cr_expect(strstr(r.out, "\nGlobal options, before or after the command:\n  -c FILE "),
+                  "%s --help:\n%s", name, r.out);
+        result_free(&r);
+        free(name);
+        free(line);
+    }
+    cr_expect_geq(n_commands, 10, "%s", list.out);
+    result_free(&list);
+}
+
+/* -c, -v and -q after the command do what they do before it. */
+Test(cli, global_options_after_the_command_work_as_before_it)
+{
+    setenv("CLI_TEST_KEY", "k", 1);
+    char *path = xasprintf("%s/wsrelay.yaml", dir);
+    write_file(path, good);
+    struct result before = wsrelay("-q", "-c", path, "check");
+    struct result after = wsrelay("check", "-c", path, "-q");
+    cr_expect_eq(before.status, 0, "%s", before.err);
+    cr_expect_eq(after.status, before.status, "%s", after.err);
+    cr_expect_str_eq(after.out, before.out);
+    cr_expect_str_eq(after.err, before.err);
+    result_free(&before);
+    result_free(&after);
+    /* The last -c wins, wherever it is. */
+    after = wsrelay("-c", "/nonexistent/wsrelay.yaml", "check", "-c");
+    cr_expect_eq(after.status, 2, "-c without its file is a usage error");
+    result_free(&after);
+    char *argv[] = {(char *)WSRELAY_BIN,
+                    (char *)"-c",
+                    (char *)"/nonexistent/wsrelay.yaml",
+                    (char *)"check",
+                    (char *)"-c",
+                    path,
+                    NULL};
+    char *out = NULL, *err = NULL;
+    cr_expect_eq(run_cmd(&out, &err, 30, argv, NULL), 0, "%s", err);
+    cr_expect(strncmp(out, path, strlen(path)) == 0, "%s", out);
+    free(out);
+    free(err);
+    /* Beside the command's own options. */
+    before = wsrelay("-c", "/nonexistent/wsrelay.yaml", "status", "--json");
+    after = wsrelay("status", "--json", "-c", "/nonexistent/wsrelay.yaml");
+    cr_expect_eq(before.status, 2);
+    cr_expect_eq(after.status, before.status);
+    cr_expect(strstr(after.err, "/nonexistent/wsrelay.yaml"), "%s", after.err);
+    cr_expect_str_eq(after.err, before.err);
+    result_free(&before);
+    result_free(&after);
+    free(path);
+}
+
 Test(cli, version)
 {
     struct result r = wsrelay("--version", NULL, NULL, NULL);

@@ -164,6 +164,22 @@ static bool quiet_at(long long now)
     return quiet;
 }
 
+/* -c and -v after `run`, as wsrelay-net takes them, leave the run plain:
+ * the front answers it. */
+Test(quiet_runs, global_options_after_run_are_answered_by_the_front)
+{
+    long long now = first_quiet() + 1;
+    char when[32];
+    snprintf(when, sizeof when, "%lld", now);
+    sim_set_clock(&R.sim, now);
+    char *argv[] = {(char *)WSRELAY_BIN, (char *)"run", (char *)"--now", when,
+                    (char *)"-c",        R.config_path, (char *)"-v",    NULL};
+    char *err = NULL;
+    cr_assert_eq(run_cmd(NULL, &err, 60, argv, NULL), 0, "%s", err);
+    cr_assert(strstr(err, QUIET_LINE), "%s", err);
+    free(err);
+}
+
 Test(quiet_runs, a_changed_configuration_makes_a_full_run)
 {
     long long now = first_quiet();

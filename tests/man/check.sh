@@ -3,7 +3,8 @@
 #   - `mandoc -T lint -W warning` finds nothing in man/wsrelay.1 and
 #     man/wsrelay.yaml.5;
 #   - every command of `wsrelay --help` has its entry in wsrelay(1)'s
-#     COMMANDS, and every option the help names appears in the page;
+#     COMMANDS, and every option that help or a command's own help
+#     (`wsrelay COMMAND --help`) names appears in the page;
 #   - every key of `wsrelay keys` and `wsrelay keys --rules` has its entry
 #     in wsrelay.yaml(5), and the page's key lists are what
 #     scripts/man-keys.sh makes of this build's (type, default and help
@@ -42,7 +43,12 @@ for c in $commands; do
     fail "wsrelay.1: command '$c' (wsrelay --help) has no entry in COMMANDS"
 done
 rendered=$(mandoc -T ascii "$man1" | col -b)
-options=$(printf '%s\n' "$help" | grep -oE '(^|[][ (|])--?[a-z][a-z-]*' | sed 's/^[][ (|]*//' |
+# The options of wsrelay --help and of every `wsrelay COMMAND --help`.
+helps=$help
+for c in $commands; do
+  helps+=$'\n'$("$wsrelay" "$c" --help) || fail "wsrelay $c --help failed"
+done
+options=$(printf '%s\n' "$helps" | grep -oE '(^|[][ (|,])--?[a-z][a-z-]*' | sed 's/^[][ (|,]*//' |
   sort -u)
 for o in $options; do
   grep -qE -- "(^|[^a-z-])$o([^a-z-]|\$)" <<<"$rendered" ||

@@ -1,0 +1,95 @@
+/* What the commands share (cmd.h): the global options, the usage line and
+ * --help of a row, and reading the configuration. */
+#include "cmd/cmd.h"
+
+#include "state.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+const struct opt_spec cmd_global_opts[] = {
+    {CMD_OPT_CONFIG, NULL, 'c', "FILE", 0,
+     "configuration file (default $WSRELAY_CONFIG, else " CONFIG_DEFAULT_PATH ")"},
+    {CMD_OPT_DEBUG, NULL, 'v', NULL, 0, "show debug lines too"},
+    {CMD_OPT_QUIET, NULL, 'q', NULL, OPT_OR, "show only warnings and errors"},
+    {0},
+};
+
+void cmd_global_apply(struct cmd_globals *g, const struct opt_found *f)
+{
+    switch (f->spec->id) {
+    case CMD_OPT_CONFIG:
+        g->config_path = f->value;
+        break;
+    case CMD_OPT_DEBUG:
+        log_set_level(LOG_DEBUG);
+        break;
+    case CMD_OPT_QUIET:
+        log_set_level(LOG_WARN);
+        break;
+    }
+}
+
+void cmd_synopsis(struct buf *out, const struct cmd_entry *c)
+{
+    buf_puts(out, c->operands);
+    if (*c->operands && c->opts[0].id)
+        buf_puts(out, " ");
+    opt_synopsis(out, c->opts);
+}
+
+void cmd_usage(FILE *out, const struct cmd_entry *c)
+{
+    struct buf syn;
+    buf_init(&syn, 0);
+    cmd_synopsis(&syn, c);
+    fprintf(out, "usage: wsrelay %s%s%s\n", c->name, syn.len ? " " : "", buf_str(&syn));
+    buf_free(&syn);
+}
+
+void cmd_help(FILE *out, const struct cmd_entry *c)
+{
+    struct buf globals, syn;
+    buf_init(&globals, 0);
+    buf_init(&syn, 0);
+    opt_synopsis(&globals, cmd_global_opts);
+    cmd_synopsis(&syn, c);
+    fprintf(out, "usage: wsrelay %s %s%s%s\n  %s\n", buf_str(&globals), c->name, syn.len ? " " : "",
+            buf_str(&syn), c->summary);
+    if (c->opts[0].id) {
+        fprintf(out, "\nOptions:\n");
+        opt_help(out, c->opts, 22);
+    }
+    fprintf(out, "\nGlobal options, before or after the command:\n");
+    opt_help(out, cmd_global_opts, 22);
+    buf_free(&globals);
+    buf_free(&syn);
+}
+
+int cmd_load_config(struct config **out, const struct cmd_globals *g)
+{
+    struct err e;
+    if (config_load(out, g->config_path, &e) < 0) {
+        log_plain(LOG_ERROR, "%s", e.msg);
+        return -1;
+    }
+    if (state_run_as_owner((*out)->state_file, &e) < 0) {
+        log_plain(LOG_ERROR, "%s", e.msg);
+        config_free(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_parse_time(long long *out, const char *text)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < 0)
+        return -1;
+    *out = v;
+    return 0;
+}
