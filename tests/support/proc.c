@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,6 +259,35 @@ int run_cmd(char **out_stdout, char **out_stderr, int timeout_s, char *const arg
     test_rmtree(dir);
     free(dir);
     return status;
+}
+
+struct cmd_result cmd_run(int timeout_s, const char *const argv[])
+{
+    struct cmd_result r;
+    r.status = run_cmd(&r.out, &r.err, timeout_s, (char *const *)argv, NULL);
+    return r;
+}
+
+struct cmd_result wsrelay_cmd(int timeout_s, const char *arg, ...)
+{
+    const char *argv[32] = {WSRELAY_BIN};
+    size_t n = 1;
+    va_list ap;
+    va_start(ap, arg);
+    for (const char *a = arg; a; a = va_arg(ap, const char *)) {
+        cr_assert_lt(n + 1, sizeof argv / sizeof argv[0], "wsrelay_cmd: too many arguments");
+        argv[n++] = a;
+    }
+    va_end(ap);
+    argv[n] = NULL;
+    return cmd_run(timeout_s, argv);
+}
+
+void cmd_result_free(struct cmd_result *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
 }
 
 char *test_tmpdir(void)
