@@ -311,6 +311,20 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
     return 0;
 }
 
+/* Set by open_entry when a pass met a directory it could not read or an
+ * entry it could not stat: the next pass reaches further. */
+static bool rmtree_blocked;
+
+static int open_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    if (type == FTW_D || type == FTW_DNR)
+        chmod(path, (st->st_mode & 07777) | S_IRWXU);
+    if (type == FTW_DNR || type == FTW_NS)
+        rmtree_blocked = true;
+    return 0;
+}
+
 void test_rmtree(const char *dir)
 {
     if (!dir || !*dir || strcmp(dir, "/") == 0)
@@ -318,6 +332,14 @@ void test_rmtree(const char *dir)
     struct stat st;
     if (lstat(dir, &st) < 0)
         return;
+    /* Give the owner back every directory a test closed (chmod -R u+rwx),
+     * a level deeper each pass, then remove. */
+    for (int pass = 0; pass < 16; pass++) {
+        rmtree_blocked = false;
+        nftw(dir, open_entry, 16, FTW_PHYS);
+        if (!rmtree_blocked)
+            break;
+    }
     nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 

@@ -93,7 +93,9 @@ void proc_environ_free(char **env);
 char *test_tmpdir(void);
 
 /* Removes `dir` and everything under it (symbolic links are removed, not
- * followed). A missing directory is fine; "" and "/" are refused. */
+ * followed), first giving the owner read, write and search permission on
+ * every directory below it, as `chmod -R u+rwx DIR; rm -rf DIR` would. A
+ * missing directory is fine; "" and "/" are refused. */
 void test_rmtree(const char *dir);
 
 /* Creates or replaces `path` with `text`. */
