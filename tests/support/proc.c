@@ -9,6 +9,7 @@
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -341,6 +342,18 @@ void test_rmtree(const char *dir)
             break;
     }
     nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+size_t test_count_files(const char *dir, const char *prefix)
+{
+    size_t n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        cr_assert_fail("cannot read %s: %s", dir, strerror(errno));
+    for (struct dirent *de; (de = readdir(d));)
+        n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
 }
 
 void write_file(const char *path, const char *text)

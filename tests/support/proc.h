@@ -10,6 +10,7 @@
 #define WSRELAY_TEST_PROC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 struct proc {
@@ -97,6 +98,11 @@ char *test_tmpdir(void);
  * every directory below it, as `chmod -R u+rwx DIR; rm -rf DIR` would. A
  * missing directory is fine; "" and "/" are refused. */
 void test_rmtree(const char *dir);
+
+/* How many entries of the directory `dir` have a name that starts with
+ * `prefix` (not looking below it); fails the test when `dir` cannot be
+ * read. */
+size_t test_count_files(const char *dir, const char *prefix);
 
 /* Creates or replaces `path` with `text`. */
 void write_file(const char *path, const char *text);
