@@ -25,32 +25,18 @@ static void teardown(void)
 
 TestSuite(cli, .init = setup, .fini = teardown, .timeout = 60);
 
-struct result {
-    int status;
-    char *out;
-    char *err;
-};
-
-static struct result wsrelay(const char *a1, const char *a2, const char *a3, const char *a4)
+/* `wsrelay A1 A2 A3 A4`, up to the first NULL. */
+static struct cmd_result wsrelay(const char *a1, const char *a2, const char *a3, const char *a4)
 {
-    struct result r;
-    char *argv[] = {(char *)WSRELAY_BIN, (char *)a1, (char *)a2, (char *)a3, (char *)a4, NULL};
-    r.status = run_cmd(&r.out, &r.err, 30, argv, NULL);
-    return r;
-}
-
-static void result_free(struct result *r)
-{
-    free(r->out);
-    free(r->err);
+    return wsrelay_cmd(30, a1, a2, a3, a4, NULL);
 }
 
 /* Writes `yaml` as DIR/wsrelay.yaml and runs `wsrelay -c it check`. */
-static struct result check(const char *yaml)
+static struct cmd_result check(const char *yaml)
 {
     char *path = xasprintf("%s/wsrelay.yaml", dir);
     write_file(path, yaml);
-    struct result r = wsrelay("-c", path, "check", NULL);
+    struct cmd_result r = wsrelay("-c", path, "check", NULL);
     free(path);
     return r;
 }
@@ -67,7 +53,7 @@ static const char good[] = "state_file: state.json\n"
 
 Test(cli, help_lists_every_command)
 {
-    struct result r = wsrelay("--help", NULL, NULL, NULL);
+    struct cmd_result r = wsrelay("--help", NULL, NULL, NULL);
     cr_assert_eq(r.status, 0);
     cr_assert(strstr(r.out, "\n  run [--now UNIXTIME] [--dry-run] [--look SERIAL]... "
                             "[--loop [--interval DURATION]]\n"),
@@ -84,7 +70,7 @@ Test(cli, help_lists_every_command)
               "%s", r.out);
     cr_assert(strstr(r.out, "\n  alerts SERIAL [--account NAME] [--force] [--json]"), "%s", r.out);
     cr_assert(strstr(r.out, "Exit status"));
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(cli, every_command_has_help_that_exits_0)
@@ -92,18 +78,18 @@ Test(cli, every_command_has_help_that_exits_0)
     static const char *const names[] = {"run",    "check",   "status", "current",       "readings",
                                         "alerts", "explain", "keys",   "test-receiver", "render"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        struct result r = wsrelay("-c", "/nonexistent/wsrelay.yaml", names[i], "--help");
+        struct cmd_result r = wsrelay("-c", "/nonexistent/wsrelay.yaml", names[i], "--help");
         cr_expect_eq(r.status, 0, "%s --help: %d: %s", names[i], r.status, r.err);
         char *want = xasprintf("usage: wsrelay [-c FILE] [-v | -q] %s", names[i]);
         cr_expect(strncmp(r.out, want, strlen(want)) == 0, "%s --help: %s", names[i], r.out);
         cr_expect_str_eq(r.err, "", "%s --help", names[i]);
         free(want);
-        result_free(&r);
+        cmd_result_free(&r);
     }
-    struct result r = wsrelay("check", "-h", NULL, NULL);
+    struct cmd_result r = wsrelay("check", "-h", NULL, NULL);
     cr_expect_eq(r.status, 0);
     cr_expect(strstr(r.out, "validate the configuration"), "%s", r.out);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 /* Every command that `wsrelay --help` lists (read from that list, not
@@ -194,34 +180,34 @@ Test(cli, global_options_after_the_command_work_as_before_it)
 
 Test(cli, version)
 {
-    struct result r = wsrelay("--version", NULL, NULL, NULL);
+    struct cmd_result r = wsrelay("--version", NULL, NULL, NULL);
     cr_assert_eq(r.status, 0);
     cr_assert(strncmp(r.out, "wsrelay ", 8) == 0, "%s", r.out);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(cli, usage_errors_exit_2)
 {
-    struct result r = wsrelay("frobnicate", NULL, NULL, NULL);
+    struct cmd_result r = wsrelay("frobnicate", NULL, NULL, NULL);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "unknown command 'frobnicate'"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
     r = wsrelay(NULL, NULL, NULL, NULL);
     cr_assert_eq(r.status, 2);
-    result_free(&r);
+    cmd_result_free(&r);
     r = wsrelay("run", "--now", "yesterday", NULL);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "--now expects a Unix time"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(cli, check_accepts_a_good_config)
 {
     setenv("CLI_TEST_KEY", "k", 1);
-    struct result r = check(good);
+    struct cmd_result r = check(good);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert(strstr(r.out, "OK: 1 account, 1 receiver"), "%s", r.out);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(cli, check_names_a_misspelt_key)
@@ -229,22 +215,22 @@ Test(cli, check_names_a_misspelt_key)
     setenv("CLI_TEST_KEY", "k", 1);
     char *yaml = xasprintf("%s", good);
     memcpy(strstr(yaml, "login_id"), "lgoin_id", 8);
-    struct result r = check(yaml);
+    struct cmd_result r = check(yaml);
     free(yaml);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "wsrelay.yaml:5:5: accounts[0]: unknown key 'lgoin_id'"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(cli, check_names_a_wrong_type)
 {
     setenv("CLI_TEST_KEY", "k", 1);
     char *yaml = xasprintf("catch_up: [1h]\n%s", good);
-    struct result r = check(yaml);
+    struct cmd_result r = check(yaml);
     free(yaml);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "wsrelay.yaml:1:11: catch_up: expected"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 /* How many lines `text` has. */
@@ -260,18 +246,18 @@ static size_t lines_of(const char *text)
  * wsrelay.yaml(5) says, not one a round. */
 Test(cli, check_reports_every_mistake_of_a_file_at_once)
 {
-    struct result r = check("state_file: state.json\n"
-                            "catch_up: [1h]\n"
-                            "accounts:\n"
-                            "  - name: lab\n"
-                            "    api_key: k\n"
-                            "    login_id: tbzz9999\n"
-                            "    login_pass: secret\n"
-                            "    colour: blue\n"
-                            "receivers:\n"
-                            "  - name: console\n"
-                            "    file: {path: \"-\"}\n"
-                            "    timeout: 1s\n");
+    struct cmd_result r = check("state_file: state.json\n"
+                                "catch_up: [1h]\n"
+                                "accounts:\n"
+                                "  - name: lab\n"
+                                "    api_key: k\n"
+                                "    login_id: tbzz9999\n"
+                                "    login_pass: secret\n"
+                                "    colour: blue\n"
+                                "receivers:\n"
+                                "  - name: console\n"
+                                "    file: {path: \"-\"}\n"
+                                "    timeout: 1s\n");
     cr_assert_eq(r.status, 2);
     const char *want[] = {
         "wsrelay.yaml:2:11: catch_up: expected a duration",
@@ -285,7 +271,7 @@ Test(cli, check_reports_every_mistake_of_a_file_at_once)
         at = hit;
     }
     cr_assert_eq(lines_of(r.err), 3, "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(cli, check_reports_every_unknown_receiver_of_a_rule)
@@ -296,7 +282,7 @@ Test(cli, check_reports_every_unknown_receiver_of_a_rule)
     free(rules);
     setenv("CLI_TEST_KEY", "k", 1);
     char *yaml = xasprintf("rules: rules.yaml\n%s", good);
-    struct result r = check(yaml);
+    struct cmd_result r = check(yaml);
     free(yaml);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "rules.yaml:2:15: rule 'cold'.receivers[0]: unknown receiver 'pager' "
@@ -309,35 +295,35 @@ Test(cli, check_reports_every_unknown_receiver_of_a_rule)
     for (const char *p = r.err; (p = strstr(p, "unknown receiver")); p++)
         n++;
     cr_assert_eq(n, 2, "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 /* A list item with a mistake still takes part in the check of unique names. */
 Test(cli, check_reports_a_repeated_name_beside_the_mistake_of_its_item)
 {
-    struct result r = check("accounts:\n"
-                            "  - name: lab\n"
-                            "    api_key: k\n"
-                            "    login_id: tbzz9999\n"
-                            "    login_pass: secret\n"
-                            "receivers:\n"
-                            "  - name: console\n"
-                            "    file: {path: \"-\"}\n"
-                            "  - name: console\n"
-                            "    webhook: {url: \"ftp://x\"}\n");
+    struct cmd_result r = check("accounts:\n"
+                                "  - name: lab\n"
+                                "    api_key: k\n"
+                                "    login_id: tbzz9999\n"
+                                "    login_pass: secret\n"
+                                "receivers:\n"
+                                "  - name: console\n"
+                                "    file: {path: \"-\"}\n"
+                                "  - name: console\n"
+                                "    webhook: {url: \"ftp://x\"}\n");
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "wsrelay.yaml:10:20: receivers[1].webhook.url: expected a URL"), "%s",
               r.err);
     cr_assert(strstr(r.err, "wsrelay.yaml:9:11: receivers[1].name: duplicate receiver name "
                             "'console' (first at line 7)\n"),
               "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 /* A file that is nothing but mistakes: the first 50 are listed, then
  * where it stopped. */
 /* `wsrelay check` of an account with `n` unknown keys, n mistakes. */
-static struct result check_wrong_keys(int n)
+static struct cmd_result check_wrong_keys(int n)
 {
     struct buf b;
     buf_init(&b, 0);
@@ -351,32 +337,32 @@ static struct result check_wrong_keys(int n)
     buf_puts(&b, "receivers:\n"
                  "  - name: console\n"
                  "    file: {path: \"-\"}\n");
-    struct result r = check(buf_str(&b));
+    struct cmd_result r = check(buf_str(&b));
     buf_free(&b);
     return r;
 }
 
 Test(cli, check_stops_after_fifty_mistakes)
 {
-    struct result r = check_wrong_keys(80);
+    struct cmd_result r = check_wrong_keys(80);
     cr_assert_eq(r.status, 2);
     cr_assert_eq(lines_of(r.err), 51, "%s", r.err);
     cr_assert(strstr(r.err, "wsrelay.yaml:55:5: accounts[0]: unknown key 'wrong_49'"), "%s", r.err);
     cr_assert_null(strstr(r.err, "wrong_50"), "%s", r.err);
     cr_assert(strstr(r.err, "stopped after 50 mistakes"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 /* Exactly 50 mistakes are all listed, with no word of stopping; 51 show
  * the first 50 and where it stopped. */
 Test(cli, check_says_it_stopped_only_past_fifty_mistakes)
 {
-    struct result r = check_wrong_keys(50);
+    struct cmd_result r = check_wrong_keys(50);
     cr_assert_eq(r.status, 2);
     cr_assert_eq(lines_of(r.err), 50, "%s", r.err);
     cr_assert(strstr(r.err, "unknown key 'wrong_49'"), "%s", r.err);
     cr_assert_null(strstr(r.err, "stopped after"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
 
     r = check_wrong_keys(51);
     cr_assert_eq(r.status, 2);
@@ -384,7 +370,7 @@ Test(cli, check_says_it_stopped_only_past_fifty_mistakes)
     cr_assert(strstr(r.err, "unknown key 'wrong_49'"), "%s", r.err);
     cr_assert_null(strstr(r.err, "wrong_50"), "%s", r.err);
     cr_assert(strstr(r.err, "stopped after 50 mistakes"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(cli, check_names_a_missing_secret_file)
@@ -394,7 +380,7 @@ Test(cli, check_names_a_missing_secret_file)
     char *p = strstr(yaml, "    login_pass: secret\n");
     char *fixed = xasprintf("%.*s    login_pass_file: nowhere.pass\n%s", (int)(p - yaml), yaml,
                             p + strlen("    login_pass: secret\n"));
-    struct result r = check(fixed);
+    struct cmd_result r = check(fixed);
     free(yaml);
     free(fixed);
     cr_assert_eq(r.status, 2);
@@ -402,20 +388,20 @@ Test(cli, check_names_a_missing_secret_file)
                             "file:"),
               "%s", r.err);
     cr_assert(strstr(r.err, "nowhere.pass"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(cli, check_names_an_unset_variable)
 {
     unsetenv("CLI_TEST_KEY");
-    struct result r = check(good);
+    struct cmd_result r = check(good);
     cr_assert_eq(r.status, 2);
     /* api_key is a secret, but "${CLI_TEST_KEY}" alone is a reference, not a
      * password: the message names the variable to set. */
     cr_assert(strstr(r.err, "wsrelay.yaml:4:14: accounts[0].api_key: environment variable "
                             "'CLI_TEST_KEY' is not set\n"),
               "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 /* DIR/bin/wsrelay, a copy of the front, and DIR/bin/wsrelay-net made by
@@ -463,10 +449,10 @@ Test(cli, a_wsrelay_net_that_is_the_front_itself_is_refused)
 
 Test(cli, a_missing_config_file_is_named)
 {
-    struct result r = wsrelay("-c", "/nonexistent/wsrelay.yaml", "check", NULL);
+    struct cmd_result r = wsrelay("-c", "/nonexistent/wsrelay.yaml", "check", NULL);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "/nonexistent/wsrelay.yaml: No such file"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 /* Appends `c`, a backslash as roff's "\e". */
@@ -546,7 +532,7 @@ static char *keys_as_mdoc(const char *out)
  * word for word. */
 Test(cli, the_man_page_shows_the_key_reference_of_this_build)
 {
-    struct result r = wsrelay("keys", NULL, NULL, NULL);
+    struct cmd_result r = wsrelay("keys", NULL, NULL, NULL);
     cr_assert_eq(r.status, 0);
     cr_assert(strstr(r.out, "accounts[].login_id"), "%s", r.out);
     char *page = read_file_str(WSRELAY_SOURCE_DIR "/man/wsrelay.yaml.5");
@@ -557,13 +543,13 @@ Test(cli, the_man_page_shows_the_key_reference_of_this_build)
                                   "--update with this build's wsrelay");
     free(list);
     free(page);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 /* And its rule-file key reference is the output of `wsrelay keys --rules`. */
 Test(cli, the_man_page_shows_the_rule_key_reference_of_this_build)
 {
-    struct result r = wsrelay("keys", "--rules", NULL, NULL);
+    struct cmd_result r = wsrelay("keys", "--rules", NULL, NULL);
     cr_assert_eq(r.status, 0);
     cr_assert(strstr(r.out, "match.serial (glob or list of globs)"), "%s", r.out);
     char *page = read_file_str(WSRELAY_SOURCE_DIR "/man/wsrelay.yaml.5");
@@ -574,19 +560,15 @@ Test(cli, the_man_page_shows_the_rule_key_reference_of_this_build)
                                   "--update with this build's wsrelay");
     free(list);
     free(page);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 /* wsrelay render: for template authors. */
 
-static struct result render(const char *a1, const char *a2, const char *a3, const char *a4,
-                            const char *a5, const char *a6, const char *a7)
+static struct cmd_result render(const char *a1, const char *a2, const char *a3, const char *a4,
+                                const char *a5, const char *a6, const char *a7)
 {
-    struct result r;
-    char *argv[] = {(char *)WSRELAY_BIN, (char *)"render", (char *)a1, (char *)a2, (char *)a3,
-                    (char *)a4,          (char *)a5,       (char *)a6, (char *)a7, NULL};
-    r.status = run_cmd(&r.out, &r.err, 30, argv, NULL);
-    return r;
+    return wsrelay_cmd(30, "render", a1, a2, a3, a4, a5, a6, a7, NULL);
 }
 
 /* Writes DIR/NAME and returns its path (caller frees). */
@@ -599,12 +581,12 @@ static char *scratch(const char *name, const char *text)
 
 Test(cli, help_lists_render)
 {
-    struct result r = wsrelay("--help", NULL, NULL, NULL);
+    struct cmd_result r = wsrelay("--help", NULL, NULL, NULL);
     cr_assert_eq(r.status, 0);
     cr_assert(strstr(r.out, "  render --template FILE --data FILE.json [--partials DIR] "
                             "[--escape html|json|text|none|slack|teams]"),
               "%s", r.out);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(cli, render_prints_the_template_html_escaped_by_default)
@@ -612,11 +594,11 @@ Test(cli, render_prints_the_template_html_escaped_by_default)
     char *tpl = scratch("t.html", "{{#events}}<p>{{name}}: {{{text}}}</p>\n{{/events}}");
     char *data = scratch("d.json", "{\"events\": [{\"name\": \"冷凍庫 <A>\", \"text\": \"<b>\"}, "
                                    "{\"name\": \"B & C\", \"text\": \"x\"}]}\n");
-    struct result r = render("--template", tpl, "--data", data, NULL, NULL, NULL);
+    struct cmd_result r = render("--template", tpl, "--data", data, NULL, NULL, NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.out, "<p>冷凍庫 &lt;A&gt;: <b></p>\n<p>B &amp; C: x</p>\n");
     cr_assert_str_eq(r.err, "");
-    result_free(&r);
+    cmd_result_free(&r);
     free(tpl);
     free(data);
 }
@@ -628,15 +610,16 @@ Test(cli, render_escapes_json_and_finds_partials)
     char *parts = xasprintf("%s/partials", dir);
     cr_assert_eq(mkdir(parts, 0700), 0);
     char *head = scratch("partials/head", "[{{who}}] ");
-    struct result r = render("--template", tpl, "--data", data, "--escape", "json", "--partials");
+    struct cmd_result r =
+        render("--template", tpl, "--data", data, "--escape", "json", "--partials");
     cr_assert_eq(r.status, 2, "--partials without its directory is a usage error");
-    result_free(&r);
+    cmd_result_free(&r);
     const char *argv[] = {WSRELAY_BIN, "render", "--template", tpl,   "--data", data,
                           "--escape",  "json",   "--partials", parts, NULL};
-    r.status = run_cmd(&r.out, &r.err, 30, (char *const *)argv, NULL);
+    r = cmd_run(30, argv);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.out, "{\"text\": \"[ops] line \\\"1\\\"\\nline 2\"}\n");
-    result_free(&r);
+    cmd_result_free(&r);
     free(tpl);
     free(data);
     free(parts);
@@ -645,7 +628,7 @@ Test(cli, render_escapes_json_and_finds_partials)
 
 Test(cli, render_shows_a_builtin_template)
 {
-    struct result r =
+    struct cmd_result r =
         render("--template", "builtin:file.txt", "--data",
                WSRELAY_SOURCE_DIR "/tests/data/templates/context.json", "--escape", "text", NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
@@ -653,20 +636,20 @@ Test(cli, render_shows_a_builtin_template)
                        "[ALARM] 冷凍庫 A (RTR501B, 52C10001) - ch1 温度 [℃]\n"
                        "  2026-11-18 20:06:40 +09:00  account tokyo, base unit 本社1F\n";
     cr_assert(strncmp(r.out, head, strlen(head)) == 0, "%s", r.out);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(cli, render_names_the_place_of_a_template_error)
 {
     char *tpl = scratch("slack.json", "{\n  \"blocks\": [\n{{#events}}\n    {}\n  ]\n}\n");
     char *data = scratch("d.json", "{}");
-    struct result r = render("--template", tpl, "--data", data, NULL, NULL, NULL);
+    struct cmd_result r = render("--template", tpl, "--data", data, NULL, NULL, NULL);
     cr_assert_eq(r.status, 2);
     char *want = xasprintf("wsrelay: %s:3:1: unclosed section 'events'\n", tpl);
     cr_assert_str_eq(r.err, want);
     cr_assert_str_eq(r.out, "");
     free(want);
-    result_free(&r);
+    cmd_result_free(&r);
     free(tpl);
     free(data);
 }
@@ -675,21 +658,21 @@ Test(cli, render_refuses_data_that_is_not_json)
 {
     char *tpl = scratch("t.txt", "{{x}}");
     char *data = scratch("d.json", "{\"x\": 1,}");
-    struct result r = render("--template", tpl, "--data", data, NULL, NULL, NULL);
+    struct cmd_result r = render("--template", tpl, "--data", data, NULL, NULL, NULL);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, data) && strstr(r.err, "not JSON"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
     free(data);
     data = scratch("d2.json", "{\"x\": 1} trailing");
     r = render("--template", tpl, "--data", data, NULL, NULL, NULL);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, data), "%s", r.err);
     cr_assert(strstr(r.err, "not JSON: unexpected character at offset 9"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
     r = render("--template", tpl, "--data", "/nonexistent/d.json", NULL, NULL, NULL);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "/nonexistent/d.json: No such file"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
     free(tpl);
     free(data);
 }
@@ -698,7 +681,7 @@ Test(cli, render_warns_of_a_missing_partial)
 {
     char *tpl = scratch("t.txt", "a\n{{> nowhere}}\nb\n");
     char *data = scratch("d.json", "{}");
-    struct result r = render("--template", tpl, "--data", data, NULL, NULL, NULL);
+    struct cmd_result r = render("--template", tpl, "--data", data, NULL, NULL, NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.out, "a\nb\n");
     char *want = xasprintf("wsrelay: warning: %s:2:1: partial 'nowhere' not found (looked in the "
@@ -706,26 +689,26 @@ Test(cli, render_warns_of_a_missing_partial)
                            tpl);
     cr_assert_str_eq(r.err, want);
     free(want);
-    result_free(&r);
+    cmd_result_free(&r);
     free(tpl);
     free(data);
 }
 
 Test(cli, render_usage_errors_exit_2)
 {
-    struct result r = render("--template", "x.txt", NULL, NULL, NULL, NULL, NULL);
+    struct cmd_result r = render("--template", "x.txt", NULL, NULL, NULL, NULL, NULL);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "usage: wsrelay render --template FILE --data FILE.json"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
     r = render("--template", "x.txt", "--data", "d.json", "--escape", "xml", NULL);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "--escape expects html, json, text, none, slack or teams, got 'xml'"),
               "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
     r = render("--template", "builtin:nothing.txt", "--data", "d.json", NULL, NULL, NULL);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "no template 'nothing.txt' built in"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 /* A template mistake is found by check, with its place, not at 3 a.m. */
@@ -742,11 +725,11 @@ Test(cli, check_compiles_every_template_a_receiver_uses)
                            "  - name: chat\n"
                            "    slack: {url: \"https://hooks.example.org/x\"}\n",
                            good);
-    struct result r = check(yaml);
+    struct cmd_result r = check(yaml);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "receiver 'chat': "), "%s", r.err);
     cr_assert(strstr(r.err, "templates/slack.json:1:"), "the file and its place: %s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
 
     /* A receiver's own template, with a partial that does not exist. */
     char *own = xasprintf("%s/mine.txt", dir);
@@ -759,7 +742,7 @@ Test(cli, check_compiles_every_template_a_receiver_uses)
     r = check(yaml);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "mine.txt:2:3: partial 'missing.txt' not found"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
 
     /* Fixed: the built-in templates of every receiver type compile. */
     write_file(slack, "{\"text\": \"{{#events}}{{name}}{{/events}}\"}\n");
@@ -779,7 +762,7 @@ Test(cli, check_compiles_every_template_a_receiver_uses)
                      good);
     r = check(yaml);
     cr_assert_eq(r.status, 0, "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
     free(yaml);
     free(own);
     free(slack);

@@ -31,18 +31,6 @@ static void teardown(void)
 
 TestSuite(config_files, .init = setup, .fini = teardown, .timeout = 120);
 
-struct result {
-    int status;
-    char *out;
-    char *err;
-};
-
-static void result_free(struct result *r)
-{
-    free(r->out);
-    free(r->err);
-}
-
 /* DIR/NAME (caller frees). */
 static char *in_dir(const char *name)
 {
@@ -74,19 +62,17 @@ static void subdir(const char *name)
 }
 
 /* `wsrelay -c DIR/CONFIG COMMAND [ARG]` within LIMIT seconds. */
-static struct result wsrelay(const char *config, const char *command, const char *arg)
+static struct cmd_result wsrelay(const char *config, const char *command, const char *arg)
 {
-    struct result r;
     char *path = in_dir(config);
-    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", path, (char *)command, (char *)arg, NULL};
-    r.status = run_cmd(&r.out, &r.err, LIMIT, argv, NULL);
+    struct cmd_result r = wsrelay_cmd(LIMIT, "-c", path, command, arg, NULL);
     free(path);
     return r;
 }
 
 /* The stderr of `r` contains "DIR/NAME: not a regular file (a FIFO)",
  * after `before` when that is not NULL. */
-static void assert_fifo_refused(const struct result *r, const char *before, const char *name)
+static void assert_fifo_refused(const struct cmd_result *r, const char *before, const char *name)
 {
     char *want = xasprintf("%s%s/%s: not a regular file (a FIFO)", before ? before : "", dir, name);
     cr_assert_eq(r->status, 2, "exit status %d: %s", r->status, r->err);
@@ -122,32 +108,32 @@ Test(config_files, a_fifo_as_secret_file_is_refused_by_check_and_run)
     fifo("key.fifo");
     config_with("key.fifo", "");
     const char *where = "wsrelay.yaml:5:19: accounts[0].api_key_file: cannot read secret file: ";
-    struct result r = wsrelay("wsrelay.yaml", "check", NULL);
+    struct cmd_result r = wsrelay("wsrelay.yaml", "check", NULL);
     assert_fifo_refused(&r, where, "key.fifo");
-    result_free(&r);
+    cmd_result_free(&r);
     r = wsrelay("wsrelay.yaml", "run", NULL);
     assert_fifo_refused(&r, where, "key.fifo");
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(config_files, a_fifo_as_the_configuration_is_refused)
 {
     fifo("wsrelay.fifo");
-    struct result r = wsrelay("wsrelay.fifo", "check", NULL);
+    struct cmd_result r = wsrelay("wsrelay.fifo", "check", NULL);
     assert_fifo_refused(&r, "wsrelay: ", "wsrelay.fifo");
-    result_free(&r);
+    cmd_result_free(&r);
     r = wsrelay("wsrelay.fifo", "run", NULL);
     assert_fifo_refused(&r, "wsrelay: ", "wsrelay.fifo");
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(config_files, a_fifo_as_the_rule_file_is_refused)
 {
     fifo("rules.fifo");
     config_with("key", "rules: rules.fifo\n");
-    struct result r = wsrelay("wsrelay.yaml", "check", NULL);
+    struct cmd_result r = wsrelay("wsrelay.yaml", "check", NULL);
     assert_fifo_refused(&r, "wsrelay: ", "rules.fifo");
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 /* A FIFO named like a rule file in the rules directory, after a good one. */
@@ -157,9 +143,9 @@ Test(config_files, a_fifo_in_the_rules_directory_is_refused)
     put("rules.d/00-all.yaml", "- {name: all, receivers: console}\n", 0644);
     fifo("rules.d/10-x.yaml");
     config_with("key", "rules: rules.d\n");
-    struct result r = wsrelay("wsrelay.yaml", "check", NULL);
+    struct cmd_result r = wsrelay("wsrelay.yaml", "check", NULL);
     assert_fifo_refused(&r, "wsrelay: ", "rules.d/10-x.yaml");
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(config_files, a_fifo_as_a_receivers_template_is_refused)
@@ -167,9 +153,9 @@ Test(config_files, a_fifo_as_a_receivers_template_is_refused)
     fifo("t.fifo");
     config_with("key", "  - name: log\n"
                        "    file: {path: \"-\", template: t.fifo}\n");
-    struct result r = wsrelay("wsrelay.yaml", "check", NULL);
+    struct cmd_result r = wsrelay("wsrelay.yaml", "check", NULL);
     assert_fifo_refused(&r, "wsrelay.yaml:12:33: receivers[1].file.template: ", "t.fifo");
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 /* The templates directory: a FIFO in place of file.txt, which the file
@@ -179,9 +165,9 @@ Test(config_files, a_fifo_in_the_templates_directory_is_refused)
     subdir("templates");
     fifo("templates/file.txt");
     config_with("key", "templates: templates\n");
-    struct result r = wsrelay("wsrelay.yaml", "check", NULL);
+    struct cmd_result r = wsrelay("wsrelay.yaml", "check", NULL);
     assert_fifo_refused(&r, NULL, "templates/file.txt");
-    result_free(&r);
+    cmd_result_free(&r);
 
     char *path = in_dir("templates/file.txt");
     cr_assert_eq(unlink(path), 0);
@@ -190,7 +176,7 @@ Test(config_files, a_fifo_in_the_templates_directory_is_refused)
     fifo("templates/part.txt");
     r = wsrelay("wsrelay.yaml", "check", NULL);
     assert_fifo_refused(&r, NULL, "templates/part.txt");
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 /* ---- secrets in a configuration others can read ---- */
@@ -216,7 +202,7 @@ static size_t count(const char *text, const char *needle)
 }
 
 /* The warning, once, naming the file, its mode and the fixes; never the secret. */
-static void assert_warned_once(const struct result *r, const char *mode)
+static void assert_warned_once(const struct cmd_result *r, const char *mode)
 {
     char *path = in_dir("wsrelay.yaml");
     char *want = xasprintf("wsrelay: warning: %s is mode %s, open to other users, and holds "
@@ -235,24 +221,24 @@ static void assert_warned_once(const struct result *r, const char *mode)
 Test(config_files, check_and_run_warn_of_secrets_others_can_read)
 {
     put("wsrelay.yaml", inline_secrets, 0644);
-    struct result r = wsrelay("wsrelay.yaml", "check", NULL);
+    struct cmd_result r = wsrelay("wsrelay.yaml", "check", NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     assert_warned_once(&r, "0644");
-    result_free(&r);
+    cmd_result_free(&r);
     /* The platform at 127.0.0.1:9 does not answer: the run fails (1), after the warning. */
     r = wsrelay("wsrelay.yaml", "run", NULL);
     cr_assert_eq(r.status, 1, "%s", r.err);
     assert_warned_once(&r, "0644");
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(config_files, no_warning_once_the_file_is_closed_or_holds_no_secret)
 {
     put("wsrelay.yaml", inline_secrets, 0640);
-    struct result r = wsrelay("wsrelay.yaml", "check", NULL);
+    struct cmd_result r = wsrelay("wsrelay.yaml", "check", NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.err, "");
-    result_free(&r);
+    cmd_result_free(&r);
 
     config_with("key", "");
     char *path = in_dir("wsrelay.yaml");
@@ -261,5 +247,5 @@ Test(config_files, no_warning_once_the_file_is_closed_or_holds_no_secret)
     r = wsrelay("wsrelay.yaml", "check", NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.err, "");
-    result_free(&r);
+    cmd_result_free(&r);
 }

@@ -77,13 +77,9 @@ static void config_hook(void)
  * together. Caller frees. */
 static char *wsrelay(const char *a, const char *b, const char *c)
 {
-    char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)a,
-                    (char *)b,           (char *)c,    NULL};
-    char *out = NULL, *err = NULL;
-    run_cmd(&out, &err, 60, argv, NULL);
-    char *both = xasprintf("%s\n--- stderr ---\n%s", out, err);
-    free(out);
-    free(err);
+    struct cmd_result r = wsrelay_cmd(60, "-c", R.config_path, a, b, c, NULL);
+    char *both = xasprintf("%s\n--- stderr ---\n%s", r.out, r.err);
+    cmd_result_free(&r);
     return both;
 }
 
@@ -236,6 +232,18 @@ Test(fault_http, a_receiver_echoing_its_secrets_in_any_form_leaks_none)
     free(url);
 }
 
+/* Configures the receivers `receivers` (freed here) and returns what
+ * `wsrelay test-receiver NAME` prints (caller frees), which says that the
+ * far end did not accept the test. */
+static char *refused_test(char *receivers, const char *name)
+{
+    relay_config(&R, NULL, receivers);
+    free(receivers);
+    char *test = wsrelay("test-receiver", name, NULL);
+    cr_assert_not_null(strstr(test, "test notification NOT accepted"), "%s", test);
+    return test;
+}
+
 /* A Slack receiver whose far end (a proxy in front of it, say) echoes the
  * bearer token of another receiver, without its first characters:
  * test-receiver shows the answer with every configured secret redacted,
@@ -257,11 +265,8 @@ Test(fault_http, test_receiver_redacts_every_configured_secret)
                                 "      url: \"%s/services/T0AB12CD3/B0EF45GH6/XkqPzRtwLm9aBcDe\"\n"
                                 "    timeout: 5s\n",
                                 url, rawhttp_url(S));
-    relay_config(&R, NULL, receivers);
-    free(receivers);
     free(url);
-    char *test = wsrelay("test-receiver", "chat", NULL);
-    cr_assert_not_null(strstr(test, "test notification NOT accepted"), "%s", test);
+    char *test = refused_test(receivers, "chat");
     cr_assert_not_null(
         strstr(test, "echo: invalid_token: Authorization: Bearer ...[redacted] :end"), "%s", test);
     const char *const part[] = {"eCrEtBeArEr3xLw", "BeArEr3x", NULL};
@@ -290,10 +295,7 @@ Test(fault_http, test_receiver_redacts_another_email_receivers_smtp_auth_forms)
                                 "      username: mailer\n"
                                 "      password: \"Sm7pW-q2xLr9\"\n",
                                 rawhttp_url(S));
-    relay_config(&R, NULL, receivers);
-    free(receivers);
-    char *test = wsrelay("test-receiver", "hook", NULL);
-    cr_assert_not_null(strstr(test, "test notification NOT accepted"), "%s", test);
+    char *test = refused_test(receivers, "hook");
     cr_assert_not_null(strstr(test, "echo: AUTH PLAIN [redacted] then [redacted] :end"), "%s",
                        test);
     const char *const part[] = {"AG1haWxlcgBTbTdwVy1xMnhMcjk", "U203cFctcTJ4THI5", NULL};

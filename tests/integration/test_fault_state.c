@@ -49,17 +49,6 @@ static char *fleet_file(void)
     return found;
 }
 
-static size_t files_named(const char *prefix)
-{
-    size_t n = 0;
-    DIR *d = opendir(R.dir);
-    cr_assert_not_null(d);
-    for (struct dirent *de; (de = readdir(d));)
-        n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
-    closedir(d);
-    return n;
-}
-
 /* The alert reaches the file receiver and waits for the failing webhook;
  * `damage` spoils the fleet file; then the webhook is back. */
 static void queued_alert_survives(void (*damage)(const char *fleet))
@@ -78,7 +67,7 @@ static void queued_alert_survives(void (*damage)(const char *fleet))
     cr_expect_not_null(strstr(err, "relearn"), "no warning: %s", err);
     cr_expect_null(strstr(err, "corrupt"), "%s", err);
     free(err);
-    cr_expect_eq(files_named("state.json.corrupt-"), 0, "the state was set aside");
+    cr_expect_eq(test_count_files(R.dir, "state.json.corrupt-"), 0, "the state was set aside");
     for (int i = 1; i <= 12; i++) /* later runs poll the device again */
         cr_assert_eq(relay_run_at(&R, T0 + 300 + i * 600, NULL), 0, "run %d", i);
     size_t n = 0;

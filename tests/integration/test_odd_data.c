@@ -8,7 +8,6 @@
 #include "util/utf8.h"
 
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,19 +28,6 @@ static void teardown(void)
 
 TestSuite(odd_data, .init = setup, .fini = teardown, .timeout = 120);
 
-/* How many files the state's directory holds that a corrupt state was
- * moved to. */
-static size_t corrupt_files(void)
-{
-    size_t n = 0;
-    DIR *d = opendir(R.dir);
-    cr_assert_not_null(d);
-    for (struct dirent *de; (de = readdir(d));)
-        n += strncmp(de->d_name, "state.json.corrupt-", 19) == 0;
-    closedir(d);
-    return n;
-}
-
 Test(odd_data, bytes_that_are_not_utf8_do_not_spoil_the_state)
 {
     char *err = NULL;
@@ -51,7 +37,8 @@ Test(odd_data, bytes_that_are_not_utf8_do_not_spoil_the_state)
         cr_assert_null(strstr(err, "corrupt"), "run %d: %s", i + 1, err);
         free(err);
         err = NULL;
-        cr_assert_eq(corrupt_files(), 0, "run %d moved the state aside", i + 1);
+        cr_assert_eq(test_count_files(R.dir, "state.json.corrupt-"), 0,
+                     "run %d moved the state aside", i + 1);
     }
     char *state = read_file_str(R.state_path);
     cr_assert_not_null(state);

@@ -8,7 +8,6 @@
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,36 +35,6 @@ static void teardown(void)
 }
 
 TestSuite(rules_cli, .init = setup, .fini = teardown, .timeout = 60);
-
-struct result {
-    int status;
-    char *out;
-    char *err;
-};
-
-static void result_free(struct result *r)
-{
-    free(r->out);
-    free(r->err);
-}
-
-/* Runs `wsrelay ARGS...` (NULL-terminated). */
-static struct result wsrelay(const char *arg, ...)
-{
-    const char *argv[16] = {WSRELAY_BIN};
-    size_t n = 1;
-    va_list ap;
-    va_start(ap, arg);
-    for (const char *a = arg; a; a = va_arg(ap, const char *)) {
-        cr_assert_lt(n + 1, sizeof argv / sizeof argv[0]);
-        argv[n++] = a;
-    }
-    va_end(ap);
-    argv[n] = NULL;
-    struct result r;
-    r.status = run_cmd(&r.out, &r.err, 30, (char *const *)argv, NULL);
-    return r;
-}
 
 /* DIR/NAME, written with `text` when that is not NULL; caller frees. */
 static char *scratch(const char *name, const char *text)
@@ -112,11 +81,11 @@ static char *config(bool two_accounts, const char *extra)
 }
 
 /* Writes `rules` as DIR/rules.d/10-rules.yaml and runs `wsrelay check`. */
-static struct result check(const char *rules, const char *extra)
+static struct cmd_result check(const char *rules, const char *extra)
 {
     free(scratch("rules.d/10-rules.yaml", rules));
     char *cfg = config(false, extra);
-    struct result r = wsrelay("-c", cfg, "check", NULL);
+    struct cmd_result r = wsrelay_cmd(30, "-c", cfg, "check", NULL);
     free(cfg);
     return r;
 }
@@ -124,13 +93,13 @@ static struct result check(const char *rules, const char *extra)
 /* `wsrelay check` fails with "wsrelay: DIR/rules.d/10-rules.yaml:`where`" */
 static void expect_check_error(const char *rules, const char *where)
 {
-    struct result r = check(rules, NULL);
+    struct cmd_result r = check(rules, NULL);
     cr_assert_eq(r.status, 2, "exit %d for:\n%s\nstderr: %s", r.status, rules, r.err);
     char *want = xasprintf("wsrelay: %s/rules.d/10-rules.yaml:%s", dir, where);
     cr_assert(strstr(r.err, want), "expected '%s' in stderr:\n%s", want, r.err);
     cr_assert_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1, "one line: %s", r.err);
     free(want);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 static const char good_rules[] = "# The freezers page at once, batteries at night only.\n"
@@ -165,7 +134,7 @@ Test(rules_cli, check_names_the_place_of_each_kind_of_mistake)
 
 Test(rules_cli, check_lists_a_working_rule_set)
 {
-    struct result r = check(good_rules, NULL);
+    struct cmd_result r = check(good_rules, NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.err, "", "no warning for a set with a catch-all at its end");
     cr_assert(strstr(r.out, "OK: 1 account, 3 receivers, 3 rules\n"), "%s", r.out);
@@ -178,43 +147,43 @@ Test(rules_cli, check_lists_a_working_rule_set)
         free(want);
     }
     free(file);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(rules_cli, check_warns_when_events_could_go_nowhere)
 {
     const char *rules = "- name: alarms\n  match: {event: alarm}\n  receivers: [mail]\n";
-    struct result r = check(rules, NULL);
+    struct cmd_result r = check(rules, NULL);
     cr_assert_eq(r.status, 0, "a warning is not an error: %s", r.err);
     cr_assert(strstr(r.err, "wsrelay: warning: no rule matches every event and there are no "
                             "default_receivers"),
               "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
     r = check(rules, "default_receivers: [audit]\n");
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.err, "", "default_receivers take the rest");
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(rules_cli, check_warns_when_a_catch_all_hides_later_rules)
 {
-    struct result r = check("- name: everything\n  receivers: [audit]\n"
-                            "- name: alarms\n  match: {event: alarm}\n  receivers: [mail]\n",
-                            NULL);
+    struct cmd_result r = check("- name: everything\n  receivers: [audit]\n"
+                                "- name: alarms\n  match: {event: alarm}\n  receivers: [mail]\n",
+                                NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     char *want = xasprintf("wsrelay: warning: %s/rules.d/10-rules.yaml:1: rule 'everything' "
                            "matches every event, so the 1 rule after it is never tried",
                            dir);
     cr_assert(strstr(r.err, want), "expected '%s' in:\n%s", want, r.err);
     free(want);
-    result_free(&r);
+    cmd_result_free(&r);
     /* With continue: true the rules after it are tried: nothing hidden. */
     r = check("- name: everything\n  receivers: [audit]\n  continue: true\n"
               "- name: alarms\n  match: {event: alarm}\n  receivers: [mail]\n",
               NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_str_eq(r.err, "");
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 /* --- explain -------------------------------------------------------------- */
@@ -289,10 +258,10 @@ static void expect_outcome(const char *block, const char *want)
     free(got);
 }
 
-static struct result explain(const char *cfg, const char *log, const char *a1, const char *a2,
-                             const char *a3, const char *a4)
+static struct cmd_result explain(const char *cfg, const char *log, const char *a1, const char *a2,
+                                 const char *a3, const char *a4)
 {
-    return wsrelay("-c", cfg, "explain", log, a1, a2, a3, a4, NULL);
+    return wsrelay_cmd(30, "-c", cfg, "explain", log, a1, a2, a3, a4, NULL);
 }
 
 Test(rules_cli, explain_shows_each_event_each_verdict_and_the_receivers)
@@ -301,7 +270,7 @@ Test(rules_cli, explain_shows_each_event_each_verdict_and_the_receivers)
     char *cfg = config(false, NULL);
     char *log = scratch("freezer.json", freezer_log);
     char *state = scratch("state.json", NULL);
-    struct result r = explain(cfg, log, "--serial", "5214000A", "--now", EVENING);
+    struct cmd_result r = explain(cfg, log, "--serial", "5214000A", "--now", EVENING);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert(strstr(r.out, "3 rules, timezone Asia/Tokyo; routing at 2026-11-18T11:06:40Z "
                             "(--now " EVENING "); 3 events\n"),
@@ -332,7 +301,7 @@ Test(rules_cli, explain_shows_each_event_each_verdict_and_the_receivers)
     expect_outcome(b, "sent to chat");
     free(b);
     cr_assert(strstr(r.out, "\n2 sent, 0 dropped, 1 throttled, 0 unrouted\n"), "%s", r.out);
-    result_free(&r);
+    cmd_result_free(&r);
 
     /* The same log routed at 10:06 that morning: outside the window, the
      * catch-all takes the battery warning. */
@@ -344,7 +313,7 @@ Test(rules_cli, explain_shows_each_event_each_verdict_and_the_receivers)
     expect_verdict(b, "everything-else", "matched");
     expect_outcome(b, "sent to audit");
     free(b);
-    result_free(&r);
+    cmd_result_free(&r);
 
     /* Nothing was sent and no state was made. */
     struct stat st;
@@ -368,9 +337,9 @@ Test(rules_cli, explain_leaves_an_existing_state_alone)
     /* Not even a valid state: explain must not read it, let alone write. */
     const char junk[] = "{\"this is\": \"not read\"}\n";
     char *state = scratch("state.json", junk);
-    struct result r = explain(cfg, log, "--serial", "5214000A", "--now", EVENING);
+    struct cmd_result r = explain(cfg, log, "--serial", "5214000A", "--now", EVENING);
     cr_assert_eq(r.status, 0, "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
     char *after = read_file_str(state);
     cr_assert_str_eq(after, junk);
     free(after);
@@ -384,11 +353,11 @@ Test(rules_cli, explain_needs_the_serial_when_the_log_lacks_it)
     free(scratch("rules.d/10-rules.yaml", good_rules));
     char *cfg = config(false, NULL);
     char *log = scratch("freezer.json", freezer_log);
-    struct result r = explain(cfg, log, "--now", EVENING, NULL, NULL);
+    struct cmd_result r = explain(cfg, log, "--now", EVENING, NULL, NULL);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "remote-serial"), "%s", r.err);
     cr_assert_str_eq(r.out, "");
-    result_free(&r);
+    cmd_result_free(&r);
     /* A log that names its device: --serial may repeat it, not contradict it. */
     char *named = xasprintf("{\"remote-serial\": \"5214000A\",%s", freezer_log + 1);
     free(scratch("named.json", named));
@@ -397,11 +366,11 @@ Test(rules_cli, explain_needs_the_serial_when_the_log_lacks_it)
     r = explain(cfg, named_log, "--now", EVENING, NULL, NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert(strstr(r.out, "\n5214000A/1795000000/ch1  "), "%s", r.out);
-    result_free(&r);
+    cmd_result_free(&r);
     r = explain(cfg, named_log, "--serial", "5214000B", "--now", EVENING);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "--serial 5214000B, but the log is of device 5214000A"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
     free(named_log);
     free(log);
     free(cfg);
@@ -414,18 +383,18 @@ Test(rules_cli, explain_needs_the_account_when_there_are_two)
                  "- name: everything-else\n  receivers: [audit]\n"));
     char *cfg = config(true, NULL);
     char *log = scratch("freezer.json", freezer_log);
-    struct result r = explain(cfg, log, "--serial", "5214000A", NULL, NULL);
+    struct cmd_result r = explain(cfg, log, "--serial", "5214000A", NULL, NULL);
     cr_assert_eq(r.status, 2);
     char *want = xasprintf("wsrelay: explain: %s has 2 accounts: say which one the log is from "
                            "with --account\n",
                            cfg);
     cr_assert_str_eq(r.err, want);
     free(want);
-    result_free(&r);
+    cmd_result_free(&r);
     r = explain(cfg, log, "--serial", "5214000A", "--account", "kyoto");
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "no account named 'kyoto'"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
     r = explain(cfg, log, "--serial", "5214000A", "--account", "osaka");
     cr_assert_eq(r.status, 0, "%s", r.err);
     char *b = event_block(r.out, "5214000A/1795000000/ch1");
@@ -433,7 +402,7 @@ Test(rules_cli, explain_needs_the_account_when_there_are_two)
     expect_verdict(b, "osaka-only", "matched");
     expect_outcome(b, "sent to chat");
     free(b);
-    result_free(&r);
+    cmd_result_free(&r);
     free(log);
     free(cfg);
 }
@@ -443,17 +412,17 @@ Test(rules_cli, explain_refuses_a_file_that_is_not_json)
     free(scratch("rules.d/10-rules.yaml", good_rules));
     char *cfg = config(false, NULL);
     char *log = scratch("broken.json", "{\"alert-logs\": [}\n");
-    struct result r = explain(cfg, log, "--serial", "5214000A", NULL, NULL);
+    struct cmd_result r = explain(cfg, log, "--serial", "5214000A", NULL, NULL);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, log) && strstr(r.err, "not JSON"), "%s", r.err);
     cr_assert_str_eq(r.out, "");
-    result_free(&r);
+    cmd_result_free(&r);
     free(log);
     log = scratch("missing.json", NULL);
     r = explain(cfg, log, NULL, NULL, NULL, NULL);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "No such file"), "%s", r.err);
-    result_free(&r);
+    cmd_result_free(&r);
     free(log);
     free(cfg);
 }
@@ -464,14 +433,14 @@ Test(rules_cli, explain_takes_its_options_before_or_after_the_file)
     free(scratch("rules.d/10-rules.yaml", good_rules));
     char *cfg = config(false, NULL);
     char *log = scratch("freezer.json", freezer_log);
-    struct result after = explain(cfg, log, "--serial", "5214000A", "--now", EVENING);
+    struct cmd_result after = explain(cfg, log, "--serial", "5214000A", "--now", EVENING);
     cr_assert_eq(after.status, 0, "%s", after.err);
-    struct result before =
-        wsrelay("-c", cfg, "explain", "--serial", "5214000A", "--now", EVENING, log, NULL);
+    struct cmd_result before =
+        wsrelay_cmd(30, "-c", cfg, "explain", "--serial", "5214000A", "--now", EVENING, log, NULL);
     cr_assert_eq(before.status, 0, "%s", before.err);
     cr_assert_str_eq(before.out, after.out);
-    result_free(&after);
-    result_free(&before);
+    cmd_result_free(&after);
+    cmd_result_free(&before);
     free(log);
     free(cfg);
 }
@@ -486,7 +455,7 @@ Test(rules_cli, explain_takes_its_options_before_or_after_the_file)
  * umask of 002). */
 Test(rules_cli, the_example_rules_pass_check_without_warnings)
 {
-    struct result r = wsrelay("-c", EXAMPLE_CONFIG, "check", NULL);
+    struct cmd_result r = wsrelay_cmd(30, "-c", EXAMPLE_CONFIG, "check", NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     struct stat st;
     cr_assert_eq(stat(EXAMPLE_CONFIG, &st), 0);
@@ -504,14 +473,14 @@ Test(rules_cli, the_example_rules_pass_check_without_warnings)
     cr_assert(strstr(r.out, "OK: 1 account, 4 receivers, 6 rules\n"), "%s", r.out);
     cr_assert(strstr(r.out, "/rules/10-freezers.yaml:"), "%s", r.out);
     cr_assert(strstr(r.out, "/rules/90-audit.yaml:"), "%s", r.out);
-    result_free(&r);
+    cmd_result_free(&r);
 }
 
 Test(rules_cli, the_example_rules_page_the_lab_for_a_freezer_alarm)
 {
     /* Sunday 2026-11-22 10:00 in Tokyo. */
-    struct result r = wsrelay("-c", EXAMPLE_CONFIG, "explain", EXAMPLE_LOG, "--group", "Lab A",
-                              "--now", "1795309200", NULL);
+    struct cmd_result r = wsrelay_cmd(30, "-c", EXAMPLE_CONFIG, "explain", EXAMPLE_LOG, "--group",
+                                      "Lab A", "--now", "1795309200", NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     char *b = event_block(r.out, "5214000A/1795305240/ch1");
     expect_verdict(b, "freezer-critical", "matched");
@@ -537,7 +506,7 @@ Test(rules_cli, the_example_rules_page_the_lab_for_a_freezer_alarm)
     expect_verdict(b, "freezer-recovered", "matched");
     expect_outcome(b, "sent to oncall-mail, lab-slack, audit-hook");
     free(b);
-    result_free(&r);
+    cmd_result_free(&r);
     struct stat st;
     cr_assert_neq(stat(WSRELAY_SOURCE_DIR "/tests/data/rules-example-state.json", &st), 0,
                   "explain created the example's state file");

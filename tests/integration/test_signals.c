@@ -504,7 +504,9 @@ static void mail_ids(size_t i, char **id, char **reply_to)
     json_object_put(mail);
 }
 
-Test(signals, mail_threads_the_alarm_under_its_early_warning)
+/* start(NULL) with the test SMTP server and one email receiver, "mail",
+ * that sends to it. */
+static void start_mailing(void)
 {
     start(NULL);
     smtpd_start(&S, R.dir, NULL);
@@ -518,6 +520,11 @@ Test(signals, mail_threads_the_alarm_under_its_early_warning)
                            S.port);
     relay_config(&R, account, mail);
     free(mail);
+}
+
+Test(signals, mail_threads_the_alarm_under_its_early_warning)
+{
+    start_mailing();
     run_minutes(T0 - 600, LAST_RUN);
     cr_assert_eq(smtpd_count(&S), 4, "the warning, the alarm, the way back, the recovery");
 
@@ -545,18 +552,7 @@ Test(signals, mail_threads_the_alarm_under_its_early_warning)
  * follows the warning's, as the alarm's alone would. */
 Test(signals, an_alarm_and_recovery_mail_threads_under_its_early_warning)
 {
-    start(NULL);
-    smtpd_start(&S, R.dir, NULL);
-    char *mail = xasprintf("  - name: mail\n"
-                           "    email:\n"
-                           "      host: 127.0.0.1\n"
-                           "      port: %d\n"
-                           "      starttls: \"off\"\n"
-                           "      from: \"wsrelay <relay@example.org>\"\n"
-                           "      to: \"oncall@example.org\"\n",
-                           S.port);
-    relay_config(&R, account, mail);
-    free(mail);
+    start_mailing();
     run_minutes(T0 - 600, ALARM_AT);
     cr_assert_eq(smtpd_count(&S), 1, "the warning");
     run_minutes(RECOVER_AT + LOG_LAG + 60, LAST_RUN);
@@ -590,18 +586,7 @@ Test(signals, an_alarm_and_recovery_mail_threads_under_its_early_warning)
  * its alt text says what it shows in words. */
 Test(signals, charts_of_one_channel_in_one_mail_have_names_of_their_own)
 {
-    start(NULL);
-    smtpd_start(&S, R.dir, NULL);
-    char *mail = xasprintf("  - name: mail\n"
-                           "    email:\n"
-                           "      host: 127.0.0.1\n"
-                           "      port: %d\n"
-                           "      starttls: \"off\"\n"
-                           "      from: \"wsrelay <relay@example.org>\"\n"
-                           "      to: \"oncall@example.org\"\n",
-                           S.port);
-    relay_config(&R, account, mail);
-    free(mail);
+    start_mailing();
     run_minutes(T0 - 600, ALARM_AT);
     run_minutes(RECOVER_AT + LOG_LAG + 60, LAST_RUN);
     cr_assert_eq(smtpd_count(&S), 2);

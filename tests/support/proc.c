@@ -9,10 +9,12 @@
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,6 +262,35 @@ int run_cmd(char **out_stdout, char **out_stderr, int timeout_s, char *const arg
     return status;
 }
 
+struct cmd_result cmd_run(int timeout_s, const char *const argv[])
+{
+    struct cmd_result r;
+    r.status = run_cmd(&r.out, &r.err, timeout_s, (char *const *)argv, NULL);
+    return r;
+}
+
+struct cmd_result wsrelay_cmd(int timeout_s, const char *arg, ...)
+{
+    const char *argv[32] = {WSRELAY_BIN};
+    size_t n = 1;
+    va_list ap;
+    va_start(ap, arg);
+    for (const char *a = arg; a; a = va_arg(ap, const char *)) {
+        cr_assert_lt(n + 1, sizeof argv / sizeof argv[0], "wsrelay_cmd: too many arguments");
+        argv[n++] = a;
+    }
+    va_end(ap);
+    argv[n] = NULL;
+    return cmd_run(timeout_s, argv);
+}
+
+void cmd_result_free(struct cmd_result *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
 char *test_tmpdir(void)
 {
     const char *base = getenv("TMPDIR");
@@ -281,6 +312,20 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
     return 0;
 }
 
+/* Set by open_entry when a pass met a directory it could not read or an
+ * entry it could not stat: the next pass reaches further. */
+static bool rmtree_blocked;
+
+static int open_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    if (type == FTW_D || type == FTW_DNR)
+        chmod(path, (st->st_mode & 07777) | S_IRWXU);
+    if (type == FTW_DNR || type == FTW_NS)
+        rmtree_blocked = true;
+    return 0;
+}
+
 void test_rmtree(const char *dir)
 {
     if (!dir || !*dir || strcmp(dir, "/") == 0)
@@ -288,7 +333,27 @@ void test_rmtree(const char *dir)
     struct stat st;
     if (lstat(dir, &st) < 0)
         return;
+    /* Give the owner back every directory a test closed (chmod -R u+rwx),
+     * a level deeper each pass, then remove. */
+    for (int pass = 0; pass < 16; pass++) {
+        rmtree_blocked = false;
+        nftw(dir, open_entry, 16, FTW_PHYS);
+        if (!rmtree_blocked)
+            break;
+    }
     nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+size_t test_count_files(const char *dir, const char *prefix)
+{
+    size_t n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        cr_assert_fail("cannot read %s: %s", dir, strerror(errno));
+    for (struct dirent *de; (de = readdir(d));)
+        n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
 }
 
 void write_file(const char *path, const char *text)

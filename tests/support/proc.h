@@ -10,6 +10,7 @@
 #define WSRELAY_TEST_PROC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 struct proc {
@@ -60,6 +61,26 @@ char *proc_stderr(const struct proc *p);
 int run_cmd(char **out_stdout, char **out_stderr, int timeout_s, char *const argv[],
             char *const envp[]);
 
+/* How a command that ran to completion ended: its exit status (as run_cmd
+ * returns it) and all it printed. */
+struct cmd_result {
+    int status;
+    char *out; /* its stdout ("" when it printed nothing) */
+    char *err; /* its stderr */
+};
+
+/* run_cmd of `argv` (argv[0] a path, or a name looked up in $PATH; the
+ * array ends with NULL) within `timeout_s` seconds, keeping both outputs.
+ * Release the result with cmd_result_free. */
+struct cmd_result cmd_run(int timeout_s, const char *const argv[]);
+
+/* cmd_run of the wsrelay of this build (WSRELAY_BIN) with the arguments
+ * that follow `arg`, up to a NULL (at most 30; `arg` NULL: none). */
+struct cmd_result wsrelay_cmd(int timeout_s, const char *arg, ...);
+
+/* Frees what a cmd_result holds; accepts one already freed. */
+void cmd_result_free(struct cmd_result *r);
+
 /* This process's environment with LeakSanitizer's exit check off, for
  * runs that a test kills on purpose: one killed while LeakSanitizer checks
  * it at exit leaves a report ("Unable to get registers from thread") that
@@ -73,8 +94,15 @@ void proc_environ_free(char **env);
 char *test_tmpdir(void);
 
 /* Removes `dir` and everything under it (symbolic links are removed, not
- * followed). A missing directory is fine; "" and "/" are refused. */
+ * followed), first giving the owner read, write and search permission on
+ * every directory below it, as `chmod -R u+rwx DIR; rm -rf DIR` would. A
+ * missing directory is fine; "" and "/" are refused. */
 void test_rmtree(const char *dir);
+
+/* How many entries of the directory `dir` have a name that starts with
+ * `prefix` (not looking below it); fails the test when `dir` cannot be
+ * read. */
+size_t test_count_files(const char *dir, const char *prefix);
 
 /* Creates or replaces `path` with `text`. */
 void write_file(const char *path, const char *text);

@@ -2,6 +2,7 @@
  * each kind of mistake the exact FILE:LINE:COL, key path and message. Each
  * test writes YAML into a fresh temporary directory and loads it. */
 #include "config.h"
+#include "proc.h"
 #include "watch.h"
 #include "util/buf.h"
 #include "util/duration.h"
@@ -9,7 +10,6 @@
 
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,23 +20,6 @@ static char tmp[] = "/tmp/wsrelay-config-XXXXXX";
 static char *conf_path;
 static struct config *cfg;
 static struct err err;
-
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *ent;
-        while ((ent = readdir(d))) {
-            if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, ".."))
-                continue;
-            char *sub = xasprintf("%s/%s", path, ent->d_name);
-            remove_tree(sub);
-            free(sub);
-        }
-        closedir(d);
-    }
-    remove(path);
-}
 
 static void setup(void)
 {
@@ -49,7 +32,7 @@ static void teardown(void)
     config_free(cfg);
     cfg = NULL;
     free(conf_path);
-    remove_tree(tmp);
+    test_rmtree(tmp);
 }
 
 /* Runs after the suite's setup. */

@@ -1,5 +1,6 @@
 /* util/fileio.h, file_read_fd: a file comes back whole, byte for byte,
  * whatever its size against the first allocation and the cap; a pipe too. */
+#include "proc.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -22,10 +23,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    char *cmd = xasprintf("rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", dir);
-    free(cmd);
+    test_rmtree(dir);
 }
 
 TestSuite(fileio, .init = setup, .fini = teardown);

@@ -38,10 +38,7 @@ static void setup(void)
 static void teardown(void)
 {
     state_close(st);
-    char *cmd = xasprintf("rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", dir);
-    free(cmd);
+    test_rmtree(dir);
     free(path);
 }
 

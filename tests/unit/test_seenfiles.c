@@ -4,7 +4,9 @@
  * a crash between the two writes, corrupt and unreadable device files,
  * file names made from any serial, a symlinked directory, and saves that
  * change nothing. Every test works in its own temporary directory. */
+#include "proc.h"
 #include "state.h"
+#include "statefile.h"
 #include "util/buf.h"
 #include "util/fileio.h"
 #include "util/xalloc.h"
@@ -34,10 +36,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    char *cmd = xasprintf("chmod -R u+rwx '%s'; rm -rf '%s'", dir, dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", dir);
-    free(cmd);
+    test_rmtree(dir);
     free(path);
     free(sdir);
 }
@@ -66,34 +65,13 @@ static void spew(const char *p, const char *text)
     cr_assert_eq(fclose(f), 0);
 }
 
-static struct state *open_ok(void)
-{
-    struct state *s = NULL;
-    struct err e = {{0}};
-    cr_assert_eq(state_open(&s, path, 0, &e), 0, "state_open: %s", e.msg);
-    return s;
-}
-
-static void save_ok(struct state *s)
-{
-    struct err e = {{0}};
-    cr_assert_eq(state_save(s, &e), 0, "state_save: %s", e.msg);
-}
-
-static struct state *reopen(struct state *s)
-{
-    save_ok(s);
-    state_close(s);
-    return open_ok();
-}
-
 /* A state in which key 100/ch1 of `serial` is seen and saved, its device
  * file written (the state closed again). */
 static void seen_and_saved(const char *serial)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_mark_seen(s, serial, 100, "ch1");
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     state_close(s);
 }
 
@@ -204,18 +182,18 @@ Test(seenfiles, a_state_of_the_release_before_moves_its_keys_out)
     free(text);
     free(p);
     umask(022);
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     cr_expect_null(state_set_aside(s, NULL));
     cr_expect_eq(state_seen_count(s, "5214000A"), 16);
     cr_expect_eq(state_seen_count(s, "5214000B"), 3);
-    save_ok(s);
+    state_save_ok(s);
     char *a = file_of("5214000A");
     char *b = file_of("5214000B");
     cr_expect_eq(stat_of(sdir).st_mode & 07777, 0700);
     cr_expect_eq(stat_of(a).st_mode & 07777, 0600);
     cr_expect_eq(stat_of(b).st_mode & 07777, 0600);
     /* The save after the one that flushed writes the journal away. */
-    save_ok(s);
+    state_save_ok(s);
     state_close(s);
     cr_expect_eq(section_size("seen"), 0);
     cr_expect_eq(section_size("floors"), 0);
@@ -225,7 +203,7 @@ Test(seenfiles, a_state_of_the_release_before_moves_its_keys_out)
                            "\"1795002000/communication-status\":1}}\n");
     free(text);
 
-    s = open_ok();
+    s = state_open_ok(path);
     for (int i = 5; i < 20; i++)
         cr_expect(state_seen(s, "5214000A", 1795000000 + 600LL * i, "ch1"), "%d", i);
     cr_expect(state_seen(s, "5214000A", 1795006000, "battery-level"));
@@ -254,15 +232,15 @@ Test(seenfiles, a_key_only_in_the_journal_is_seen_after_a_crash)
      * device file lacks. */
     spew(path, "{\"version\":1,\"seen\":{\"A\":{\"200/ch1\":1},\"B\":{\"300/ch2\":1}},"
                "\"floors\":{\"A\":50}}\n");
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     cr_expect(state_seen(s, "A", 100, "ch1"), "from the file");
     cr_expect(state_seen(s, "A", 200, "ch1"), "from the journal");
     cr_expect(state_seen(s, "B", 300, "ch2"), "a device without a file yet");
     cr_expect_eq(state_seen_count(s, "A"), 2);
     cr_expect_eq(state_seen_floor(s, "A"), 50);
     state_close(s); /* another crash: still nothing written */
-    s = open_ok();
-    save_ok(s);
+    s = state_open_ok(path);
+    state_save_ok(s);
     state_close(s);
     char *text = slurp(a);
     cr_expect_str_eq(text,
@@ -279,10 +257,10 @@ Test(seenfiles, a_key_only_in_the_journal_is_seen_after_a_crash)
  * write it catches up. */
 Test(seenfiles, a_device_file_that_cannot_be_written_keeps_the_journal)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_mark_seen(s, "A", 100, "ch1");
     state_mark_seen(s, "B", 100, "ch1");
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     char *tmp = in_dir("A.json.tmp");
     cr_assert_eq(mkdir(tmp, 0700), 0); /* in the way of the temporary file */
     state_mark_seen(s, "A", 200, "ch1");
@@ -293,12 +271,12 @@ Test(seenfiles, a_device_file_that_cannot_be_written_keeps_the_journal)
     cr_expect_eq(strncmp(e.msg, path, strlen(path)), 0, "%s", e.msg);
     cr_expect_eq(state_save(s, &e), STATE_SAVED_BEHIND, "still");
     state_close(s);
-    s = open_ok();
+    s = state_open_ok(path);
     cr_expect(state_seen(s, "A", 200, "ch1"), "kept in the journal");
     cr_expect(state_seen(s, "B", 200, "ch1"));
     cr_assert_eq(rmdir(tmp), 0);
-    save_ok(s); /* flushes A, then the journal stays in the file... */
-    save_ok(s); /* ...until the next save writes the file again */
+    state_save_ok(s); /* flushes A, then the journal stays in the file... */
+    state_save_ok(s); /* ...until the next save writes the file again */
     state_close(s);
     cr_expect_eq(section_size("seen"), 0);
     char *a = file_of("A");
@@ -314,18 +292,18 @@ Test(seenfiles, a_device_file_that_cannot_be_written_keeps_the_journal)
  * with the next save, the journal's floor gone after it. */
 Test(seenfiles, a_prune_reaches_the_file)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_mark_seen(s, "A", 100, "ch1");
     state_mark_seen(s, "A", 300, "ch1");
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_expect_eq(state_seen_count(s, "A"), 2);
     state_prune_seen(s, "A", 200);
     cr_expect_eq(state_seen_count(s, "A"), 1);
     cr_expect_not(state_seen(s, "A", 100, "ch1"));
     cr_expect_eq(state_seen_floor(s, "A"), 200);
     state_prune_seen(s, "A", 150); /* an older page: nothing to record */
-    save_ok(s);
-    save_ok(s);
+    state_save_ok(s);
+    state_save_ok(s);
     cr_expect_eq(section_size("floors"), 0);
     state_close(s);
     char *a = file_of("A");
@@ -333,7 +311,7 @@ Test(seenfiles, a_prune_reaches_the_file)
     cr_expect_str_eq(text, "{\"serial\":\"A\",\"floor\":200,\"seen\":{\"300/ch1\":1}}\n");
     free(text);
     free(a);
-    s = open_ok();
+    s = state_open_ok(path);
     cr_expect_eq(state_seen_floor(s, "A"), 200);
     cr_expect_eq(state_seen_count(s, "A"), 1);
     state_close(s);
@@ -342,7 +320,7 @@ Test(seenfiles, a_prune_reaches_the_file)
 /* A dry run saves the ledger only: no device file is written. */
 Test(seenfiles, a_dry_run_writes_no_device_file)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_mark_seen(s, "A", 100, "ch1");
     struct err e = {{0}};
     cr_assert_eq(state_save_budget(s, &e), 0, "%s", e.msg);
@@ -377,7 +355,7 @@ Test(seenfiles, a_corrupt_device_file_is_set_aside_and_the_run_goes_on)
         spew(a, texts[i]);
         struct caught c;
         catch_stderr(&c);
-        struct state *s = open_ok();
+        struct state *s = state_open_ok(path);
         bool old = state_seen(s, "A", 100, "ch1");
         bool journaled = state_seen(s, "A", 200, "ch1");
         char *log = release_stderr(&c);
@@ -400,7 +378,7 @@ Test(seenfiles, a_corrupt_device_file_is_set_aside_and_the_run_goes_on)
         free(aside_path);
         free(aside);
         state_mark_seen(s, "A", 300, "ch1");
-        save_ok(s);
+        state_save_ok(s);
         state_close(s);
         text = slurp(a);
         cr_expect_str_eq(text,
@@ -441,14 +419,14 @@ Test(seenfiles, state_peek_leaves_a_corrupt_device_file_where_it_is)
  * being sent again. */
 Test(seenfiles, a_corrupt_state_file_takes_its_device_files_aside)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_mark_seen(s, "A", 100, "ch1");
-    save_ok(s);
+    state_save_ok(s);
     state_close(s);
     spew(path, "{\"version\":1,");
     struct caught c;
     catch_stderr(&c);
-    s = open_ok();
+    s = state_open_ok(path);
     char *log = release_stderr(&c);
     cr_assert_not_null(state_set_aside(s, NULL));
     cr_expect_not(state_seen(s, "A", 100, "ch1"), "an empty state, as before the split");
@@ -459,7 +437,7 @@ Test(seenfiles, a_corrupt_state_file_takes_its_device_files_aside)
     char *moved = xasprintf("%s/%s/A.json", dir, aside);
     cr_expect(exists(moved));
     cr_expect_not(exists(sdir));
-    save_ok(s);
+    state_save_ok(s);
     state_close(s);
     free(moved);
     free(want);
@@ -472,9 +450,9 @@ Test(seenfiles, a_corrupt_state_file_takes_its_device_files_aside)
  * naming it. */
 Test(seenfiles, an_unreadable_device_file_is_never_overwritten)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_mark_seen(s, "B", 100, "ch1");
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     char *a = file_of("A");
     cr_assert_eq(mkdir(a, 0700), 0);
     struct caught c;
@@ -494,7 +472,7 @@ Test(seenfiles, an_unreadable_device_file_is_never_overwritten)
     cr_expect(state_seen_known(s, "B"));
     cr_expect(state_seen_known(s, "C"), "no file: nothing seen yet, and that is known");
     state_close(s);
-    s = open_ok();
+    s = state_open_ok(path);
     cr_expect(state_seen(s, "A", 100, "ch1"), "kept in the journal");
     state_close(s);
     cr_expect(S_ISDIR(stat_of(a).st_mode));
@@ -511,10 +489,10 @@ Test(seenfiles, any_serial_maps_to_a_safe_name_inside_the_directory)
 {
     static const char *const serials[] = {"../up", "a/b",        "..",   ".", "\xc3\xa9t\xc3\xa9",
                                           "%41",   "x.json.tmp", "ok_-9"};
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     for (size_t i = 0; i < sizeof serials / sizeof serials[0]; i++)
         state_mark_seen(s, serials[i], 100 + (long long)i, "ch1");
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     for (size_t i = 0; i < sizeof serials / sizeof serials[0]; i++) {
         cr_expect(state_seen(s, serials[i], 100 + (long long)i, "ch1"), "%s", serials[i]);
         cr_expect_eq(state_seen_count(s, serials[i]), 1, "%s", serials[i]);
@@ -534,8 +512,8 @@ Test(seenfiles, any_serial_maps_to_a_safe_name_inside_the_directory)
 Test(seenfiles, a_symlinked_directory_is_refused)
 {
     /* Beside a state file: without one, whatever is there goes aside. */
-    struct state *first = open_ok();
-    save_ok(first);
+    struct state *first = state_open_ok(path);
+    state_save_ok(first);
     state_close(first);
     char *elsewhere = xasprintf("%s/elsewhere", dir);
     cr_assert_eq(mkdir(elsewhere, 0700), 0);
@@ -569,9 +547,9 @@ Test(seenfiles, a_symlinked_directory_is_refused)
  * and it is never written through. */
 Test(seenfiles, a_symlinked_device_file_is_not_followed)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_mark_seen(s, "B", 100, "ch1");
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     state_close(s);
     char *target = xasprintf("%s/target", dir);
     spew(target, "{\"serial\":\"A\",\"seen\":{\"1/ch1\":1}}");
@@ -579,7 +557,7 @@ Test(seenfiles, a_symlinked_device_file_is_not_followed)
     cr_assert_eq(symlink(target, a), 0);
     struct caught c;
     catch_stderr(&c);
-    s = open_ok();
+    s = state_open_ok(path);
     cr_expect_not(state_seen(s, "A", 1, "ch1"));
     state_mark_seen(s, "A", 2, "ch1");
     struct err e = {{0}};
@@ -601,17 +579,17 @@ Test(seenfiles, a_symlinked_device_file_is_not_followed)
  * raises nothing. */
 Test(seenfiles, a_save_that_changes_nothing_writes_no_device_file)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_mark_seen(s, "A", 100, "ch1");
     state_mark_seen(s, "A", 200, "ch1");
     state_prune_seen(s, "A", 150);
-    save_ok(s);
+    state_save_ok(s);
     char *a = file_of("A");
     struct stat first = stat_of(a);
-    save_ok(s);
-    save_ok(s);
+    state_save_ok(s);
+    state_save_ok(s);
     state_close(s); /* the journal is still in the state file */
-    s = open_ok();
+    s = state_open_ok(path);
     cr_expect_eq(section_size("seen"), 0, "flushed, then written away");
     state_close(s);
 
@@ -622,10 +600,10 @@ Test(seenfiles, a_save_that_changes_nothing_writes_no_device_file)
     /* A run that ended right after flushing: its state file still holds
      * the journal, which the next run's first save finds in the files. */
     spew(path, "{\"version\":1,\"seen\":{\"A\":{\"200/ch1\":1}},\"floors\":{\"A\":150}}\n");
-    s = open_ok();
+    s = state_open_ok(path);
     state_prune_seen(s, "A", 150);
-    save_ok(s);
-    save_ok(s);
+    state_save_ok(s);
+    state_save_ok(s);
     state_close(s);
     after = stat_of(a);
     cr_expect_eq(after.st_ino, first.st_ino);
@@ -647,7 +625,7 @@ Test(seenfiles, device_files_without_their_state_file_go_aside)
     cr_assert_eq(unlink(path), 0);
     struct caught c;
     catch_stderr(&c);
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     char *log = release_stderr(&c);
     cr_expect_not_null(strstr(log, "no state file, but device files beside it: moved them aside"),
                        "%s", log);
@@ -667,18 +645,18 @@ Test(seenfiles, device_files_without_their_state_file_go_aside)
  * over with no key and its log was sent again. */
 Test(seenfiles, a_lost_device_file_falls_back_to_the_state_files_mark)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_mark_seen(s, "A", 1795000100, "ch1");
     state_mark_seen(s, "A", 1795000300, "ch1");
     state_mark_seen(s, "A", 1795000200, "battery-level");
-    save_ok(s);
-    save_ok(s); /* the keys are in A's file alone now */
+    state_save_ok(s);
+    state_save_ok(s); /* the keys are in A's file alone now */
     state_close(s);
     char *a = file_of("A");
     spew(a, "{\"serial\":\"A\",\"seen\":");
     struct caught c;
     catch_stderr(&c);
-    s = open_ok();
+    s = state_open_ok(path);
     long long floor = state_seen_floor(s, "A");
     char *log = release_stderr(&c);
     cr_expect_eq(floor, 1795000301, "%s", log);
@@ -686,7 +664,7 @@ Test(seenfiles, a_lost_device_file_falls_back_to_the_state_files_mark)
                                    "1795000300"),
                        "%s", log);
     free(log);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_expect_eq(state_seen_floor(s, "A"), 1795000301, "the new file keeps it");
     state_close(s);
     char *text = slurp(a);
@@ -706,15 +684,15 @@ Test(seenfiles, a_state_of_the_release_before_marks_gets_them_from_its_files)
     char *a = file_of("5214000A");
     spew(a, "{\"serial\":\"5214000A\",\"floor\":1794998320,\"seen\":{\"1794999400/ch1\":1,"
             "\"1794999460/ch1\":1,\"1794999400/battery-level\":1}}");
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     cr_expect(state_seen(s, "5214000A", 1794999460, "ch1"));
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     state_close(s);
     char *text = slurp(path);
     cr_expect_not_null(strstr(text, "\"marks\":{\"5214000A\":1794999460}"), "%s", text);
     free(text);
     spew(a, "");
-    s = open_ok();
+    s = state_open_ok(path);
     cr_expect_eq(state_seen_floor(s, "5214000A"), 1794999461);
     state_close(s);
     free(a);
@@ -730,16 +708,16 @@ Test(seenfiles, a_state_of_the_release_before_device_files_gets_its_marks)
     spew(path, fixture);
     free(fixture);
     free(p);
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     cr_expect_eq(state_seen_count(s, "5214000B"), 3);
-    s = reopen(s);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
+    s = state_reopen_ok(s, path);
     state_close(s);
     char *b = file_of("5214000B");
     char *text = slurp(b);
     cr_assert_not_null(text);
     spew(b, "{");
-    s = open_ok();
+    s = state_open_ok(path);
     long long floor = state_seen_floor(s, "5214000B");
     cr_expect_gt(floor, 1795000500, "no fallback: floor %lld\n%s", floor, text);
     state_close(s);
@@ -754,19 +732,19 @@ Test(seenfiles, a_state_of_the_release_before_device_files_gets_its_marks)
  * (before: the mark stayed at the 2099 entry). */
 Test(seenfiles, a_mark_is_never_far_ahead_of_the_clock)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_clamp_clock(s, 1795000000, 0);
     state_mark_seen(s, "A", 1795000100, "ch1");
     state_mark_seen(s, "A", 4070908800, "ch1"); /* 2099-01-01 */
-    save_ok(s);
-    save_ok(s);
+    state_save_ok(s);
+    state_save_ok(s);
     state_close(s);
     char *text = slurp(path);
     cr_expect_null(strstr(text, "4070908800"), "%s", text);
     free(text);
     char *a = file_of("A");
     spew(a, "{");
-    s = open_ok();
+    s = state_open_ok(path);
     state_clamp_clock(s, 1795000600, 0);
     long long floor = state_seen_floor(s, "A");
     cr_expect(floor > 1795000100 && floor <= 1795000000 + 86400, "floor %lld", floor);
@@ -777,7 +755,7 @@ Test(seenfiles, a_mark_is_never_far_ahead_of_the_clock)
          "\"outbox\":[]}\n");
     char *b = file_of("B");
     spew(b, "{");
-    s = open_ok();
+    s = state_open_ok(path);
     state_clamp_clock(s, 1795000600, 0);
     floor = state_seen_floor(s, "B");
     cr_expect(floor > 1795000000 && floor <= 1795000600 + 86400, "floor %lld", floor);
@@ -808,23 +786,23 @@ Test(seenfiles, a_device_gone_for_good_leaves_no_mark)
     const long long t = 1795000000;
     char serial[] = "A", base[] = "B1", model[] = "TR-72wb", name[] = "a";
     struct state_device d = {.serial = serial, .base = base, .model = model, .name = name};
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_clamp_clock(s, t, 0);
     state_set_devices(s, "lab", &d, 1, t);
     state_mark_seen(s, "A", t - 100, "ch1");
-    s = reopen(s);
-    save_ok(s);
-    save_ok(s); /* its key is in its file alone */
+    s = state_reopen_ok(s, path);
+    state_save_ok(s);
+    state_save_ok(s); /* its key is in its file alone */
     state_close(s);
     cr_assert_eq(section_size("seen"), 0);
     cr_expect(has_mark("A"));
 
-    s = open_ok();
+    s = state_open_ok(path);
     state_clamp_clock(s, t + 31 * 86400, 0);
     cr_expect(state_seen(s, "A", t - 100, "ch1"));
     state_set_devices(s, "lab", &d, 0, t + 31 * 86400);
     cr_expect(state_seen(s, "A", t - 100, "ch1"), "its file stays");
-    save_ok(s);
+    state_save_ok(s);
     state_close(s);
     cr_expect_not(has_mark("A"));
 }
@@ -833,16 +811,16 @@ Test(seenfiles, a_device_gone_for_good_leaves_no_mark)
  * save writes. Reports the bytes of 2000 devices' marks (docs/PERFORMANCE.md). */
 Test(seenfiles, the_marks_of_2000_devices_cost_a_few_bytes_each)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_clamp_clock(s, 1795000000, 0);
     for (int i = 0; i < 2000; i++) {
         char serial[16];
         snprintf(serial, sizeof serial, "5214%04X", (unsigned)i);
         state_mark_seen(s, serial, 1795000000 - i, "ch1");
     }
-    s = reopen(s);
-    save_ok(s); /* the journal is in the device files */
-    save_ok(s); /* and no longer in the state file */
+    s = state_reopen_ok(s, path);
+    state_save_ok(s); /* the journal is in the device files */
+    state_save_ok(s); /* and no longer in the state file */
     state_close(s);
     cr_assert_eq(section_size("marks"), 2000);
     cr_assert_eq(section_size("seen"), 0);

@@ -1,7 +1,9 @@
 /* The state file: loading, locking, saving, and each kind of record it
  * keeps. Every test works in its own temporary directory. */
 #include "budget.h"
+#include "proc.h"
 #include "state.h"
+#include "statefile.h"
 #include "util/buf.h"
 #include "util/fileio.h"
 #include "util/utf8.h"
@@ -34,10 +36,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    char *cmd = xasprintf("rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", dir);
-    free(cmd);
+    test_rmtree(dir);
     free(path);
 }
 
@@ -95,29 +94,6 @@ static void spew(const char *p, const char *text)
     cr_assert_not_null(f, "%s: %s", p, strerror(errno));
     fputs(text, f);
     cr_assert_eq(fclose(f), 0);
-}
-
-static struct state *open_ok(void)
-{
-    struct state *s = NULL;
-    struct err e = {{0}};
-    int rc = state_open(&s, path, 0, &e);
-    cr_assert_eq(rc, 0, "state_open: %s", e.msg);
-    cr_assert_not_null(s);
-    return s;
-}
-
-static void save_ok(struct state *s)
-{
-    struct err e = {{0}};
-    cr_assert_eq(state_save(s, &e), 0, "state_save: %s", e.msg);
-}
-
-static struct state *reopen(struct state *s)
-{
-    save_ok(s);
-    state_close(s);
-    return open_ok();
 }
 
 /* A state that does not load: state_peek fails (its message in *e) and
@@ -280,7 +256,7 @@ static void expect_event_eq(const struct event *a, const struct event *b)
 
 Test(state, missing_file_is_empty)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     size_t n = 99;
     struct ratelimit rl;
     long long at = 5;
@@ -304,7 +280,7 @@ Test(state, missing_file_is_empty)
     cr_expect_eq(state_counter(s, "dropped"), 0);
     /* Opening does not write the state file. */
     cr_expect_eq(access(path, F_OK), -1);
-    save_ok(s);
+    state_save_ok(s);
     char *text = slurp(path);
     cr_assert_not_null(text);
     cr_expect_eq(strncmp(text, "{\"version\":2,", 13), 0, "file: %s", text);
@@ -319,13 +295,13 @@ Test(state, missing_file_is_empty)
  * not take the file for a corrupt one. */
 Test(state, a_delivery_error_cut_inside_a_character_keeps_the_state_whole)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct event ev = sample_event("5214000A", 1795000000, "ch1");
     state_enqueue(s, "mail", &ev, 1795000210);
     event_clear(&ev);
     /* "冷" is E5 86 B7: its first two bytes, then the end of the text. */
     state_outbox_failed(s, 1, "template /etc/wsrelay/\xe5\x86 line\n2\tend \xe5\x86", 1795000220);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_assert_null(state_set_aside(s, NULL), "the state was not set aside");
     size_t n = 0;
     struct outbox_item *items = state_outbox_due(s, "mail", 1795009999, &n);
@@ -338,7 +314,7 @@ Test(state, a_delivery_error_cut_inside_a_character_keeps_the_state_whole)
 
 Test(state, round_trip_of_every_kind_of_data)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct state_device *devs = xcalloc(2, sizeof *devs);
     devs[0] = dev("5214000A", "52000001", "TR-72nw", "冷蔵庫", 0);
     devs[1] = dev("5214000B", "52000001", "TR-71nw", "", 0);
@@ -360,7 +336,7 @@ Test(state, round_trip_of_every_kind_of_data)
     state_enqueue(s, "mail", &ev, 1795000210);
     state_outbox_failed(s, 2, "SMTP 451 try later", 1795000220);
 
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
 
     cr_expect(state_seen(s, "5214000A", 1795000000, "ch1"));
     cr_expect(state_seen(s, "5214000A", 1795000000, "battery-level"));
@@ -418,7 +394,7 @@ Test(state, round_trip_of_every_kind_of_data)
     /* Ids are never reused, even after the queue empties. */
     state_outbox_done(s, 1);
     state_outbox_done(s, 2);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     state_enqueue(s, "ops-hook", &ev, 1795000400);
     items = state_outbox_due(s, "ops-hook", 1795000400, &n);
     cr_assert_eq(n, 1);
@@ -432,10 +408,10 @@ Test(state, round_trip_of_every_kind_of_data)
 Test(state, file_mode_is_0600_and_no_temp_file_is_left)
 {
     umask(0);
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_mark_seen(s, "A", 1, "ch1");
-    save_ok(s);
-    save_ok(s); /* replacing an existing file too */
+    state_save_ok(s);
+    state_save_ok(s); /* replacing an existing file too */
     struct stat st;
     cr_assert_eq(stat(path, &st), 0);
     cr_expect_eq(st.st_mode & 07777, 0600, "mode %o", (unsigned)(st.st_mode & 07777));
@@ -451,7 +427,7 @@ Test(state, file_mode_is_0600_and_no_temp_file_is_left)
 
 Test(state, second_open_in_the_same_process_waits_then_fails)
 {
-    struct state *s1 = open_ok();
+    struct state *s1 = state_open_ok(path);
     struct state *s2 = NULL;
     struct err e = {{0}};
     double t0 = now_s();
@@ -532,23 +508,23 @@ static ino_t inode_of(const char *p)
  * once more, without them: the journal of state/seen.c.) */
 Test(state, a_save_that_changes_nothing_writes_nothing)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_mark_seen(s, "5214000A", 1795000000, "ch1");
-    save_ok(s);
+    state_save_ok(s);
     ino_t journaled = inode_of(path);
-    save_ok(s);
+    state_save_ok(s);
     ino_t first = inode_of(path);
     cr_expect_neq(first, journaled, "the journal flushed is written out");
-    save_ok(s);
+    state_save_ok(s);
     cr_expect_eq(inode_of(path), first, "saved again without a change");
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_expect_eq(inode_of(path), first, "a new run's save without a change");
-    save_ok(s);
+    state_save_ok(s);
     cr_expect_eq(inode_of(path), first);
     state_mark_seen(s, "5214000A", 1795000060, "ch1");
-    save_ok(s);
+    state_save_ok(s);
     cr_expect_neq(inode_of(path), first, "a change is written");
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_expect(state_seen(s, "5214000A", 1795000060, "ch1"));
     state_close(s);
 }
@@ -578,7 +554,7 @@ Test(state, corrupt_json_is_moved_aside)
 
     /* A failed open releases the lock. */
     spew(path, "{\"version\":1}");
-    state_close(open_ok());
+    state_close(state_open_ok(path));
 }
 
 Test(state, newer_version_is_refused)
@@ -669,8 +645,8 @@ Test(state, wrong_shapes_inside_are_corrupt)
 Test(state, unknown_members_are_kept)
 {
     spew(path, "{\"version\":1,\"future\":{\"x\":[1,2]},\"logins\":{\"l\":{\"other\":1}}}");
-    struct state *s = open_ok();
-    save_ok(s);
+    struct state *s = state_open_ok(path);
+    state_save_ok(s);
     state_close(s);
     char *text = slurp(path);
     cr_expect_not_null(strstr(text, "\"future\":{\"x\":[1,2]}"), "%s", text);
@@ -704,7 +680,7 @@ Test(state, unwritable_directory_fails_at_open)
 
 Test(state, seen_mark_prune_count)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_mark_seen(s, "A", 100, "ch1");
     state_mark_seen(s, "A", 100, "ch1"); /* twice is once */
     state_mark_seen(s, "A", 100, "ch2");
@@ -728,7 +704,7 @@ Test(state, seen_mark_prune_count)
     state_prune_seen(s, "A", 1000);
     cr_expect_eq(state_seen_count(s, "A"), 0);
 
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_expect_eq(state_seen_count(s, "A"), 0);
     cr_expect(state_seen(s, "B", 100, "ch1"));
     state_close(s);
@@ -738,7 +714,7 @@ Test(state, seen_mark_prune_count)
 
 Test(state, devices_keep_last_poll_across_discovery)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct state_device *first = xcalloc(2, sizeof *first);
     first[0] = dev("A", "X", "TR-71", "one", 0);
     first[1] = dev("B", "X", "TR-72", "two", 0);
@@ -782,10 +758,10 @@ Test(state, devices_keep_last_poll_across_discovery)
 
 Test(state, polling_an_unlisted_device_adds_it)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_device_polled(s, "osaka", "HAND1", "BASE9", 500, false);
     cr_expect_eq(state_discovered_at(s, "osaka"), 0, "a poll is not a discovery");
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     size_t n = 0;
     struct state_device *d = state_devices(s, "osaka", &n);
     cr_assert_eq(n, 1);
@@ -811,7 +787,7 @@ Test(state, history_survives_empty_and_partial_discovery)
 {
     static const char *const ab[] = {"A", "B"};
     static const char *const b[] = {"B"};
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     set_devices(s, "tokyo", ab, 2, 1000);
     state_device_polled(s, "tokyo", "A", "X", 1100, true);
     state_device_polled(s, "tokyo", "B", "X", 1200, false);
@@ -819,7 +795,7 @@ Test(state, history_survives_empty_and_partial_discovery)
     /* One empty reply: no device is listed, none is forgotten. */
     set_devices(s, "tokyo", NULL, 0, 1300);
     cr_expect_eq(device_count(s, "tokyo"), 0);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     /* A partial one: B is listed, A is not. */
     set_devices(s, "tokyo", b, 1, 1400);
     cr_expect_eq(device_count(s, "tokyo"), 1);
@@ -835,7 +811,7 @@ Test(state, history_survives_empty_and_partial_discovery)
     state_devices_free(back, 2);
     expect_times(s, "tokyo", "A", 1000, 1100, 1100, 0);
     expect_times(s, "tokyo", "B", 1000, 1200, 0, 0);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_expect_eq(device_count(s, "tokyo"), 2);
     expect_times(s, "tokyo", "A", 1000, 1100, 1100, 0);
     struct state_device *d = NULL;
@@ -851,7 +827,7 @@ Test(state, history_survives_empty_and_partial_discovery)
 Test(state, first_known_is_set_once)
 {
     static const char *const all[] = {"HAND", "NEW"};
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     /* By a poll of an unlisted device. */
     state_device_polled(s, "tokyo", "HAND", "X", 500, false);
     expect_times(s, "tokyo", "HAND", 500, 500, 0, 0);
@@ -871,7 +847,7 @@ Test(state, first_known_is_set_once)
     state_device_polled(s, "tokyo", "HAND", "X", 900, true);
     state_device_polled(s, "tokyo", "NEW", "X", 950, true);
     set_devices(s, "tokyo", all, 2, 1000);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     set_devices(s, "tokyo", all, 2, 2000);
     state_device_polled(s, "tokyo", "NEW", "X", 2100, false);
     expect_times(s, "tokyo", "HAND", 500, 900, 900, 0);
@@ -882,7 +858,7 @@ Test(state, first_known_is_set_once)
 Test(state, set_devices_does_not_set_the_discovery_time)
 {
     static const char *const a[] = {"A"};
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     set_devices(s, "tokyo", a, 1, 1000);
     cr_expect_eq(state_discovered_at(s, "tokyo"), 0);
     state_set_discovered(s, "tokyo", 1200);
@@ -892,7 +868,7 @@ Test(state, set_devices_does_not_set_the_discovery_time)
     /* A new account: the time, and no devices. */
     state_set_discovered(s, "osaka", 1400);
     cr_expect_eq(device_count(s, "osaka"), 0);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_expect_eq(state_discovered_at(s, "tokyo"), 1200);
     cr_expect_eq(state_discovered_at(s, "osaka"), 1400);
     cr_expect_eq(device_count(s, "tokyo"), 1);
@@ -902,23 +878,23 @@ Test(state, set_devices_does_not_set_the_discovery_time)
 Test(state, refused_until_set_cleared_and_saved)
 {
     static const char *const ab[] = {"A", "B"};
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     set_devices(s, "tokyo", ab, 1, 1000);
     state_device_refused(s, "tokyo", "A", 5000, 1);
     expect_times(s, "tokyo", "A", 1000, 0, 0, 5000);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     expect_times(s, "tokyo", "A", 1000, 0, 0, 5000);
     state_device_polled(s, "tokyo", "A", "X", 1100, false);
     expect_times(s, "tokyo", "A", 1000, 1100, 0, 5000);
     state_device_refused(s, "tokyo", "A", 0, 0);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     expect_times(s, "tokyo", "A", 1000, 1100, 0, 0);
 
     /* Refusing an unlisted device lists nothing and does not make it
      * known; listed later, it keeps the refusal and becomes known then. */
     state_device_refused(s, "tokyo", "B", 6000, 1);
     cr_expect_eq(device_count(s, "tokyo"), 1);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     set_devices(s, "tokyo", ab, 2, 1200);
     expect_times(s, "tokyo", "B", 1200, 0, 0, 6000);
     state_close(s);
@@ -929,7 +905,7 @@ Test(state, history_of_devices_gone_30_days_is_dropped)
     const long long t0 = 1800000000, keep = 30LL * 86400;
     static const char *const abc[] = {"A", "B", "C"};
     static const char *const c[] = {"C"};
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     set_devices(s, "tokyo", abc, 3, t0);
     state_device_polled(s, "tokyo", "A", "X", t0 + 100, true);
     state_device_polled(s, "tokyo", "B", "X", t0 + 100, true);
@@ -944,9 +920,9 @@ Test(state, history_of_devices_gone_30_days_is_dropped)
     expect_times(s, "tokyo", "A", t0, t0 + 100, t0 + 100, 0);
     /* A second later: gone, unless listed or in the outbox. */
     set_devices(s, "tokyo", c, 1, t0 + 100 + keep);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     set_devices(s, "tokyo", c, 1, t0 + 100 + keep + 1);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     set_devices(s, "tokyo", abc, 3, t0 + 200 + keep);
     expect_times(s, "tokyo", "A", t0 + 200 + keep, 0, 0, 0);
     expect_times(s, "tokyo", "B", t0, t0 + 100, t0 + 100, 0);
@@ -976,7 +952,7 @@ Test(state, old_file_with_times_in_the_device_list_loads)
                "{\"serial\":\"C\",\"base\":\"X\"}]},"
                "\"osaka\":{\"devices\":[{\"serial\":\"D\",\"last_poll\":50,\"last_ok\":40}],"
                "\"history\":{\"D\":{\"first_known\":10,\"last_poll\":60}}}}}\n");
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     cr_expect_eq(state_discovered_at(s, "tokyo"), 900);
     cr_expect_eq(device_count(s, "tokyo"), 3);
     expect_times(s, "tokyo", "A", 800, 1000, 800, 0);
@@ -986,7 +962,7 @@ Test(state, old_file_with_times_in_the_device_list_loads)
     expect_times(s, "osaka", "D", 10, 60, 40, 0);
 
     /* Saved in the new shape, and an empty discovery forgets nothing. */
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     char *text = slurp_state(path);
     cr_expect_null(strstr(text, "\"name\":\"N\",\"last_poll\""), "%s", text);
     cr_expect_not_null(strstr(text, "\"history\":{\"A\":{\"first_known\":800,\"last_poll\":1000,"
@@ -1006,7 +982,7 @@ Test(state, old_file_with_times_in_the_device_list_loads)
 Test(state, ledger_counts_since_and_drops_after_two_hours)
 {
     const long long t = 1800000000;
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_record_call(s, "L", PLATFORM_ALERT, t - 3700);
     state_record_call(s, "L", PLATFORM_ALERT, t - 3600);
     state_record_call(s, "L", PLATFORM_ALERT, t - 10);
@@ -1025,7 +1001,7 @@ Test(state, ledger_counts_since_and_drops_after_two_hours)
     state_record_call(s, "L", PLATFORM_ALERT, t - 10 + 7200 + 1);
     cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, 0), 3);
 
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, 0), 3);
     cr_expect_eq(state_last_call(s, "L", PLATFORM_ALERT), t + 7200 - 9);
     state_close(s);
@@ -1034,7 +1010,7 @@ Test(state, ledger_counts_since_and_drops_after_two_hours)
 Test(state, ledger_counts_calls_in_the_future)
 {
     const long long t = 1800000000;
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_record_call(s, "L", PLATFORM_CURRENT, t);
     state_record_call(s, "L", PLATFORM_CURRENT, t + 60);
     /* The clock went back by ten minutes. */
@@ -1050,7 +1026,7 @@ Test(state, ledger_counts_calls_in_the_future)
 
 Test(state, block_and_ratelimit)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_block(s, "L", PLATFORM_ALERT, 5000);
     cr_expect_eq(state_blocked_until(s, "L", PLATFORM_ALERT), 5000);
     cr_expect_eq(state_blocked_until(s, "L", PLATFORM_CURRENT), 0);
@@ -1061,7 +1037,7 @@ Test(state, block_and_ratelimit)
     state_set_ratelimit(s, "L", PLATFORM_CURRENT, &rl, 3000);
     struct ratelimit missing = {.present = false, .limit = 1, .remaining = 1, .reset = 1};
     state_set_ratelimit(s, "L", PLATFORM_CURRENT, &missing, 3100);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_expect_eq(state_blocked_until(s, "L", PLATFORM_ALERT), 4000);
     struct ratelimit got;
     long long at = 0;
@@ -1080,7 +1056,7 @@ Test(state, block_and_ratelimit)
 
 Test(state, oldest_call_since)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     cr_expect_eq(state_oldest_call_since(s, "L", PLATFORM_ALERT, 0), 0);
     state_record_call(s, "L", PLATFORM_ALERT, 100);
     state_record_call(s, "L", PLATFORM_ALERT, 300);
@@ -1094,7 +1070,7 @@ Test(state, oldest_call_since)
     cr_expect_eq(state_oldest_call_since(s, "L", PLATFORM_ALERT, 301), 0);
     cr_expect_eq(state_oldest_call_since(s, "L", PLATFORM_CURRENT, 0), 10);
     cr_expect_eq(state_oldest_call_since(s, "M", PLATFORM_ALERT, 0), 0);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_expect_eq(state_oldest_call_since(s, "L", PLATFORM_ALERT, 51), 100);
     state_close(s);
 }
@@ -1104,7 +1080,7 @@ Test(state, clamp_clock_brings_future_times_back)
     const long long now = 1800000000;
     static const char *const fut[] = {"F", "P"};
     static const char *const past[] = {"P"};
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     /* Ledger: calls, a block and rate-limit headers from the future. */
     state_record_call(s, "L", PLATFORM_ALERT, now - 10);
     state_record_call(s, "L", PLATFORM_ALERT, now);
@@ -1135,7 +1111,7 @@ Test(state, clamp_clock_brings_future_times_back)
     event_clear(&ev);
 
     state_clamp_clock(s, now, 3600);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
 
     cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, now - 3600), 4, "still counted");
     cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, now), 3);
@@ -1182,7 +1158,7 @@ Test(state, clamp_clock_brings_future_times_back)
 
 Test(state, outbox_due_order_and_counts)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct event ev = sample_event("A", 100, "ch1");
     state_enqueue(s, "hook", &ev, 300); /* id 1 */
     state_enqueue(s, "mail", &ev, 100); /* id 2 */
@@ -1231,7 +1207,7 @@ Test(state, outbox_due_order_and_counts)
 Test(state, outbox_backoff_doubles_to_an_hour)
 {
     static const long long delays[] = {60, 120, 240, 480, 960, 1920, 3600, 3600, 3600};
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct event ev = sample_event("A", 100, "ch1");
     state_enqueue(s, "hook", &ev, 1000);
     long long now = 1000;
@@ -1258,7 +1234,7 @@ Test(state, outbox_backoff_doubles_to_an_hour)
 
 Test(state, stored_event_round_trips_every_field)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct event ev = sample_event("5214000A", 1795000000, "communication-status");
     struct event bare = {
         .account = xstrdup("a"),
@@ -1272,7 +1248,7 @@ Test(state, stored_event_round_trips_every_field)
     };
     state_enqueue(s, "hook", &ev, 10);
     state_enqueue(s, "hook", &bare, 11);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     size_t n = 0;
     struct outbox_item *items = state_outbox_due(s, "hook", 11, &n);
     cr_assert_eq(n, 2);
@@ -1307,7 +1283,7 @@ Test(state, unreadable_outbox_event_is_skipped)
     dup2(fd, 2);
     close(fd);
 
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     size_t n = 0;
     struct outbox_item *items = state_outbox_due(s, "hook", 100, &n);
     fflush(stderr);
@@ -1346,9 +1322,9 @@ Test(state, unreadable_outbox_event_is_skipped)
 
 Test(state, failed_save_leaves_the_previous_file)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_mark_seen(s, "A", 1, "ch1");
-    save_ok(s);
+    state_save_ok(s);
     char *before = slurp(path);
     state_mark_seen(s, "A", 2, "ch1");
     char *tmp = xasprintf("%s.tmp", path);
@@ -1360,9 +1336,9 @@ Test(state, failed_save_leaves_the_previous_file)
     expect_str_eq(after, before, "state file");
     /* Once the obstacle is gone the save goes through. */
     cr_assert_eq(rmdir(tmp), 0);
-    save_ok(s);
+    state_save_ok(s);
     state_close(s);
-    s = open_ok();
+    s = state_open_ok(path);
     cr_expect(state_seen(s, "A", 2, "ch1"));
     state_close(s);
     free(before);
@@ -1372,7 +1348,7 @@ Test(state, failed_save_leaves_the_previous_file)
 
 Test(state, outbox_receivers)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     size_t n = 99;
     cr_expect_null(state_outbox_receivers(s, &n));
     cr_expect_eq(n, 0);
@@ -1391,7 +1367,7 @@ Test(state, outbox_receivers)
         free(r[i]);
     free(r);
     state_outbox_done(s, 2);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     r = state_outbox_receivers(s, &n);
     cr_assert_eq(n, 2);
     expect_str_eq(r[0], "alpha", "receiver 0");
@@ -1414,14 +1390,14 @@ Test(state, save_budget_writes_only_the_ledger)
 {
     static const char *const a[] = {"A"};
     static const char *const b[] = {"B"};
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct event ev = sample_event("A", 100, "ch1");
     state_mark_seen(s, "A", 100, "ch1");
     set_devices(s, "tokyo", a, 1, 1000);
     state_set_discovered(s, "tokyo", 1000);
     state_enqueue(s, "hook", &ev, 1000); /* id 1 */
     state_record_call(s, "L", PLATFORM_ALERT, 1000);
-    save_ok(s);
+    state_save_ok(s);
     state_close(s);
     /* An unknown member on disk stays too. */
     char *before = slurp(path);
@@ -1433,7 +1409,7 @@ Test(state, save_budget_writes_only_the_ledger)
     free(before);
 
     /* What a dry run does in memory. */
-    s = open_ok();
+    s = state_open_ok(path);
     state_mark_seen(s, "B", 200, "ch1");
     state_prune_seen(s, "A", 1000);
     set_devices(s, "tokyo", b, 1, 2000);
@@ -1450,7 +1426,7 @@ Test(state, save_budget_writes_only_the_ledger)
     save_budget_ok(s); /* twice is once */
     state_close(s);    /* without a save */
 
-    s = open_ok();
+    s = state_open_ok(path);
     /* The new ledger... */
     cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, 0), 2);
     cr_expect_eq(state_calls_since(s, "L", PLATFORM_CURRENT, 0), 1);
@@ -1483,7 +1459,7 @@ Test(state, save_budget_writes_only_the_ledger)
 Test(state, save_budget_creates_a_missing_file)
 {
     umask(022);
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_record_call(s, "L", PLATFORM_CURRENT, 1000);
     state_mark_seen(s, "A", 100, "ch1");
     state_device_polled(s, "tokyo", "A", "X", 1000, true);
@@ -1495,7 +1471,7 @@ Test(state, save_budget_creates_a_missing_file)
     char *text = slurp(path);
     cr_expect_eq(strncmp(text, "{\"version\":2,", 13), 0, "file: %s", text);
     free(text);
-    s = open_ok();
+    s = state_open_ok(path);
     cr_expect_eq(state_calls_since(s, "L", PLATFORM_CURRENT, 0), 1);
     cr_expect_not(state_seen(s, "A", 100, "ch1"));
     cr_expect_eq(device_count(s, "tokyo"), 0);
@@ -1507,7 +1483,7 @@ Test(state, save_budget_leaves_a_file_it_cannot_read)
     static const char *const texts[] = {"{\"version\":1,", "{\"version\":3}",
                                         "{\"version\":1,\"seen\":[]}"};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
-        struct state *s = open_ok();
+        struct state *s = state_open_ok(path);
         state_record_call(s, "L", PLATFORM_ALERT, 1000);
         spew(path, texts[i]); /* a hand edit behind the lock's back */
         struct err e = {{0}};
@@ -1528,7 +1504,7 @@ Test(state, close_accepts_null)
 
 Test(state, retry_after_only_ever_postpones)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct event ev = sample_event("5214000A", 900, "ch1");
     state_enqueue(s, "slack", &ev, 1000);
     size_t n = 0;
@@ -1556,7 +1532,7 @@ Test(state, retry_after_only_ever_postpones)
 
 Test(state, device_group_round_trips)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct state_device *d = xcalloc(3, sizeof *d);
     d[0] = dev("A", "X", "TR-71", "one", 0);
     d[0].group = xstrdup("冷凍庫 \"B1\"");
@@ -1568,7 +1544,7 @@ Test(state, device_group_round_trips)
     /* A poll of a listed device keeps its group; an unlisted one has none. */
     state_device_polled(s, "tokyo", "A", "Y", 1100, true);
     state_device_polled(s, "tokyo", "D", "Y", 1100, true);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
 
     size_t n = 0;
     struct state_device *got = state_devices(s, "tokyo", &n);
@@ -1604,7 +1580,7 @@ Test(state, old_file_without_groups_throttles_or_counters_loads)
                "\"accounts\":{\"tokyo\":{\"discovered_at\":900,"
                "\"devices\":[{\"serial\":\"A\",\"base\":\"X\",\"model\":\"M\",\"name\":\"N\"}],"
                "\"history\":{}}},\"logins\":{},\"outbox\":[]}\n");
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     size_t n = 0;
     struct state_device *d = state_devices(s, "tokyo", &n);
     cr_assert_eq(n, 1);
@@ -1616,7 +1592,7 @@ Test(state, old_file_without_groups_throttles_or_counters_loads)
     /* Both sections are there once saved. */
     state_set_throttle(s, "r", "A", "ch1", &(struct throttle_entry){.last_sent = 5});
     state_count(s, "unrouted", 1);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_expect(state_throttle(s, "r", "A", "ch1", &t));
     cr_expect_eq(t.last_sent, 5);
     cr_expect_eq(state_counter(s, "unrouted"), 1);
@@ -1647,7 +1623,7 @@ static void expect_no_throttle(const struct state *s, const char *rule, const ch
 
 Test(state, throttles_set_get_replace_and_persist)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     /* Set in no particular order: lookups must not depend on it. */
     state_set_throttle(s, "warm", "B", "ch1", &(struct throttle_entry){1000, 0, 0});
     state_set_throttle(s, "freezer-critical", "A", "ch2", &(struct throttle_entry){900, 3, 950});
@@ -1673,7 +1649,7 @@ Test(state, throttles_set_get_replace_and_persist)
     state_set_throttle(s, "freezer-critical", "A", "ch1", &(struct throttle_entry){2000, 0, 0});
     expect_throttle(s, "freezer-critical", "A", "ch1", 2000, 0, 0);
 
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     expect_throttle(s, "freezer-critical", "A", "ch1", 2000, 0, 0);
     expect_throttle(s, "freezer-critical", "A", "ch2", 900, 3, 950);
     expect_throttle(s, "freezer-critical", "B", "ch1", 600, 0, 0);
@@ -1701,7 +1677,7 @@ Test(state, throttles_of_a_hand_edited_file_are_found_in_any_order)
                "{\"rule\":\"z\",\"serial\":\"A\",\"kind\":\"ch1\",\"last_sent\":1},"
                "{\"rule\":\"a\",\"serial\":\"B\",\"kind\":\"ch1\",\"held\":4,\"held_since\":3},"
                "{\"rule\":\"a\",\"serial\":\"A\",\"kind\":\"ch2\",\"last_sent\":2,\"x\":true}]}");
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     expect_throttle(s, "z", "A", "ch1", 1, 0, 0);
     expect_throttle(s, "a", "B", "ch1", 0, 4, 3);
     expect_throttle(s, "a", "A", "ch2", 2, 0, 0);
@@ -1714,7 +1690,7 @@ Test(state, throttles_of_a_hand_edited_file_are_found_in_any_order)
 Test(state, throttles_untouched_for_a_month_are_pruned)
 {
     const long long now = 1800000000, before = now - 30 * 86400;
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     /* Sent recently. */
     state_set_throttle(s, "r", "A", "ch1", &(struct throttle_entry){now - 60, 0, 0});
     /* Sent long ago but holding back events since lately. */
@@ -1728,7 +1704,7 @@ Test(state, throttles_untouched_for_a_month_are_pruned)
     state_set_throttle(s, "q", "C", "ch1", &(struct throttle_entry){0, 0, 0});
     cr_expect_eq(state_prune_throttles(s, before), 3);
     cr_expect_eq(state_prune_throttles(s, before), 0, "twice is once");
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     expect_throttle(s, "r", "A", "ch1", now - 60, 0, 0);
     expect_throttle(s, "r", "A", "ch2", before - 5, 7, now - 3600);
     expect_throttle(s, "r", "B", "ch1", before, 0, 0);
@@ -1746,12 +1722,12 @@ Test(state, throttles_untouched_for_a_month_are_pruned)
 Test(state, clamp_clock_brings_throttles_back)
 {
     const long long now = 1800000000;
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_set_throttle(s, "r", "A", "ch1", &(struct throttle_entry){now + 500, 2, now + 900});
     state_set_throttle(s, "r", "A", "ch2", &(struct throttle_entry){now - 500, 2, now + 1});
     state_set_throttle(s, "r", "B", "ch1", &(struct throttle_entry){now, 1, now - 10});
     state_clamp_clock(s, now, 3600);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     expect_throttle(s, "r", "A", "ch1", now, 2, now);
     expect_throttle(s, "r", "A", "ch2", now - 500, 2, now);
     expect_throttle(s, "r", "B", "ch1", now, 1, now - 10);
@@ -1762,7 +1738,7 @@ Test(state, clamp_clock_brings_throttles_back)
 
 Test(state, counters_add_up_and_persist)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_count(s, "dropped", 2);
     state_count(s, "dropped", 3);
     state_count(s, "throttled", 1);
@@ -1771,7 +1747,7 @@ Test(state, counters_add_up_and_persist)
     cr_expect_eq(state_counter(s, "throttled"), 1);
     cr_expect_eq(state_counter(s, "unrouted"), 0);
     cr_expect_eq(state_counter(s, "other"), 0);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_expect_eq(state_counter(s, "dropped"), 5);
     cr_expect_eq(state_counter(s, "throttled"), 1);
     char *text = slurp(path);
@@ -1791,14 +1767,14 @@ Test(state, counters_add_up_and_persist)
 
 Test(state, save_budget_leaves_throttles_and_counters_on_disk)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_set_throttle(s, "r", "A", "ch1", &(struct throttle_entry){1000, 2, 1100});
     state_count(s, "dropped", 4);
-    save_ok(s);
+    state_save_ok(s);
     state_close(s);
 
     /* What a dry run does in memory. */
-    s = open_ok();
+    s = state_open_ok(path);
     state_set_throttle(s, "r", "A", "ch1", &(struct throttle_entry){2000, 0, 0});
     state_set_throttle(s, "r", "B", "ch1", &(struct throttle_entry){2000, 0, 0});
     state_prune_throttles(s, 1LL << 40);
@@ -1808,7 +1784,7 @@ Test(state, save_budget_leaves_throttles_and_counters_on_disk)
     save_budget_ok(s);
     state_close(s); /* without a save */
 
-    s = open_ok();
+    s = state_open_ok(path);
     cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, 0), 1, "the ledger is written");
     expect_throttle(s, "r", "A", "ch1", 1000, 2, 1100);
     expect_no_throttle(s, "r", "B", "ch1");
@@ -1831,7 +1807,7 @@ static void expect_health(const struct state_health *h, long long last_ok, long 
 
 Test(state, health_of_logins_and_receivers_round_trips)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct state_health h;
     cr_expect_not(state_login_health(s, "tbzz9999", &h));
     expect_health(&h, 0, 0, 0, 0, NULL);
@@ -1844,7 +1820,7 @@ Test(state, health_of_logins_and_receivers_round_trips)
     state_receiver_result(s, "hook", false, "webhook hook: HTTP 503", 1300);
     state_receiver_result(s, "hook", false, "webhook hook: HTTP 502", 1360);
     state_receiver_result(s, "mail", false, NULL, 1400);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
 
     cr_assert(state_login_health(s, "tbzz9999", &h));
     expect_health(&h, 0, 2, 1100, 0, "connection refused");
@@ -1863,7 +1839,7 @@ Test(state, health_of_logins_and_receivers_round_trips)
      * to read. */
     state_login_result(s, "tbzz9999", true, 200, NULL, 1500);
     state_receiver_result(s, "hook", true, NULL, 1500);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_assert(state_login_health(s, "tbzz9999", &h));
     expect_health(&h, 1500, 0, 1100, 0, "connection refused");
     state_health_clear(&h);
@@ -1886,7 +1862,7 @@ Test(state, health_of_logins_and_receivers_round_trips)
 
 Test(state, health_messages_are_cut_cleaned_and_stay_utf8)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct buf long_msg;
     buf_init(&long_msg, 0);
     buf_puts(&long_msg, "x");
@@ -1896,7 +1872,7 @@ Test(state, health_messages_are_cut_cleaned_and_stay_utf8)
     /* A control character, a lone continuation byte, a cut sequence at
      * the end (an error message cut by a fixed buffer). */
     state_receiver_result(s, "hook", false, "line one\nline\ttwo \x80 end \xe8\xaa", 1000);
-    s = reopen(s); /* the file must load again: valid UTF-8 */
+    s = state_reopen_ok(s, path); /* the file must load again: valid UTF-8 */
     struct state_health h;
     cr_assert(state_login_health(s, "L", &h));
     cr_expect_eq(h.status, 401);
@@ -1917,14 +1893,14 @@ Test(state, old_file_without_health_loads)
     spew(path, "{\"version\":1,\"next_id\":1,\"seen\":{},\"accounts\":{},"
                "\"logins\":{\"L\":{\"alert\":{\"calls\":[900]}}},\"outbox\":[],"
                "\"throttles\":[],\"counters\":{}}\n");
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct state_health h;
     cr_expect_not(state_login_health(s, "L", &h));
     cr_expect_not(state_receiver_health(s, "hook", &h));
     cr_expect_eq(state_calls_since(s, "L", PLATFORM_ALERT, 0), 1);
     state_login_result(s, "L", true, 200, NULL, 1000);
     state_receiver_result(s, "hook", true, NULL, 1000);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_expect(state_login_health(s, "L", &h));
     cr_expect_eq(h.last_ok, 1000);
     cr_expect(state_receiver_health(s, "hook", &h));
@@ -1959,25 +1935,25 @@ Test(state, malformed_health_is_corrupt)
     }
     /* null is a fine error: none. */
     spew(path, "{\"version\":1,\"receivers\":{\"hook\":{\"error\":null,\"failures\":0}}}");
-    state_close(open_ok());
+    state_close(state_open_ok(path));
 }
 
 Test(state, save_budget_writes_login_health_but_not_receivers)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_receiver_result(s, "hook", true, NULL, 1000);
-    save_ok(s);
+    state_save_ok(s);
     state_close(s);
 
     /* What a dry run does in memory: real platform calls, no delivery
      * (run.c records none, but the state would not save one either). */
-    s = open_ok();
+    s = state_open_ok(path);
     state_login_result(s, "L", false, 401, "HTTP 401", 2000);
     state_receiver_result(s, "hook", false, "would not be saved", 2000);
     save_budget_ok(s);
     state_close(s);
 
-    s = open_ok();
+    s = state_open_ok(path);
     struct state_health h;
     cr_assert(state_login_health(s, "L", &h));
     expect_health(&h, 0, 1, 2000, 401, "HTTP 401");
@@ -1990,7 +1966,7 @@ Test(state, save_budget_writes_login_health_but_not_receivers)
 
 Test(state, clamp_clock_brings_health_times_back)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_login_result(s, "L", true, 200, NULL, 5000);
     state_login_result(s, "L", false, 503, "busy", 5100);
     state_login_result(s, "M", true, 200, NULL, 500);
@@ -2019,7 +1995,7 @@ Test(state, clamp_clock_brings_health_times_back)
 
 Test(state, outbox_summary)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct outbox_summary sum = {.count = 9, .oldest = 9, .next_try = 9};
     state_outbox_summary(s, "hook", &sum);
     cr_expect(sum.count == 0 && sum.oldest == 0 && sum.next_try == 0);
@@ -2067,10 +2043,10 @@ Test(state, peek_of_a_missing_file_is_empty_and_creates_nothing)
 
 Test(state, peek_reads_while_a_run_holds_the_lock)
 {
-    struct state *run = open_ok();
+    struct state *run = state_open_ok(path);
     state_record_call(run, "L", PLATFORM_ALERT, 1000);
     state_login_result(run, "L", true, 200, NULL, 1000);
-    save_ok(run);
+    state_save_ok(run);
     state_record_call(run, "L", PLATFORM_ALERT, 1300); /* not saved yet */
 
     double t0 = now_s();
@@ -2089,15 +2065,15 @@ Test(state, peek_reads_while_a_run_holds_the_lock)
     struct err e = {{0}};
     cr_expect_eq(state_open(&other, path, 0, &e), -1);
     cr_expect_not_null(strstr(e.msg, "locked by another wsrelay run"), "%s", e.msg);
-    save_ok(run);
+    state_save_ok(run);
     state_close(run);
 }
 
 Test(state, peek_reads_while_another_process_holds_the_lock)
 {
-    struct state *s0 = open_ok();
+    struct state *s0 = state_open_ok(path);
     state_count(s0, "unrouted", 3);
-    save_ok(s0);
+    state_save_ok(s0);
     state_close(s0);
     int ready[2], release[2];
     cr_assert_eq(pipe(ready), 0);
@@ -2134,9 +2110,9 @@ Test(state, peek_reads_while_another_process_holds_the_lock)
 
 Test(state, a_peeked_state_is_never_saved)
 {
-    struct state *s0 = open_ok();
+    struct state *s0 = state_open_ok(path);
     state_count(s0, "dropped", 1);
-    save_ok(s0);
+    state_save_ok(s0);
     state_close(s0);
     char *before = slurp(path);
 
@@ -2177,7 +2153,7 @@ Test(state, peek_of_a_corrupt_file_fails)
 
 Test(state, conditions_survive_a_save_and_hold_no_secret)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct state_condition c = {
         .since = 100, .opened = 120, .retry_at = 3720, .creds = xstrdup("ab12")};
     state_set_condition(s, "login-refused/tbzz9999", &c);
@@ -2187,7 +2163,7 @@ Test(state, conditions_survive_a_save_and_hold_no_secret)
     cr_expect_eq(state_relay_time(s, 200), 201, "ids of one run stay unique");
     cr_expect_eq(state_relay_time(s, 150), 202, "and across a clock that went back");
     state_heartbeat_result(s, false, 500, "GET https://hc/…: HTTP 500", 300);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_assert(state_condition(s, "login-refused/tbzz9999", &c));
     cr_expect_eq(c.since, 100);
     cr_expect_eq(c.opened, 120);
@@ -2235,7 +2211,7 @@ Test(state, a_bad_self_section_is_corrupt)
 
 Test(state, outbox_expire_and_trim_drop_the_oldest_of_one_receiver)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     for (int i = 0; i < 5; i++) {
         struct event ev = sample_event("5214000A", 1000 + i, "ch1");
         state_enqueue(s, "hook", &ev, 1000 + i);
@@ -2424,7 +2400,7 @@ Test(state, an_oversized_file_is_moved_aside)
 
 Test(state, pruning_raises_the_floor_and_never_lowers_it)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     cr_expect_eq(state_seen_floor(s, "A"), 0);
     state_mark_seen(s, "A", 100, "ch1");
     state_mark_seen(s, "A", 300, "ch1");
@@ -2434,7 +2410,7 @@ Test(state, pruning_raises_the_floor_and_never_lowers_it)
     cr_expect_eq(state_seen_floor(s, "A"), 200);
     state_prune_seen(s, "A", 400); /* every key goes, the floor stays */
     cr_expect_eq(state_seen_count(s, "A"), 0);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_expect_eq(state_seen_floor(s, "A"), 400);
     cr_expect_eq(state_seen_floor(s, "B"), 0);
     state_close(s);
@@ -2443,10 +2419,10 @@ Test(state, pruning_raises_the_floor_and_never_lowers_it)
 Test(state, refusals_count_until_a_successful_poll)
 {
     static const char *const a[] = {"A"};
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     set_devices(s, "tokyo", a, 1, 1000);
     state_device_refused(s, "tokyo", "A", 2000, 2);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     size_t n = 0;
     struct state_device *d = state_devices(s, "tokyo", &n);
     cr_assert_eq(n, 1);
@@ -2457,7 +2433,7 @@ Test(state, refusals_count_until_a_successful_poll)
     cr_expect_eq(d[0].refusals, 2);
     state_devices_free(d, n);
     state_device_polled(s, "tokyo", "A", NULL, 2200, true);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     d = state_devices(s, "tokyo", &n);
     cr_expect_eq(d[0].refusals, 0);
     state_devices_free(d, n);
@@ -2487,13 +2463,13 @@ Test(state, floors_and_refusals_of_the_wrong_shape_are_corrupt)
  * that loads again. */
 Test(state, a_save_over_the_limit_gives_up_the_oldest_outbox_items)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     for (int i = 0; i < 300; i++) {
         struct event ev = sample_event("5214000A", 1795000000 + i, "ch1");
         state_enqueue(s, i % 3 ? "hook" : "mail", &ev, 1795000000 + i);
         event_clear(&ev);
     }
-    save_ok(s);
+    state_save_ok(s);
     size_t n = 0;
     cr_expect_null(state_take_trimmed(s, &n));
     cr_expect_eq(n, 0);
@@ -2502,7 +2478,7 @@ Test(state, a_save_over_the_limit_gives_up_the_oldest_outbox_items)
     size_t full = (size_t)st.st_size;
 
     state_set_max_bytes(s, full / 2);
-    save_ok(s);
+    state_save_ok(s);
     cr_assert_eq(stat(path, &st), 0);
     cr_expect_leq((size_t)st.st_size, full / 2);
     cr_expect_gt((size_t)st.st_size, full / 2 - full / 20, "more was given up than needed");
@@ -2516,7 +2492,7 @@ Test(state, a_save_over_the_limit_gives_up_the_oldest_outbox_items)
     cr_expect_null(state_take_trimmed(s, &n), "taken once");
     state_close(s);
 
-    s = open_ok();
+    s = state_open_ok(path);
     size_t due = 0;
     struct outbox_item *items = state_outbox_due(s, "hook", 1795001000, &due);
     cr_assert_gt(due, 0);
@@ -2538,12 +2514,12 @@ Test(state, a_state_of_0_1_0_loads_and_keeps_what_it_had)
     char *text = read_fixture("state/0.1.0.json");
     spew(path, text);
     free(text);
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     cr_expect_null(state_set_aside(s, NULL), "the old state was set aside");
     cr_expect_eq(state_seen_count(s, "5214000A"), 20);
     cr_expect_eq(state_seen_floor(s, "5214000A"), 0);
     cr_expect_eq(state_outbox_count(s, "hook"), 23);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     size_t n = 0;
     struct state_device *d = state_devices(s, "lab", &n);
     cr_assert_eq(n, 3);
@@ -2573,7 +2549,7 @@ Test(state, a_state_of_the_release_before_signals_loads_and_keeps_what_it_had)
     char *text = read_fixture("state/0.1.0-3c9c2ca.json");
     spew(path, text);
     free(text);
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct watch w;
     struct watch_limit l;
     cr_expect_null(state_set_aside(s, NULL), "the old state was set aside");
@@ -2582,7 +2558,7 @@ Test(state, a_state_of_the_release_before_signals_loads_and_keeps_what_it_had)
     cr_expect_eq(state_signal_calls_since(s, "demo0001", 0), 0);
     cr_expect_eq(state_outbox_count(s, "hook"), 10);
     state_set_watch(s, "5214A001", &(struct watch){.unixtime = 1795003600, .seen_at = 1795003600});
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     size_t n = 0;
     struct state_device *d = state_devices(s, "lab", &n);
     cr_expect_eq(n, 4);
@@ -2610,7 +2586,7 @@ Test(state, a_state_of_the_release_before_the_fleet_file_moves_to_it)
     spew(path, text);
     free(text);
     for (int round = 0; round < 2; round++) {
-        struct state *s = open_ok();
+        struct state *s = state_open_ok(path);
         struct watch w;
         struct watch_limit l;
         size_t n = 0;
@@ -2625,7 +2601,7 @@ Test(state, a_state_of_the_release_before_the_fleet_file_moves_to_it)
         cr_assert(state_learnt_limit(s, "5214A001", 1, &l));
         cr_expect(l.has_upper && l.upper == -75);
         cr_expect_eq(state_outbox_count(s, "hook"), 6);
-        save_ok(s);
+        state_save_ok(s);
         state_close(s);
     }
     char *main_text = slurp(path);
@@ -2680,7 +2656,7 @@ static int memories(const struct state *s)
 /* A state of 40 memories, saved: the fleet file's first generation. */
 static struct state *forty_memories(void)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     char serial[16];
     for (int i = 0; i < 40; i++) {
         snprintf(serial, sizeof serial, "52140%03d", i);
@@ -2688,7 +2664,7 @@ static struct state *forty_memories(void)
         state_set_watch(s, serial, &w);
     }
     state_set_discovered(s, "tokyo", 1795000000);
-    save_ok(s);
+    state_save_ok(s);
     return s;
 }
 
@@ -2702,16 +2678,16 @@ Test(state, a_save_writes_the_entries_that_changed_and_no_others)
     cr_assert_gt(base, 40 * 40);
     struct watch w = one_reading(1795000600, 7.5);
     state_set_watch(s, "52140007", &w);
-    save_ok(s);
+    state_save_ok(s);
     long long grown = size_of(fleet) - base;
     cr_expect(grown > 20 && grown < 400, "one entry appended %lld bytes", grown);
     state_record_call(s, "L", PLATFORM_CURRENT, 1795000600);
     state_set_discovered(s, "tokyo", 1795000600);
-    save_ok(s);
+    state_save_ok(s);
     cr_expect_eq(state_discovered_at(s, "tokyo"), 1795000600);
     cr_expect_eq(size_of(fleet) - base, grown, "a save without a fleet change appended");
     state_close(s);
-    s = open_ok();
+    s = state_open_ok(path);
     struct watch got;
     cr_assert(state_watch(s, "52140007", &got));
     cr_expect_eq(got.unixtime, 1795000600);
@@ -2729,7 +2705,7 @@ Test(state, a_save_writes_the_entries_that_changed_and_no_others)
  * comes back over the base's, and a new base has the account whole. */
 Test(state, a_poll_writes_its_history_entry_alone)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct state_device devs[40];
     char serials[40][16], base_serial[] = "B", name[] = "Freezer";
     for (int i = 0; i < 40; i++) {
@@ -2737,13 +2713,13 @@ Test(state, a_poll_writes_its_history_entry_alone)
         devs[i] = (struct state_device){.serial = serials[i], .base = base_serial, .name = name};
     }
     state_set_devices(s, "tokyo", devs, 40, 1795000000);
-    save_ok(s);
+    state_save_ok(s);
     char *fleet = fleet_of(1);
     long long base = size_of(fleet);
     state_device_polled(s, "tokyo", "52140007", "B", 1795000600, true);
     state_device_refused(s, "tokyo", "52140009", 1795086400, 2);
     state_set_discovered(s, "tokyo", 1795000660); /* after the poll: still not whole */
-    save_ok(s);
+    state_save_ok(s);
     char *text = slurp(fleet);
     cr_expect_lt(strlen(text) - (size_t)base, 250, "%s", text + base);
     cr_expect_eq(strncmp(text + base, "{\"history\":{\"tokyo\":{\"52140007\":{", 33), 0, "%s",
@@ -2752,7 +2728,7 @@ Test(state, a_poll_writes_its_history_entry_alone)
     free(text);
     state_close(s);
     for (int round = 0; round < 2; round++) { /* the second after a new base */
-        s = open_ok();
+        s = state_open_ok(path);
         size_t n = 0;
         struct state_device *d = state_devices(s, "tokyo", &n);
         cr_assert_eq(n, 40);
@@ -2768,7 +2744,7 @@ Test(state, a_poll_writes_its_history_entry_alone)
             struct watch w = one_reading(1795000000, 1);
             state_set_watch(s, "52140001", &w);
             state_prune_watches(s, 1795000001); /* a removal: a new base */
-            save_ok(s);
+            state_save_ok(s);
         }
         state_close(s);
     }
@@ -2788,14 +2764,14 @@ Test(state, records_that_outgrow_the_base_make_a_new_generation)
     for (int round = 1; round <= 60 && access(second, F_OK) < 0; round++) {
         struct watch w = one_reading(1795000000 + 60 * round, round);
         state_set_watch(s, "52140001", &w);
-        save_ok(s);
+        state_save_ok(s);
         cr_assert_lt(size_of(first), 2 * base + 400, "the first generation grew to %lld bytes",
                      size_of(first));
     }
     cr_expect_eq(access(second, F_OK), 0, "no second generation");
     cr_expect_eq(access(first, F_OK), -1, "the first generation is still there");
     state_close(s);
-    s = open_ok();
+    s = state_open_ok(path);
     struct watch got;
     cr_assert(state_watch(s, "52140001", &got));
     cr_expect_gt(got.unixtime, 1795000000);
@@ -2813,11 +2789,11 @@ Test(state, a_removed_memory_makes_a_new_generation_without_it)
     struct watch w = one_reading(1795003600, 1);
     state_set_watch(s, "52140001", &w);
     cr_expect_eq(state_prune_watches(s, 1795001000), 39);
-    save_ok(s);
+    state_save_ok(s);
     char *second = fleet_of(2);
     cr_expect_eq(access(second, F_OK), 0);
     state_close(s);
-    s = open_ok();
+    s = state_open_ok(path);
     cr_expect_eq(memories(s), 1);
     state_close(s);
     free(second);
@@ -2836,19 +2812,19 @@ Test(state, bytes_after_the_committed_length_are_not_read)
     cr_assert_not_null(f);
     fputs("{\"watch\":{\"52140003\":{\"t\":1,\"seen\":1}}}\n{\"watch\":", f);
     fclose(f);
-    s = open_ok();
+    s = state_open_ok(path);
     struct watch got;
     cr_assert(state_watch(s, "52140003", &got));
     cr_expect_eq(got.unixtime, 1795000000);
     struct watch w = one_reading(1795000600, 3.5);
     state_set_watch(s, "52140004", &w);
-    save_ok(s);
+    state_save_ok(s);
     state_close(s);
     char *text = slurp(fleet);
     cr_expect_null(strstr(text + base, "\"52140003\""), "%s", text + base);
     cr_expect_not_null(strstr(text + base, "\"52140004\""), "%s", text + base);
     free(text);
-    s = open_ok();
+    s = state_open_ok(path);
     cr_assert(state_watch(s, "52140004", &got));
     cr_expect_eq(got.ch[0].value, 3.5);
     state_close(s);
@@ -2871,14 +2847,14 @@ Test(state, a_missing_or_damaged_fleet_file_is_relearnt_and_the_rest_kept)
         state_enqueue(s, "ops-hook", &ev, 1795000010);
         state_record_call(s, "tbzz9999", PLATFORM_ALERT, 1795000005);
         event_clear(&ev);
-        save_ok(s);
+        state_save_ok(s);
         state_close(s);
         char *fleet = fleet_of(1);
         if (damage[i])
             spew(fleet, damage[i]);
         else
             cr_assert_eq(unlink(fleet), 0);
-        s = open_ok();
+        s = state_open_ok(path);
         const char *why = NULL;
         cr_expect_null(state_set_aside(s, &why), "case %zu was set aside: %s", i, why);
         cr_expect_eq(memories(s), 0, "case %zu", i);
@@ -2886,12 +2862,12 @@ Test(state, a_missing_or_damaged_fleet_file_is_relearnt_and_the_rest_kept)
         cr_expect(state_seen(s, "5214000A", 1795000000, "ch1"), "case %zu", i);
         cr_expect_eq(state_calls_since(s, "tbzz9999", PLATFORM_ALERT, 1795000000), 1, "case %zu",
                      i);
-        save_ok(s);
+        state_save_ok(s);
         state_close(s);
         char *second = fleet_of(2);
         cr_expect_eq(access(second, F_OK), 0, "case %zu: no new generation", i);
         cr_expect_eq(access(fleet, F_OK), -1, "case %zu: the damaged generation was left", i);
-        s = open_ok();
+        s = state_open_ok(path);
         cr_expect_null(state_set_aside(s, &why), "case %zu: %s", i, why);
         cr_expect_eq(state_outbox_count(s, NULL), 1, "case %zu", i);
         state_close(s);
@@ -2966,7 +2942,7 @@ Test(state, a_fleet_file_without_its_state_file_is_moved_aside)
     struct state *s = forty_memories();
     state_close(s);
     cr_assert_eq(unlink(path), 0);
-    s = open_ok();
+    s = state_open_ok(path);
     cr_expect_eq(memories(s), 0);
     char *fleet = fleet_of(1);
     cr_expect_eq(access(fleet, F_OK), -1, "the fleet file is still there");
@@ -2977,7 +2953,7 @@ Test(state, a_fleet_file_without_its_state_file_is_moved_aside)
         orphans += strncmp(de->d_name, "state.json.fleet-1.orphan-", 26) == 0;
     closedir(d);
     cr_expect_eq(orphans, 1);
-    save_ok(s);
+    state_save_ok(s);
     cr_expect_eq(access(fleet, F_OK), 0);
     state_close(s);
     free(fleet);
@@ -2989,11 +2965,11 @@ Test(state, an_old_generation_left_by_a_crash_is_removed)
 {
     struct state *s = forty_memories();
     state_prune_watches(s, 1795000001);
-    save_ok(s); /* generation 2 */
+    state_save_ok(s); /* generation 2 */
     state_close(s);
     char *first = fleet_of(1);
     spew(first, "{}\n");
-    s = open_ok();
+    s = state_open_ok(path);
     cr_expect_eq(access(first, F_OK), -1);
     state_close(s);
     free(first);
@@ -3003,7 +2979,7 @@ Test(state, an_old_generation_left_by_a_crash_is_removed)
 
 Test(state, a_readings_memory_comes_back_as_it_was_saved)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct watch w = {.unixtime = 1795000000,
                       .seen_at = 1795000030,
                       .gaps = {60, 120, 60},
@@ -3032,7 +3008,7 @@ Test(state, a_readings_memory_comes_back_as_it_was_saved)
     w.ch[1] = (struct watch_channel){
         .num = 3, .error = true, .has_at_poll = true, .at_poll_error = true, .zone = -1};
     state_set_watch(s, "5214000A", &w);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     struct watch got;
     cr_assert(state_watch(s, "5214000A", &got));
     cr_expect_eq(got.unixtime, 1795000000);
@@ -3082,12 +3058,12 @@ Test(state, readings_are_written_with_ten_significant_digits)
         -79.8, 0.1,    4,     1234.5678, 1e-5, 123456789.5, 0.30000000000000004,
         -0.0,  2.5e12, 99.99, -1.25,     1e300};
     size_t n = sizeof values / sizeof values[0];
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct watch w = {.unixtime = 1795000000, .n_ch = 1};
     w.ch[0] = (struct watch_channel){.num = 1, .n_history = (int)n};
     memcpy(w.ch[0].history, values, sizeof values);
     state_set_watch(s, "5214000A", &w);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     char *text = slurp_state(path);
     char want[512] = "\"history\":[";
     for (size_t i = 0; i < n; i++)
@@ -3101,13 +3077,13 @@ Test(state, readings_are_written_with_ten_significant_digits)
 
 Test(state, learnt_limits_are_kept_per_serial_and_channel)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct watch_limit l;
     cr_expect(state_learn_limit(s, "5214000A", 1, true, -75.0));
     cr_expect_not(state_learn_limit(s, "5214000A", 1, true, -75.0), "nothing new");
     cr_expect(state_learn_limit(s, "5214000A", 1, false, -90.5));
     cr_expect(state_learn_limit(s, "5214000A", 2, true, 60));
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_assert(state_learnt_limit(s, "5214000A", 1, &l));
     cr_expect(l.has_upper && l.has_lower);
     cr_expect_eq(l.upper, -75.0);
@@ -3122,7 +3098,7 @@ Test(state, learnt_limits_are_kept_per_serial_and_channel)
 
 Test(state, readings_unused_for_a_month_are_forgotten_with_their_limits)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_set_watch(s, "5214000A", &(struct watch){.unixtime = 100, .seen_at = 1000});
     state_set_watch(s, "5214000B", &(struct watch){.unixtime = 100, .seen_at = 5000});
     state_learn_limit(s, "5214000A", 1, true, 8);
@@ -3139,12 +3115,12 @@ Test(state, readings_unused_for_a_month_are_forgotten_with_their_limits)
 
 Test(state, signal_calls_and_starvation_are_kept_per_login)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_record_signal_call(s, "tbzz9999", 1000);
     state_record_signal_call(s, "tbzz9999", 9000);
     state_record_signal_call(s, "tbzz9999", 9100); /* drops what is over two hours old */
     state_set_signals_starved(s, "tbzz9999", 8000);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_expect_eq(state_signal_calls_since(s, "tbzz9999", 0), 2);
     cr_expect_eq(state_signal_calls_since(s, "tbzz9999", 9050), 1);
     cr_expect_eq(state_signal_calls_since(s, "other", 0), 0);
@@ -3159,7 +3135,7 @@ Test(state, signal_calls_and_starvation_are_kept_per_login)
  * calls kept free for signals follow the rate of the last hour. */
 Test(state, the_alert_budget_counts_its_spacing_from_the_last_routine_call)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     state_record_call(s, "tbzz9999", PLATFORM_ALERT, 10000);
     state_record_call(s, "tbzz9999", PLATFORM_ALERT, 10100);
     state_record_signal_call(s, "tbzz9999", 10100);
@@ -3201,7 +3177,7 @@ Test(state, a_file_cut_short_in_a_device_section_says_where)
     for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
         const char *why = NULL;
         spew(path, cut[i]);
-        struct state *s = open_ok();
+        struct state *s = state_open_ok(path);
         cr_assert_not_null(state_set_aside(s, &why), "%s was taken as good", cut[i]);
         char *want = xasprintf("corrupt state file: %s", section[i]);
         cr_expect_not_null(strstr(why, want), "%s: %s", cut[i], why);
@@ -3231,7 +3207,7 @@ Test(state, a_nul_byte_or_bad_utf8_anywhere_is_corrupt)
         const char *why = NULL;
         struct err e;
         cr_assert_eq(file_write_atomic(path, bad[i].text, bad[i].len, 0600, &e), 0, "%s", e.msg);
-        struct state *s = open_ok();
+        struct state *s = state_open_ok(path);
         cr_assert_not_null(state_set_aside(s, &why), "case %zu was taken as good", i);
         cr_expect_not_null(strstr(why, bad[i].why), "case %zu: %s", i, why);
         state_close(s);
@@ -3247,11 +3223,11 @@ Test(state, unknown_members_of_an_account_are_kept_when_it_changes)
                "\"later\":[{\"serial\":\"Z\",\"group\":\"g\"}],"
                "\"devices\":[{\"serial\":\"A\",\"base\":\"A\",\"new\":{\"k\":1}}],"
                "\"history\":{\"A\":{\"first_known\":1,\"also\":[2]}}}}}");
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     cr_assert_null(state_set_aside(s, NULL));
     state_set_discovered(s, "t", 1795000000);
     state_device_polled(s, "t", "A", NULL, 1795000000, true);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     char *text = slurp_state(path);
     cr_expect_not_null(strstr(text, "\"later\":[{\"serial\":\"Z\",\"group\":\"g\"}]"), "%s", text);
     cr_expect_not_null(strstr(text, "\"new\":{\"k\":1}"), "%s", text);
@@ -3270,7 +3246,7 @@ Test(state, unknown_members_of_an_account_are_kept_when_it_changes)
 /* The borrowed view is the copy, device by device, without the copy. */
 Test(state, a_device_at_its_place_is_the_copy_borrowed)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     static const char *const serials[] = {"A", "B", "C"};
     set_devices(s, "t", serials, 3, 1795000000);
     state_device_refused(s, "t", "B", 1795003600, 2);
@@ -3314,17 +3290,17 @@ Test(state, an_account_whose_discovery_time_alone_changed_keeps_its_text)
         "\"last_ok\":0,\"refused_until\":0}}}";
     char *file = xasprintf("{\"version\":1,\"accounts\":{\"t\":%s}}", account);
     spew(path, file);
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     cr_assert_null(state_set_aside(s, NULL));
     state_set_discovered(s, "t", 1795000000);
-    save_ok(s);
+    state_save_ok(s);
     char *text = slurp_state(path);
     char *want = xasprintf("\"accounts\":{\"t\":%.*s1795000000%s}", 37, account, account + 47);
     cr_expect_not_null(strstr(text, want), "%s not in %s", want, text);
     free(text);
     free(want);
     state_set_discovered(s, "t", 1795000060);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     cr_expect_eq(state_discovered_at(s, "t"), 1795000060);
     size_t n = 0;
     struct state_device *d = state_devices(s, "t", &n);
@@ -3345,9 +3321,9 @@ Test(state, an_account_whose_discovery_time_alone_changed_keeps_its_text)
     file = xasprintf("{\"version\":1,\"accounts\":{\"t\":{\"discovered_at\":1,"
                      "\"discovered_at\":2,\"devices\":[],\"history\":{}}}}");
     spew(path, file);
-    s = open_ok();
+    s = state_open_ok(path);
     state_set_discovered(s, "t", 1795000000);
-    s = reopen(s);
+    s = state_reopen_ok(s, path);
     text = slurp_state(path);
     cr_expect_not_null(strstr(text, "\"t\":{\"discovered_at\":1795000000,\"devices\":[]"), "%s",
                        text);
@@ -3370,7 +3346,7 @@ Test(state, a_readings_memory_of_the_wrong_shape_is_corrupt)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         spew(path, bad[i]);
-        struct state *s = open_ok();
+        struct state *s = state_open_ok(path);
         cr_expect_not_null(state_set_aside(s, NULL), "%s was taken as good", bad[i]);
         state_close(s);
     }

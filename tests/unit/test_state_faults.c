@@ -8,6 +8,7 @@
 #define _GNU_SOURCE /* syscall */
 #include "proc.h"
 #include "state.h"
+#include "statefile.h"
 #include "util/xalloc.h"
 
 #include <criterion/criterion.h>
@@ -75,14 +76,6 @@ static void teardown(void)
 
 TestSuite(state_faults, .init = setup, .fini = teardown, .timeout = 60);
 
-static struct state *open_ok(void)
-{
-    struct state *s = NULL;
-    struct err e;
-    cr_assert_eq(state_open(&s, path, 0, &e), 0, "state_open: %s", e.msg);
-    return s;
-}
-
 static void remember(struct state *s, int i, long long t)
 {
     char serial[16];
@@ -112,7 +105,7 @@ static int memories(const struct state *s)
  * there to load. */
 Test(state_faults, a_save_whose_directory_sync_failed_keeps_what_the_disk_names)
 {
-    struct state *s = open_ok();
+    struct state *s = state_open_ok(path);
     struct err e;
     for (int i = 0; i < 40; i++)
         remember(s, i, 1795000000);
@@ -129,7 +122,7 @@ Test(state_faults, a_save_whose_directory_sync_failed_keeps_what_the_disk_names)
     cr_assert_not(failing_state_sync, "the state file's fsync was made");
     state_close(s);
 
-    s = open_ok();
+    s = state_open_ok(path);
     const char *why = NULL;
     cr_expect_null(state_set_aside(s, &why), "set aside as corrupt: %s", why ? why : "");
     cr_expect_eq(memories(s), 1, "the save the disk names: one memory, not %d", memories(s));
@@ -138,7 +131,7 @@ Test(state_faults, a_save_whose_directory_sync_failed_keeps_what_the_disk_names)
     remember(s, 78, 1795003720);
     cr_assert_eq(state_save(s, &e), 0, "%s", e.msg);
     state_close(s);
-    s = open_ok();
+    s = state_open_ok(path);
     cr_expect_eq(memories(s), 2);
     state_close(s);
     char *cmd = xasprintf("test $(ls '%s' | grep -c '^state.json.fleet-[0-9]*$') -eq 1", dir);

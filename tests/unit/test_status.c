@@ -2,6 +2,7 @@
  * the words, and the JSON read back field by field. Times are printed in
  * UTC here (TZ is set). */
 #include "jsonpath.h"
+#include "proc.h"
 #include "config.h"
 #include "state.h"
 #include "status.h"
@@ -98,10 +99,7 @@ static void setup(void)
 static void teardown(void)
 {
     config_free(cfg);
-    char *cmd = xasprintf("rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", dir);
-    free(cmd);
+    test_rmtree(dir);
     free(state_path);
 }
 
