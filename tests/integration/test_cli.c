@@ -98,7 +98,7 @@ Test(cli, every_command_has_help_that_exits_0)
  * names, and the global options. */
 Test(cli, every_listed_command_has_help_naming_its_options)
 {
-    struct result list = wsrelay("--help", NULL, NULL, NULL);
+    struct cmd_result list = wsrelay("--help", NULL, NULL, NULL);
     cr_assert_eq(list.status, 0);
     const char *p = strstr(list.out, "\nCommands:\n");
     const char *end = strstr(list.out, "\nOptions:\n");
@@ -110,7 +110,7 @@ Test(cli, every_listed_command_has_help_naming_its_options)
         char *line = xstrndup(p + 2, (size_t)(strchr(p, '\n') - p - 2));
         char *name = xstrndup(line, strcspn(line, " "));
         n_commands++;
-        struct result r = wsrelay(name, "--help", NULL, NULL);
+        struct cmd_result r = wsrelay(name, "--help", NULL, NULL);
         cr_expect_eq(r.status, 0, "%s --help: %d: %s", name, r.status, r.err);
         cr_expect_str_eq(r.err, "", "%s --help", name);
         char *want = xasprintf("usage: wsrelay [-c FILE] [-v | -q] %s\n", line);
@@ -128,12 +128,12 @@ Test(cli, every_listed_command_has_help_naming_its_options)
         }
         cr_expect(strstr(r.out, "\nGlobal options, before or after the command:\n  -c FILE "),
                   "%s --help:\n%s", name, r.out);
-        result_free(&r);
+        cmd_result_free(&r);
         free(name);
         free(line);
     }
     cr_expect_geq(n_commands, 10, "%s", list.out);
-    result_free(&list);
+    cmd_result_free(&list);
 }
 
 /* -c, -v and -q after the command do what they do before it. */
@@ -142,18 +142,18 @@ Test(cli, global_options_after_the_command_work_as_before_it)
     setenv("CLI_TEST_KEY", "k", 1);
     char *path = xasprintf("%s/wsrelay.yaml", dir);
     write_file(path, good);
-    struct result before = wsrelay("-q", "-c", path, "check");
-    struct result after = wsrelay("check", "-c", path, "-q");
+    struct cmd_result before = wsrelay("-q", "-c", path, "check");
+    struct cmd_result after = wsrelay("check", "-c", path, "-q");
     cr_expect_eq(before.status, 0, "%s", before.err);
     cr_expect_eq(after.status, before.status, "%s", after.err);
     cr_expect_str_eq(after.out, before.out);
     cr_expect_str_eq(after.err, before.err);
-    result_free(&before);
-    result_free(&after);
+    cmd_result_free(&before);
+    cmd_result_free(&after);
     /* The last -c wins, wherever it is. */
     after = wsrelay("-c", "/nonexistent/wsrelay.yaml", "check", "-c");
     cr_expect_eq(after.status, 2, "-c without its file is a usage error");
-    result_free(&after);
+    cmd_result_free(&after);
     char *argv[] = {(char *)WSRELAY_BIN,
                     (char *)"-c",
                     (char *)"/nonexistent/wsrelay.yaml",
@@ -173,8 +173,8 @@ Test(cli, global_options_after_the_command_work_as_before_it)
     cr_expect_eq(after.status, before.status);
     cr_expect(strstr(after.err, "/nonexistent/wsrelay.yaml"), "%s", after.err);
     cr_expect_str_eq(after.err, before.err);
-    result_free(&before);
-    result_free(&after);
+    cmd_result_free(&before);
+    cmd_result_free(&after);
     free(path);
 }
 
