@@ -7,7 +7,7 @@
 #include "lookup.h"
 #include "notify/notify.h"
 #include "rules.h"
-#include "run.h"
+#include "run/run.h"
 #include "schema.h"
 #include "state.h"
 #include "status.h"

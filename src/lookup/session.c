@@ -4,7 +4,7 @@
 #include "lookup/session.h"
 #include "budget.h"
 #include "metrics.h"
-#include "run.h"
+#include "run/run.h"
 #include "scheduler.h"
 #include "serial.h"
 #include "util/duration.h"

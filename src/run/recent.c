@@ -15,7 +15,7 @@
 #include "metrics.h"
 #include "platform.h"
 #include "series.h"
-#include "tick.h"
+#include "run/tick.h"
 #include "watch.h"
 #include "util/log.h"
 #include "util/xalloc.h"

@@ -19,8 +19,8 @@
  * A dry run makes the same calls (the platform counts them, so the budget
  * ledger is saved, and only that) and prints the messages instead of
  * sending them. */
-#include "run.h"
-#include "tick.h"
+#include "run/run.h"
+#include "run/tick.h"
 #include "event.h"
 #include "metrics.h"
 #include "notify/notify.h"

@@ -15,7 +15,7 @@
 
 #include "config.h"
 #include "rules.h"
-#include "run.h"
+#include "run/options.h"
 #include "state.h"
 
 #include <stdbool.h>
