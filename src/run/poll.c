@@ -9,7 +9,7 @@
  * the run advances them in rounds of one call each, and a round's calls
  * run in parallel (platform_multi_call); a round is recorded and saved
  * before any of its calls is sent, and its replies are taken one by one. */
-#include "run/tick.h"
+#include "run/steps.h"
 #include "alerttext.h"
 #include "budget.h"
 #include "event.h"

@@ -15,7 +15,7 @@
 #include "metrics.h"
 #include "platform.h"
 #include "series.h"
-#include "run/tick.h"
+#include "run/steps.h"
 #include "watch.h"
 #include "util/log.h"
 #include "util/xalloc.h"
