@@ -1,4 +1,4 @@
-/* Delivery, a step of a run (tick.h): the due outbox items of each
+/* Delivery, a step of a run (steps.h): the due outbox items of each
  * receiver, ordered and cut into messages its service takes whole, sent
  * with each accepted message saved at once; and after delivery the
  * outbox's limits (outbox.max_age, outbox.max_items), given up never

@@ -493,6 +493,8 @@ void poll_all(struct tick *t)
     struct login_run *runs = xcalloc(c->n_accounts ? c->n_accounts : 1, sizeof *runs);
     struct platform_request *reqs = xcalloc(c->n_accounts ? c->n_accounts : 1, sizeof *reqs);
     struct login_run **whose = xcalloc(c->n_accounts ? c->n_accounts : 1, sizeof *whose);
+    const char **logins = xcalloc(c->n_accounts ? c->n_accounts : 1, sizeof *logins);
+    struct tick_saver saver = {.save = tick_save, .ctx = t};
     struct platform_multi *multi = NULL;
     size_t n = 0;
     struct err e;
@@ -512,14 +514,14 @@ void poll_all(struct tick *t)
                 whose[k++] = &runs[i];
         if (k == 0)
             break;
+        long long now = tick_now(t);
         for (size_t j = 0; j < k; j++) {
-            state_record_call(t->st, whose[j]->login, reqs[j].op, tick_now(t));
+            logins[j] = whose[j]->login;
             if (whose[j]->polling && whose[j]->polling_signal)
-                state_record_signal_call(t->st, whose[j]->login, tick_now(t));
+                state_record_signal_call(t->st, whose[j]->login, now);
         }
-        if (tick_persist(t, "before platform calls") < 0)
+        if (tick_call(t->st, now, logins, reqs, k, multi, &saver, "before platform calls") < 0)
             break;
-        platform_multi_call(multi, reqs, k);
         for (size_t j = 0; j < k; j++) {
             login_take(t, whose[j], &reqs[j]);
             platform_reply_free(&reqs[j].reply);
@@ -529,6 +531,7 @@ out:
     platform_multi_free(multi);
     for (size_t i = 0; i < n; i++)
         login_end(t, &runs[i]);
+    free(logins);
     free(whose);
     free(reqs);
     free(runs);

@@ -1,6 +1,6 @@
 /* One tick of the relay (`wsrelay run`): poll what the budget allows, turn
  * new alert-log entries into events, queue them for their receivers, and
- * deliver what is due. The steps live beside it in src/run/ (tick.h). */
+ * deliver what is due. The steps live beside it in src/run/ (steps.h). */
 #ifndef WSRELAY_RUN_H
 #define WSRELAY_RUN_H
 

@@ -1,5 +1,6 @@
 /* The services every step of a run uses (tick.h): the run's clock and its
- * time limit, the saves between steps, relay events, and the check that
+ * time limit, the saves between steps, the one way a platform call is
+ * made (recorded, saved, then sent), relay events, and the check that
  * keeps a login whose credentials were refused from being called. */
 #include "run/tick.h"
 #include "event.h"
@@ -91,6 +92,28 @@ int tick_persist(struct tick *t, const char *why)
         return 0; /* the state file holds everything: the run goes on */
     t->unsaved = true;
     return -1;
+}
+
+/* --- platform calls: recorded, saved, then sent ------------------------- */
+
+int tick_save(void *t, const char *why)
+{
+    return tick_persist(t, why);
+}
+
+int tick_call(struct state *st, long long now, const char *const *logins,
+              struct platform_request *reqs, size_t n, struct platform_multi *m,
+              const struct tick_saver *saver, const char *why)
+{
+    int rc = -1;
+    for (size_t i = 0; i < n; i++)
+        state_record_call(st, logins[i], reqs[i].op, now);
+    if (saver->save(saver->ctx, why) < 0)
+        goto out;
+    platform_multi_call(m, reqs, n);
+    rc = 0;
+out:
+    return rc;
 }
 
 /* --- paused logins and relay events ------------------------------------ */

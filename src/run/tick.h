@@ -2,11 +2,12 @@
  * the run's clock and its time limit, the saves between steps, relay
  * events, paused logins. run.c fills the context and orders the steps
  * (steps.h); each step borrows it. Only the files of src/run/ include
- * this. */
+ * this, and the look-ups (lookup/session.c) for tick_call. */
 #ifndef WSRELAY_TICK_H
 #define WSRELAY_TICK_H
 
 #include "config.h"
+#include "platform.h"
 #include "rules.h"
 #include "run/options.h"
 #include "selfcheck.h"
@@ -82,6 +83,30 @@ bool tick_relay_send(struct tick *t, const char *account, const char *condition,
  * locked. A paused login is logged and counted as a failure (no
  * heartbeat): its devices are not covered. */
 bool tick_login_paused(struct tick *t, const char *login);
+
+/* How tick_call has the state saved once its calls are recorded: `save`
+ * returns 0 when what was recorded is on disk, else -1 after it said why
+ * (a log line, a message), `why` naming the calls. */
+struct tick_saver {
+    int (*save)(void *ctx, const char *why);
+    void *ctx;
+};
+
+/* tick_persist as a struct tick_saver's save: `t` is the struct tick. */
+int tick_save(void *t, const char *why);
+
+/* Makes the platform calls reqs[0..n) as every one is made, by polling,
+ * trends and the look-ups alike: each is recorded in the budget ledger of
+ * `st` (reqs[i] for login logins[i]) at `now`; then the state is saved
+ * (saver, told `why`); and only when that save succeeded are they sent,
+ * all at once (platform_multi_call through `m`), so that a process killed
+ * during a call has counted it. Returns 0 when the calls were made, each
+ * with its reply and rc in reqs[i] (the caller releases the replies); -1
+ * when the save failed and nothing was sent (the calls stay recorded in
+ * the state in memory). */
+int tick_call(struct state *st, long long now, const char *const *logins,
+              struct platform_request *reqs, size_t n, struct platform_multi *m,
+              const struct tick_saver *saver, const char *why);
 
 /* The SHA-256 of the credentials (api_key, login_id, login_pass) of every
  * account of `login` in `c`, as hex: a change to any of them ends a pause
