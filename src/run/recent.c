@@ -124,8 +124,8 @@ static void note_budget(struct tick *t, const char *login, enum platform_op op,
 
 /* The alarm limits of the event's channel, to draw: configured ones win
  * over those the alert texts taught, as for early warnings. */
-static void limits_of(const struct tick *t, const struct account_conf *a, const struct event *ev,
-                      struct event_trend *trend)
+static void trend_limits(const struct tick *t, const struct account_conf *a, const struct event *ev,
+                         struct event_trend *trend)
 {
     struct watch_limit l;
     int ch = event_channel(ev);
@@ -154,7 +154,7 @@ static void attach(struct tick *t, const struct wanted *w, const struct series *
                       event_channel(&ev));
             continue;
         }
-        limits_of(t, w->a, &ev, trend);
+        trend_limits(t, w->a, &ev, trend);
         ev.trend = trend;
         state_outbox_set_event(t->st, w->items[i].id, &ev);
         event_trend_free(trend);
