@@ -25,7 +25,7 @@
  * path, where an installation mistake would otherwise loop for ever. */
 #include "config.h"
 #include "quiet.h"
-#include "run.h"
+#include "run/run.h"
 #include "schema.h"
 #include "util/fileio.h"
 #include "util/log.h"

@@ -4,7 +4,7 @@
  * configuration error (nothing done). */
 #include "cmd/cmd.h"
 #include "config.h"
-#include "run.h"
+#include "run/run.h"
 #include "util/log.h"
 
 #include <curl/curl.h>

@@ -4,7 +4,7 @@
 #include "cmd/cmd.h"
 #include "notify/notify.h"
 #include "rules.h"
-#include "run.h"
+#include "run/run.h"
 #include "schema.h"
 #include "util/log.h"
 

@@ -2,7 +2,7 @@
  * Readings call per account (lookup.h, lookup_current). */
 #include "cmd/cmd.h"
 #include "lookup.h"
-#include "run.h"
+#include "run/run.h"
 
 static const struct opt_spec opts[] = {
     {LK_ACCOUNT, "account", 0, "NAME", 0, "only the devices of this account"},

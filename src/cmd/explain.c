@@ -3,7 +3,7 @@
  * sent; the state is not read. */
 #include "cmd/cmd.h"
 #include "explain.h"
-#include "run.h"
+#include "run/run.h"
 #include "util/jsonfile.h"
 
 #include <stdio.h>

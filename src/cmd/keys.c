@@ -1,7 +1,7 @@
 /* `wsrelay keys`: the reference of every configuration key, or of every
  * rule-file key, from the key rows themselves (config.h). */
 #include "cmd/cmd.h"
-#include "run.h"
+#include "run/run.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * period, in one graph-data call (lookup.h, lookup_readings). */
 #include "cmd/cmd.h"
 #include "lookup.h"
-#include "run.h"
+#include "run/run.h"
 
 static const struct opt_spec opts[] = {
     {LK_ACCOUNT, "account", 0, "NAME", 0, "look for the device in this account only"},

@@ -1,7 +1,7 @@
 /* `wsrelay render`: a message template tried on JSON data, printed as a
  * receiver would get it. */
 #include "cmd/cmd.h"
-#include "run.h"
+#include "run/run.h"
 #include "template.h"
 #include "templates.h"
 #include "util/buf.h"

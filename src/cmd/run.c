@@ -2,7 +2,7 @@
  * interval until SIGTERM or SIGINT, which let the step under way finish
  * and the state be saved. */
 #include "cmd/cmd.h"
-#include "run.h"
+#include "run/run.h"
 #include "util/duration.h"
 #include "util/log.h"
 #include "util/xalloc.h"

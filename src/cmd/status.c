@@ -3,7 +3,7 @@
  * that a run never makes it wait. Exit status: 0 OK, 1 a problem (an
  * unreadable state file too), 2 a usage or configuration error. */
 #include "cmd/cmd.h"
-#include "run.h"
+#include "run/run.h"
 #include "state.h"
 #include "status.h"
 

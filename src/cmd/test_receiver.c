@@ -4,7 +4,7 @@
 #include "cmd/cmd.h"
 #include "event.h"
 #include "notify/notify.h"
-#include "run.h"
+#include "run/run.h"
 #include "util/redact.h"
 
 #include <stdlib.h>

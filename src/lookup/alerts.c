@@ -3,7 +3,7 @@
 #include "lookup/session.h"
 #include "budget.h"
 #include "event.h"
-#include "run.h"
+#include "run/run.h"
 #include "util/jsonv.h"
 #include "util/utf8.h"
 #include "util/xalloc.h"

@@ -1,7 +1,7 @@
 /* `wsrelay readings SERIAL` (lookup.h): a device's latest readings, or
  * those of a period, with every value as the platform sent it. */
 #include "lookup/session.h"
-#include "run.h"
+#include "run/run.h"
 #include "series.h"
 #include "util/jsonv.h"
 #include "util/utf8.h"

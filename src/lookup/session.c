@@ -4,7 +4,8 @@
 #include "lookup/session.h"
 #include "budget.h"
 #include "metrics.h"
-#include "run.h"
+#include "run/run.h"
+#include "run/tick.h"
 #include "scheduler.h"
 #include "serial.h"
 #include "util/duration.h"
@@ -106,6 +107,7 @@ void session_close(struct session *s)
     for (size_t i = 0; s->clients && i < s->c->n_accounts; i++)
         platform_free(s->clients[i]);
     free(s->clients);
+    platform_multi_free(s->multi);
     state_close(s->st);
 }
 
@@ -147,6 +149,18 @@ static void note_reply(struct session *s, const char *login, enum platform_op op
     budget_note_reply(s->st, login, op, r, s->o->now);
 }
 
+/* Saves the state before a call (a struct tick_saver's save): 0, or -1
+ * after saying that it failed and `why`. */
+static int session_save(void *ctx, const char *why)
+{
+    struct session *s = ctx;
+    struct err e;
+    int rc = state_save(s->st, &e) < 0 ? -1 : 0;
+    if (rc < 0)
+        session_say(s, "%s (%s)", e.msg, why);
+    return rc;
+}
+
 /* One call of `op` for account `a` (q: what it asks; for the current
  * readings q->serial alone or nothing, for the alert log serial and
  * base). The call is recorded in the ledger and saved before it is sent;
@@ -156,6 +170,9 @@ int session_call(struct session *s, const struct account_conf *a, enum platform_
                  const struct platform_query *q, struct platform_reply *r)
 {
     struct platform **p = &s->clients[a - s->c->accounts];
+    struct platform_request rq = {.op = op, .query = *q};
+    struct tick_saver saver = {.save = session_save, .ctx = s};
+    const char *login = a->login_id;
     struct err e;
     int rc = -1;
     if (!*p) {
@@ -165,18 +182,18 @@ int session_call(struct session *s, const struct account_conf *a, enum platform_
         }
         platform_set_timeouts(*p, LOOKUP_CONNECT_TIMEOUT, LOOKUP_TOTAL_TIMEOUT);
     }
-    state_record_call(s->st, a->login_id, op, s->o->now);
-    if (state_save(s->st, &e) < 0) {
-        session_say(s, "%s (no call was made)", e.msg);
+    if (!s->multi && platform_multi_new(&s->multi, &e) < 0) {
+        session_say(s, "%s", e.msg);
         goto out;
     }
-    int called = op == PLATFORM_CURRENT || op == PLATFORM_ALERT
-                     ? platform_call(*p, op, q->serial, q->base, r)
-                     : platform_query(*p, op, q, r);
+    rq.p = *p;
+    if (tick_call(s->st, s->o->now, &login, &rq, 1, s->multi, &saver, "no call was made") < 0)
+        goto out;
+    *r = rq.reply; /* the caller's to release */
     note_reply(s, a->login_id, op, r);
     if (state_save(s->st, &e) < 0)
         session_say(s, "warning: %s (the call itself was recorded)", e.msg);
-    if (called < 0) {
+    if (rq.rc < 0) {
         session_say(s, "account %s: %s call%s%s failed: %s", a->name, platform_op_name(op),
                     q->serial ? " for " : "", q->serial ? q->serial : "", r->message);
         goto out;

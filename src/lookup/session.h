@@ -22,9 +22,10 @@
 struct session {
     const struct config *c;
     const struct lookup_options *o;
-    const char *cmd;           /* the command's name, for messages */
-    struct state *st;          /* locked (state_open) */
-    struct platform **clients; /* per account of c, made when first needed */
+    const char *cmd;              /* the command's name, for messages */
+    struct state *st;             /* locked (state_open) */
+    struct platform **clients;    /* per account of c, made when first needed */
+    struct platform_multi *multi; /* the calls' connections (tick_call), made when first needed */
 };
 
 /* A device to look at: its account, its serial as the account spells it,

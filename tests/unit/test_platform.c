@@ -1,7 +1,11 @@
 /* Tests of platform.c against a real HTTP server on 127.0.0.1 started in
  * the test: it records every request and answers what the test prepared.
  * Also the device list of Get Current Readings bodies in both dialects. */
+#include "budget.h"
 #include "platform.h"
+#include "proc.h"
+#include "run/tick.h"
+#include "state.h"
 #include "upload.h"
 #include "util/buf.h"
 #include "util/fileio.h"
@@ -660,6 +664,80 @@ static void free_requests(struct platform_request *reqs, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         platform_reply_free(&reqs[i].reply);
+}
+
+/* What tick_call's save saw: how many calls the ledger held and how many
+ * the server had been sent when it was asked, and what it answered. */
+struct seen_save {
+    struct state *st;
+    int answer; /* what the save returns */
+    int saves;
+    size_t recorded, sent;
+};
+
+#define CALL_TIME 1795000000LL
+
+static int save_seen(void *ctx, const char *why)
+{
+    struct seen_save *sv = ctx;
+    cr_assert_str_eq(why, "before the test's calls");
+    sv->saves++;
+    sv->recorded = budget_read(sv->st, login_id, PLATFORM_ALERT, CALL_TIME).used;
+    sv->sent = srv.n_requests;
+    return sv->answer;
+}
+
+/* Makes the four alert calls through tick_call with a save that returns
+ * `says`; *sv tells what the save saw. */
+static int call_through_tick(struct seen_save *sv, struct platform_request *reqs, int says)
+{
+    const char *logins[N_PARALLEL];
+    struct tick_saver saver = {.save = save_seen, .ctx = sv};
+    char *dir = test_tmpdir(), *path = xasprintf("%s/state.json", dir);
+    struct err e;
+    *sv = (struct seen_save){.answer = says};
+    cr_assert_eq(state_open(&sv->st, path, 0, &e), 0, "state_open: %s", e.msg);
+    answer(200, "{\"alert-logs\":[]}");
+    alert_requests(reqs);
+    for (size_t i = 0; i < N_PARALLEL; i++)
+        logins[i] = login_id;
+    int rc = tick_call(sv->st, CALL_TIME, logins, reqs, N_PARALLEL, multi, &saver,
+                       "before the test's calls");
+    state_close(sv->st);
+    sv->st = NULL;
+    test_rmtree(dir);
+    free(path);
+    free(dir);
+    return rc;
+}
+
+Test(platform, tick_call_records_every_call_and_saves_before_it_sends, .init = multi_setup,
+     .fini = multi_teardown)
+{
+    struct platform_request reqs[N_PARALLEL];
+    struct seen_save sv;
+    cr_assert_eq(call_through_tick(&sv, reqs, 0), 0);
+    cr_assert_eq(sv.saves, 1);
+    cr_assert_eq(sv.recorded, N_PARALLEL, "the ledger held %zu calls at the save", sv.recorded);
+    cr_assert_eq(sv.sent, 0, "%zu calls were sent before the save", sv.sent);
+    cr_assert_eq(srv.n_requests, N_PARALLEL);
+    for (size_t i = 0; i < N_PARALLEL; i++)
+        cr_assert_eq(reqs[i].rc, 0, "call %zu: %s", i, reqs[i].reply.message);
+    free_requests(reqs, N_PARALLEL);
+}
+
+Test(platform, tick_call_sends_nothing_when_the_save_fails, .init = multi_setup,
+     .fini = multi_teardown)
+{
+    struct platform_request reqs[N_PARALLEL];
+    struct seen_save sv;
+    cr_assert_eq(call_through_tick(&sv, reqs, -1), -1);
+    cr_assert_eq(sv.saves, 1);
+    cr_assert_eq(sv.recorded, N_PARALLEL);
+    cr_assert_eq(srv.n_requests, 0, "%zu calls were sent after a failed save", srv.n_requests);
+    for (size_t i = 0; i < N_PARALLEL; i++)
+        cr_assert_null(reqs[i].reply.body);
+    free_requests(reqs, N_PARALLEL);
 }
 
 Test(platform, multi_calls_at_once, .init = multi_setup, .fini = multi_teardown)

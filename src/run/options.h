@@ -1,13 +1,13 @@
-/* One tick of the relay (`wsrelay run`): poll what the budget allows, turn
- * new alert-log entries into events, queue them for their receivers, and
- * deliver what is due. */
-#ifndef WSRELAY_RUN_H
-#define WSRELAY_RUN_H
-
-#include "config.h"
+/* What a run is asked to do (struct run_options) and the exit codes the
+ * run shares with the command line: the words of src/run/ that its
+ * callers (run.h) and its steps (tick.h) both need, apart so that no step
+ * includes the run's own header. */
+#ifndef WSRELAY_RUN_OPTIONS_H
+#define WSRELAY_RUN_OPTIONS_H
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 struct run_options {
     long long now; /* the clock of this run (Unix time) */
@@ -27,10 +27,5 @@ struct run_options {
 
 /* Exit codes shared with the command line. */
 enum { RUN_OK = 0, RUN_FAILED = 1, RUN_USAGE = 2 };
-
-/* Runs one tick. Returns RUN_OK when every call and delivery succeeded, and
- * RUN_FAILED when something failed that the next run retries (what was
- * polled and queued is saved either way). Each problem is logged. */
-int run_once(const struct config *c, const struct run_options *o);
 
 #endif

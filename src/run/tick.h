@@ -1,29 +1,24 @@
-/* One tick's shared context, for run.c and poll.c only: not a module of its
- * own. The tick is one piece of work split in two files for reading: run.c
- * holds the run as a whole (state and rules opened, the order of the steps,
- * delivery, self-monitoring, saves) and poll.c the platform calls and what
- * their replies change. Polling needs the run's clock, its time limit, its
- * saves and its relay events, and run.c needs polling done: that is all
- * that crosses, and it is declared here. No other file includes this.
- *
- * poll.c's entry point is declared here too rather than in a poll.h of its
- * own: it takes a struct tick, so it is as private as the rest, and with
- * src/ on the include path a src/poll.h would hide the system's <poll.h>
- * from every file that includes it (util/timebox.c does). */
+/* One run's shared context and the services every step of it uses (tick.c):
+ * the run's clock and its time limit, the saves between steps, relay
+ * events, paused logins. run.c fills the context and orders the steps
+ * (steps.h); each step borrows it. Only the files of src/run/ include
+ * this, and the look-ups (lookup/session.c) for tick_call. */
 #ifndef WSRELAY_TICK_H
 #define WSRELAY_TICK_H
 
 #include "config.h"
+#include "platform.h"
 #include "rules.h"
-#include "run.h"
+#include "run/options.h"
+#include "selfcheck.h"
 #include "state.h"
 
 #include <stdbool.h>
 #include <time.h>
 
 /* Refusals in a row (a 400 for a device's alert log) that park a device:
- * poll.c then asks for its alert log every 6 hours only, and run.c's
- * self-monitoring names it in the login's devices-refused condition. */
+ * intake.c then has its alert log asked for every 6 hours only, and
+ * self-monitoring (selfmon.c) names it in the login's devices-refused condition. */
 #define REFUSALS_TO_PARK 3
 
 /* One run. run_once fills it, owns everything it points to and frees it;
@@ -43,7 +38,7 @@ struct tick {
 /* The parts of a run that run_time bounds. */
 enum tick_phase { TICK_POLLING, TICK_DELIVERY };
 
-/* --- run.c, for both ------------------------------------------------------ */
+/* --- tick.c, for every step ---------------------------------------------- */
 
 /* The run's clock plus the real time elapsed since it started: the time a
  * call is sent, which may be well after the run began (timeouts). */
@@ -89,41 +84,41 @@ bool tick_relay_send(struct tick *t, const char *account, const char *condition,
  * heartbeat): its devices are not covered. */
 bool tick_login_paused(struct tick *t, const char *login);
 
-/* --- poll.c, for run.c ---------------------------------------------------- */
+/* How tick_call has the state saved once its calls are recorded: `save`
+ * returns 0 when what was recorded is on disk, else -1 after it said why
+ * (a log line, a message), `why` naming the calls. */
+struct tick_saver {
+    int (*save)(void *ctx, const char *why);
+    void *ctx;
+};
 
-/* Polls every login ID that is not paused, in rounds of parallel calls,
- * until none has a call left, the run is stopping, or polling's share of
- * run_time is spent. Each round's calls are recorded in the budget ledger
- * and saved (tick_persist) before any of them is sent; that save also
- * keeps what the round before found; a failed save ends polling. Replies
- * update the device lists, the readings memory, the login IDs' health
- * and the outbox; the last round's findings are left for the caller to
- * save. A serial of `run --look` that no pool holds fails the run. Every
- * problem is logged and counted in t->failures; a refusal of a login ID
- * (401, 429) ends only that login ID's calls. */
-void poll_all(struct tick *t);
+/* tick_persist as a struct tick_saver's save: `t` is the struct tick. */
+int tick_save(void *t, const char *why);
 
-/* The first time at or after the run's time when polling could make a
- * call, given the state as it is now (quiet.h): the run's time for a
- * login whose accounts read readings every run, or with `--look`; else
- * the earliest of each account's next device list (DISCOVERY_INTERVAL
- * after the last) and each login's next alert call that its budget allows
- * (scheduler_next_call, when the login has a device its accounts want,
- * one refused for now included: its pause may end first). Never more than
- * 10 minutes ahead. Exact or early, never late: a run before it would
- * make no platform call. */
-long long poll_quiet_until(const struct tick *t);
+/* Makes the platform calls reqs[0..n) as every one is made, by polling,
+ * trends and the look-ups alike: each is recorded in the budget ledger of
+ * `st` (reqs[i] for login logins[i]) at `now`; then the state is saved
+ * (saver, told `why`); and only when that save succeeded are they sent,
+ * all at once (platform_multi_call through `m`), so that a process killed
+ * during a call has counted it. Returns 0 when the calls were made, each
+ * with its reply and rc in reqs[i] (the caller releases the replies); -1
+ * when the save failed and nothing was sent (the calls stay recorded in
+ * the state in memory). */
+int tick_call(struct state *st, long long now, const char *const *logins,
+              struct platform_request *reqs, size_t n, struct platform_multi *m,
+              const struct tick_saver *saver, const char *why);
 
-/* --- recent.c, for run.c -------------------------------------------------- */
+/* The SHA-256 of the credentials (api_key, login_id, login_pass) of every
+ * account of `login` in `c`, as hex: a change to any of them ends a pause
+ * (selfcheck.h). Caller frees. */
+char *tick_login_creds(const struct config *c, const char *login);
 
-/* Gives the outbox items queued in this run for an alarm, a recovery or
- * an early warning on a channel their channel's recent readings (one Get
- * Latest Data call per device, for accounts with `trend`, within that
- * operation's budget, recorded and saved before it is sent; at most 10
- * devices a run, none started after 20 s or after polling's share of
- * run_time: the alerts wait for these calls). Not in a dry run.
- * A failure is logged and leaves the items as they were: the run goes on
- * and does not fail for it. */
-void recent_attach(struct tick *t);
+/* The state's key of a self-monitoring condition: "NAME/SUBJECT" (NAME
+ * selfcheck_name's). Caller frees. */
+char *tick_condition_key(enum selfcheck_what what, const char *subject);
+
+/* Frees v[0..n) and v: the lists of names the state hands out
+ * (state_outbox_receivers, state_condition_keys). NULL with n 0 is fine. */
+void tick_strings_free(char **v, size_t n);
 
 #endif

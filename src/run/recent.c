@@ -15,7 +15,7 @@
 #include "metrics.h"
 #include "platform.h"
 #include "series.h"
-#include "tick.h"
+#include "run/steps.h"
 #include "watch.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -104,12 +104,14 @@ static void wanted_free(struct wanted *list, size_t n)
     free(list);
 }
 
-/* Whether the login's budget for `op` takes one more call now. */
-static bool budget_allows(const struct tick *t, const char *login, enum platform_op op)
+/* Whether the login's budget for `op` takes one more call now, beside
+ * `planned` calls of it in this round that are not recorded yet. */
+static bool budget_allows(const struct tick *t, const char *login, enum platform_op op,
+                          size_t planned)
 {
     long long now = tick_now(t);
     struct sched_budget b = budget_read(t->st, login, op, now);
-    return b.blocked_until <= now && b.used < (size_t)b.limit;
+    return b.blocked_until <= now && b.used + planned < (size_t)b.limit;
 }
 
 /* What the reply tells of the budget, as for the other operations. */
@@ -122,8 +124,8 @@ static void note_budget(struct tick *t, const char *login, enum platform_op op,
 
 /* The alarm limits of the event's channel, to draw: configured ones win
  * over those the alert texts taught, as for early warnings. */
-static void limits_of(const struct tick *t, const struct account_conf *a, const struct event *ev,
-                      struct event_trend *trend)
+static void trend_limits(const struct tick *t, const struct account_conf *a, const struct event *ev,
+                         struct event_trend *trend)
 {
     struct watch_limit l;
     int ch = event_channel(ev);
@@ -152,7 +154,7 @@ static void attach(struct tick *t, const struct wanted *w, const struct series *
                       event_channel(&ev));
             continue;
         }
-        limits_of(t, w->a, &ev, trend);
+        trend_limits(t, w->a, &ev, trend);
         ev.trend = trend;
         state_outbox_set_event(t->st, w->items[i].id, &ev);
         event_trend_free(trend);
@@ -177,9 +179,10 @@ static struct platform *client_of(struct platform **clients, bool *broken, size_
 }
 
 /* The calls of one round: in list order, the first device not yet tried of
- * each account whose budget takes the call, each call recorded in the
- * ledger (so that the next device of the same login ID sees it). Returns
- * how many requests it wrote to reqs (and whose to read them for). */
+ * each account whose budget takes the call, counting the calls of the
+ * same login ID planned before it in the round (tick_call records them
+ * all). Returns how many requests it wrote to reqs (and whose to read
+ * them for). */
 static size_t plan_round(struct tick *t, struct wanted *list, size_t n, struct platform **clients,
                          bool *broken, struct platform_request *reqs, struct wanted **whose)
 {
@@ -199,12 +202,14 @@ static size_t plan_round(struct tick *t, struct wanted *list, size_t n, struct p
         w->tried = true;
         if (!p)
             continue;
-        if (!budget_allows(t, login, op)) {
+        size_t planned = 0;
+        for (size_t j = 0; j < k; j++)
+            planned += reqs[j].op == op && !strcmp(whose[j]->a->login_id, login);
+        if (!budget_allows(t, login, op, planned)) {
             log_debug("login %s: no %s call left for %s's trend", login, platform_op_name(op),
                       w->serial);
             continue;
         }
-        state_record_call(t->st, login, op, tick_now(t));
         reqs[k] = (struct platform_request){
             .p = p, .op = op, .query = {.serial = w->serial, .base = w->base}};
         whose[k++] = w;
@@ -257,7 +262,9 @@ void recent_attach(struct tick *t)
     bool *broken = NULL;
     struct platform_request *reqs = NULL;
     struct wanted **whose = NULL;
+    const char **logins = NULL;
     struct platform_multi *multi = NULL;
+    struct tick_saver saver = {.save = tick_save, .ctx = t};
     struct err e;
     if (t->opt->dry_run || t->unsaved || tick_stopping(t))
         return;
@@ -273,14 +280,17 @@ void recent_attach(struct tick *t)
     broken = xcalloc(n_accounts, sizeof *broken);
     reqs = xcalloc(n_accounts, sizeof *reqs);
     whose = xcalloc(n_accounts, sizeof *whose);
+    logins = xcalloc(n_accounts, sizeof *logins);
     for (int round = 0; round < RECENT_ROUNDS_MAX && may_read(t, deadline); round++) {
         size_t k = plan_round(t, list, n, clients, broken, reqs, whose);
         if (k == 0)
             break;
-        /* Recorded before they are sent, as every platform call is. */
-        if (tick_persist(t, "before latest-data calls") < 0)
+        for (size_t j = 0; j < k; j++)
+            logins[j] = whose[j]->a->login_id;
+        /* Recorded and saved before they are sent, as every platform call is. */
+        if (tick_call(t->st, tick_now(t), logins, reqs, k, multi, &saver,
+                      "before latest-data calls") < 0)
             break;
-        platform_multi_call(multi, reqs, k);
         for (size_t j = 0; j < k; j++) {
             take_reply(t, whose[j], &reqs[j]);
             platform_reply_free(&reqs[j].reply);
@@ -294,5 +304,6 @@ out:
     free(broken);
     free(reqs);
     free(whose);
+    free(logins);
     wanted_free(list, n);
 }
