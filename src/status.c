@@ -823,11 +823,8 @@ static struct json_object *reading_json(const struct watch *w)
     static const struct {
         unsigned bit;
         const char *name;
-    } reasons[] = {{WATCH_LIMIT, "limit"},
-                   {WATCH_BAND, "band"},
-                   {WATCH_ERROR, "error"},
-                   {WATCH_BATTERY, "battery"},
-                   {WATCH_SILENT, "silent"}};
+    } reasons[] = {{WATCH_LIMIT, "limit"},     {WATCH_BAND, "band"},     {WATCH_ERROR, "error"},
+                   {WATCH_BATTERY, "battery"}, {WATCH_SILENT, "silent"}, {WATCH_LIKELY, "likely"}};
     struct json_object *o = jsonv_need(json_object_new_object());
     struct json_object *chans = jsonv_need(json_object_new_array());
     put_time(o, "unixtime", w->unixtime);

@@ -21,13 +21,17 @@
 #include <stdio.h>
 #include <string.h>
 
-#define QUANTILE_LOW 0.25    /* the band's quartiles: a ramp of a few readings */
-#define QUANTILE_HIGH 0.75   /* into an excursion must not drag them */
-#define DECILE_LOW 0.10      /* the deciles check the spread of a history */
-#define DECILE_HIGH 0.90     /* whose middle half happens to be tight */
-#define BAND_LAG 12          /* newest values the band leaves out */
-#define BAND_WIDEN 6.0       /* spreads added on each side to leave the band */
-#define BAND_FLOOR_STEPS 5   /* the widening is never less than this many steps */
+#define QUANTILE_LOW 0.25  /* the band's quartiles: a ramp of a few readings */
+#define QUANTILE_HIGH 0.75 /* into an excursion must not drag them */
+#define DECILE_LOW 0.10    /* the deciles check the spread of a history */
+#define DECILE_HIGH 0.90   /* whose middle half happens to be tight */
+#define BAND_LAG 12        /* newest values the band leaves out */
+#define BAND_WIDEN 6.0     /* spreads added on each side to leave the band */
+#define BAND_FLOOR_STEPS 5 /* the widening is never less than this many steps */
+/* Readings in a row out of the band after which their level is the new
+ * normal: a full history (WATCH_HISTORY) has faded to WATCH_BAND_MIN
+ * values of the old normal by then. */
+#define BAND_REBASE (WATCH_HISTORY - WATCH_BAND_MIN + 2)
 #define ZONE_MARGIN_STEPS 3  /* leaving a zone needs at least this many steps */
 #define SILENCE_INTERVALS 3  /* usual intervals without a reading make silence */
 #define SILENCE_MIN 180      /* seconds; silence is never shorter */
@@ -39,11 +43,9 @@ const char *watch_reason_text(char *out, size_t size, unsigned reasons)
     static const struct {
         unsigned bit;
         const char *name;
-    } names[] = {{WATCH_LIMIT, "limit"},
-                 {WATCH_BAND, "band"},
-                 {WATCH_ERROR, "error"},
-                 {WATCH_BATTERY, "battery"},
-                 {WATCH_SILENT, "silent"}};
+    } names[] = {{WATCH_LIMIT, "limit"},   {WATCH_BAND, "band"},
+                 {WATCH_ERROR, "error"},   {WATCH_BATTERY, "battery"},
+                 {WATCH_SILENT, "silent"}, {WATCH_LIKELY, "likely limit"}};
     size_t len = 0;
 
     if (size == 0)
@@ -370,16 +372,19 @@ static unsigned channel_take(struct watch_channel *c, const char *text, const st
         reasons |= WATCH_BAND;
     if (pos == 0) {
         history_push(c, v);
-    } else if (from != 0) {
-        /* Still out: the old normal fades; once only WATCH_BAND_MIN
-         * values of it are left, this level is the new normal. */
-        if (c->n_history > WATCH_BAND_MIN) {
+        c->out = 0;
+    } else if (++c->out < BAND_REBASE) {
+        /* Still out: the old normal fades, down to WATCH_BAND_MIN values
+         * (a young history, of a remote unit's ten-minute uploads, has no
+         * more: it holds the band while the excursion develops). */
+        if (from != 0 && c->n_history > WATCH_BAND_MIN)
             history_drop_oldest(c);
-        } else {
-            c->n_history = 0;
-            history_push(c, v);
-            pos = 0;
-        }
+    } else {
+        /* Out BAND_REBASE readings in a row: this level is the new normal. */
+        c->n_history = 0;
+        history_push(c, v);
+        c->out = 0;
+        pos = 0;
     }
     c->band = pos;
 

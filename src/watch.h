@@ -51,10 +51,12 @@
  * the band enters the history (the oldest goes when it is full); a value
  * out of it does not (it would widen the band towards itself and bring an
  * excursion "back" while it lasts). Instead each further reading out drops
- * the oldest value, so the old normal fades; when only WATCH_BAND_MIN
- * values are left and the reading is still out, the level is the new
- * normal: the history restarts from that value, position 0, no signal
- * (from a full history, the 22nd reading in a row out of the band). A
+ * the oldest value, so the old normal fades, down to WATCH_BAND_MIN values;
+ * the 22nd reading in a row out of the band (`out` counts them) is the new
+ * normal: the history restarts from that value, position 0, no signal.
+ * (A full history has faded to WATCH_BAND_MIN values by then; a young one,
+ * such as a remote unit's after two hours of ten-minute uploads, holds its
+ * band as long, so that a slow ramp stays out until it is over.) A
  * return within the next WATCH_BAND_MIN - 1 readings makes no band signal
  * (no band yet); one after that leaves the new band and does.
  *
@@ -92,10 +94,14 @@ enum watch_reason {
     WATCH_BATTERY = 1 << 3, /* the battery fell to a low level of its family */
     WATCH_SILENT = 1 << 4,  /* uploads stopped (nothing new for more than three
                                usual intervals), or started again */
+    WATCH_LIKELY = 1 << 5,  /* a channel without a known limit crossed, either way,
+                               a limit the fleet's known ones make likely
+                               (likely.h); raised by the caller, not watch_take */
 };
 
-/* "limit, band, error, battery, silent" for the bits set in `reasons`, in
- * that order, joined by ", " into `out` (at least 48 bytes); "" for 0.
+/* "limit, band, error, battery, silent, likely limit" for the bits set in
+ * `reasons`, in that order, joined by ", " into `out` (at least 64 bytes);
+ * "" for 0.
  * Returns `out`. */
 const char *watch_reason_text(char *out, size_t size, unsigned reasons);
 
@@ -117,6 +123,8 @@ struct watch_channel {
     int n_history;
     int band;         /* the last value against the band: -1 below,
                          +1 above, 0 inside or no band yet */
+    int out;          /* readings in a row out of the band, the
+                         first included; 0 inside */
     int zone;         /* against the known limits, with hysteresis:
                          -1 below lower, +1 above upper, 0 inside */
     bool has_at_poll; /* a value was recorded at the last alert-log poll */

@@ -20,7 +20,6 @@
 #define RECHECK_AFTER 240    /* a signal poll that found nothing looks once more after this */
 #define SILENT_LOOKS 21600   /* a silent device is looked at again for this long */
 #define HOT_WAIT_MAX 900     /* the longest wait between two looks of an excursion */
-#define HOT_BUSY 6           /* signal calls of the last hour beyond which none stays hot */
 #define WARNING_FOLLOWS 3600 /* an alert-log alarm this close to an early warning follows it */
 #define FULL_PAGE 20         /* the platform keeps a device's 20 newest entries */
 
@@ -346,9 +345,9 @@ out:
  *     excursion so far (RECHECK_AFTER to HOT_WAIT_MAX), until a look finds
  *     what explains it or the value is back (which is a signal of its
  *     own). A slow ramp leaves its band long before the platform alarms at
- *     its limit. Not while signals took HOT_BUSY calls of the last hour:
- *     then the looks are worth more to the signals and the round robin (at
- *     48 devices, hot devices cost more than they found);
+ *     its limit, and a device whose limits are not known may have no way
+ *     but this look to tell. Whatever else signals take: the scheduler
+ *     keeps the bound (overdue devices go first);
  *   - any other waits until the readings move again. */
 static void answer_signal(struct tick *t, const struct pooled *pd, long long newest)
 {
@@ -361,8 +360,7 @@ static void answer_signal(struct tick *t, const struct pooled *pd, long long new
     bool silent_looks = w.silent && t->opt->now - w.seen_at < SILENT_LOOKS;
     struct watch_limit limits[WATCH_CHANNELS];
     limits_of(t, pd->a, pd->dev.serial, limits);
-    bool hot = !w.silent && watch_excursion(&w, limits, WATCH_CHANNELS) &&
-               state_signal_calls_since(t->st, pd->a->login_id, t->opt->now - 3600) < HOT_BUSY;
+    bool hot = !w.silent && watch_excursion(&w, limits, WATCH_CHANNELS);
     if (!explained && (first_look || (rechecking && (silent_looks || hot)))) {
         long long wait = RECHECK_AFTER;
         if (w.silent)

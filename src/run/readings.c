@@ -6,6 +6,7 @@
 #include "run/readings.h"
 #include "run/intake.h"
 #include "budget.h"
+#include "likely.h"
 #include "metrics.h"
 #include "state.h"
 #include "watch.h"
@@ -164,13 +165,92 @@ static bool came_back(const struct watch *was, const struct watch *now)
     return false;
 }
 
+static const struct account_conf *account_for(const struct tick *t, const char *login,
+                                              const char *serial);
+
+/* The devices of one readings reply and, once a channel without a known
+ * limit asks, the limits known of them (likely.h). */
+struct fleet {
+    const char *login;
+    const struct device_info *infos;
+    size_t n;
+    bool built;
+    struct likely_row *rows;
+    size_t n_rows, cap;
+};
+
+static void fleet_build(const struct tick *t, struct fleet *f)
+{
+    f->built = true;
+    for (size_t i = 0; i < f->n; i++) {
+        const struct device_info *d = &f->infos[i];
+        const struct account_conf *a = account_for(t, f->login, d->serial);
+        struct watch_limit lim[WATCH_CHANNELS] = {{0}};
+        if (!a)
+            continue;
+        limits_of(t, a, d->serial, lim);
+        for (size_t c = 0; c < d->n_channels; c++) {
+            int num = d->channels[c].num;
+            double v;
+            if (num < 1 || num > WATCH_CHANNELS ||
+                !(lim[num - 1].has_upper || lim[num - 1].has_lower) ||
+                !watch_parse_value(d->channels[c].value, &v, NULL))
+                continue;
+            if (f->n_rows == f->cap)
+                f->rows =
+                    xreallocarray(f->rows, f->cap = f->cap ? 2 * f->cap : 16, sizeof *f->rows);
+            f->rows[f->n_rows++] =
+                (struct likely_row){.unit = d->channels[c].unit, .level = v, .l = lim[num - 1]};
+        }
+    }
+}
+
+/* The platform's unit of channel `num` of `d`; "" when not given. */
+static const char *unit_of(const struct device_info *d, int num)
+{
+    for (size_t c = 0; c < d->n_channels; c++)
+        if (d->channels[c].num == num)
+            return d->channels[c].unit;
+    return "";
+}
+
+/* WATCH_LIKELY when a channel of `now` whose limits are not both known
+ * crossed, either way, a limit that the fleet's known ones make likely
+ * (likely.h) since its value in `was`; 0 otherwise. */
+static unsigned likely_signal(const struct tick *t, struct fleet *f, const struct device_info *d,
+                              const struct watch *was, const struct watch *now,
+                              const struct watch_limit *limits)
+{
+    for (int i = 0; i < now->n_ch; i++) {
+        const struct watch_channel *c = &now->ch[i], *p = NULL;
+        if (c->num < 1 || c->num > WATCH_CHANNELS || c->error || c->step == 0)
+            continue;
+        const struct watch_limit *known = &limits[c->num - 1];
+        for (int k = 0; k < was->n_ch && !p; k++)
+            if (was->ch[k].num == c->num)
+                p = &was->ch[k];
+        if ((known->has_upper && known->has_lower) || !p || p->error || p->step == 0 ||
+            p->value == c->value)
+            continue;
+        if (!f->built)
+            fleet_build(t, f);
+        double level = c->n_history ? likely_level(c->history, c->n_history) : p->value;
+        struct watch_limit likely;
+        if (likely_limits(f->rows, f->n_rows, unit_of(d, c->num), level, known, &likely) &&
+            likely_crossed(&likely, p->value, c->value))
+            return WATCH_LIKELY;
+    }
+    return 0;
+}
+
 /* Takes one device's reading into its memory (watch.h): a signal makes
  * its alert log the next to be read, a crossing an early warning. A
  * signal that is only crossings beyond a limit whose warnings went out is
  * "told": people know, and its look may wait behind signals they do not
  * know of yet (scheduler.h). A device whose reading is not newer may have
  * gone silent. */
-static void watch_device(struct tick *t, const struct account_conf *a, const struct device_info *d)
+static void watch_device(struct tick *t, const struct account_conf *a, const struct device_info *d,
+                         struct fleet *f)
 {
     struct watch w;
     struct watch_limit limits[WATCH_CHANNELS] = {{0}};
@@ -196,6 +276,8 @@ static void watch_device(struct tick *t, const struct account_conf *a, const str
         watch_take(&w, &r, limits, WATCH_CHANNELS, t->opt->now, cross, WATCH_CHANNELS, &n_cross);
     if (w.unixtime == before)
         reasons |= watch_idle(&w, t->opt->now);
+    else if (known)
+        reasons |= likely_signal(t, f, d, &was, &w, limits);
     /* Told: only crossings beyond a limit, each announced; not a way back
      * inside the bare limit (its warning waits for the margin). */
     bool told = reasons == WATCH_LIMIT && n_cross > 0 && !came_back(&was, &w);
@@ -282,11 +364,13 @@ bool take_readings(struct tick *t, const char *login, const struct account_conf 
             take_devices(t, a, infos, n);
             state_set_discovered(t->st, a->name, t->opt->now);
         }
+        struct fleet f = {.login = login, .infos = infos, .n = n};
         for (size_t i = 0; i < n; i++) {
             const struct account_conf *a = account_for(t, login, infos[i].serial);
             if (a)
-                watch_device(t, a, &infos[i]);
+                watch_device(t, a, &infos[i], &f);
         }
+        free(f.rows);
         note_result(t, login, r->http_status, what, NULL);
     }
     free(what);

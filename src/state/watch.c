@@ -245,6 +245,9 @@ static bool read_channel(struct jscan *js, struct watch_channel *c, const struct
             int *field = k[0] == 'b' ? &c->band : k[0] == 'z' ? &c->zone : &c->warned;
             ok = read_int(js, &v, at, e);
             *field = clamp_int(v, -1, 1);
+        } else if (jscan_key_is(js, "out")) {
+            ok = read_int(js, &v, at, e);
+            c->out = clamp_int(v, 0, WATCH_HISTORY);
         } else if (jscan_key_is(js, "warned_at")) {
             ok = read_int(js, &c->warned_at, at, e);
         } else if (jscan_key_is(js, "at_poll")) {
@@ -384,7 +387,7 @@ static bool take_list(struct text *t, double *out, long *lout, int *n, int max)
 
 static bool take_channel(struct text *t, struct watch_channel *c)
 {
-    long long num, band, zone, warned;
+    long long num, band, zone, warned, out = 0;
     memset(c, 0, sizeof *c);
     if (!TAKE(t, "{\"num\":") || !take_int(t, &num) || !TAKE(t, ",\"error\":") ||
         !take_bool(t, &c->error) || !TAKE(t, ",\"value\":") || !take_double(t, &c->value) ||
@@ -400,8 +403,9 @@ static bool take_channel(struct text *t, struct watch_channel *c)
     }
     if (!TAKE(t, ",\"warned_at\":") || !take_int(t, &c->warned_at) || !TAKE(t, ",\"warned\":") ||
         !take_int(t, &warned) || (TAKE(t, ",\"back\":") && !take_bool(t, &c->back)) ||
-        !TAKE(t, "}"))
+        (TAKE(t, ",\"out\":") && !take_int(t, &out)) || !TAKE(t, "}"))
         return false;
+    c->out = clamp_int(out, 0, WATCH_HISTORY);
     c->num = clamp_int(num, 0, 99);
     c->band = clamp_int(band, -1, 1);
     c->zone = clamp_int(zone, -1, 1);
@@ -658,6 +662,8 @@ static void put_channel(struct buf *out, const struct watch_channel *c)
     put_int(out, "warned", c->warned);
     if (c->back)
         put_bool(out, "back", true);
+    if (c->out)
+        put_int(out, "out", c->out);
     buf_append(out, "}", 1);
 }
 
@@ -825,7 +831,8 @@ static bool same_channel(const struct watch_channel *a, const struct watch_chann
     return a->num == b->num && a->error == b->error && a->value == b->value && a->step == b->step &&
            a->band == b->band && a->zone == b->zone && a->has_at_poll == b->has_at_poll &&
            a->at_poll_error == b->at_poll_error && a->at_poll == b->at_poll &&
-           a->warned_at == b->warned_at && a->warned == b->warned && a->back == b->back;
+           a->warned_at == b->warned_at && a->warned == b->warned && a->back == b->back &&
+           a->out == b->out;
 }
 
 /* Whether `a` and `b` would be written alike. */

@@ -252,6 +252,68 @@ Test(signals, a_remote_units_alarm_logged_before_its_upload_is_read_in_the_run_t
     free(alarm);
 }
 
+/* Two standalone freezers, nothing configured. The other one's log holds
+ * an old alarm whose text teaches its upper limit, -70; this one's log is
+ * empty until, from T0, it warms a degree a minute from -80 (it crosses -70
+ * at ALARM_AT + 300) and the platform logs the alarm LOG_LAG later. */
+#define OTHER "5214000B"
+#define RAMP_CROSS (ALARM_AT + 300)
+static char *likely_scenario(void)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    relay_scenario_open(&b, T0);
+    for (int d = 0; d < 2; d++) {
+        buf_printf(&b,
+                   "%s{\"serial\": \"%s\", \"model\": \"TR-71A\", \"name\": \"Freezer %d\","
+                   " \"time_diff\": 540, \"channels\": [{\"name\": \"Temperature\","
+                   " \"unit\": \"°C\", \"value\": \"-80.0\"}], \"readings\": [",
+                   d ? "," : "", d ? OTHER : SERIAL, d + 3);
+        for (long long t = T0 - 1800; t <= LAST_RUN; t += 60) {
+            long long warm = d == 0 && t >= T0 ? (t - T0) / 60 : 0;
+            buf_printf(&b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%.1f\"]}",
+                       t > T0 - 1800 ? "," : "", t + 20, t,
+                       -80.0 + (warm > 20 ? 20 : warm) + ((t / 60) % 3) * 0.1);
+        }
+        if (d == 0)
+            buf_printf(&b,
+                       "], \"alerts\": [{\"unixtime\": %lld, \"logged_at\": %lld,"
+                       " \"ch1\": \"CH1 Upper Limit Exceeded -69.9°C (limit -70.0°C)\"}]}",
+                       RAMP_CROSS, RAMP_CROSS + LOG_LAG);
+        else
+            buf_printf(&b,
+                       "], \"alerts\": [{\"unixtime\": %lld, \"logged_at\": %lld,"
+                       " \"ch1\": \"CH1 Upper Limit Exceeded -69.5°C (limit -70.0°C)\"},"
+                       "{\"unixtime\": %lld, \"logged_at\": %lld,"
+                       " \"ch1\": \"CH1 Measurement Recovery -71.0°C\"}]}",
+                       T0 - 3 * 86400, T0 - 3 * 86400 + 30, T0 - 3 * 86400 + 600,
+                       T0 - 3 * 86400 + 630);
+    }
+    buf_puts(&b, "]}]}");
+    return buf_steal(&b);
+}
+
+Test(signals, a_ramp_past_the_limit_its_fleet_makes_likely_is_looked_at_when_it_crosses)
+{
+    /* The ramp leaves its band minutes before the limit, and the looks
+     * then find nothing; the reading past -70 (the other freezer's limit,
+     * learnt from its first poll) asks for a look of its own, and the
+     * alarm reaches the hook within minutes of being logged. */
+    char *scen = likely_scenario();
+    relay_start(&R, scen);
+    free(scen);
+    relay_config(&R, plain_account, NULL);
+    run_minutes(T0 - 1200, RAMP_CROSS - 60);
+    run_logging(RAMP_CROSS, "device " SERIAL ": signal (likely limit)");
+    run_minutes(RAMP_CROSS + 60, RAMP_CROSS + LOG_LAG + 360);
+    size_t n = 0;
+    char *keys = relay_hook_keys(&R, &n);
+    char *alarm = key_of(RAMP_CROSS, "ch1");
+    cr_assert_eq(occurrences(keys, alarm), 1, "the alarm within minutes:\n%s", keys);
+    free(keys);
+    free(alarm);
+}
+
 Test(signals, an_urgent_look_shows_the_last_reading_and_its_signal)
 {
     start(NULL);

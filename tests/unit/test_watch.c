@@ -700,6 +700,31 @@ Test(watch, long_excursion_becomes_the_new_normal)
     cr_assert_eq(band_at[1], 200 + 32 + 2, "-74.0 leaves the band of -70");
 }
 
+Test(watch, a_young_history_holds_its_band_while_a_slow_ramp_develops)
+{
+    /* A remote unit uploading every ten minutes, watched for two hours:
+     * thirteen values of -80.0. A ramp of 2.5 degrees an upload leaves the
+     * band and stays out: the excursion lasts (poll.c keeps looking) until
+     * it is over or 22 readings have passed, not two readings (the faded
+     * history used to be the new normal at the second reading out). */
+    struct watch w = {0};
+    struct watch_limit none = {0};
+    long long t = T0;
+    for (int i = 0; i < WATCH_BAND_MIN + 1; i++, t += 600)
+        take1(&w, t, "-80.0", NULL, NULL, NULL);
+    const char *ramp[] = {"-77.0", "-74.5", "-72.5", "-70.0", "-68.0", "-68.0", "-69.0"};
+    cr_assert_eq(take1(&w, t, ramp[0], NULL, NULL, NULL), (unsigned)WATCH_BAND);
+    t += 600;
+    for (size_t i = 1; i < sizeof ramp / sizeof ramp[0]; i++, t += 600) {
+        cr_assert_eq(take1(&w, t, ramp[i], NULL, NULL, NULL), 0u, "%s", ramp[i]);
+        cr_assert(watch_excursion(&w, &none, 1), "still out at %s", ramp[i]);
+        cr_assert_eq(w.ch[0].out, (int)i + 1);
+    }
+    cr_assert_eq(w.ch[0].n_history, WATCH_BAND_MIN, "faded to WATCH_BAND_MIN values, no further");
+    cr_assert_eq(take1(&w, t, "-80.0", NULL, NULL, NULL), (unsigned)WATCH_BAND, "the way back");
+    cr_assert_eq(w.ch[0].out, 0);
+}
+
 /* A fridge at 5 with noise of up to 0.5 either way, falling from reading
  * 100 by `slope` per reading down to -1: the first band signal's reading
  * after the fall began, or -1 when there is none. */
