@@ -20,6 +20,7 @@
  * a history entry, are kept as their text and written after the known
  * ones. */
 #include "state.h"
+#include "state/native.h"
 #include "state/section.h"
 #include "util/strmap.h"
 #include "util/utf8.h"
@@ -220,7 +221,7 @@ static void index_devices(struct fleet_account *a)
 /* --- reading the file ---------------------------------------------------- */
 
 /* The readers take the member's name from js->key and say where they are
- * with a chain of `struct where` (section.h). */
+ * with a chain of `struct where` (native.h). */
 
 static bool fail(struct jscan *js, const struct where *up, const char *key, const char *what,
                  struct err *e)

@@ -11,12 +11,12 @@
  * by one row that the file of that section exports: for a json-c section
  * (struct state_section) the member's name and type, the check a loaded
  * document's member must pass, and what a clock that jumped back must
- * correct in it. file.c walks its lists of rows when it loads a file
- * (native sections as the scan meets them, then the others' checks in the
- * list's order, so that a file with several faults always names the same
- * one) and in state_clamp_clock. A new section is one file exporting one
- * row (or a row beside a related one, as floors beside seen) and one entry
- * in file.c's list.
+ * correct in it. file.c walks the lists of rows (sections.c) when it
+ * loads a file (native sections as the scan meets them, then the others'
+ * checks in the list's order, so that a file with several faults always
+ * names the same one) and in state_clamp_clock. A new section is one file
+ * exporting one row (or a row beside a related one, as floors beside seen)
+ * and one entry in sections.c's list.
  *
  * The document (version 1 kept it in one file, one line, with the
  * json-c sections' keys in this order, then accounts, watch and limits;
@@ -96,8 +96,9 @@
  * ledger.c (logins, but for each login's health), outbox.c (outbox and
  * next_id), throttles.c, counters.c, health.c (receivers, and the health
  * objects of logins and of the heartbeat), self.c, watch.c (watch,
- * limits), signals.c; file.c holds the rest: version, locking, loading,
- * saving.
+ * limits), signals.c; sections.c lists them in order, native.c holds
+ * what native sections' readers share (native.h), and file.c the rest:
+ * version, locking, loading, saving.
  *
  * Every section may be missing (it is then empty). Members this version
  * does not know are kept as they are; members it knows must have the shape
@@ -247,12 +248,6 @@ extern const struct state_native state_native_watch;      /* watch.c */
 extern const struct state_native state_native_limits;     /* watch.c */
 extern const struct state_native state_native_history;    /* devices.c */
 extern const struct state_native state_native_discovered; /* devices.c */
-
-/* Every native section, in the order file.c writes them (file.c); those
- * with a write_changed live in the fleet file, the others in the state
- * file itself. */
-extern const struct state_native *const state_natives[];
-extern const size_t state_n_natives;
 
 /* The fleet file PATH.fleet-GENERATION (fleetfile.c, which says why a
  * crash at any moment is harmless).
@@ -404,27 +399,6 @@ static inline bool take_string(struct text *t, char **out)
     return true;
 }
 
-/* Where a native section's reader is, for its messages: a chain from the
- * innermost member or item out to the section's member, built on the
- * stack as the reader descends and formatted only when something fails
- * ("watch.5214000A.ch[0].value"). */
-struct where {
-    const struct where *up; /* NULL: the section's member itself */
-    const char *key;        /* a member's name; NULL for an item of an array */
-    size_t index;           /* the item's position */
-};
-
-/* Fails the scan with `what` at `at`: "WHERE: WHAT (byte N)", or, when
- * the text itself was broken or ends there, "WHERE: byte N: WHY" (file.c).
- * Returns -1. */
-int native_fail(struct jscan *js, const struct where *at, const char *what, struct err *e);
-
-/* Reads the member `js` is on with `nat`'s reader (file.c): -1 with the
- * reader's message, or, when the scan itself stopped (a truncated file),
- * "SECTION: why". For the state file and the fleet file alike. */
-int native_read(const struct state_native *nat, struct state *s, struct jscan *js, bool merge,
-                struct err *e);
-
 extern const struct state_section state_section_seen;      /* seen.c */
 extern const struct state_section state_section_floors;    /* seen.c */
 extern const struct state_section state_section_marks;     /* seen.c */
@@ -435,6 +409,19 @@ extern const struct state_section state_section_counters;  /* counters.c */
 extern const struct state_section state_section_receivers; /* health.c */
 extern const struct state_section state_section_self;      /* self.c */
 extern const struct state_section state_section_signals;   /* signals.c */
+
+/* The table of sections (sections.c). state_sections: the json-c
+ * sections, in the order a new file writes them and a loaded one is
+ * checked in, so that a file with two faults is always reported by the
+ * first. state_natives: every native section, in the order file.c writes
+ * them; those with a write_changed live in the fleet file, the others in
+ * the state file itself. */
+extern const struct state_section *const state_sections[];
+extern const size_t state_n_sections;
+
+#define STATE_N_NATIVES 5 /* the rows of state_natives */
+extern const struct state_native *const state_natives[];
+extern const size_t state_n_natives;
 
 /* --- what sections lend each other ------------------------------------- */
 
