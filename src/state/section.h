@@ -123,6 +123,7 @@
 #include "util/jsonv.h"
 #include "util/xalloc.h"
 
+#include <errno.h>
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -465,8 +466,8 @@ size_t calls_since(const struct json_object *obj, long long since);
 /* --- seen keys in per-device files --------------------------------------- */
 
 /* Checks the seen keys of one serial (an object of "UNIXTIME/KIND": 1),
- * naming it "seen.SERIAL" (seen.c): for the state file's seen section and
- * for a device's file alike. */
+ * naming it "seen.SERIAL" (seenfiles.c): for a device's file and for the
+ * state file's seen section alike. */
 int seen_check_keys(struct json_object *keys, const char *serial, struct err *e);
 
 /* The second half of state_save, after the state file was written (seen.c):
@@ -587,6 +588,18 @@ static inline void clamp_member(struct json_object *obj, const char *key, long l
     struct json_object *v = member(obj, key, json_type_int);
     if (v && (long long)json_object_get_int64(v) > max)
         jsonv_put_int(obj, key, max);
+}
+
+/* Splits a seen key "UNIXTIME/KIND"; -1 when it has another form. */
+static inline int parse_seen_key(const char *key, long long *unixtime)
+{
+    char *end = NULL;
+    errno = 0;
+    long long t = strtoll(key, &end, 10);
+    if (end == key || errno || *end != '/' || end[1] == '\0')
+        return -1;
+    *unixtime = t;
+    return 0;
 }
 
 /* For qsort over an array of strings. */

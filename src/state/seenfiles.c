@@ -1,8 +1,8 @@
 /* The per-device files of seen keys: PATH.d/NAME.json, one per device
  * serial, holding what seen.c has flushed out of the state file's journal.
  * This file knows the directory, the names, and how one file is read,
- * checked, set aside and written; seen.c decides what goes in them and
- * when.
+ * checked (with the check of seen keys that seen.c's journal shares), set
+ * aside and written; seen.c decides what goes in them and when.
  *
  * The directory is never followed when it is a symlink: it is opened with
  * O_NOFOLLOW | O_DIRECTORY, and every file in it is reached relative to
@@ -185,6 +185,21 @@ out:
 }
 
 /* --- reading one file -------------------------------------------------- */
+
+int seen_check_keys(struct json_object *keys, const char *serial, struct err *e)
+{
+    if (!json_object_is_type(keys, json_type_object))
+        return err_set(e, "seen.%s: not an object", serial);
+    struct json_object_iterator it = json_object_iter_begin(keys);
+    struct json_object_iterator end = json_object_iter_end(keys);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        long long t;
+        if (parse_seen_key(json_object_iter_peek_name(&it), &t) < 0)
+            return err_set(e, "seen.%s: key '%s' is not UNIXTIME/KIND", serial,
+                           json_object_iter_peek_name(&it));
+    }
+    return 0;
+}
 
 static struct json_object *new_doc(const char *serial)
 {
