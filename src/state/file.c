@@ -202,6 +202,7 @@ out:
 
 static void free_natives(struct state *s)
 {
+    outbox_free(s);
     for (size_t i = 0; i < state_n_natives; i++)
         state_natives[i]->free(s);
     free(s->text); /* after the entries that borrow from it */
@@ -285,6 +286,7 @@ static int load(struct state *s, int *fd, bool *corrupt, uint64_t *digest, struc
     in = file_open_regular(path, FILE_NOFOLLOW, &st, e);
     if (in < 0 && errno == ENOENT) {
         s->root = new_root();
+        outbox_take(s);
         rc = 0;
         goto out;
     }
@@ -331,6 +333,7 @@ static int load(struct state *s, int *fd, bool *corrupt, uint64_t *digest, struc
         err_prefix(e, "%s: corrupt state file", path);
         goto out;
     }
+    outbox_take(s);
     int fleet = load_fleet(s, e);
     if (fleet == -2) { /* like a state file that cannot be read: it stays */
         read = false;
@@ -620,6 +623,7 @@ int state_open(struct state **out, const char *path, int lock_wait, struct err *
         if (!corrupt || set_aside(s, fd, e->msg, e) < 0)
             goto out;
         s->root = new_root();
+        outbox_take(s);
     } else if (fd < 0 && forget_files(path, e) < 0) {
         goto out;
     }

@@ -94,11 +94,13 @@
  * The sections live in: seen.c (seen, floors; seenfiles.c the directory
  * of device files), devices.c (accounts),
  * ledger.c (logins, but for each login's health), outbox.c (outbox and
- * next_id), throttles.c, counters.c, health.c (receivers, and the health
- * objects of logins and of the heartbeat), self.c, watch.c (watch,
- * limits), signals.c; sections.c lists them in order, native.c holds
- * what native sections' readers share (native.h), and file.c the rest:
- * version, locking, loading, saving.
+ * next_id: checked as json-c like the others, then kept in C, with a
+ * stand-in in the root that writes it in its place), throttles.c,
+ * counters.c, health.c (receivers, and the health objects of logins and
+ * of the heartbeat), self.c, watch.c (watch, limits), signals.c;
+ * sections.c lists them in order, native.c holds what native sections'
+ * readers share (native.h), and file.c the rest: version, locking,
+ * loading, saving.
  *
  * Every section may be missing (it is then empty). Members this version
  * does not know are kept as they are; members it knows must have the shape
@@ -154,6 +156,9 @@ struct state {
     struct seen_files *files;  /* the per-device files of seen keys, PATH.d/ */
     struct readings *readings; /* the watch and limits sections (watch.c); NULL: empty */
     struct fleet *fleet;       /* the accounts section (devices.c); NULL: empty */
+    struct outbox *outbox;     /* the outbox section (outbox.c), once taken from
+                                  the root (outbox_take), which keeps a stand-in
+                                  in its place */
     char *text;                /* the file as load() read it, which native entries
                                   borrow their texts from (struct entry_text);
                                   freed after them */
@@ -430,6 +435,17 @@ extern const size_t state_n_natives;
  * (checked, sorted) outbox, whatever a hand edit did (outbox.c). Runs
  * after every section's check. */
 int outbox_check_next_id(struct json_object *root, struct err *e);
+
+/* The outbox of a checked document (its root's member, sorted) taken into
+ * s->outbox, and the member replaced by a stand-in that writes it in its
+ * place (outbox.c): after a load's checks, and for a new root.
+ * outbox_free frees s->outbox (NULL is fine) and sets it NULL. */
+void outbox_take(struct state *s);
+void outbox_free(struct state *s);
+
+/* Whether an outbox item's event is about `serial` (outbox.c), whose
+ * history devices.c then keeps. */
+bool outbox_names_serial(const struct state *s, const char *serial);
 
 /* Gives up the oldest outbox items until about `excess` bytes of the
  * serialised file are gone, counting them in s->trimmed for
