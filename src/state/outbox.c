@@ -5,17 +5,17 @@
  *
  * A loaded file's outbox is checked as json-c objects, like every other
  * section of the state file, and then kept in C (outbox_take): each item's
- * values beside the item's text as a save writes it, and its event as a
- * struct event once it is known. An alert is queued as a copy of its
+ * values beside the item as loaded, or its text once a save wrote it, and
+ * its event as a struct event once it is known. An alert is queued as a copy of its
  * struct, handed out as a copy by state_outbox_due, and replaced as one by
  * state_outbox_set_event; it becomes JSON once, when a save first writes
  * its item, rather than at each of those steps (three trips between a
  * struct and json-c per alert). The root keeps a stand-in in the
  * outbox's place whose serializer writes the items' texts, so the file is
  * byte for byte what it was when the items were json-c objects: an item
- * that changes is its text read again with json-c, the members that
- * changed put in it in the order they first changed (where json-c puts
- * them), and written again. */
+ * that changes is the loaded object, or its text read again with json-c,
+ * with the members that changed put in it in the order they first
+ * changed (where json-c puts them), written again. */
 #include "state.h"
 #include "state/section.h"
 #include "util/jsonv.h"
@@ -115,10 +115,13 @@ struct entry {
     long long attempts, queued_at, next_try; /* 0 when the item has none */
     bool has_queued_at, has_next_try;        /* the item has the member (the clamp's rule) */
     char *last_error;                        /* NULL: null, or none */
-    char *serial;        /* the event's serial (outbox_names_serial); NULL when it has none */
-    struct event *event; /* given (state_enqueue, state_outbox_set_event) or read from the
-                            text (state_outbox_due); NULL until then */
-    char *text;          /* the item's JSON as a save writes it; NULL: a new item */
+    char *serial;             /* the event's serial (outbox_names_serial); NULL when it has none */
+    struct event *event;      /* given (state_enqueue, state_outbox_set_event) or read from the
+                                 text (state_outbox_due); NULL until then */
+    struct json_object *item; /* the item as loaded (the outbox's `loaded` owns it),
+                                 until its text is first written; then NULL */
+    char *text;               /* the item's JSON as a save writes it; NULL: not
+                                 written yet (a loaded or a new item) */
     size_t len;
     unsigned char changed[M_COUNT]; /* members the text lacks, in the order they first
                                        changed */
@@ -128,6 +131,7 @@ struct entry {
 struct outbox {
     struct entry *e; /* by id */
     size_t n, cap;
+    struct json_object *loaded; /* the checked items of the file (outbox_take) */
 };
 
 static void entry_clear(struct entry *en)
@@ -173,17 +177,25 @@ static void put_member(struct json_object *item, const struct entry *en, enum me
     }
 }
 
-/* Brings the entry's text up to date: a new item is built whole, as
- * state_enqueue built it as a json-c object; a changed one is its text
- * with the members that changed put in it. */
+/* The item as a json-c object (a new reference): as loaded, or its text
+ * read again (json-c's own); NULL for a new item. */
+static struct json_object *entry_item(const struct entry *en)
+{
+    if (en->item)
+        return json_object_get(en->item);
+    return en->text ? jsonv_need(json_tokener_parse(en->text)) : NULL;
+}
+
+/* Brings the entry's text up to date: a loaded item is written as json-c
+ * writes it, a new one is built whole, as state_enqueue built it as a
+ * json-c object; the members that changed are put in either. */
 static void entry_write(struct entry *en)
 {
-    struct json_object *item = NULL;
     size_t len = 0;
     if (en->text && !en->n_changed)
         return;
-    if (en->text) {
-        item = jsonv_need(json_tokener_parse(en->text)); /* json-c's own text */
+    struct json_object *item = entry_item(en);
+    if (item) {
         for (int i = 0; i < en->n_changed; i++)
             put_member(item, en, (enum member)en->changed[i]);
     } else {
@@ -200,6 +212,7 @@ static void entry_write(struct entry *en)
     en->text = xstrndup(text, len);
     en->len = len;
     en->n_changed = 0;
+    en->item = NULL;
     json_object_put(item);
 }
 
@@ -227,13 +240,11 @@ void outbox_take(struct state *s)
     struct outbox *box = xcalloc(1, sizeof *box);
     box->cap = n;
     box->e = n ? xcalloc(n, sizeof *box->e) : NULL;
+    box->loaded = json_object_get(items);
     for (size_t i = 0; i < n; i++) {
         struct json_object *item = json_object_array_get_idx(items, i);
         struct entry *en = &box->e[box->n++];
-        size_t len = 0;
-        const char *text = json_object_to_json_string_length(item, JSON_FLAGS, &len);
-        if (!text)
-            xalloc_die();
+        en->item = item;
         en->id = item_id(item);
         en->receiver = xstrdup(str_member(item, "receiver"));
         en->attempts = int_member(item, "attempts", 0);
@@ -243,8 +254,6 @@ void outbox_take(struct state *s)
         en->has_next_try = member(item, "next_try", json_type_int) != NULL;
         en->last_error = xstrdup_or_null(str_member(item, "last_error"));
         en->serial = xstrdup_or_null(str_member(member(item, "event", json_type_object), "serial"));
-        en->text = xstrndup(text, len);
-        en->len = len;
     }
     struct json_object *place = jsonv_need(json_object_new_array());
     json_object_set_serializer(place, write_outbox, box, NULL);
@@ -260,6 +269,7 @@ void outbox_free(struct state *s)
     for (size_t i = 0; i < box->n; i++)
         entry_clear(&box->e[i]);
     free(box->e);
+    json_object_put(box->loaded);
     free(box);
     s->outbox = NULL;
 }
@@ -323,7 +333,7 @@ static const struct event *entry_event(const struct state *s, struct entry *en)
     struct json_object *ev = NULL;
     if (en->event)
         return en->event;
-    struct json_object *item = jsonv_need(json_tokener_parse(en->text));
+    struct json_object *item = entry_item(en);
     json_object_object_get_ex(item, "event", &ev);
     struct event *got = xcalloc(1, sizeof *got);
     if (event_from_json(got, ev, &e) < 0) {
