@@ -1479,6 +1479,29 @@ Test(state, a_loaded_outbox_changes_as_the_release_before_changed_it)
     expect_state_file("state/outbox-0af75e8-edited.json");
 }
 
+/* tests/data/state/0.1.0-0af75e8.json is what wsrelay at commit 0af75e8
+ * saved after loading tests/data/state/0.1.0.json (23 items written by
+ * 0.1.0, whose events lack every member added since) and the calls
+ * below: the same bytes again. */
+Test(state, a_state_of_0_1_0_saves_its_outbox_as_the_release_before_saved_it)
+{
+    char *text = read_fixture("state/0.1.0.json");
+    spew(path, text);
+    free(text);
+    struct state *s = open_ok();
+    size_t n = 0;
+    struct outbox_item *items = state_outbox_due(s, "hook", LLONG_MAX, &n);
+    cr_assert_eq(n, 23);
+    state_outbox_failed(s, items[0].id, "HTTP 502", 1795090000);
+    state_outbox_set_event(s, items[1].id, &items[2].event);
+    state_outbox_done(s, items[3].id);
+    state_outbox_free(items, n);
+    state_clamp_clock(s, 1795000000, 7200);
+    save_ok(s);
+    state_close(s);
+    expect_state_file("state/0.1.0-0af75e8.json");
+}
+
 Test(state, failed_save_leaves_the_previous_file)
 {
     struct state *s = open_ok();
