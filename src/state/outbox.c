@@ -117,7 +117,7 @@ struct entry {
     char *last_error;                        /* NULL: null, or none */
     char *serial;             /* the event's serial (outbox_names_serial); NULL when it has none */
     struct event *event;      /* given (state_enqueue, state_outbox_set_event) or read from the
-                                 text (state_outbox_due); NULL until then */
+                                 item (state_outbox_due); NULL until then */
     struct json_object *item; /* the item as loaded (the outbox's `loaded` owns it),
                                  until its text is first written; then NULL */
     char *text;               /* the item's JSON as a save writes it; NULL: not
