@@ -20,6 +20,7 @@
  * a history entry, are kept as their text and written after the known
  * ones. */
 #include "state.h"
+#include "state/native.h"
 #include "state/section.h"
 #include "util/strmap.h"
 #include "util/utf8.h"
@@ -220,7 +221,7 @@ static void index_devices(struct fleet_account *a)
 /* --- reading the file ---------------------------------------------------- */
 
 /* The readers take the member's name from js->key and say where they are
- * with a chain of `struct where` (section.h). */
+ * with a chain of `struct where` (native.h). */
 
 static bool fail(struct jscan *js, const struct where *up, const char *key, const char *what,
                  struct err *e)
@@ -921,21 +922,6 @@ void state_set_discovered(struct state *s, const char *account, long long now)
     a->disc_stale = a->text.p && a->disc_len;
 }
 
-/* Whether an outbox item (of any account) is about `serial`. */
-static bool in_outbox(const struct state *s, const char *serial)
-{
-    struct json_object *outbox = section(s, &state_section_outbox);
-    size_t n = json_object_array_length(outbox);
-    for (size_t i = 0; i < n; i++) {
-        struct json_object *ev =
-            member(json_object_array_get_idx(outbox, i), "event", json_type_object);
-        const char *have = str_member(ev, "serial");
-        if (have && strcmp(have, serial) == 0)
-            return true;
-    }
-    return false;
-}
-
 /* Whether an account of `s` other than `a` has a history of `serial`. */
 static bool known_elsewhere(const struct state *s, const struct fleet_account *a,
                             const char *serial)
@@ -961,7 +947,8 @@ static bool prune_history(struct state *s, struct fleet_account *a, long long no
             latest = h->last_poll;
         if (h->last_ok > latest)
             latest = h->last_ok;
-        if (latest < now - HISTORY_KEEP && !listed(a, h->serial) && !in_outbox(s, h->serial)) {
+        if (latest < now - HISTORY_KEEP && !listed(a, h->serial) &&
+            !outbox_names_serial(s, h->serial)) {
             if (!known_elsewhere(s, a, h->serial))
                 seen_forget_mark(s, h->serial);
             free(h->serial);

@@ -1,11 +1,12 @@
 /* Opening, locking, loading and saving the state file: the lock, the
  * checks a loaded document passes (each section's own, in the order of the
- * list below), the atomic save and the read without the lock for `wsrelay
- * status`. What the sections hold lives in the other files of src/state/.
+ * table in sections.c), the atomic save and the read without the lock for
+ * `wsrelay status`. What the sections hold lives in the other files of src/state/.
  *
  * The lock file PATH.lock is never removed: removing a lock file that
  * others may have opened would let two runs hold "the" lock at once. */
 #include "state.h"
+#include "state/native.h"
 #include "state/section.h"
 #include "util/buf.h"
 #include "util/fileio.h"
@@ -30,35 +31,6 @@
 #define STATE_WRITE_MAX (STATE_MAX_BYTES / 2) /* what a save may write: half of what is read */
 #define LOCK_POLL_NS 100000000L
 
-/* The sections, in the order a new file writes them and a loaded one is
- * checked in: a file with two faults is always reported by the first. */
-static const struct state_section *const sections[] = {
-    &state_section_seen,      /* seen.c */
-    &state_section_floors,    /* seen.c */
-    &state_section_marks,     /* seen.c */
-    &state_section_logins,    /* ledger.c */
-    &state_section_outbox,    /* outbox.c */
-    &state_section_throttles, /* throttles.c */
-    &state_section_counters,  /* counters.c */
-    &state_section_receivers, /* health.c */
-    &state_section_self,      /* self.c */
-    &state_section_signals,   /* signals.c */
-};
-
-#define N_SECTIONS (sizeof sections / sizeof sections[0])
-
-/* The sections kept in their own form (section.h), written after the
- * others in this order: all but the last in the fleet file (fleetfile.c). */
-const struct state_native *const state_natives[] = {
-    &state_native_accounts,   /* devices.c */
-    &state_native_history,    /* devices.c: in records only */
-    &state_native_watch,      /* watch.c */
-    &state_native_limits,     /* watch.c */
-    &state_native_discovered, /* devices.c */
-};
-
-const size_t state_n_natives = sizeof state_natives / sizeof state_natives[0];
-
 /* --- checking a loaded document ---------------------------------------- */
 
 /* An empty section. */
@@ -72,12 +44,12 @@ static struct json_object *new_section(const struct state_section *sec)
 static int check_root(struct json_object *root, struct err *e)
 {
     struct json_object *v = NULL;
-    for (size_t i = 0; i < N_SECTIONS; i++) {
-        if (!json_object_object_get_ex(root, sections[i]->name, &v)) {
-            jsonv_put(root, sections[i]->name, new_section(sections[i]));
+    for (size_t i = 0; i < state_n_sections; i++) {
+        if (!json_object_object_get_ex(root, state_sections[i]->name, &v)) {
+            jsonv_put(root, state_sections[i]->name, new_section(state_sections[i]));
             continue;
         }
-        if (sections[i]->check(v, e) < 0)
+        if (state_sections[i]->check(v, e) < 0)
             return -1;
     }
     return outbox_check_next_id(root, e);
@@ -88,8 +60,8 @@ static struct json_object *new_root(void)
     struct json_object *root = jsonv_need(json_object_new_object());
     jsonv_put_int(root, "version", STATE_VERSION);
     jsonv_put_int(root, "next_id", 1);
-    for (size_t i = 0; i < N_SECTIONS; i++)
-        jsonv_put(root, sections[i]->name, new_section(sections[i]));
+    for (size_t i = 0; i < state_n_sections; i++)
+        jsonv_put(root, state_sections[i]->name, new_section(state_sections[i]));
     return root;
 }
 
@@ -113,50 +85,6 @@ static uint64_t digest_of(const char *text, size_t len)
     h ^= h >> 32;
     h *= 0xd6e8feb86659fd93ULL;
     return h ^ (h >> 32);
-}
-
-/* Appends the path of `at` to `b`, outermost first. */
-static void where_text(struct buf *b, const struct where *at)
-{
-    if (at->up)
-        where_text(b, at->up);
-    if (at->key)
-        buf_printf(b, at->up ? ".%s" : "%s", at->key);
-    else
-        buf_printf(b, "[%zu]", at->index);
-}
-
-int native_fail(struct jscan *js, const struct where *at, const char *what, struct err *e)
-{
-    struct err scan;
-    struct buf where;
-    buf_init(&where, ERR_MAX);
-    where_text(&where, at);
-    jscan_fail(js, what);
-    if (js->reason != what) { /* the text itself is broken, or ends: say how */
-        jscan_error(js, &scan);
-        err_set(e, "%s: %s", buf_str(&where), scan.msg);
-    } else {
-        err_set(e, "%s: %s (byte %zu)", buf_str(&where), what, js->fail_at);
-    }
-    buf_free(&where);
-    return -1;
-}
-
-int native_read(const struct state_native *nat, struct state *s, struct jscan *js, bool merge,
-                struct err *e)
-{
-    err_clear(e);
-    if (nat->read(s, js, merge, e) == 0)
-        return 0;
-    /* A reader names where the text broke when it knows; when the scan
-     * itself stopped (a truncated file), the section. */
-    if (!e->msg[0]) {
-        struct err scan;
-        jscan_error(js, &scan);
-        err_set(e, "%s: %s", nat->name, scan.msg);
-    }
-    return -1;
 }
 
 /* The index of the native section `name` in state_natives;
@@ -214,7 +142,7 @@ static int parse_text(struct state *s, const char *text, size_t len, struct err 
 {
     int rc = -1;
     struct jscan js = {0};
-    bool native_taken[sizeof state_natives / sizeof state_natives[0]] = {false};
+    bool native_taken[STATE_N_NATIVES] = {false};
     /* What json-c refused in the whole file, the scanner would take: a NUL
      * byte (which would cut a member kept as text) and bytes that are not
      * UTF-8. */
@@ -274,6 +202,7 @@ out:
 
 static void free_natives(struct state *s)
 {
+    outbox_free(s);
     for (size_t i = 0; i < state_n_natives; i++)
         state_natives[i]->free(s);
     free(s->text); /* after the entries that borrow from it */
@@ -357,6 +286,7 @@ static int load(struct state *s, int *fd, bool *corrupt, uint64_t *digest, struc
     in = file_open_regular(path, FILE_NOFOLLOW, &st, e);
     if (in < 0 && errno == ENOENT) {
         s->root = new_root();
+        outbox_take(s);
         rc = 0;
         goto out;
     }
@@ -403,6 +333,7 @@ static int load(struct state *s, int *fd, bool *corrupt, uint64_t *digest, struc
         err_prefix(e, "%s: corrupt state file", path);
         goto out;
     }
+    outbox_take(s);
     int fleet = load_fleet(s, e);
     if (fleet == -2) { /* like a state file that cannot be read: it stays */
         read = false;
@@ -692,6 +623,7 @@ int state_open(struct state **out, const char *path, int lock_wait, struct err *
         if (!corrupt || set_aside(s, fd, e->msg, e) < 0)
             goto out;
         s->root = new_root();
+        outbox_take(s);
     } else if (fd < 0 && forget_files(path, e) < 0) {
         goto out;
     }
@@ -930,9 +862,9 @@ void state_clamp_clock(struct state *s, long long now, long max_block)
 {
     struct state_clamp to = {.now = now, .max_block = max_block > 0 ? max_block : 0};
     s->now = now;
-    for (size_t i = 0; i < N_SECTIONS; i++)
-        if (sections[i]->clamp)
-            sections[i]->clamp(section(s, sections[i]), &to);
+    for (size_t i = 0; i < state_n_sections; i++)
+        if (state_sections[i]->clamp)
+            state_sections[i]->clamp(section(s, state_sections[i]), &to);
     for (size_t i = 0; i < state_n_natives; i++)
         state_natives[i]->clamp(s, &to);
 }

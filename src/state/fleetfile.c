@@ -32,6 +32,7 @@
  * and state_peek, which holds nothing, reads the generation the state
  * file it read names, trying again when a save removed it meanwhile. */
 #include "state.h"
+#include "state/native.h"
 #include "state/section.h"
 #include "util/buf.h"
 #include "util/fileio.h"

@@ -1,7 +1,21 @@
 /* The outbox: (event, receiver) pairs not yet delivered, with their
  * attempts and the time of the next try, numbered by the root's "next_id".
  * It stays sorted by id (ids only grow), which makes lookups by id a binary
- * search and puts the oldest items first. */
+ * search and puts the oldest items first.
+ *
+ * A loaded file's outbox is checked as json-c objects, like every other
+ * section of the state file, and then kept in C (outbox_take): each item's
+ * values beside the item as loaded, or its text once a save wrote it, and
+ * its event as a struct event once it is known. An alert is queued as a copy of its
+ * struct, handed out as a copy by state_outbox_due, and replaced as one by
+ * state_outbox_set_event; it becomes JSON once, when a save first writes
+ * its item, rather than at each of those steps (three trips between a
+ * struct and json-c per alert). The root keeps a stand-in in the
+ * outbox's place whose serializer writes the items' texts, so the file is
+ * byte for byte what it was when the items were json-c objects: an item
+ * that changes is the loaded object, or its text read again with json-c,
+ * with the members that changed put in it in the order they first
+ * changed (where json-c puts them), written again. */
 #include "state.h"
 #include "state/section.h"
 #include "util/jsonv.h"
@@ -9,6 +23,7 @@
 #include "util/xalloc.h"
 
 #include <json-c/json.h>
+#include <json-c/printbuf.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,15 +102,193 @@ int outbox_check_next_id(struct json_object *root, struct err *e)
     return 0;
 }
 
+/* --- the items in C --------------------------------------------------- */
+
+/* The members a call may change, in the order a new item has them after
+ * "id" and "receiver". */
+enum member { M_EVENT, M_ATTEMPTS, M_QUEUED_AT, M_NEXT_TRY, M_LAST_ERROR, M_COUNT };
+
+/* One item. */
+struct entry {
+    long long id;
+    char *receiver;
+    long long attempts, queued_at, next_try; /* 0 when the item has none */
+    bool has_queued_at, has_next_try;        /* the item has the member (the clamp's rule) */
+    char *last_error;                        /* NULL: null, or none */
+    char *serial;             /* the event's serial (outbox_names_serial); NULL when it has none */
+    struct event *event;      /* given (state_enqueue, state_outbox_set_event) or read from the
+                                 item (state_outbox_due); NULL until then */
+    struct json_object *item; /* the item as loaded (the outbox's `loaded` owns it),
+                                 until its text is first written; then NULL */
+    char *text;               /* the item's JSON as a save writes it; NULL: not
+                                 written yet (a loaded or a new item) */
+    size_t len;
+    unsigned char changed[M_COUNT]; /* members the text lacks, in the order they first
+                                       changed */
+    int n_changed;
+};
+
+struct outbox {
+    struct entry *e; /* by id */
+    size_t n, cap;
+    struct json_object *loaded; /* the checked items of the file (outbox_take) */
+};
+
+static void entry_clear(struct entry *en)
+{
+    free(en->receiver);
+    free(en->last_error);
+    free(en->serial);
+    if (en->event)
+        event_clear(en->event);
+    free(en->event);
+    free(en->text);
+}
+
+static void changed(struct entry *en, enum member m)
+{
+    for (int i = 0; i < en->n_changed; i++)
+        if (en->changed[i] == m)
+            return;
+    en->changed[en->n_changed++] = (unsigned char)m;
+}
+
+static void put_member(struct json_object *item, const struct entry *en, enum member m)
+{
+    switch (m) {
+    case M_EVENT:
+        jsonv_put(item, "event", jsonv_need(event_to_json(en->event)));
+        break;
+    case M_ATTEMPTS:
+        jsonv_put_int(item, "attempts", en->attempts);
+        break;
+    case M_QUEUED_AT:
+        jsonv_put_int(item, "queued_at", en->queued_at);
+        break;
+    case M_NEXT_TRY:
+        jsonv_put_int(item, "next_try", en->next_try);
+        break;
+    case M_LAST_ERROR:
+        jsonv_put(item, "last_error",
+                  en->last_error ? jsonv_need(json_object_new_string(en->last_error)) : NULL);
+        break;
+    case M_COUNT:
+        break;
+    }
+}
+
+/* The item as a json-c object (a new reference): as loaded, or its text
+ * read again (json-c's own); NULL for a new item. */
+static struct json_object *entry_item(const struct entry *en)
+{
+    if (en->item)
+        return json_object_get(en->item);
+    return en->text ? jsonv_need(json_tokener_parse(en->text)) : NULL;
+}
+
+/* Brings the entry's text up to date: a loaded item is written as json-c
+ * writes it, a new one is built whole, as state_enqueue built it as a
+ * json-c object; the members that changed are put in either. */
+static void entry_write(struct entry *en)
+{
+    size_t len = 0;
+    if (en->text && !en->n_changed)
+        return;
+    struct json_object *item = entry_item(en);
+    if (item) {
+        for (int i = 0; i < en->n_changed; i++)
+            put_member(item, en, (enum member)en->changed[i]);
+    } else {
+        item = jsonv_need(json_object_new_object());
+        jsonv_put_int(item, "id", en->id);
+        jsonv_put(item, "receiver", jsonv_need(json_object_new_string(en->receiver)));
+        for (int m = 0; m < M_COUNT; m++)
+            put_member(item, en, (enum member)m);
+    }
+    const char *text = json_object_to_json_string_length(item, JSON_FLAGS, &len);
+    if (!text)
+        xalloc_die(); /* json-c fails only when out of memory */
+    free(en->text);
+    en->text = xstrndup(text, len);
+    en->len = len;
+    en->n_changed = 0;
+    en->item = NULL;
+    json_object_put(item);
+}
+
+/* The outbox's member as the file has it: the stand-in's serializer. */
+static int write_outbox(struct json_object *place, struct printbuf *pb, int level, int flags)
+{
+    struct outbox *box = json_object_get_userdata(place);
+    (void)level;
+    (void)flags; /* the items' texts are written with JSON_FLAGS */
+    bool ok = printbuf_strappend(pb, "[") >= 0;
+    for (size_t i = 0; ok && i < box->n; i++) {
+        entry_write(&box->e[i]);
+        ok = (i == 0 || printbuf_strappend(pb, ",") >= 0) &&
+             printbuf_memappend(pb, box->e[i].text, (int)box->e[i].len) >= 0;
+    }
+    if (!ok || printbuf_strappend(pb, "]") < 0)
+        xalloc_die();
+    return 0;
+}
+
+void outbox_take(struct state *s)
+{
+    struct json_object *items = section(s, &state_section_outbox);
+    size_t n = json_object_array_length(items);
+    struct outbox *box = xcalloc(1, sizeof *box);
+    box->cap = n;
+    box->e = n ? xcalloc(n, sizeof *box->e) : NULL;
+    box->loaded = json_object_get(items);
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *item = json_object_array_get_idx(items, i);
+        struct entry *en = &box->e[box->n++];
+        en->item = item;
+        en->id = item_id(item);
+        en->receiver = xstrdup(str_member(item, "receiver"));
+        en->attempts = int_member(item, "attempts", 0);
+        en->queued_at = int_member(item, "queued_at", 0);
+        en->next_try = int_member(item, "next_try", 0);
+        en->has_queued_at = member(item, "queued_at", json_type_int) != NULL;
+        en->has_next_try = member(item, "next_try", json_type_int) != NULL;
+        en->last_error = xstrdup_or_null(str_member(item, "last_error"));
+        en->serial = xstrdup_or_null(str_member(member(item, "event", json_type_object), "serial"));
+    }
+    struct json_object *place = jsonv_need(json_object_new_array());
+    json_object_set_serializer(place, write_outbox, box, NULL);
+    jsonv_put(s->root, state_section_outbox.name, place); /* in the member's place */
+    s->outbox = box;
+}
+
+void outbox_free(struct state *s)
+{
+    struct outbox *box = s->outbox;
+    if (!box)
+        return;
+    for (size_t i = 0; i < box->n; i++)
+        entry_clear(&box->e[i]);
+    free(box->e);
+    json_object_put(box->loaded);
+    free(box);
+    s->outbox = NULL;
+}
+
 /* --- a clock that jumped ----------------------------------------------- */
 
-static void clamp_outbox(struct json_object *outbox, const struct state_clamp *to)
+static void clamp_outbox(struct json_object *place, const struct state_clamp *to)
 {
-    size_t n = json_object_array_length(outbox);
-    for (size_t i = 0; i < n; i++) {
-        struct json_object *item = json_object_array_get_idx(outbox, i);
-        clamp_member(item, "queued_at", to->now);
-        clamp_member(item, "next_try", to->now + CLAMP_NEXT_TRY);
+    struct outbox *box = json_object_get_userdata(place);
+    for (size_t i = 0; box && i < box->n; i++) {
+        struct entry *en = &box->e[i];
+        if (en->has_queued_at && en->queued_at > to->now) {
+            en->queued_at = to->now;
+            changed(en, M_QUEUED_AT);
+        }
+        if (en->has_next_try && en->next_try > to->now + CLAMP_NEXT_TRY) {
+            en->next_try = to->now + CLAMP_NEXT_TRY;
+            changed(en, M_NEXT_TRY);
+        }
     }
 }
 
@@ -103,16 +296,24 @@ static void clamp_outbox(struct json_object *outbox, const struct state_clamp *t
 
 void state_enqueue(struct state *s, const char *receiver, const struct event *ev, long long now)
 {
+    struct outbox *box = s->outbox;
     long long id = int_member(s->root, "next_id", 1);
-    struct json_object *item = jsonv_need(json_object_new_object());
-    jsonv_put_int(item, "id", id);
-    jsonv_put(item, "receiver", jsonv_need(json_object_new_string(receiver)));
-    jsonv_put(item, "event", jsonv_need(event_to_json(ev)));
-    jsonv_put_int(item, "attempts", 0);
-    jsonv_put_int(item, "queued_at", now);
-    jsonv_put_int(item, "next_try", now);
-    jsonv_put(item, "last_error", NULL);
-    jsonv_append(section(s, &state_section_outbox), item);
+    if (box->n == box->cap) {
+        box->cap = box->cap ? box->cap * 2 : 16;
+        box->e = xreallocarray(box->e, box->cap, sizeof *box->e);
+    }
+    struct entry *en = &box->e[box->n++];
+    *en = (struct entry){
+        .id = id,
+        .receiver = xstrdup(receiver),
+        .queued_at = now,
+        .next_try = now,
+        .has_queued_at = true,
+        .has_next_try = true,
+        .event = xcalloc(1, sizeof *en->event),
+        .serial = xstrdup_or_null(ev->serial),
+    };
+    event_copy(en->event, ev);
     jsonv_put_int(s->root, "next_id", id + 1);
 }
 
@@ -124,96 +325,99 @@ static int cmp_due(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
+/* The entry's event, read from its text on first use; NULL (with a
+ * warning) when the text's is not one. */
+static const struct event *entry_event(const struct state *s, struct entry *en)
+{
+    struct err e;
+    struct json_object *ev = NULL;
+    if (en->event)
+        return en->event;
+    struct json_object *item = entry_item(en);
+    json_object_object_get_ex(item, "event", &ev);
+    struct event *got = xcalloc(1, sizeof *got);
+    if (event_from_json(got, ev, &e) < 0) {
+        log_warn("%s: outbox item %lld for %s skipped: %s", s->path, en->id, en->receiver, e.msg);
+        free(got);
+        got = NULL;
+    }
+    json_object_put(item);
+    en->event = got;
+    return got;
+}
+
 struct outbox_item *state_outbox_due(const struct state *s, const char *receiver, long long now,
                                      size_t *n)
 {
-    struct json_object *outbox = section(s, &state_section_outbox);
-    size_t len = json_object_array_length(outbox);
+    struct outbox *box = s->outbox;
     struct outbox_item *out = NULL;
     *n = 0;
-    for (size_t i = 0; i < len; i++) {
-        struct json_object *item = json_object_array_get_idx(outbox, i);
-        const char *rcpt = str_member(item, "receiver");
-        struct err e;
-        if (!rcpt || strcmp(rcpt, receiver) != 0 || int_member(item, "next_try", 0) > now)
+    for (size_t i = 0; i < box->n; i++) {
+        struct entry *en = &box->e[i];
+        if (strcmp(en->receiver, receiver) != 0 || en->next_try > now)
+            continue;
+        const struct event *ev = entry_event(s, en);
+        if (!ev)
             continue;
         if (!out)
-            out = xcalloc(len, sizeof *out);
+            out = xcalloc(box->n, sizeof *out);
         struct outbox_item *o = &out[*n];
-        struct json_object *ev = NULL;
-        json_object_object_get_ex(item, "event", &ev);
-        if (event_from_json(&o->event, ev, &e) < 0) {
-            log_warn("%s: outbox item %lld for %s skipped: %s", s->path, item_id(item), rcpt,
-                     e.msg);
-            continue;
-        }
-        o->id = (unsigned long long)item_id(item);
-        o->receiver = xstrdup(rcpt);
-        o->attempts = (int)int_member(item, "attempts", 0);
-        o->queued_at = int_member(item, "queued_at", 0);
-        o->next_try = int_member(item, "next_try", 0);
-        o->last_error = xstrdup_or_null(str_member(item, "last_error"));
+        event_copy(&o->event, ev);
+        o->id = (unsigned long long)en->id;
+        o->receiver = xstrdup(en->receiver);
+        o->attempts = (int)en->attempts;
+        o->queued_at = en->queued_at;
+        o->next_try = en->next_try;
+        o->last_error = xstrdup_or_null(en->last_error);
         (*n)++;
     }
     if (*n > 1)
         qsort(out, *n, sizeof *out, cmp_due);
-    if (out && *n == 0) {
-        free(out);
-        out = NULL;
-    }
     return out;
 }
 
 size_t state_outbox_count(const struct state *s, const char *receiver)
 {
-    struct json_object *outbox = section(s, &state_section_outbox);
-    size_t len = json_object_array_length(outbox);
+    const struct outbox *box = s->outbox;
     if (!receiver)
-        return len;
+        return box->n;
     size_t count = 0;
-    for (size_t i = 0; i < len; i++) {
-        const char *rcpt = str_member(json_object_array_get_idx(outbox, i), "receiver");
-        if (rcpt && strcmp(rcpt, receiver) == 0)
+    for (size_t i = 0; i < box->n; i++)
+        if (strcmp(box->e[i].receiver, receiver) == 0)
             count++;
-    }
     return count;
 }
 
 void state_outbox_summary(const struct state *s, const char *receiver, struct outbox_summary *out)
 {
-    struct json_object *outbox = section(s, &state_section_outbox);
-    size_t len = json_object_array_length(outbox);
+    const struct outbox *box = s->outbox;
     memset(out, 0, sizeof *out);
-    for (size_t i = 0; i < len; i++) {
-        struct json_object *item = json_object_array_get_idx(outbox, i);
-        const char *rcpt = str_member(item, "receiver");
-        if (receiver && (!rcpt || strcmp(rcpt, receiver) != 0))
+    for (size_t i = 0; i < box->n; i++) {
+        const struct entry *en = &box->e[i];
+        if (receiver && strcmp(en->receiver, receiver) != 0)
             continue;
-        long long queued = int_member(item, "queued_at", 0);
-        long long next = int_member(item, "next_try", 0);
-        if (!out->count || queued < out->oldest)
-            out->oldest = queued;
-        if (!out->count || next < out->next_try)
-            out->next_try = next;
+        if (!out->count || en->queued_at < out->oldest)
+            out->oldest = en->queued_at;
+        if (!out->count || en->next_try < out->next_try)
+            out->next_try = en->next_try;
         out->count++;
     }
 }
 
 char **state_outbox_receivers(const struct state *s, size_t *n)
 {
-    struct json_object *outbox = section(s, &state_section_outbox);
-    size_t len = json_object_array_length(outbox);
+    const struct outbox *box = s->outbox;
     char **out = NULL;
     *n = 0;
-    for (size_t i = 0; i < len; i++) {
-        const char *rcpt = str_member(json_object_array_get_idx(outbox, i), "receiver");
-        bool known = !rcpt;
+    for (size_t i = 0; i < box->n; i++) {
+        const char *rcpt = box->e[i].receiver;
+        bool known = false;
         for (size_t k = 0; k < *n && !known; k++)
             known = strcmp(out[k], rcpt) == 0;
         if (known)
             continue;
         if (!out)
-            out = xcalloc(len, sizeof *out);
+            out = xcalloc(box->n, sizeof *out);
         out[(*n)++] = xstrdup(rcpt);
     }
     if (*n > 1)
@@ -233,60 +437,67 @@ void state_outbox_free(struct outbox_item *items, size_t n)
     free(items);
 }
 
-/* The index of item `id` in the outbox (sorted by id); -1 when absent. */
-static long find_item(struct json_object *outbox, unsigned long long id)
+/* The entry of item `id` (the entries are sorted by id); NULL when absent. */
+static struct entry *find_entry(const struct state *s, unsigned long long id)
 {
-    size_t lo = 0, hi = json_object_array_length(outbox);
+    struct outbox *box = s->outbox;
+    size_t lo = 0, hi = box->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        unsigned long long have =
-            (unsigned long long)item_id(json_object_array_get_idx(outbox, mid));
+        unsigned long long have = (unsigned long long)box->e[mid].id;
         if (have == id)
-            return (long)mid;
+            return &box->e[mid];
         if (have < id)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return -1;
+    return NULL;
 }
 
 void state_outbox_done(struct state *s, unsigned long long id)
 {
-    struct json_object *outbox = section(s, &state_section_outbox);
-    long i = find_item(outbox, id);
-    if (i >= 0)
-        json_object_array_del_idx(outbox, (size_t)i, 1);
+    struct outbox *box = s->outbox;
+    struct entry *en = find_entry(s, id);
+    if (!en)
+        return;
+    size_t i = (size_t)(en - box->e);
+    entry_clear(en);
+    memmove(en, en + 1, (box->n - i - 1) * sizeof *en);
+    box->n--;
 }
 
 void state_outbox_set_event(struct state *s, unsigned long long id, const struct event *ev)
 {
-    struct json_object *outbox = section(s, &state_section_outbox);
-    long i = find_item(outbox, id);
-    if (i < 0)
+    struct entry *en = find_entry(s, id);
+    if (!en)
         return;
-    jsonv_put(json_object_array_get_idx(outbox, (size_t)i), "event", jsonv_need(event_to_json(ev)));
+    if (en->event)
+        event_clear(en->event);
+    else
+        en->event = xcalloc(1, sizeof *en->event);
+    event_copy(en->event, ev);
+    free(en->serial);
+    en->serial = xstrdup_or_null(ev->serial);
+    changed(en, M_EVENT);
 }
 
 void state_outbox_not_before(struct state *s, unsigned long long id, long long until)
 {
-    struct json_object *outbox = section(s, &state_section_outbox);
-    long i = find_item(outbox, id);
-    if (i < 0)
+    struct entry *en = find_entry(s, id);
+    if (!en || en->next_try >= until)
         return;
-    struct json_object *item = json_object_array_get_idx(outbox, (size_t)i);
-    if (int_member(item, "next_try", 0) < until)
-        jsonv_put_int(item, "next_try", until);
+    en->next_try = until;
+    en->has_next_try = true;
+    changed(en, M_NEXT_TRY);
 }
 
 void state_outbox_failed(struct state *s, unsigned long long id, const char *error, long long now)
 {
-    struct json_object *outbox = section(s, &state_section_outbox);
-    long i = find_item(outbox, id);
-    if (i < 0)
+    struct entry *en = find_entry(s, id);
+    if (!en)
         return;
-    struct json_object *item = json_object_array_get_idx(outbox, (size_t)i);
-    long long attempts = int_member(item, "attempts", 0);
+    long long attempts = en->attempts;
     if (attempts < INT_MAX)
         attempts++;
     long long delay = BACKOFF_MAX;
@@ -295,9 +506,28 @@ void state_outbox_failed(struct state *s, unsigned long long id, const char *err
         if (delay > BACKOFF_MAX)
             delay = BACKOFF_MAX;
     }
-    jsonv_put_int(item, "attempts", attempts);
-    jsonv_put(item, "last_error", error ? text_fit(error, OUTBOX_ERROR_MAX) : NULL);
-    jsonv_put_int(item, "next_try", now + delay);
+    en->attempts = attempts;
+    free(en->last_error);
+    en->last_error = NULL;
+    if (error) {
+        struct json_object *fit = text_fit(error, OUTBOX_ERROR_MAX);
+        en->last_error = xstrdup(json_object_get_string(fit));
+        json_object_put(fit);
+    }
+    en->next_try = now + delay;
+    en->has_next_try = true;
+    changed(en, M_ATTEMPTS);
+    changed(en, M_LAST_ERROR);
+    changed(en, M_NEXT_TRY);
+}
+
+bool outbox_names_serial(const struct state *s, const char *serial)
+{
+    const struct outbox *box = s->outbox;
+    for (size_t i = 0; i < box->n; i++)
+        if (box->e[i].serial && strcmp(box->e[i].serial, serial) == 0)
+            return true;
+    return false;
 }
 
 /* Removes from the outbox, in one pass, the items of `receiver` that
@@ -309,23 +539,18 @@ static size_t outbox_filter(struct state *s, const char *receiver,
                             bool (*drop)(long long queued_at, size_t dropped, long long arg),
                             long long arg)
 {
-    struct json_object *outbox = section(s, &state_section_outbox);
-    size_t len = json_object_array_length(outbox), dropped = 0;
-    struct json_object *kept = jsonv_need(json_object_new_array_ext((int)(len ? len : 1)));
-    for (size_t i = 0; i < len; i++) {
-        struct json_object *item = json_object_array_get_idx(outbox, i);
-        const char *rcpt = str_member(item, "receiver");
-        if (rcpt && strcmp(rcpt, receiver) == 0 &&
-            drop(int_member(item, "queued_at", 0), dropped, arg)) {
+    struct outbox *box = s->outbox;
+    size_t kept = 0, dropped = 0;
+    for (size_t i = 0; i < box->n; i++) {
+        struct entry *en = &box->e[i];
+        if (strcmp(en->receiver, receiver) == 0 && drop(en->queued_at, dropped, arg)) {
+            entry_clear(en);
             dropped++;
             continue;
         }
-        jsonv_append(kept, json_object_get(item));
+        box->e[kept++] = *en;
     }
-    if (dropped)
-        jsonv_put(s->root, state_section_outbox.name, kept);
-    else
-        json_object_put(kept);
+    box->n = kept;
     return dropped;
 }
 
@@ -376,19 +601,19 @@ static void note_trimmed(struct state *s, const char *receiver)
  * a comma. Returns false when the outbox was empty. */
 bool outbox_shed(struct state *s, size_t excess)
 {
-    struct json_object *outbox = section(s, &state_section_outbox);
-    size_t gone = 0, n = 0, len = json_object_array_length(outbox);
-    while (n < len && gone <= excess) {
-        struct json_object *item = json_object_array_get_idx(outbox, n);
-        size_t size = 0;
-        json_object_to_json_string_length(item, JSON_FLAGS, &size);
-        gone += size + 1;
-        const char *rcpt = str_member(item, "receiver");
-        note_trimmed(s, rcpt ? rcpt : "?");
+    struct outbox *box = s->outbox;
+    size_t gone = 0, n = 0;
+    while (n < box->n && gone <= excess) {
+        struct entry *en = &box->e[n];
+        entry_write(en);
+        gone += en->len + 1;
+        note_trimmed(s, en->receiver);
         n++;
     }
-    if (n)
-        json_object_array_del_idx(outbox, 0, n);
+    for (size_t i = 0; i < n; i++)
+        entry_clear(&box->e[i]);
+    memmove(box->e, box->e + n, (box->n - n) * sizeof *box->e);
+    box->n -= n;
     return n > 0;
 }
 

@@ -11,12 +11,12 @@
  * by one row that the file of that section exports: for a json-c section
  * (struct state_section) the member's name and type, the check a loaded
  * document's member must pass, and what a clock that jumped back must
- * correct in it. file.c walks its lists of rows when it loads a file
- * (native sections as the scan meets them, then the others' checks in the
- * list's order, so that a file with several faults always names the same
- * one) and in state_clamp_clock. A new section is one file exporting one
- * row (or a row beside a related one, as floors beside seen) and one entry
- * in file.c's list.
+ * correct in it. file.c walks the lists of rows (sections.c) when it
+ * loads a file (native sections as the scan meets them, then the others'
+ * checks in the list's order, so that a file with several faults always
+ * names the same one) and in state_clamp_clock. A new section is one file
+ * exporting one row (or a row beside a related one, as floors beside seen)
+ * and one entry in sections.c's list.
  *
  * The document (version 1 kept it in one file, one line, with the
  * json-c sections' keys in this order, then accounts, watch and limits;
@@ -94,10 +94,13 @@
  * The sections live in: seen.c (seen, floors; seenfiles.c the directory
  * of device files), devices.c (accounts),
  * ledger.c (logins, but for each login's health), outbox.c (outbox and
- * next_id), throttles.c, counters.c, health.c (receivers, and the health
- * objects of logins and of the heartbeat), self.c, watch.c (watch,
- * limits), signals.c; file.c holds the rest: version, locking, loading,
- * saving.
+ * next_id: checked as json-c like the others, then kept in C, with a
+ * stand-in in the root that writes it in its place), throttles.c,
+ * counters.c, health.c (receivers, and the health objects of logins and
+ * of the heartbeat), self.c, watch.c (watch, limits), signals.c;
+ * sections.c lists them in order, native.c holds what native sections'
+ * readers share (native.h), and file.c the rest: version, locking,
+ * loading, saving.
  *
  * Every section may be missing (it is then empty). Members this version
  * does not know are kept as they are; members it knows must have the shape
@@ -122,6 +125,7 @@
 #include "util/jsonv.h"
 #include "util/xalloc.h"
 
+#include <errno.h>
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -152,6 +156,9 @@ struct state {
     struct seen_files *files;  /* the per-device files of seen keys, PATH.d/ */
     struct readings *readings; /* the watch and limits sections (watch.c); NULL: empty */
     struct fleet *fleet;       /* the accounts section (devices.c); NULL: empty */
+    struct outbox *outbox;     /* the outbox section (outbox.c), once taken from
+                                  the root (outbox_take), which keeps a stand-in
+                                  in its place */
     char *text;                /* the file as load() read it, which native entries
                                   borrow their texts from (struct entry_text);
                                   freed after them */
@@ -247,12 +254,6 @@ extern const struct state_native state_native_watch;      /* watch.c */
 extern const struct state_native state_native_limits;     /* watch.c */
 extern const struct state_native state_native_history;    /* devices.c */
 extern const struct state_native state_native_discovered; /* devices.c */
-
-/* Every native section, in the order file.c writes them (file.c); those
- * with a write_changed live in the fleet file, the others in the state
- * file itself. */
-extern const struct state_native *const state_natives[];
-extern const size_t state_n_natives;
 
 /* The fleet file PATH.fleet-GENERATION (fleetfile.c, which says why a
  * crash at any moment is harmless).
@@ -404,27 +405,6 @@ static inline bool take_string(struct text *t, char **out)
     return true;
 }
 
-/* Where a native section's reader is, for its messages: a chain from the
- * innermost member or item out to the section's member, built on the
- * stack as the reader descends and formatted only when something fails
- * ("watch.5214000A.ch[0].value"). */
-struct where {
-    const struct where *up; /* NULL: the section's member itself */
-    const char *key;        /* a member's name; NULL for an item of an array */
-    size_t index;           /* the item's position */
-};
-
-/* Fails the scan with `what` at `at`: "WHERE: WHAT (byte N)", or, when
- * the text itself was broken or ends there, "WHERE: byte N: WHY" (file.c).
- * Returns -1. */
-int native_fail(struct jscan *js, const struct where *at, const char *what, struct err *e);
-
-/* Reads the member `js` is on with `nat`'s reader (file.c): -1 with the
- * reader's message, or, when the scan itself stopped (a truncated file),
- * "SECTION: why". For the state file and the fleet file alike. */
-int native_read(const struct state_native *nat, struct state *s, struct jscan *js, bool merge,
-                struct err *e);
-
 extern const struct state_section state_section_seen;      /* seen.c */
 extern const struct state_section state_section_floors;    /* seen.c */
 extern const struct state_section state_section_marks;     /* seen.c */
@@ -436,12 +416,36 @@ extern const struct state_section state_section_receivers; /* health.c */
 extern const struct state_section state_section_self;      /* self.c */
 extern const struct state_section state_section_signals;   /* signals.c */
 
+/* The table of sections (sections.c). state_sections: the json-c
+ * sections, in the order a new file writes them and a loaded one is
+ * checked in, so that a file with two faults is always reported by the
+ * first. state_natives: every native section, in the order file.c writes
+ * them; those with a write_changed live in the fleet file, the others in
+ * the state file itself. */
+extern const struct state_section *const state_sections[];
+extern const size_t state_n_sections;
+
+#define STATE_N_NATIVES 5 /* the rows of state_natives */
+extern const struct state_native *const state_natives[];
+extern const size_t state_n_natives;
+
 /* --- what sections lend each other ------------------------------------- */
 
 /* Checks "next_id" of the root and raises it above every id of the
  * (checked, sorted) outbox, whatever a hand edit did (outbox.c). Runs
  * after every section's check. */
 int outbox_check_next_id(struct json_object *root, struct err *e);
+
+/* The outbox of a checked document (its root's member, sorted) taken into
+ * s->outbox, and the member replaced by a stand-in that writes it in its
+ * place (outbox.c): after a load's checks, and for a new root.
+ * outbox_free frees s->outbox (NULL is fine) and sets it NULL. */
+void outbox_take(struct state *s);
+void outbox_free(struct state *s);
+
+/* Whether an outbox item's event is about `serial` (outbox.c), whose
+ * history devices.c then keeps. */
+bool outbox_names_serial(const struct state *s, const char *serial);
 
 /* Gives up the oldest outbox items until about `excess` bytes of the
  * serialised file are gone, counting them in s->trimmed for
@@ -478,8 +482,8 @@ size_t calls_since(const struct json_object *obj, long long since);
 /* --- seen keys in per-device files --------------------------------------- */
 
 /* Checks the seen keys of one serial (an object of "UNIXTIME/KIND": 1),
- * naming it "seen.SERIAL" (seen.c): for the state file's seen section and
- * for a device's file alike. */
+ * naming it "seen.SERIAL" (seenfiles.c): for a device's file and for the
+ * state file's seen section alike. */
 int seen_check_keys(struct json_object *keys, const char *serial, struct err *e);
 
 /* The second half of state_save, after the state file was written (seen.c):
@@ -600,6 +604,18 @@ static inline void clamp_member(struct json_object *obj, const char *key, long l
     struct json_object *v = member(obj, key, json_type_int);
     if (v && (long long)json_object_get_int64(v) > max)
         jsonv_put_int(obj, key, max);
+}
+
+/* Splits a seen key "UNIXTIME/KIND"; -1 when it has another form. */
+static inline int parse_seen_key(const char *key, long long *unixtime)
+{
+    char *end = NULL;
+    errno = 0;
+    long long t = strtoll(key, &end, 10);
+    if (end == key || errno || *end != '/' || end[1] == '\0')
+        return -1;
+    *unixtime = t;
+    return 0;
 }
 
 /* For qsort over an array of strings. */

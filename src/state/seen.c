@@ -85,34 +85,7 @@
  * raise its mark: a device clock a little fast, never one set years ahead. */
 #define MARK_SKEW 3600
 
-/* Splits a seen key "UNIXTIME/KIND"; -1 when it has another form. */
-static int parse_seen_key(const char *key, long long *unixtime)
-{
-    char *end = NULL;
-    errno = 0;
-    long long t = strtoll(key, &end, 10);
-    if (end == key || errno || *end != '/' || end[1] == '\0')
-        return -1;
-    *unixtime = t;
-    return 0;
-}
-
 /* --- checking a loaded document ---------------------------------------- */
-
-int seen_check_keys(struct json_object *keys, const char *serial, struct err *e)
-{
-    if (!json_object_is_type(keys, json_type_object))
-        return err_set(e, "seen.%s: not an object", serial);
-    struct json_object_iterator it = json_object_iter_begin(keys);
-    struct json_object_iterator end = json_object_iter_end(keys);
-    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
-        long long t;
-        if (parse_seen_key(json_object_iter_peek_name(&it), &t) < 0)
-            return err_set(e, "seen.%s: key '%s' is not UNIXTIME/KIND", serial,
-                           json_object_iter_peek_name(&it));
-    }
-    return 0;
-}
 
 static int check_seen(struct json_object *seen, struct err *e)
 {

@@ -1,8 +1,8 @@
 /* The per-device files of seen keys: PATH.d/NAME.json, one per device
  * serial, holding what seen.c has flushed out of the state file's journal.
  * This file knows the directory, the names, and how one file is read,
- * checked, set aside and written; seen.c decides what goes in them and
- * when.
+ * checked (with the check of seen keys that seen.c's journal shares), set
+ * aside and written; seen.c decides what goes in them and when.
  *
  * The directory is never followed when it is a symlink: it is opened with
  * O_NOFOLLOW | O_DIRECTORY, and every file in it is reached relative to
@@ -185,6 +185,21 @@ out:
 }
 
 /* --- reading one file -------------------------------------------------- */
+
+int seen_check_keys(struct json_object *keys, const char *serial, struct err *e)
+{
+    if (!json_object_is_type(keys, json_type_object))
+        return err_set(e, "seen.%s: not an object", serial);
+    struct json_object_iterator it = json_object_iter_begin(keys);
+    struct json_object_iterator end = json_object_iter_end(keys);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        long long t;
+        if (parse_seen_key(json_object_iter_peek_name(&it), &t) < 0)
+            return err_set(e, "seen.%s: key '%s' is not UNIXTIME/KIND", serial,
+                           json_object_iter_peek_name(&it));
+    }
+    return 0;
+}
 
 static struct json_object *new_doc(const char *serial)
 {
@@ -401,51 +416,13 @@ struct json_object *seen_files_dirty_set(const struct seen_files *f)
     return f->dirty;
 }
 
-/* Replaces `name` in the directory with `text` and a newline as
- * file_write_atomic does, but relative to the directory's descriptor and
- * without the directory's fsync (seen_files_sync does one for a batch). */
-static int write_at(const struct seen_files *f, const char *name, const char *text, size_t len,
-                    struct err *e)
-{
-    int rc = -1;
-    char *tmp = xasprintf("%s.tmp", name);
-    int fd = -1;
-    /* A fresh file, never one left (or planted) there. */
-    if (unlinkat(f->fd, tmp, 0) < 0 && errno != ENOENT) {
-        err_set(e, "%s/%s: %s", f->dir, tmp, strerror(errno));
-        goto out;
-    }
-    fd = openat(f->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0 || fchmod(fd, 0600) < 0 || file_write_all(fd, text, len) < 0 ||
-        file_write_all(fd, "\n", 1) < 0 || fsync(fd) < 0) {
-        err_set(e, "%s/%s: %s", f->dir, tmp, strerror(errno));
-        goto out;
-    }
-    int closed = close(fd);
-    fd = -1;
-    if (closed < 0) {
-        err_set(e, "%s/%s: %s", f->dir, tmp, strerror(errno));
-        goto out;
-    }
-    if (renameat(f->fd, tmp, f->fd, name) < 0) {
-        err_set(e, "%s/%s: cannot rename to %s: %s", f->dir, tmp, name, strerror(errno));
-        goto out;
-    }
-    rc = 0;
-out:
-    if (fd >= 0)
-        close(fd);
-    if (rc < 0)
-        unlinkat(f->fd, tmp, 0);
-    free(tmp);
-    return rc;
-}
-
 int seen_files_write(struct seen_files *f, const char *serial, struct err *e)
 {
     int rc = -1;
     size_t len = 0;
     char *name = file_name(serial);
+    struct buf line;
+    buf_init(&line, 0);
     struct json_object *doc = seen_files_get(f, serial);
     if (!doc) {
         err_set(e, "%s", seen_files_why(f, serial));
@@ -456,11 +433,17 @@ int seen_files_write(struct seen_files *f, const char *serial, struct err *e)
         err_set(e, "%s/%s: cannot serialise", f->dir, name);
         goto out;
     }
-    if (make_dir(f, e) < 0 || write_at(f, name, text, len, e) < 0)
+    buf_append(&line, text, len);
+    buf_append(&line, "\n", 1);
+    /* Relative to the directory's descriptor, never through a path, and
+     * without the directory's fsync: seen_files_sync does one a batch. */
+    if (make_dir(f, e) < 0 ||
+        file_write_atomic_at(f->fd, f->dir, name, line.data, line.len, 0600, e) < 0)
         goto out;
     json_object_object_del(f->dirty, serial);
     rc = 0;
 out:
+    buf_free(&line);
     free(name);
     return rc;
 }

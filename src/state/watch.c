@@ -8,6 +8,7 @@
  * most readings change nothing: their entries are written back as the
  * text that was read, without a number formatted again. */
 #include "state.h"
+#include "state/native.h"
 #include "state/section.h"
 #include "util/strmap.h"
 #include "util/xalloc.h"
@@ -144,7 +145,7 @@ static void compact(struct state *s)
 /* --- reading the file ---------------------------------------------------- */
 
 /* The readers below take the member's name from js->key and say where
- * they are with a chain of `struct where` (section.h), which costs
+ * they are with a chain of `struct where` (native.h), which costs
  * nothing until a message needs it. */
 
 static bool fail(struct jscan *js, const struct where *up, const char *key, const char *what,

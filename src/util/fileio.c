@@ -158,46 +158,56 @@ int file_sync_dir(const char *dir, struct err *e)
     return rc;
 }
 
-int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e)
+int file_write_atomic_at(int dirfd, const char *dir, const char *name, const void *data, size_t len,
+                         mode_t mode, struct err *e)
 {
     int rc = -1;
-    char *tmp = xasprintf("%s.tmp", path);
-    char *dir = file_dirname(path);
+    char *tmp = xasprintf("%s.tmp", name);
+    char *shown = dir ? xasprintf("%s/%s", dir, tmp) : xstrdup(tmp); /* for messages */
     int fd = -1;
-    /* A fresh file, never one left (or planted) there: whatever PATH.tmp
+    /* A fresh file, never one left (or planted) there: whatever NAME.tmp
      * is, even a symlink, goes, and O_EXCL fails if it comes back. */
-    if (unlink(tmp) < 0 && errno != ENOENT) {
-        err_set(e, "%s: %s", tmp, strerror(errno));
+    if (unlinkat(dirfd, tmp, 0) < 0 && errno != ENOENT) {
+        err_set(e, "%s: %s", shown, strerror(errno));
         goto out;
     }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0) {
-        err_set(e, "%s: %s", tmp, strerror(errno));
+        err_set(e, "%s: %s", shown, strerror(errno));
         goto out;
     }
     if (fchmod(fd, mode) < 0 || file_write_all(fd, data, len) < 0 || fsync(fd) < 0) {
-        err_set(e, "%s: %s", tmp, strerror(errno));
+        err_set(e, "%s: %s", shown, strerror(errno));
         goto out;
     }
     if (close(fd) < 0) {
         fd = -1;
-        err_set(e, "%s: %s", tmp, strerror(errno));
+        err_set(e, "%s: %s", shown, strerror(errno));
         goto out;
     }
     fd = -1;
-    if (rename(tmp, path) < 0) {
-        err_set(e, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
+    if (renameat(dirfd, tmp, dirfd, name) < 0) {
+        err_set(e, "%s: cannot rename to %s: %s", shown, name, strerror(errno));
         goto out;
     }
-    if (file_sync_dir(dir, e) < 0)
-        goto out;
     rc = 0;
 out:
     if (fd >= 0)
         close(fd);
     if (rc < 0)
-        unlink(tmp);
+        unlinkat(dirfd, tmp, 0);
     free(tmp);
+    free(shown);
+    return rc;
+}
+
+int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e)
+{
+    char *dir = file_dirname(path);
+    int rc = -1;
+    if (file_write_atomic_at(AT_FDCWD, NULL, path, data, len, mode, e) == 0 &&
+        file_sync_dir(dir, e) == 0)
+        rc = 0;
     free(dir);
     return rc;
 }

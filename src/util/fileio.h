@@ -49,6 +49,15 @@ int file_read(struct buf *out, const char *path, struct err *e);
  * temporary file removed. */
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e);
 
+/* file_write_atomic for `name` in the directory open as `dirfd`
+ * (AT_FDCWD: the working directory), every step relative to it (openat,
+ * renameat), and without the directory's fsync: the caller makes a batch
+ * of such writes durable with one fsync of `dirfd` (file_write_atomic is
+ * this and file_sync_dir). Messages name the temporary file DIR/NAME.tmp,
+ * or NAME.tmp when `dir` is NULL. */
+int file_write_atomic_at(int dirfd, const char *dir, const char *name, const void *data, size_t len,
+                         mode_t mode, struct err *e);
+
 /* Makes the entries of directory `dir` durable (open it and fsync it): a
  * rename, a link or a new file in it survives a crash once this returns
  * 0. On failure -1 with "DIR: cannot sync directory: reason" in `e`. */

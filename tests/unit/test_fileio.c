@@ -1,5 +1,8 @@
 /* util/fileio.h, file_read_fd: a file comes back whole, byte for byte,
- * whatever its size against the first allocation and the cap; a pipe too. */
+ * whatever its size against the first allocation and the cap; a pipe too.
+ * The atomic write, by path and relative to a directory's descriptor:
+ * the same steps, the same mode, the same refusal to follow a planted
+ * temporary file, and messages that name the temporary file. */
 #include "proc.h"
 #include "util/buf.h"
 #include "util/err.h"
@@ -11,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char dir[64];
@@ -115,4 +119,86 @@ Test(fileio, a_pipe_is_read_to_its_end)
     cr_expect(got.data && memcmp(got.data, want, n) == 0);
     buf_free(&got);
     free(want);
+}
+
+/* The whole text of `path`, or NULL when it cannot be read. */
+static char *slurp(const char *path)
+{
+    struct buf b;
+    struct err e = {{0}};
+    buf_init(&b, 0);
+    if (file_read(&b, path, &e) < 0) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_steal(&b);
+}
+
+static unsigned mode_of(const char *path)
+{
+    struct stat st;
+    cr_assert_eq(lstat(path, &st), 0, "%s", path);
+    return (unsigned)(st.st_mode & 07777);
+}
+
+Test(fileio, a_write_relative_to_a_directory_replaces_the_file_whole_and_0600)
+{
+    char *sub = xasprintf("%s/d", dir);
+    char *path = xasprintf("%s/d/a.json", dir);
+    char *tmp = xasprintf("%s/d/a.json.tmp", dir);
+    char *outside = xasprintf("%s/outside", dir);
+    struct err e = {{0}};
+    cr_assert_eq(mkdir(sub, 0700), 0);
+    int fd = open(sub, O_RDONLY | O_DIRECTORY);
+    cr_assert_geq(fd, 0);
+    mode_t old = umask(0);
+    /* A leftover temporary file, planted as a symlink: it goes, and what
+     * it points to is never written. */
+    FILE *f = fopen(outside, "w");
+    cr_assert_not_null(f);
+    fputs("untouched", f);
+    fclose(f);
+    cr_assert_eq(symlink(outside, tmp), 0);
+    cr_expect_eq(file_write_atomic_at(fd, sub, "a.json", "one\n", 4, 0600, &e), 0, "%s", e.msg);
+    cr_expect_eq(file_write_atomic_at(fd, sub, "a.json", "two\n", 4, 0600, &e), 0, "%s", e.msg);
+    umask(old);
+    char *got = slurp(path);
+    cr_expect_str_eq(got ? got : "(none)", "two\n");
+    cr_expect_eq(mode_of(path), 0600u);
+    cr_expect_eq(access(tmp, F_OK), -1, "no temporary file is left");
+    char *kept = slurp(outside);
+    cr_expect_str_eq(kept ? kept : "(none)", "untouched");
+    close(fd);
+    free(got);
+    free(kept);
+    free(sub);
+    free(path);
+    free(tmp);
+    free(outside);
+}
+
+Test(fileio, both_atomic_writes_name_the_temporary_file_when_the_rename_fails)
+{
+    char *sub = xasprintf("%s/d", dir);
+    char *busy = xasprintf("%s/d/busy", dir);
+    char *inner = xasprintf("%s/d/busy/x", dir);
+    struct err e = {{0}};
+    cr_assert_eq(mkdir(sub, 0700), 0);
+    cr_assert_eq(mkdir(busy, 0700), 0);
+    cr_assert_eq(mkdir(inner, 0700), 0); /* a directory not empty: no rename over it */
+    int fd = open(sub, O_RDONLY | O_DIRECTORY);
+    cr_assert_geq(fd, 0);
+    cr_expect_eq(file_write_atomic_at(fd, sub, "busy", "x", 1, 0600, &e), -1);
+    char *want = xasprintf("%s/busy.tmp: cannot rename to busy: Is a directory", sub);
+    cr_expect_str_eq(e.msg, want);
+    free(want);
+    cr_expect_eq(faccessat(fd, "busy.tmp", F_OK, 0), -1, "the temporary file is removed");
+    cr_expect_eq(file_write_atomic(busy, "x", 1, 0600, &e), -1);
+    want = xasprintf("%s.tmp: cannot rename to %s: Is a directory", busy, busy);
+    cr_expect_str_eq(e.msg, want);
+    free(want);
+    close(fd);
+    free(sub);
+    free(busy);
+    free(inner);
 }

@@ -1320,6 +1320,164 @@ Test(state, unreadable_outbox_event_is_skipped)
     state_close(s);
 }
 
+/* --- the outbox as the release before wrote it --------------------------- */
+
+/* A trend of three readings of channel 1, one of them 0.1 + 0.2 (a double
+ * that needs all 17 digits), owned by the event it is put in. */
+static struct event_trend *three_readings(void)
+{
+    struct event_trend *t = xcalloc(1, sizeof *t);
+    t->since = 1794996400;
+    t->until = 1795000000;
+    t->has_upper = true;
+    t->upper = 8.0;
+    t->series.serial = xstrdup("5214000B");
+    t->series.model = xstrdup("TR-72nw");
+    t->series.name = xstrdup("");
+    t->series.base_serial = xstrdup("52000001");
+    t->series.utc_offset = 540;
+    t->series.channels[0] =
+        (struct series_channel){.num = 1, .name = xstrdup("温度"), .unit = xstrdup("°C")};
+    t->series.n_channels = 1;
+    t->series.n_points = 3;
+    t->series.points = xcalloc(3, sizeof *t->series.points);
+    double values[] = {7.25, 0.1 + 0.2, -8.5};
+    for (size_t i = 0; i < 3; i++)
+        t->series.points[i] = (struct series_point){
+            .unixtime = 1794996400 + 1800 * (long long)i, .data_id = 40 + (long)i, .valid = 1};
+    for (size_t i = 0; i < 3; i++)
+        t->series.points[i].v[0] = values[i];
+    return t;
+}
+
+/* What a run and the next do to an outbox, at fixed times: items queued
+ * for three receivers, failures with and without a message, a Retry-After,
+ * a trend attached after the item was queued, a delivery; then a save and
+ * more failures and a trend, on items as that save wrote them. */
+static void outbox_story(struct state *s)
+{
+    struct event a = sample_event("5214000A", 1795000000, "ch1");
+    struct event b = sample_event("5214000B", 1795000060, "battery-level");
+    a.rule = xstrdup("cold");
+    a.severity = xstrdup("critical");
+    a.held = 3;
+    a.held_since = 1794990000;
+    a.group = xstrdup("lab/west");
+    state_enqueue(s, "hook", &a, 1795000100);
+    state_enqueue(s, "mail", &a, 1795000100);
+    state_enqueue(s, "hook", &b, 1795000110);
+    state_enqueue(s, "chat", &b, 1795000110);
+    state_outbox_failed(s, 1, "HTTP 503: \"busy\"/retry\tlater", 1795000120);
+    state_outbox_failed(s, 1, NULL, 1795000300);
+    state_outbox_failed(s, 2, "SMTP 451 try later", 1795000120);
+    state_outbox_not_before(s, 2, 1795009000);
+    b.trend = three_readings();
+    state_outbox_set_event(s, 3, &b);
+    state_outbox_done(s, 4);
+    state_enqueue(s, "chat", &a, 1795000130);
+    /* The next run: the items as the save wrote them change again. */
+    state_save_ok(s);
+    state_outbox_failed(s, 3, "HTTP 500", 1795000400);
+    state_outbox_failed(s, 1, "HTTP 503", 1795000500);
+    state_outbox_set_event(s, 5, &b);
+    event_clear(&a);
+    event_clear(&b);
+}
+
+/* The state file as a save left it equals tests/data/`name`. */
+static void expect_state_file(const char *name)
+{
+    char *got = slurp(path);
+    char *want = read_fixture(name);
+    cr_assert_not_null(got);
+    cr_expect_str_eq(got, want, "the state file differs from tests/data/%s", name);
+    free(got);
+    free(want);
+}
+
+/* tests/data/state/outbox-0af75e8.json is what wsrelay at commit 0af75e8
+ * (the release before the outbox was kept in C structures) saved after
+ * outbox_story from an empty state. The same calls save the same bytes:
+ * the outbox's form on disk did not change. */
+Test(state, an_outbox_is_saved_byte_for_byte_as_the_release_before_saved_it)
+{
+    struct state *s = state_open_ok(path);
+    outbox_story(s);
+    state_save_ok(s);
+    state_close(s);
+    expect_state_file("state/outbox-0af75e8.json");
+}
+
+/* A state of the release before, edited by hand: white space, an item
+ * with a member this version does not know, an event of 0.1.0 (no
+ * state), items out of order, next_id too low. */
+static const char hand_edited[] =
+    "{ \"version\": 2, \"next_id\": 3,\n"
+    "  \"outbox\": [\n"
+    "    {\"id\": 12, \"receiver\": \"hook\", \"note\": \"kept\", \"event\": {\"account\": "
+    "\"lab\", \"serial\": \"5214000A\", \"model\": \"TR-71nw\", \"name\": \"Fridge\", "
+    "\"unixtime\": 1795000000, \"kind\": \"ch1\", \"text\": \"High Limit 8.0\\u00b0C exceeded\"}, "
+    "\"attempts\": 2, \"queued_at\": 1795000100, \"next_try\": 1795000400, \"last_error\": "
+    "\"HTTP 500\"},\n"
+    "    {\"id\": 7, \"receiver\": \"mail\", \"queued_at\": 1795000050},\n"
+    "    {\"id\": 9, \"receiver\": \"hook\", \"event\": {\"account\": \"lab\", \"serial\": "
+    "\"5214000B\", \"model\": \"\", \"name\": \"\", \"unixtime\": 1795000010, \"kind\": "
+    "\"battery-level\", \"text\": \"Battery low\", \"state\": \"battery\"}, "
+    "\"attempts\": 0, \"queued_at\": 1795009999, \"next_try\": 1795099999, \"last_error\": null}\n"
+    "  ]\n"
+    "}\n";
+
+/* tests/data/state/outbox-0af75e8-edited.json is what wsrelay at commit
+ * 0af75e8 saved after loading hand_edited, going through the calls below
+ * and the clamp of a clock that went back. The same calls on the same
+ * file save the same bytes: a loaded item keeps what it had, members
+ * unknown to this version and their order included. */
+Test(state, a_loaded_outbox_changes_as_the_release_before_changed_it)
+{
+    spew(path, hand_edited);
+    struct state *s = state_open_ok(path);
+    size_t n = 0;
+    struct outbox_item *items = state_outbox_due(s, "hook", 1795000400, &n);
+    cr_assert_eq(n, 1);
+    cr_expect_eq(items[0].id, 12);
+    cr_expect_str_eq(items[0].event.state, "alarm");
+    cr_expect_str_eq(items[0].last_error, "HTTP 500");
+    state_outbox_free(items, n);
+    state_clamp_clock(s, 1795000200, 7200);
+    state_outbox_failed(s, 12, "HTTP 502", 1795000200);
+    state_outbox_not_before(s, 7, 1795001000);
+    state_outbox_failed(s, 7, "SMTP 421", 1795000200);
+    struct event ev = sample_event("5214000C", 1795000150, "ch2");
+    state_enqueue(s, "hook", &ev, 1795000200);
+    event_clear(&ev);
+    state_save_ok(s);
+    state_close(s);
+    expect_state_file("state/outbox-0af75e8-edited.json");
+}
+
+/* tests/data/state/0.1.0-0af75e8.json is what wsrelay at commit 0af75e8
+ * saved after loading tests/data/state/0.1.0.json (23 items written by
+ * 0.1.0, whose events lack every member added since) and the calls
+ * below: the same bytes again. */
+Test(state, a_state_of_0_1_0_saves_its_outbox_as_the_release_before_saved_it)
+{
+    char *text = read_fixture("state/0.1.0.json");
+    spew(path, text);
+    free(text);
+    struct state *s = state_open_ok(path);
+    size_t n = 0;
+    struct outbox_item *items = state_outbox_due(s, "hook", LLONG_MAX, &n);
+    cr_assert_eq(n, 23);
+    state_outbox_failed(s, items[0].id, "HTTP 502", 1795090000);
+    state_outbox_set_event(s, items[1].id, &items[2].event);
+    state_outbox_done(s, items[3].id);
+    state_outbox_free(items, n);
+    state_clamp_clock(s, 1795000000, 7200);
+    state_save_ok(s);
+    state_close(s);
+    expect_state_file("state/0.1.0-0af75e8.json");
+}
+
 Test(state, failed_save_leaves_the_previous_file)
 {
     struct state *s = state_open_ok(path);
