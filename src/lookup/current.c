@@ -1,6 +1,7 @@
 /* `wsrelay current` (lookup.h): the current readings of every device of
  * an account, one Get Current Readings call per account. */
 #include "lookup/session.h"
+#include "devicelist.h"
 #include "run/run.h"
 #include "watch.h"
 #include "util/duration.h"

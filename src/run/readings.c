@@ -6,6 +6,7 @@
 #include "run/readings.h"
 #include "run/intake.h"
 #include "budget.h"
+#include "devicelist.h"
 #include "likely.h"
 #include "metrics.h"
 #include "state.h"

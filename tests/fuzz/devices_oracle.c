@@ -3,6 +3,7 @@
  * unchanged but for its name, as the reference fuzz_platform_current
  * compares the scanner's reading with. Test code only. */
 #include "devices_oracle.h"
+#include "platform.h"
 #include "serial.h"
 #include "util/jsonv.h"
 #include "util/log.h"

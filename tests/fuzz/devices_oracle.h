@@ -3,7 +3,7 @@
 #ifndef WSRELAY_DEVICES_ORACLE_H
 #define WSRELAY_DEVICES_ORACLE_H
 
-#include "platform.h"
+#include "devicelist.h"
 #include "util/err.h"
 
 #include <json-c/json.h>

@@ -6,6 +6,7 @@
  * (NaN, "1.", comments, trailing commas, single quotes), and for those
  * only a clean failure is asked. Anything the scanner reads must also be
  * valid UTF-8 within its bounds. */
+#include "devicelist.h"
 #include "devices_oracle.h"
 #include "fuzz.h"
 #include "platform.h"

@@ -2,6 +2,7 @@
  * readings body, then checks that every string they give out is valid
  * UTF-8 within its bound, every serial a serial, and that every event
  * survives the JSON form kept in the outbox unchanged. */
+#include "devicelist.h"
 #include "event.h"
 #include "fuzz.h"
 #include "platform.h"
