@@ -567,8 +567,8 @@ static void read_devices(struct device_list *l, struct jscan *s, struct jscan *s
     }
 }
 
-int platform_parse_devices(struct device_info **out, size_t *n, const char *text, size_t len,
-                           const char *account, struct err *e)
+int devicelist_parse(struct device_info **out, size_t *n, const char *text, size_t len,
+                     const char *account, struct err *e)
 {
     int rc = -1;
     struct jscan s = {0}, sub = {0};

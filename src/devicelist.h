@@ -1,7 +1,7 @@
 /* The devices of a Get Current Readings reply (the platform's device
  * list), each with its latest reading: the parser of that reply, as
  * event.h is the alert log's and series.h the graph data's. It owns struct
- * device_info and struct channel_info and what platform_parse_devices
+ * device_info and struct channel_info and what devicelist_parse
  * makes of a reply; the call that fetches the reply is platform.h's. */
 #ifndef WSRELAY_DEVICELIST_H
 #define WSRELAY_DEVICELIST_H
@@ -40,7 +40,7 @@ struct device_info {
     struct channel_info *channels;
     size_t n_channels; /* at most PLATFORM_CHANNELS_MAX */
     char *strings;     /* not NULL: the one allocation that holds every string
-                          above and of the channels (platform_parse_devices
+                          above and of the channels (devicelist_parse
                           makes them so); NULL: each is its own. device_info_free
                           frees either */
 };
@@ -69,8 +69,8 @@ struct device_info {
  * space and NUL bytes may follow it), or when its `devices` is missing or
  * not an array; the warnings of skipped records are only given when it
  * does not fail. */
-int platform_parse_devices(struct device_info **out, size_t *n, const char *text, size_t len,
-                           const char *account, struct err *e);
+int devicelist_parse(struct device_info **out, size_t *n, const char *text, size_t len,
+                     const char *account, struct err *e);
 
 void device_info_free(struct device_info *d, size_t n);
 

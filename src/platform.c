@@ -555,7 +555,7 @@ static int call_end(struct platform *p, struct call *c, bool begun, CURLcode cc)
     }
     if (c->type != PLATFORM_TYPE_JSON || c->op == PLATFORM_CURRENT) {
         /* A Get Current Readings reply is kept as text for
-         * platform_parse_devices, which reads it without a tree; here
+         * devicelist_parse, which reads it without a tree; here
          * only its first byte is looked at. */
         if (c->type == PLATFORM_TYPE_JSON && !starts_object(c->body.data, c->body.len)) {
             out->message = xstrdup("HTTP 200 with a body that is not a JSON object");

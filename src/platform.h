@@ -63,7 +63,7 @@ struct platform_reply {
     struct json_object *body; /* the parsed JSON object of a 200 JSON reply other than Get
                                  Current Readings; else NULL */
     char *text;               /* the body of a 200 CSV reply, or of a 200 Get Current Readings reply
-                                 (whose JSON platform_parse_devices reads; only its first byte, '{',
+                                 (whose JSON devicelist_parse reads; only its first byte, '{',
                                  is checked): NUL-terminated; else NULL */
     size_t text_len;          /* its length in bytes */
 };
@@ -99,7 +99,7 @@ void platform_set_timeouts(struct platform *p, long connect_s, long total_s);
  * unit (sent as `remote-serial`) or the base unit (`base-serial`) to list;
  * `serial` wins when both are given, as the platform forbids both. Returns 0 on a 200 with
  * a JSON object body (for PLATFORM_CURRENT, a body that starts with '{', kept as text
- * for platform_parse_devices), -1 otherwise; in both cases `out` (zeroed by the
+ * for devicelist_parse), -1 otherwise; in both cases `out` (zeroed by the
  * caller) describes the reply and must be released with
  * platform_reply_free. Whatever `out` held from an earlier call is freed
  * first. http_status is 0 when no HTTP response came, and the status

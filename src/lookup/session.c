@@ -267,7 +267,7 @@ static int ask_current(struct session *s, const struct account_conf *a, const ch
         rc = r.http_status == 400 ? 0 : -1;
         goto out;
     }
-    if (platform_parse_devices(&devs, &n, r.text, r.text_len, a->name, &e) < 0) {
+    if (devicelist_parse(&devs, &n, r.text, r.text_len, a->name, &e) < 0) {
         session_say(s, "account %s: %s", a->name, e.msg);
         goto out;
     }

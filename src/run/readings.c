@@ -353,7 +353,7 @@ bool take_readings(struct tick *t, const char *login, const struct account_conf 
         char *why = xasprintf("%s%s", r->message, hint_for(r->http_status));
         note_result(t, login, r->http_status, what, why);
         free(why);
-    } else if (platform_parse_devices(&infos, &n, r->text, r->text_len, first->name, &e) < 0) {
+    } else if (devicelist_parse(&infos, &n, r->text, r->text_len, first->name, &e) < 0) {
         log_error("login %s: current readings: %s", login, e.msg);
         t->failures++;
         note_result(t, login, r->http_status, what, e.msg);

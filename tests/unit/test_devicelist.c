@@ -26,7 +26,7 @@ static size_t parse_ok(struct device_info **d, const char *text, size_t len)
 {
     size_t n = 0;
     struct err e = {{0}};
-    cr_assert_eq(platform_parse_devices(d, &n, text, len, NULL, &e), 0, "%s", e.msg);
+    cr_assert_eq(devicelist_parse(d, &n, text, len, NULL, &e), 0, "%s", e.msg);
     return n;
 }
 
@@ -148,7 +148,7 @@ Test(devices, empty_and_bad)
     size_t n = 99;
     struct err e = {{0}};
     const char *empty = "{\"devices\":[]}";
-    cr_assert_eq(platform_parse_devices(&d, &n, empty, strlen(empty), NULL, &e), 0);
+    cr_assert_eq(devicelist_parse(&d, &n, empty, strlen(empty), NULL, &e), 0);
     cr_assert_eq(n, 0);
     cr_assert_null(d);
     const char *bad[] = {"{}", "{\"devices\":{}}", "{\"devices\":\"x\"}", "{\"devices\":null}",
@@ -156,8 +156,7 @@ Test(devices, empty_and_bad)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         d = (struct device_info *)&d;
         n = 99;
-        cr_assert_eq(platform_parse_devices(&d, &n, bad[i], strlen(bad[i]), NULL, &e), -1, "%s",
-                     bad[i]);
+        cr_assert_eq(devicelist_parse(&d, &n, bad[i], strlen(bad[i]), NULL, &e), -1, "%s", bad[i]);
         cr_assert_null(d);
         cr_assert_eq(n, 0);
         cr_assert_str_eq(e.msg, "Get Current Readings reply has no 'devices' array");
@@ -173,7 +172,7 @@ Test(devices, empty_and_bad)
     };
     for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
         const char *t = broken[i].text;
-        cr_assert_eq(platform_parse_devices(&d, &n, t, strlen(t), NULL, &e), -1, "%s", t);
+        cr_assert_eq(devicelist_parse(&d, &n, t, strlen(t), NULL, &e), -1, "%s", t);
         cr_assert_null(d);
         cr_assert_eq(n, 0);
         char *want =
@@ -181,6 +180,6 @@ Test(devices, empty_and_bad)
         cr_assert_str_eq(e.msg, want);
         free(want);
     }
-    cr_assert_eq(platform_parse_devices(&d, &n, NULL, 0, NULL, &e), -1);
+    cr_assert_eq(devicelist_parse(&d, &n, NULL, 0, NULL, &e), -1);
     device_info_free(NULL, 0);
 }

@@ -509,7 +509,7 @@ Test(platform, ok_but_not_json)
 }
 
 /* Of a Get Current Readings reply only the first byte is looked at; the
- * rest is platform_parse_devices's to refuse. */
+ * rest is devicelist_parse's to refuse. */
 Test(platform, current_reply_checked_when_read)
 {
     struct platform_reply r = {0};
@@ -519,7 +519,7 @@ Test(platform, current_reply_checked_when_read)
     answer(200, " {\"devices\":[]} x");
     cr_assert_eq(platform_call(client, PLATFORM_CURRENT, NULL, NULL, &r), 0);
     cr_assert_str_eq(r.text, " {\"devices\":[]} x");
-    cr_assert_eq(platform_parse_devices(&d, &n, r.text, r.text_len, NULL, &e), -1);
+    cr_assert_eq(devicelist_parse(&d, &n, r.text, r.text_len, NULL, &e), -1);
     cr_assert_str_eq(
         e.msg, "Get Current Readings reply is not a JSON object: byte 16: text after the value");
     cr_assert_null(d);
@@ -987,7 +987,7 @@ Test(platform, odd_device_data_is_repaired_or_skipped)
                  r.message ? r.message : "");
 
     int saved, fd = stderr_begin(&saved);
-    cr_assert_eq(platform_parse_devices(&d, &n, r.text, r.text_len, "test", &e), 0, "%s", e.msg);
+    cr_assert_eq(devicelist_parse(&d, &n, r.text, r.text_len, "test", &e), 0, "%s", e.msg);
     char *log = stderr_end(fd, saved);
     cr_assert_eq(n, 2, "the three devices without a trustworthy serial are left out");
     cr_assert_str_eq(d[0].serial, "52C10001");
