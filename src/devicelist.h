@@ -54,7 +54,7 @@ struct device_info {
  * it must not reach a log line, a mail header or the state as it came.
  * Names, models and group names are repaired rather than refused: a byte
  * that is not UTF-8 becomes U+FFFD, a control character a space, and each
- * is cut to PLATFORM_NAME_MAX bytes; so are channel names, units and
+ * is cut to PLATFORM_NAME_MAX bytes (platform.h); so are channel names, units and
  * values. A reading's unixtime and battery that are missing or not
  * integers are 0; a channel without a usable `num` takes its position.
  * *out (caller frees with
@@ -72,6 +72,8 @@ struct device_info {
 int devicelist_parse(struct device_info **out, size_t *n, const char *text, size_t len,
                      const char *account, struct err *e);
 
+/* Frees the `n` devices of `d` and the array, whether their strings are
+ * one block (devicelist_parse's) or each its own. NULL is fine. */
 void device_info_free(struct device_info *d, size_t n);
 
 #endif
