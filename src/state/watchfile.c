@@ -460,7 +460,7 @@ static bool read_entry_watch(struct jscan *js, struct watch *w, const struct whe
         read_watch(&check, &slow, at, &why) && jscan_end(&check, &why) == 0 && same_watch(&slow, w);
     jscan_free(&check);
     if (!agree) {
-        fprintf(stderr, "state/watch.c: the fast reader differs on %.*s\n", (int)(t.p - js->p),
+        fprintf(stderr, "state/watchfile.c: the fast reader differs on %.*s\n", (int)(t.p - js->p),
                 js->p);
         abort();
     }
