@@ -13,7 +13,7 @@
 #ifndef WSRELAY_LIKELY_H
 #define WSRELAY_LIKELY_H
 
-#include "watch.h"
+#include "readings_memory.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -48,7 +48,7 @@
 #include "event.h"
 #include "platform.h"
 #include "util/err.h"
-#include "watch.h"
+#include "readings_memory.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,7 +3,7 @@
 #include "lookup/session.h"
 #include "devicelist.h"
 #include "run/run.h"
-#include "watch.h"
+#include "readings_memory.h"
 #include "util/duration.h"
 #include "util/jsonv.h"
 #include "util/xalloc.h"

@@ -17,7 +17,7 @@
 #include "platform.h"
 #include "scheduler.h"
 #include "state.h"
-#include "watch.h"
+#include "readings_memory.h"
 #include "util/log.h"
 #include "util/strmap.h"
 #include "util/xalloc.h"

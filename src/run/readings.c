@@ -10,7 +10,7 @@
 #include "likely.h"
 #include "metrics.h"
 #include "state.h"
-#include "watch.h"
+#include "readings_memory.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 

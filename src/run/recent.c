@@ -16,7 +16,7 @@
 #include "platform.h"
 #include "series.h"
 #include "run/steps.h"
-#include "watch.h"
+#include "readings_memory.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 

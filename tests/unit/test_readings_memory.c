@@ -1,6 +1,6 @@
 /* The readings memory: each signal, the limits' hysteresis, and noise that
  * never makes a signal. */
-#include "watch.h"
+#include "readings_memory.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
