@@ -1,6 +1,6 @@
 /* Current readings (readings.h): a login's Get Current Readings reply
  * replaces its accounts' device lists and goes into each device's
- * readings memory (watch.h), where a change raises a signal for its alert
+ * readings memory (readings_memory.h), where a change raises a signal for its alert
  * log and a crossing of a known limit an early warning, routed like any
  * event (intake.h). */
 #include "run/readings.h"
@@ -150,7 +150,7 @@ static bool send_early_warning(struct tick *t, const struct account_conf *a,
 }
 
 /* Whether a channel of `now` raised the way back inside its bare limit
- * (watch.h: `back`) since `was`. */
+ * (readings_memory.h: `back`) since `was`. */
 static bool came_back(const struct watch *was, const struct watch *now)
 {
     for (int i = 0; i < now->n_ch; i++) {
@@ -244,7 +244,7 @@ static unsigned likely_signal(const struct tick *t, struct fleet *f, const struc
     return 0;
 }
 
-/* Takes one device's reading into its memory (watch.h): a signal makes
+/* Takes one device's reading into its memory (readings_memory.h): a signal makes
  * its alert log the next to be read, a crossing an early warning. A
  * signal that is only crossings beyond a limit whose warnings went out is
  * "told": people know, and its look may wait behind signals they do not

@@ -1,4 +1,4 @@
-/* What each device serial's current readings were lately (watch.h), in
+/* What each device serial's current readings were lately (readings_memory.h), in
  * the "watch" section, and the limits of its channels that alert texts
  * taught, in "limits". Both are per serial and forgotten together.
  *
@@ -812,7 +812,7 @@ static void no_free(struct state *s)
     (void)s;
 }
 
-/* --- readings (watch.h) ------------------------------------------------ */
+/* --- readings (readings_memory.h) -------------------------------------- */
 
 bool state_watch(const struct state *s, const char *serial, struct watch *out)
 {
