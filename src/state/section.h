@@ -459,7 +459,7 @@ bool outbox_shed(struct state *s, size_t excess);
  * messages go into the state through it: they may have been cut anywhere,
  * and the file must stay valid UTF-8 (a load refuses any other as
  * corrupt). Defined in health.c. */
-struct json_object *text_fit(const char *text, size_t max);
+struct json_object *health_fit_text(const char *text, size_t max);
 
 /* The health of a login ID, a receiver or the heartbeat (struct
  * state_health) as an object `h` of the document (health.c):
