@@ -17,7 +17,7 @@
 #include "platform.h"
 #include "scheduler.h"
 #include "state.h"
-#include "watch.h"
+#include "readings_memory.h"
 #include "util/log.h"
 #include "util/strmap.h"
 #include "util/xalloc.h"
@@ -136,7 +136,12 @@ static void login_start(struct tick *t, struct login_run *lr, const char *login,
         if (strcmp(a->login_id, login) != 0)
             continue;
         lr->signals |= a->signals;
-        if (platform_new(&lr->clients[i], a, &e) < 0) {
+        struct platform_login as = {.name = a->name,
+                                    .base_url = a->base_url,
+                                    .api_key = a->api_key,
+                                    .login_id = a->login_id,
+                                    .login_pass = a->login_pass};
+        if (platform_new(&lr->clients[i], &as, &e) < 0) {
             log_error("account %s: %s", a->name, e.msg);
             t->failures++;
         }

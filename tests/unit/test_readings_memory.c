@@ -1,6 +1,6 @@
 /* The readings memory: each signal, the limits' hysteresis, and noise that
  * never makes a signal. */
-#include "watch.h"
+#include "readings_memory.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -589,7 +589,7 @@ static double noisy(const struct profile *p, int i)
 }
 
 /* 11 profiles x 4 seeds x 5000 readings, none of which may signal. Over
- * 400 seeds of each (22 million readings) the band rules of watch.h let
+ * 400 seeds of each (22 million readings) the band rules of readings_memory.h let
  * noise out 5 times: about once in 4 million readings, once in 8 years of
  * one-minute uploads of one channel. */
 #define NOISE_READINGS 5000

@@ -15,7 +15,7 @@
  * history's range). Leaving and coming back each need a margin
  * (hysteresis), as do the limits: a value that hovers at an edge makes one
  * signal, not one a minute. The exact rules are in watch.h. */
-#include "watch.h"
+#include "readings_memory.h"
 
 #include <stdarg.h>
 #include <stdio.h>
