@@ -14,7 +14,7 @@
  * minutes never left a band that included them, nor one widened by the
  * history's range). Leaving and coming back each need a margin
  * (hysteresis), as do the limits: a value that hovers at an edge makes one
- * signal, not one a minute. The exact rules are in watch.h. */
+ * signal, not one a minute. The exact rules are in readings_memory.h. */
 #include "readings_memory.h"
 
 #include <stdarg.h>

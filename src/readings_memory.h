@@ -13,8 +13,8 @@
  * hovering at the limit pages nobody every minute.
  *
  * Pure: no I/O, no clock (times are arguments), no JSON. */
-#ifndef WSRELAY_WATCH_H
-#define WSRELAY_WATCH_H
+#ifndef WSRELAY_READINGS_MEMORY_H
+#define WSRELAY_READINGS_MEMORY_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -176,7 +176,7 @@ struct watch {
                                 told, joining, starts the signal again (since,
                                 after, at) as that reason */
     /* Last, so that a copy of the first n_ch is a whole memory (the state
-     * keeps each device's memory so, state/watch.c). */
+     * keeps each device's memory so, state/watchfile.c). */
     struct watch_channel ch[WATCH_CHANNELS];
 };
 

@@ -208,7 +208,7 @@ static size_t plan_looks(struct tick *t, struct login_run *lr, struct sched_budg
 /* Whether the device's readings ask for a look at its alert log now: a
  * signal since its last poll, or the second look a signal poll that found
  * nothing asked for. When so, *since is when that began and *told whether
- * its news is out already (watch.h). */
+ * its news is out already (readings_memory.h). */
 static bool signal_of(const struct tick *t, const struct state_device *dev, long long *since,
                       bool *told)
 {
