@@ -18,7 +18,7 @@
 #include "mime.h"
 #include "regexp.h"
 #include "serial.h"
-#include "watch.h"
+#include "readings_memory.h"
 #include "window.h"
 
 #include <dirent.h>

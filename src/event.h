@@ -47,7 +47,7 @@ struct event {
     char *limit;             /* the limit as the text writes it ("-75.0°C"), or NULL */
     long long recovers;      /* for a recovered event, the unixtime of the alarm it ends; else 0 */
     int channel;             /* for kind "reading" (an early warning from the current
-                                readings, see watch.h), its channel number; else 0 */
+                                readings, see readings_memory.h), its channel number; else 0 */
     long long early_warning; /* for an alert-log alarm that an early warning of the same
                                 channel announced: that warning's unixtime; else 0 */
     char *channel_name;      /* for chN, the channel's name when the log lists it; else NULL */

@@ -6,14 +6,14 @@
  * band. Devices of one kind are usually set alike (a lab's freezers alarm
  * at -70 °C, its refrigerators at 2 and 8 °C), so the limits known of the
  * others are a good guess: a reading beyond such a guess is worth a look at
- * the alert log (watch.h: WATCH_LIKELY). Never an early warning: only a
+ * the alert log (readings_memory.h: WATCH_LIKELY). Never an early warning: only a
  * known limit makes one.
  *
  * Pure: no I/O, no state. */
 #ifndef WSRELAY_LIKELY_H
 #define WSRELAY_LIKELY_H
 
-#include "watch.h"
+#include "readings_memory.h"
 
 #include <stdbool.h>
 #include <stddef.h>

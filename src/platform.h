@@ -15,7 +15,6 @@
 #ifndef WSRELAY_PLATFORM_H
 #define WSRELAY_PLATFORM_H
 
-#include "config.h"
 #include "util/err.h"
 
 #include <json-c/json.h>
@@ -64,17 +63,29 @@ struct platform_reply {
     struct json_object *body; /* the parsed JSON object of a 200 JSON reply other than Get
                                  Current Readings; else NULL */
     char *text;               /* the body of a 200 CSV reply, or of a 200 Get Current Readings reply
-                                 (whose JSON platform_parse_devices reads; only its first byte, '{',
+                                 (whose JSON devicelist_parse reads; only its first byte, '{',
                                  is checked): NUL-terminated; else NULL */
     size_t text_len;          /* its length in bytes */
 };
 
 struct platform;
 
-/* A client for one account. Fails when the base URL is not usable (not
- * https, and not http to this machine: see util/url.h). The account must
- * outlive the client. */
-int platform_new(struct platform **out, const struct account_conf *account, struct err *e);
+/* What a client needs of an account to log in: its name (for messages)
+ * and where and as whom it calls. The caller builds it from the account
+ * of the configuration (config.h's struct account_conf). */
+struct platform_login {
+    const char *name;       /* the account's name, in messages and logs; NULL: "" */
+    const char *base_url;   /* https, or http to a loopback host; trailing slashes dropped */
+    const char *api_key;    /* secret: sent as api-key, and taken out of every message */
+    const char *login_id;   /* sent as login-id */
+    const char *login_pass; /* secret: sent as login-pass, and taken out of every message */
+};
+
+/* A client for one login. Fails when the base URL is not usable (not
+ * https, and not http to this machine: see util/url.h), with a message
+ * that names the account. The client keeps a copy of `login`, not of its
+ * strings: they must outlive the client. */
+int platform_new(struct platform **out, const struct platform_login *login, struct err *e);
 
 void platform_free(struct platform *p);
 
@@ -88,7 +99,7 @@ void platform_set_timeouts(struct platform *p, long connect_s, long total_s);
  * unit (sent as `remote-serial`) or the base unit (`base-serial`) to list;
  * `serial` wins when both are given, as the platform forbids both. Returns 0 on a 200 with
  * a JSON object body (for PLATFORM_CURRENT, a body that starts with '{', kept as text
- * for platform_parse_devices), -1 otherwise; in both cases `out` (zeroed by the
+ * for devicelist_parse), -1 otherwise; in both cases `out` (zeroed by the
  * caller) describes the reply and must be released with
  * platform_reply_free. Whatever `out` held from an earlier call is freed
  * first. http_status is 0 when no HTTP response came, and the status
@@ -162,69 +173,5 @@ void platform_multi_call(struct platform_multi *m, struct platform_request *reqs
  * state, a log line or a chat message. */
 #define PLATFORM_NAME_MAX 256  /* names, models, group names, channel names and units */
 #define PLATFORM_TEXT_MAX 4096 /* an alert text */
-
-/* One channel of a device's current reading. */
-struct channel_info {
-    int num;     /* 1-based; the record's position when it gives none */
-    char *name;  /* "" when not given */
-    char *unit;  /* "" when not given */
-    char *value; /* a number as text, or an error value ("E…", "Sensor Error"); "" when absent */
-};
-
-#define PLATFORM_CHANNELS_MAX 8 /* channels kept of one record (the platform has up to 6) */
-
-/* A device as Get Current Readings lists it, with its latest reading.
- * Every string is valid UTF-8 without control characters; the serials
- * follow serial.h. */
-struct device_info {
-    char *serial;
-    char *model;
-    char *name;
-    char *base_serial; /* baseunit.serial; the device's own serial when standalone */
-    char *base_model;
-    char *base_name;
-    char *group_name;   /* "" without a group */
-    long long unixtime; /* the reading's time; 0 when absent or not a number */
-    int battery;        /* the battery level; 0 when absent or not a number */
-    char *rssi;         /* the radio signal strength as sent; "" when absent */
-    int utc_offset;     /* minutes east of UTC of the device's local time: time_diff,
-                           plus dst_bias (60 when absent) when dst_flg is 1; 0 when
-                           absent or beyond a day */
-    struct channel_info *channels;
-    size_t n_channels; /* at most PLATFORM_CHANNELS_MAX */
-    char *strings;     /* not NULL: the one allocation that holds every string
-                          above and of the channels (platform_parse_devices
-                          makes them so); NULL: each is its own. device_info_free
-                          frees either */
-};
-
-/* Lists the devices of a Get Current Readings body of the account named
- * `account` (for warnings; NULL: not named). `baseunit` and `group` may be
- * objects or one-element arrays; values strings or numbers. A record
- * without a serial, or whose serial or base unit's serial breaks the rule
- * of serial.h, is skipped with one warning that names the account and
- * shows the serial escaped: the platform could not be asked about it, and
- * it must not reach a log line, a mail header or the state as it came.
- * Names, models and group names are repaired rather than refused: a byte
- * that is not UTF-8 becomes U+FFFD, a control character a space, and each
- * is cut to PLATFORM_NAME_MAX bytes; so are channel names, units and
- * values. A reading's unixtime and battery that are missing or not
- * integers are 0; a channel without a usable `num` takes its position.
- * *out (caller frees with
- * device_info_free) is an array of *n devices.
- *
- * `text` is the reply's body (`len` bytes, as platform_reply's text
- * holds it), read with util/jscan.h rather than built into a json-c tree,
- * with the results json-c's reading gave: of members of the same name the
- * last counts, a null member is absent, a member named with '_' is also
- * found named with '-' (util/jsonv.h, jsonv_member), a number reads as the
- * text json-c gives it. Fails when the text is not one JSON object (white
- * space and NUL bytes may follow it), or when its `devices` is missing or
- * not an array; the warnings of skipped records are only given when it
- * does not fail. */
-int platform_parse_devices(struct device_info **out, size_t *n, const char *text, size_t len,
-                           const char *account, struct err *e);
-
-void device_info_free(struct device_info *d, size_t n);
 
 #endif

@@ -19,7 +19,7 @@
 struct sched_device {
     long long last_poll;    /* 0: never */
     unsigned priority;      /* the config's `priority:`; 0 counts as 1 */
-    bool signal;            /* its readings moved (watch.h): poll it before the round */
+    bool signal;            /* its readings moved (readings_memory.h): poll it first */
     long long signal_since; /* when that signal was raised */
     bool told;              /* an early warning told people its news already: it
                                waits behind the signals whose news is not out */

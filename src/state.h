@@ -31,7 +31,7 @@
  *     time and message, for `wsrelay status`;
  *   - self-monitoring (selfcheck.h): each open condition of wsrelay's own
  *     health, the time of the last relay event, the heartbeat's health;
- *   - per device serial, what its current readings were lately (watch.h)
+ *   - per device serial, what its current readings were lately (readings_memory.h)
  *     and the limits its alert texts taught; per login ID, the alert calls
  *     a signal asked for and since when signals wait for the budget.
  * No secret is ever written to it.
@@ -48,7 +48,7 @@
 #include "event.h"
 #include "platform.h"
 #include "util/err.h"
-#include "watch.h"
+#include "readings_memory.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -505,7 +505,7 @@ void state_heartbeat_result(struct state *s, bool ok, long status, const char *e
                             long long now);
 bool state_heartbeat(const struct state *s, struct state_health *out);
 
-/* --- readings (watch.h) ------------------------------------------------ */
+/* --- readings (readings_memory.h) -------------------------------------- */
 
 /* The readings memory of `serial` in *out; false, and *out zeroed, when
  * there is none. */

@@ -36,7 +36,7 @@ struct device_row {
     size_t seen;           /* seen keys kept */
     enum device_kind kind;
     long long next_poll; /* an estimate; 0 unless polled */
-    bool has_watch;      /* a reading was seen (watch.h) */
+    bool has_watch;      /* a reading was seen (readings_memory.h) */
     struct watch w;
 };
 

@@ -9,7 +9,7 @@
 #ifndef WSRELAY_TEMPLATES_H
 #define WSRELAY_TEMPLATES_H
 
-#include "template.h"
+#include "mustache.h"
 #include "util/err.h"
 
 #include <json-c/json.h>

@@ -2,7 +2,7 @@
  * receiver would get it. */
 #include "cmd/cmd.h"
 #include "run/run.h"
-#include "template.h"
+#include "mustache.h"
 #include "templates.h"
 #include "util/buf.h"
 #include "util/fileio.h"

@@ -1,8 +1,9 @@
 /* `wsrelay current` (lookup.h): the current readings of every device of
  * an account, one Get Current Readings call per account. */
 #include "lookup/session.h"
+#include "devicelist.h"
 #include "run/run.h"
-#include "watch.h"
+#include "readings_memory.h"
 #include "util/duration.h"
 #include "util/jsonv.h"
 #include "util/xalloc.h"
@@ -144,7 +145,7 @@ int lookup_current(FILE *out, const struct config *c, const struct lookup_option
         if (!session_may_call(&s, &list[i], PLATFORM_CURRENT, false) ||
             session_call(&s, &list[i], PLATFORM_CURRENT, &q, &r) < 0) {
             rc = RUN_FAILED;
-        } else if (platform_parse_devices(&d, &nd, r.text, r.text_len, list[i].name, &e) < 0) {
+        } else if (devicelist_parse(&d, &nd, r.text, r.text_len, list[i].name, &e) < 0) {
             session_say(&s, "account %s: %s", list[i].name, e.msg);
             rc = RUN_FAILED;
         } else if (o->format == LOOKUP_JSON) {

@@ -3,6 +3,7 @@
  * of output the commands share. */
 #include "lookup/session.h"
 #include "budget.h"
+#include "devicelist.h"
 #include "metrics.h"
 #include "run/run.h"
 #include "run/tick.h"
@@ -176,7 +177,12 @@ int session_call(struct session *s, const struct account_conf *a, enum platform_
     struct err e;
     int rc = -1;
     if (!*p) {
-        if (platform_new(p, a, &e) < 0) {
+        struct platform_login as = {.name = a->name,
+                                    .base_url = a->base_url,
+                                    .api_key = a->api_key,
+                                    .login_id = a->login_id,
+                                    .login_pass = a->login_pass};
+        if (platform_new(p, &as, &e) < 0) {
             session_say(s, "account %s: %s", a->name, e.msg);
             goto out;
         }
@@ -261,7 +267,7 @@ static int ask_current(struct session *s, const struct account_conf *a, const ch
         rc = r.http_status == 400 ? 0 : -1;
         goto out;
     }
-    if (platform_parse_devices(&devs, &n, r.text, r.text_len, a->name, &e) < 0) {
+    if (devicelist_parse(&devs, &n, r.text, r.text_len, a->name, &e) < 0) {
         session_say(s, "account %s: %s", a->name, e.msg);
         goto out;
     }

@@ -191,8 +191,8 @@ static void send_gap(struct tick *t, const struct pooled *pd, const struct event
     free(gap.text);
     gap.text = xasprintf("Alerts may be missing between %s and %s: the device's log held %d "
                          "entries, all new %s, and the platform keeps only the newest %d. Check "
-                         "the device's history on WebStorage, and poll it more often (see the "
-                         "budget in wsrelay's README).",
+                         "the device's history on WebStorage, and poll it more often (see \"The "
+                         "budget\" in wsrelay's docs/HOW-IT-WORKS.md).",
                          since, until, FULL_PAGE,
                          dev->last_ok ? "since the last look" : "on the first look", FULL_PAGE);
     log_warn("account %s, device %s: %d new entries %s; older ones since %s may have been "

@@ -11,7 +11,7 @@
 #include "platform.h"
 #include "run/tick.h"
 #include "state.h"
-#include "watch.h"
+#include "readings_memory.h"
 
 #include <stdbool.h>
 

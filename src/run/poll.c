@@ -17,7 +17,7 @@
 #include "platform.h"
 #include "scheduler.h"
 #include "state.h"
-#include "watch.h"
+#include "readings_memory.h"
 #include "util/log.h"
 #include "util/strmap.h"
 #include "util/xalloc.h"
@@ -136,7 +136,12 @@ static void login_start(struct tick *t, struct login_run *lr, const char *login,
         if (strcmp(a->login_id, login) != 0)
             continue;
         lr->signals |= a->signals;
-        if (platform_new(&lr->clients[i], a, &e) < 0) {
+        struct platform_login as = {.name = a->name,
+                                    .base_url = a->base_url,
+                                    .api_key = a->api_key,
+                                    .login_id = a->login_id,
+                                    .login_pass = a->login_pass};
+        if (platform_new(&lr->clients[i], &as, &e) < 0) {
             log_error("account %s: %s", a->name, e.msg);
             t->failures++;
         }
@@ -203,7 +208,7 @@ static size_t plan_looks(struct tick *t, struct login_run *lr, struct sched_budg
 /* Whether the device's readings ask for a look at its alert log now: a
  * signal since its last poll, or the second look a signal poll that found
  * nothing asked for. When so, *since is when that began and *told whether
- * its news is out already (watch.h). */
+ * its news is out already (readings_memory.h). */
 static bool signal_of(const struct tick *t, const struct state_device *dev, long long *since,
                       bool *told)
 {

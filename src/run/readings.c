@@ -1,15 +1,16 @@
 /* Current readings (readings.h): a login's Get Current Readings reply
  * replaces its accounts' device lists and goes into each device's
- * readings memory (watch.h), where a change raises a signal for its alert
+ * readings memory (readings_memory.h), where a change raises a signal for its alert
  * log and a crossing of a known limit an early warning, routed like any
  * event (intake.h). */
 #include "run/readings.h"
 #include "run/intake.h"
 #include "budget.h"
+#include "devicelist.h"
 #include "likely.h"
 #include "metrics.h"
 #include "state.h"
-#include "watch.h"
+#include "readings_memory.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -149,7 +150,7 @@ static bool send_early_warning(struct tick *t, const struct account_conf *a,
 }
 
 /* Whether a channel of `now` raised the way back inside its bare limit
- * (watch.h: `back`) since `was`. */
+ * (readings_memory.h: `back`) since `was`. */
 static bool came_back(const struct watch *was, const struct watch *now)
 {
     for (int i = 0; i < now->n_ch; i++) {
@@ -243,7 +244,7 @@ static unsigned likely_signal(const struct tick *t, struct fleet *f, const struc
     return 0;
 }
 
-/* Takes one device's reading into its memory (watch.h): a signal makes
+/* Takes one device's reading into its memory (readings_memory.h): a signal makes
  * its alert log the next to be read, a crossing an early warning. A
  * signal that is only crossings beyond a limit whose warnings went out is
  * "told": people know, and its look may wait behind signals they do not
@@ -352,7 +353,7 @@ bool take_readings(struct tick *t, const char *login, const struct account_conf 
         char *why = xasprintf("%s%s", r->message, hint_for(r->http_status));
         note_result(t, login, r->http_status, what, why);
         free(why);
-    } else if (platform_parse_devices(&infos, &n, r->text, r->text_len, first->name, &e) < 0) {
+    } else if (devicelist_parse(&infos, &n, r->text, r->text_len, first->name, &e) < 0) {
         log_error("login %s: current readings: %s", login, e.msg);
         t->failures++;
         note_result(t, login, r->http_status, what, e.msg);

@@ -1,6 +1,6 @@
 /* Current readings, for polling (poll.c): whether a login reads them now,
  * and what its Get Current Readings reply changes: the device lists of
- * its accounts, each device's readings memory (watch.h), the signals that
+ * its accounts, each device's readings memory (readings_memory.h), the signals that
  * make a device's alert log the next to be read, and early warnings. Part
  * of the run's wing (tick.h); no file outside src/run/ includes this. */
 #ifndef WSRELAY_RUN_READINGS_H

@@ -16,7 +16,7 @@
 #include "platform.h"
 #include "series.h"
 #include "run/steps.h"
-#include "watch.h"
+#include "readings_memory.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -168,7 +168,12 @@ static struct platform *client_of(struct platform **clients, bool *broken, size_
 {
     struct err e;
     if (!clients[i] && !broken[i]) {
-        if (platform_new(&clients[i], a, &e) < 0) {
+        struct platform_login as = {.name = a->name,
+                                    .base_url = a->base_url,
+                                    .api_key = a->api_key,
+                                    .login_id = a->login_id,
+                                    .login_pass = a->login_pass};
+        if (platform_new(&clients[i], &as, &e) < 0) {
             log_info("account %s: no trend: %s", a->name, e.msg);
             broken[i] = true;
         } else {

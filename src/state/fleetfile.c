@@ -3,7 +3,7 @@
  * histories, readings memories, learnt limits: nearly all of the bytes at
  * a large fleet), so that a run writes what it changed rather than all of
  * them. This file knows its name, how it is read, and how a save writes
- * it; file.c decides when, and commits what was written.
+ * it; statefile.c decides when, and commits what was written.
  *
  * The file is a base, one line holding every fleet section as a save
  * writes it ({"accounts":{...},"watch":{...},"limits":{...}}), followed

@@ -95,7 +95,7 @@ static size_t utf8_seq(const unsigned char *p, size_t n)
     return len;
 }
 
-struct json_object *text_fit(const char *text, size_t max)
+struct json_object *health_fit_text(const char *text, size_t max)
 {
     struct buf b;
     const unsigned char *p = (const unsigned char *)text;
@@ -139,7 +139,7 @@ void health_record(struct json_object *h, bool ok, long status, const char *erro
     jsonv_put_int(h, "failures", failures < LONG_MAX ? failures + 1 : failures);
     jsonv_put_int(h, "error_at", now);
     jsonv_put_int(h, "status", status > 0 ? status : 0);
-    jsonv_put(h, "error", text_fit(error ? error : "", HEALTH_ERROR_MAX));
+    jsonv_put(h, "error", health_fit_text(error ? error : "", HEALTH_ERROR_MAX));
 }
 
 bool health_get(const struct json_object *h, struct state_health *out)

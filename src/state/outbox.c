@@ -510,7 +510,7 @@ void state_outbox_failed(struct state *s, unsigned long long id, const char *err
     free(en->last_error);
     en->last_error = NULL;
     if (error) {
-        struct json_object *fit = text_fit(error, OUTBOX_ERROR_MAX);
+        struct json_object *fit = health_fit_text(error, OUTBOX_ERROR_MAX);
         en->last_error = xstrdup(json_object_get_string(fit));
         json_object_put(fit);
     }

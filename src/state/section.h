@@ -11,7 +11,7 @@
  * by one row that the file of that section exports: for a json-c section
  * (struct state_section) the member's name and type, the check a loaded
  * document's member must pass, and what a clock that jumped back must
- * correct in it. file.c walks the lists of rows (sections.c) when it
+ * correct in it. statefile.c walks the lists of rows (sections.c) when it
  * loads a file (native sections as the scan meets them, then the others'
  * checks in the list's order, so that a file with several faults always
  * names the same one) and in state_clamp_clock. A new section is one file
@@ -97,9 +97,9 @@
  * next_id: checked as json-c like the others, then kept in C, with a
  * stand-in in the root that writes it in its place), throttles.c,
  * counters.c, health.c (receivers, and the health objects of logins and
- * of the heartbeat), self.c, watch.c (watch, limits), signals.c;
+ * of the heartbeat), self.c, watchfile.c (watch, limits), signals.c;
  * sections.c lists them in order, native.c holds what native sections'
- * readers share (native.h), and file.c the rest: version, locking,
+ * readers share (native.h), and statefile.c the rest: version, locking,
  * loading, saving.
  *
  * Every section may be missing (it is then empty). Members this version
@@ -154,7 +154,7 @@ struct state {
     struct state_trim *trimmed; /* what saves gave up for it, not yet taken */
     size_t n_trimmed;
     struct seen_files *files;  /* the per-device files of seen keys, PATH.d/ */
-    struct readings *readings; /* the watch and limits sections (watch.c); NULL: empty */
+    struct readings *readings; /* the watch and limits sections (watchfile.c); NULL: empty */
     struct fleet *fleet;       /* the accounts section (devices.c); NULL: empty */
     struct outbox *outbox;     /* the outbox section (outbox.c), once taken from
                                   the root (outbox_take), which keeps a stand-in
@@ -222,7 +222,7 @@ struct state_section {
  * one device or finds nothing new leaves nearly all of their entries
  * untouched. The document, and so the file, is the same either way.
  *
- * file.c reads the top-level object with a scanner (util/jscan.h): the
+ * statefile.c reads the top-level object with a scanner (util/jscan.h): the
  * members of native sections go to their `read`, every other member is
  * parsed by json-c into the root as before. A save writes the root, then
  * each native section's member. */
@@ -250,8 +250,8 @@ struct state_native {
 };
 
 extern const struct state_native state_native_accounts;   /* devices.c */
-extern const struct state_native state_native_watch;      /* watch.c */
-extern const struct state_native state_native_limits;     /* watch.c */
+extern const struct state_native state_native_watch;      /* watchfile.c */
+extern const struct state_native state_native_limits;     /* watchfile.c */
 extern const struct state_native state_native_history;    /* devices.c */
 extern const struct state_native state_native_discovered; /* devices.c */
 
@@ -261,7 +261,7 @@ extern const struct state_native state_native_discovered; /* devices.c */
  * fleet_file_read reads the generation s->fleet_gen up to s->fleet_len
  * into the native sections (s->fleet_text, s->fleet_base); fails naming
  * the file: -1 when it is missing (s->fleet_missing set), shorter than
- * the length or not a fleet file (file.c then relearns what it held), -2
+ * the length or not a fleet file (statefile.c then relearns what it held), -2
  * when it cannot be read (not a regular file, permissions, I/O).
  *
  * fleet_file_write writes what a save needs before the state file that
@@ -419,7 +419,7 @@ extern const struct state_section state_section_signals;   /* signals.c */
 /* The table of sections (sections.c). state_sections: the json-c
  * sections, in the order a new file writes them and a loaded one is
  * checked in, so that a file with two faults is always reported by the
- * first. state_natives: every native section, in the order file.c writes
+ * first. state_natives: every native section, in the order statefile.c writes
  * them; those with a write_changed live in the fleet file, the others in
  * the state file itself. */
 extern const struct state_section *const state_sections[];
@@ -459,7 +459,7 @@ bool outbox_shed(struct state *s, size_t excess);
  * messages go into the state through it: they may have been cut anywhere,
  * and the file must stay valid UTF-8 (a load refuses any other as
  * corrupt). Defined in health.c. */
-struct json_object *text_fit(const char *text, size_t max);
+struct json_object *health_fit_text(const char *text, size_t max);
 
 /* The health of a login ID, a receiver or the heartbeat (struct
  * state_health) as an object `h` of the document (health.c):

@@ -1,5 +1,5 @@
 /* The table of the state file's sections (section.h): the json-c ones and
- * the native ones, each in the order file.c writes and checks them. A new
+ * the native ones, each in the order statefile.c writes and checks them. A new
  * section is one row here. */
 #include "state/section.h"
 
@@ -25,8 +25,8 @@ const size_t state_n_sections = sizeof state_sections / sizeof state_sections[0]
 const struct state_native *const state_natives[] = {
     &state_native_accounts,   /* devices.c */
     &state_native_history,    /* devices.c: in records only */
-    &state_native_watch,      /* watch.c */
-    &state_native_limits,     /* watch.c */
+    &state_native_watch,      /* watchfile.c */
+    &state_native_limits,     /* watchfile.c */
     &state_native_discovered, /* devices.c */
 };
 

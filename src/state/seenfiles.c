@@ -267,7 +267,7 @@ static bool same_file(int dirfd, const char *name, int fd)
 
 /* Moves the corrupt file `name`, open as `fd`, to
  * NAME.corrupt-YYYYmmddTHHMMSSZ[-N] in the directory, mode 0600, the way
- * file.c moves a corrupt state file: link + unlink (a rename would replace
+ * statefile.c moves a corrupt state file: link + unlink (a rename would replace
  * an earlier file of that name), each name checked to still be what was
  * read. Returns the new name (caller frees), or NULL with `e` set. */
 static char *set_aside(const struct seen_files *f, const char *name, int fd, struct err *e)

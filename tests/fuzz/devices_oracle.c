@@ -1,8 +1,9 @@
 /* The json-c reader of a Get Current Readings body that wsrelay used
- * before platform_parse_devices read the text with util/jscan.h: kept,
+ * before devicelist_parse read the text with util/jscan.h: kept,
  * unchanged but for its name, as the reference fuzz_platform_current
  * compares the scanner's reading with. Test code only. */
 #include "devices_oracle.h"
+#include "platform.h"
 #include "serial.h"
 #include "util/jsonv.h"
 #include "util/log.h"

@@ -1,4 +1,4 @@
-/* Fuzzes platform_parse_devices, which reads a Get Current Readings reply
+/* Fuzzes devicelist_parse, which reads a Get Current Readings reply
  * with util/jscan.h, against the json-c reader it replaced
  * (devices_oracle.c). When json-c takes the input as a JSON object, the
  * scanner must give the same device list, field by field, or refuse the
@@ -6,6 +6,7 @@
  * (NaN, "1.", comments, trailing commas, single quotes), and for those
  * only a clean failure is asked. Anything the scanner reads must also be
  * valid UTF-8 within its bounds. */
+#include "devicelist.h"
 #include "devices_oracle.h"
 #include "fuzz.h"
 #include "platform.h"
@@ -131,7 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n_got = 0, n_want = 0;
     struct err e_got, e_want;
     log_set_level(LOG_ERROR); /* the skipped records' warnings */
-    int rc_got = platform_parse_devices(&got, &n_got, text, size, "fuzz", &e_got);
+    int rc_got = devicelist_parse(&got, &n_got, text, size, "fuzz", &e_got);
     check(rc_got == 0 || (!got && n_got == 0));
     for (size_t i = 0; i < n_got; i++)
         check_device(&got[i]);

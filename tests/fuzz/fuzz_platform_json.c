@@ -2,6 +2,7 @@
  * readings body, then checks that every string they give out is valid
  * UTF-8 within its bound, every serial a serial, and that every event
  * survives the JSON form kept in the outbox unchanged. */
+#include "devicelist.h"
 #include "event.h"
 #include "fuzz.h"
 #include "platform.h"
@@ -91,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     struct device_info *devs = NULL;
     size_t n = 0;
-    if (platform_parse_devices(&devs, &n, (const char *)data, size, NULL, &e) == 0) {
+    if (devicelist_parse(&devs, &n, (const char *)data, size, NULL, &e) == 0) {
         for (size_t i = 0; i < n; i++)
             check_device(&devs[i]);
         device_info_free(devs, n);

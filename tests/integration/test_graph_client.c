@@ -20,7 +20,7 @@
 
 static struct sim sim;
 static char *dir;
-static struct account_conf strings_account, numbers_account;
+static struct platform_login strings_account, numbers_account;
 static struct platform *strings_client, *numbers_client;
 
 /* Reading i of both devices: 4.0 + 0.5 i °C (ch1); ch2 40 + i %, and
@@ -49,8 +49,8 @@ static void device(struct buf *b, const char *serial, const char *base, bool num
     buf_puts(b, "]}");
 }
 
-static void account_of(struct account_conf *a, const char *name, const char *key, const char *login,
-                       const char *pass)
+static void account_of(struct platform_login *a, const char *name, const char *key,
+                       const char *login, const char *pass)
 {
     memset(a, 0, sizeof *a);
     a->name = (char *)name;

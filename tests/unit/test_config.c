@@ -3,7 +3,7 @@
  * test writes YAML into a fresh temporary directory and loads it. */
 #include "config.h"
 #include "proc.h"
-#include "watch.h"
+#include "readings_memory.h"
 #include "util/buf.h"
 #include "util/duration.h"
 #include "util/xalloc.h"

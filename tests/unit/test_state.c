@@ -3133,7 +3133,7 @@ Test(state, an_old_generation_left_by_a_crash_is_removed)
     free(first);
 }
 
-/* --- readings (watch.h) ---------------------------------------------------- */
+/* --- readings (readings_memory.h) ------------------------------------------ */
 
 Test(state, a_readings_memory_comes_back_as_it_was_saved)
 {

@@ -14,8 +14,8 @@
  * minutes never left a band that included them, nor one widened by the
  * history's range). Leaving and coming back each need a margin
  * (hysteresis), as do the limits: a value that hovers at an edge makes one
- * signal, not one a minute. The exact rules are in watch.h. */
-#include "watch.h"
+ * signal, not one a minute. The exact rules are in readings_memory.h. */
+#include "readings_memory.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -311,6 +311,24 @@ static int zone_of(const struct watch_limit *l, int from, double v, double margi
     return 0;
 }
 
+/* Whether `v`, out of the band, is nearer a known limit on its side than
+ * the band's edge, without being beyond it: a short excursion may have
+ * crossed the limit between two readings and come back, and no crossing
+ * would tell. */
+static bool near_limit(const struct band *b, double step, const struct watch_limit *l, double v)
+{
+    if (!b->known || !l)
+        return false;
+    double widen = BAND_WIDEN * b->spread;
+    if (widen < BAND_FLOOR_STEPS * step)
+        widen = BAND_FLOOR_STEPS * step;
+    if (l->has_upper && v > b->high + widen)
+        return v <= l->upper && v > (b->high + widen + l->upper) / 2;
+    if (l->has_lower && v < b->low - widen)
+        return v >= l->lower && v < (b->low - widen + l->lower) / 2;
+    return false;
+}
+
 /* Whether the known limits watch the side(s) of a band change already:
  * the platform alarms at its limits, so leaving the band towards a known
  * limit (or coming back from that side) tells nothing the limit will not,
@@ -360,6 +378,7 @@ static unsigned channel_take(struct watch_channel *c, const char *text, const st
         channel_start(c, text, l);
         return reasons;
     }
+    double before = c->value;
     c->error = false;
     c->value = v;
     if (step < c->step)
@@ -368,7 +387,9 @@ static unsigned channel_take(struct watch_channel *c, const char *text, const st
     struct band b = band_of(c);
     int from = c->band;
     int pos = band_position(&b, c->step, from, v);
-    if (pos != from && !limits_cover(l, from, pos))
+    bool nearer =
+        c->zone == 0 && near_limit(&b, c->step, l, v) && !near_limit(&b, c->step, l, before);
+    if ((pos != from && !limits_cover(l, from, pos)) || nearer)
         reasons |= WATCH_BAND;
     if (pos == 0) {
         history_push(c, v);

@@ -3,7 +3,7 @@
  * without data, and a renderer that walks that tree against a context.
  * The standalone-line rules are applied while compiling, so rendering is
  * a plain walk. */
-#include "template.h"
+#include "mustache.h"
 #include "util/utf8.h"
 #include "util/xalloc.h"
 

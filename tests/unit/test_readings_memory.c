@@ -1,6 +1,6 @@
 /* The readings memory: each signal, the limits' hysteresis, and noise that
  * never makes a signal. */
-#include "watch.h"
+#include "readings_memory.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -589,7 +589,7 @@ static double noisy(const struct profile *p, int i)
 }
 
 /* 11 profiles x 4 seeds x 5000 readings, none of which may signal. Over
- * 400 seeds of each (22 million readings) the band rules of watch.h let
+ * 400 seeds of each (22 million readings) the band rules of readings_memory.h let
  * noise out 5 times: about once in 4 million readings, once in 8 years of
  * one-minute uploads of one channel. */
 #define NOISE_READINGS 5000
@@ -685,6 +685,33 @@ Test(watch, a_known_limit_on_that_side_makes_the_band_quiet)
     n_band = freezer_door(300, 6, &lower, band_at, limit_at, &n_limit);
     cr_assert_eq(n_band, 2);
     cr_assert_eq(n_limit, 0);
+}
+
+Test(watch, a_value_back_near_a_known_limit_is_a_signal)
+{
+    /* Humidity at 45 %RH with a known upper limit of 70. A short
+     * excursion crossed 70 and came back between two uploads: the upload
+     * shows 66, out of the band and nearer the limit than the band's edge
+     * (about 53): a look, since no crossing will tell. 55, out of the band
+     * but near its edge, is a ramp's start the limit's crossing will tell
+     * of: nothing; a reading after it that comes near the limit is a look
+     * again (once). */
+    struct watch_limit upper = {.has_upper = true, .upper = 70.0};
+    const char *normal[] = {"45", "46", "44", "45", "47", "45", "43", "45", "46", "44"};
+    struct watch w = {0}, v;
+    long long t = T0;
+    for (int i = 0; i < 20; i++, t += 600)
+        take1(&w, t, normal[i % 10], &upper, NULL, NULL);
+    v = w;
+    cr_assert_eq(take1(&w, t, "66", &upper, NULL, NULL), (unsigned)WATCH_BAND, "near the limit");
+    cr_assert_eq(take1(&v, t, "55", &upper, NULL, NULL), 0u, "near the band's edge");
+    cr_assert_eq(v.ch[0].band, 1, "out of the band all the same");
+    struct watch x = v;
+    cr_assert_eq(take1(&x, t + 600, "66", &upper, NULL, NULL), (unsigned)WATCH_BAND,
+                 "already out, and now near the limit");
+    cr_assert_eq(take1(&x, t + 1200, "67", &upper, NULL, NULL), 0u, "still near: once");
+    cr_assert_eq(take1(&v, t + 600, "71", &upper, NULL, NULL), (unsigned)WATCH_LIMIT,
+                 "beyond: the crossing tells");
 }
 
 Test(watch, long_excursion_becomes_the_new_normal)

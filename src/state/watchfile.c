@@ -1,4 +1,4 @@
-/* What each device serial's current readings were lately (watch.h), in
+/* What each device serial's current readings were lately (readings_memory.h), in
  * the "watch" section, and the limits of its channels that alert texts
  * taught, in "limits". Both are per serial and forgotten together.
  *
@@ -460,7 +460,7 @@ static bool read_entry_watch(struct jscan *js, struct watch *w, const struct whe
         read_watch(&check, &slow, at, &why) && jscan_end(&check, &why) == 0 && same_watch(&slow, w);
     jscan_free(&check);
     if (!agree) {
-        fprintf(stderr, "state/watch.c: the fast reader differs on %.*s\n", (int)(t.p - js->p),
+        fprintf(stderr, "state/watchfile.c: the fast reader differs on %.*s\n", (int)(t.p - js->p),
                 js->p);
         abort();
     }
@@ -812,7 +812,7 @@ static void no_free(struct state *s)
     (void)s;
 }
 
-/* --- readings (watch.h) ------------------------------------------------ */
+/* --- readings (readings_memory.h) -------------------------------------- */
 
 bool state_watch(const struct state *s, const char *serial, struct watch *out)
 {

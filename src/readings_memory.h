@@ -13,8 +13,8 @@
  * hovering at the limit pages nobody every minute.
  *
  * Pure: no I/O, no clock (times are arguments), no JSON. */
-#ifndef WSRELAY_WATCH_H
-#define WSRELAY_WATCH_H
+#ifndef WSRELAY_READINGS_MEMORY_H
+#define WSRELAY_READINGS_MEMORY_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -47,7 +47,13 @@
  * WATCH_BAND is raised when the position (-1, 0, +1) changes, unless
  * known limits watch that side: a change to or from +1 with a known upper
  * limit, or -1 with a known lower one, raises nothing (the limit's own
- * crossing will tell, and the platform alarms only at its limits). A value in
+ * crossing will tell, and the platform alarms only at its limits). But a
+ * value that comes near a known limit without crossing it raises
+ * WATCH_BAND too: out of the band, inside the limit (zone 0 before and
+ * now), nearer the limit than the band's edge (beyond the midpoint of the
+ * two), where the value before was not (both judged against the same
+ * band). A short excursion may have crossed the limit between two
+ * readings and come back, and no crossing would tell. A value in
  * the band enters the history (the oldest goes when it is full); a value
  * out of it does not (it would widen the band towards itself and bring an
  * excursion "back" while it lasts). Instead each further reading out drops
@@ -170,7 +176,7 @@ struct watch {
                                 told, joining, starts the signal again (since,
                                 after, at) as that reason */
     /* Last, so that a copy of the first n_ch is a whole memory (the state
-     * keeps each device's memory so, state/watch.c). */
+     * keeps each device's memory so, state/watchfile.c). */
     struct watch_channel ch[WATCH_CHANNELS];
 };
 

@@ -1,8 +1,8 @@
-/* Tests of template.c: every case of the Mustache spec's core modules,
+/* Tests of mustache.c: every case of the Mustache spec's core modules,
  * read from tests/data/mustache-spec/, then what wsrelay adds: escaping
  * for JSON and plain text, compile errors with their positions, the
  * output cap, the limits on partials and work. */
-#include "template.h"
+#include "mustache.h"
 #include "util/buf.h"
 #include "util/fileio.h"
 #include "util/xalloc.h"

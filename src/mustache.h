@@ -26,8 +26,8 @@
  * Values interpolate as: strings unchanged, integers in decimal, decimals
  * in the shortest form that reads back as the same number (1.21, 100),
  * booleans as true/false, null and missing names as nothing. */
-#ifndef WSRELAY_TEMPLATE_H
-#define WSRELAY_TEMPLATE_H
+#ifndef WSRELAY_MUSTACHE_H
+#define WSRELAY_MUSTACHE_H
 
 #include "util/buf.h"
 #include "util/err.h"

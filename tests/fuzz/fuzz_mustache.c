@@ -6,7 +6,7 @@
  * come out of JSON escaping as a JSON string that reads back as them, and
  * out of text escaping without a control character. */
 #include "fuzz.h"
-#include "template.h"
+#include "mustache.h"
 #include "util/xalloc.h"
 
 #include <json-c/json.h>
