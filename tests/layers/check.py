@@ -10,7 +10,9 @@ FILE:LINE, on
     b.c includes a.h; or longer), every include of the circle named;
   - a file of src/ that no layer places, or that two layers place;
   - an include that names no file of src/;
-  - a known exception that no include needs any more (delete its line).
+  - a known exception that no include needs any more (delete its line);
+  - a .c of src/ without a row in the table under "## Modules" (its first
+    column, `PATH` under src/), when the document has that section.
 
 The layers are the first ```layers block under "## Layers" in the
 document: one line a layer from top to bottom, `NAME: ENTRY ENTRY ...`,
@@ -23,8 +25,9 @@ that removes it lands; `#` starts a comment.
 usage: check.py [--self-test] SRC_DIR ARCHITECTURE_MD
   --self-test  first runs the check on small trees with planted faults
                (an include up, a circle, a file in no layer, a stale
-               exception) and fails unless it finds each one, and on a
-               clean tree, which must pass.
+               exception, a .c missing from the module table) and fails
+               unless it finds each one, and on a clean tree, which must
+               pass.
 """
 
 import os
@@ -100,6 +103,20 @@ def read_plan(doc_path, problems):
         problems.append("%s: the ```layers block names no layer" % doc_path)
         return None
     return Plan(layers, exceptions)
+
+
+def read_modules(doc_path):
+    """The first column of the tables under "## Modules..." (paths under
+    src/), or None when the document has no such section."""
+    names, inside = None, False
+    with open(doc_path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("## "):
+                inside = line.startswith("## Modules")
+                names = set() if inside and names is None else names
+            elif inside and re.match(r"\|\s*`([^`]+)`\s*\|", line):
+                names.add(re.match(r"\|\s*`([^`]+)`", line).group(1))
+    return names
 
 
 def read_includes(src, problems):
@@ -249,6 +266,12 @@ def check(src, doc):
         else:
             layer[mod] = found[0]
 
+    listed = read_modules(doc)
+    for shown in files:
+        if listed is not None and shown.endswith(".c") and \
+                os.path.relpath(shown, src_shown) not in listed:
+            problems.append("%s: no row in the module table of %s (## Modules)" % (shown, doc))
+
     used = set()
     edges, where = {}, {}
     for shown, n, name, target in includes:
@@ -304,6 +327,15 @@ bottom: util/
 """
 
 
+MODULES = """
+## Modules
+
+| module | owns |
+|---|---|
+""" + "".join("| `%s` | x |\n" % m for m in
+               ("main.c", "cmd/top.c", "state/file.c", "util/buf.c", "util/err.c"))
+
+
 def self_test():
     """The check on planted trees: each fault found and named, a clean tree
     passing. Returns the failures."""
@@ -329,6 +361,9 @@ def self_test():
          "except src/util/log.c -> state.h  # being removed\n", []),
         ("a stale exception", {}, "except src/util/log.c -> state.h\n",
          ["exception 'src/util/log.c -> state.h' matches no include any more"]),
+        ("every .c in the module table", {}, "", [], MODULES + "| `util/log.c` | x |\n"),
+        ("a .c missing from the module table", {}, "", [
+            "src/util/log.c: no row in the module table"], MODULES),
     ]
     base = {
         "src/main.c": '#include "cmd/top.h"\n#include "state.h"\n',
@@ -342,14 +377,14 @@ def self_test():
         "src/util/err.c": '#include "util/err.h"\n',
         "src/util/log.c": '#include "util/buf.h"\n',
     }
-    for label, planted, exceptions, want in cases:
+    for label, planted, exceptions, want, *tail in cases:
         with tempfile.TemporaryDirectory() as tmp:
             for rel, text in base.items():
                 write(tmp, rel, text + planted.get(rel, ""))
             for rel, text in planted.items():
                 if rel not in base:
                     write(tmp, rel, text)
-            write(tmp, "docs/ARCHITECTURE.md", PLAN % exceptions)
+            write(tmp, "docs/ARCHITECTURE.md", PLAN % exceptions + "".join(tail))
             old = os.getcwd()
             os.chdir(tmp)
             try:
