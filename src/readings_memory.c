@@ -389,7 +389,8 @@ static unsigned channel_take(struct watch_channel *c, const char *text, const st
     int pos = band_position(&b, c->step, from, v);
     bool nearer =
         c->zone == 0 && near_limit(&b, c->step, l, v) && !near_limit(&b, c->step, l, before);
-    if ((pos != from && !limits_cover(l, from, pos)) || nearer)
+    bool recovered = c->alarmed && pos == 0 && from != 0;
+    if ((pos != from && !limits_cover(l, from, pos)) || nearer || recovered)
         reasons |= WATCH_BAND;
     if (pos == 0) {
         history_push(c, v);

@@ -53,7 +53,11 @@
  * now), nearer the limit than the band's edge (beyond the midpoint of the
  * two), where the value before was not (both judged against the same
  * band). A short excursion may have crossed the limit between two
- * readings and come back, and no crossing would tell. A value in
+ * readings and come back, and no crossing would tell. And a channel
+ * whose alarm the alert log holds without its recovery (`alarmed`) raises
+ * WATCH_BAND when it comes back into its band, whatever the limits: the
+ * platform has logged its recovery then, though no reading may have been
+ * beyond the limit to cross back. A value in
  * the band enters the history (the oldest goes when it is full); a value
  * out of it does not (it would widen the band towards itself and bring an
  * excursion "back" while it lasts). Instead each further reading out drops
@@ -146,6 +150,10 @@ struct watch_channel {
     bool back;           /* beyond a limit (zone != 0), a value came
                             back inside the bare limit: the way
                             back's signal was raised */
+    bool alarmed;        /* the alert log's newest entry of this
+                            channel is an alarm: its recovery is
+                            still to come (kept by the caller,
+                            run/intake.c, at each poll) */
 };
 
 /* What is remembered of one device between runs. */

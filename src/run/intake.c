@@ -253,6 +253,38 @@ static void learn_limits(struct tick *t, const struct pooled *pd, const struct e
 /* Queues the events of one alert-log reply that were not seen before;
  * *newest gets the unixtime of the newest of them (0: none). Returns -1
  * when the reply could not be used. */
+/* Tells the device's readings memory which of its channels have an alarm
+ * as their newest entry in `list`, the whole log just read (readings_memory.h:
+ * `alarmed`): such a channel's way back into its band asks for a look, to
+ * read the platform's recovery. A channel the log does not name keeps what
+ * it had. */
+static void note_open_alarms(struct tick *t, const char *serial, const struct event_list *list)
+{
+    struct watch w;
+    bool changed = false;
+    if (!state_watch(t->st, serial, &w))
+        return;
+    for (int i = 0; i < w.n_ch; i++) {
+        struct watch_channel *c = &w.ch[i];
+        const struct event *newest = NULL;
+        char kind[16];
+        snprintf(kind, sizeof kind, "ch%d", c->num);
+        for (size_t k = 0; k < list->n; k++) {
+            const struct event *ev = &list->items[k];
+            if (strcmp(ev->kind, kind) == 0 && ev->state &&
+                (!newest || ev->unixtime >= newest->unixtime))
+                newest = ev;
+        }
+        bool open = newest && strcmp(newest->state, "alarm") == 0;
+        if (newest && open != c->alarmed) {
+            c->alarmed = open;
+            changed = true;
+        }
+    }
+    if (changed)
+        state_set_watch(t->st, serial, &w);
+}
+
 static int take_events(struct tick *t, const struct pooled *pd, const struct json_object *body,
                        long long *newest)
 {
@@ -315,6 +347,7 @@ static int take_events(struct tick *t, const struct pooled *pd, const struct jso
         state_prune_seen(t->st, dev->serial, list.oldest);
     }
     learn_limits(t, pd, &list);
+    note_open_alarms(t, dev->serial, &list);
     if (stale)
         log_warn("account %s, device %s: the reply holds %zu event%s older than entries already "
                  "handled (an older copy of the log?); not sent again",

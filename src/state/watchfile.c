@@ -235,6 +235,8 @@ static bool read_channel(struct jscan *js, struct watch_channel *c, const struct
             ok = read_bool(js, &c->error, at, e);
         } else if (jscan_key_is(js, "back")) {
             ok = read_bool(js, &c->back, at, e);
+        } else if (jscan_key_is(js, "alarmed")) {
+            ok = read_bool(js, &c->alarmed, at, e);
         } else if (jscan_key_is(js, "value")) {
             ok = read_number(js, &c->value, at, e);
         } else if (jscan_key_is(js, "step")) {
@@ -404,7 +406,8 @@ static bool take_channel(struct text *t, struct watch_channel *c)
     }
     if (!TAKE(t, ",\"warned_at\":") || !take_int(t, &c->warned_at) || !TAKE(t, ",\"warned\":") ||
         !take_int(t, &warned) || (TAKE(t, ",\"back\":") && !take_bool(t, &c->back)) ||
-        (TAKE(t, ",\"out\":") && !take_int(t, &out)) || !TAKE(t, "}"))
+        (TAKE(t, ",\"out\":") && !take_int(t, &out)) ||
+        (TAKE(t, ",\"alarmed\":") && !take_bool(t, &c->alarmed)) || !TAKE(t, "}"))
         return false;
     c->out = clamp_int(out, 0, WATCH_HISTORY);
     c->num = clamp_int(num, 0, 99);
@@ -665,6 +668,8 @@ static void put_channel(struct buf *out, const struct watch_channel *c)
         put_bool(out, "back", true);
     if (c->out)
         put_int(out, "out", c->out);
+    if (c->alarmed)
+        put_bool(out, "alarmed", true);
     buf_append(out, "}", 1);
 }
 
@@ -833,7 +838,7 @@ static bool same_channel(const struct watch_channel *a, const struct watch_chann
            a->band == b->band && a->zone == b->zone && a->has_at_poll == b->has_at_poll &&
            a->at_poll_error == b->at_poll_error && a->at_poll == b->at_poll &&
            a->warned_at == b->warned_at && a->warned == b->warned && a->back == b->back &&
-           a->out == b->out;
+           a->out == b->out && a->alarmed == b->alarmed;
 }
 
 /* Whether `a` and `b` would be written alike. */

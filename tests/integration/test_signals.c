@@ -314,6 +314,63 @@ Test(signals, a_ramp_past_the_limit_its_fleet_makes_likely_is_looked_at_when_it_
     free(alarm);
 }
 
+/* The freezer, its upper limit -70 configured, in a short excursion that
+ * no reading shows beyond the limit: -70.5 at NEAR_AT, then -74.0 for nine
+ * minutes, back to -80 at BACK_AT. The platform logged the alarm just
+ * before NEAR_AT and the recovery just before BACK_AT. */
+#define NEAR_AT (T0 + 300)
+#define BACK_AT (NEAR_AT + 600)
+static char *short_excursion_scenario(void)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    relay_scenario_open(&b, T0);
+    buf_puts(&b, STANDALONE " \"time_diff\": 540, \"channels\": [{\"name\": \"Temperature\","
+                            " \"unit\": \"°C\", \"value\": \"-80.0\"}], \"readings\": [");
+    static const char *const wobble[] = {"-80.1", "-79.9", "-80.0", "-80.2", "-79.8"};
+    for (long long t = T0 - 1800; t <= LAST_RUN; t += 60) {
+        const char *v = t == NEAR_AT                 ? "-70.5"
+                        : t > NEAR_AT && t < BACK_AT ? "-74.0"
+                                                     : wobble[(t - T0 + 3600) / 60 % 5];
+        buf_printf(&b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%s\"]}",
+                   t > T0 - 1800 ? "," : "", t + 20, t, v);
+    }
+    buf_printf(&b,
+               "], \"alerts\": [{\"unixtime\": %lld, \"logged_at\": %lld,"
+               " \"ch1\": \"CH1 Upper Limit Exceeded -69.8°C (limit -70.0°C)\"},"
+               "{\"unixtime\": %lld, \"logged_at\": %lld,"
+               " \"ch1\": \"CH1 Measurement Recovery -70.2°C\"}]}]}]}",
+               NEAR_AT - 20, NEAR_AT - 10, BACK_AT - 30, BACK_AT - 20);
+    return buf_steal(&b);
+}
+
+Test(signals, the_way_back_of_an_alarm_no_reading_showed_is_looked_at)
+{
+    /* -70.5 is nearer the limit than the band's edge: a look, which finds
+     * the alarm. No reading is beyond -70, so no crossing will tell of the
+     * way back; the readings back in their band do, since the log's newest
+     * entry of the channel is that alarm, and the recovery follows. */
+    char *scen = short_excursion_scenario();
+    relay_start(&R, scen);
+    free(scen);
+    relay_config(&R, account, NULL);
+    run_minutes(T0 - 1200, NEAR_AT - 60);
+    run_logging(NEAR_AT, "device " SERIAL ": signal (band)");
+    run_minutes(NEAR_AT + 60, BACK_AT - 60);
+    size_t n = 0;
+    char *keys = relay_hook_keys(&R, &n);
+    char *alarm = key_of(NEAR_AT - 20, "ch1"), *recovery = key_of(BACK_AT - 30, "ch1");
+    cr_assert_eq(occurrences(keys, alarm), 1, "the alarm, from the look near the limit:\n%s", keys);
+    free(keys);
+    run_logging(BACK_AT, "device " SERIAL ": signal (band)");
+    run_minutes(BACK_AT + 60, BACK_AT + 120);
+    keys = relay_hook_keys(&R, &n);
+    cr_assert_eq(occurrences(keys, recovery), 1, "the recovery, from the way back:\n%s", keys);
+    free(keys);
+    free(alarm);
+    free(recovery);
+}
+
 Test(signals, an_urgent_look_shows_the_last_reading_and_its_signal)
 {
     start(NULL);

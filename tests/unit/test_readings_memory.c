@@ -714,6 +714,30 @@ Test(watch, a_value_back_near_a_known_limit_is_a_signal)
                  "beyond: the crossing tells");
 }
 
+Test(watch, an_open_alarm_asks_for_a_look_when_its_channel_is_back_in_its_band)
+{
+    /* A refrigerator with its upper limit 8 known. A short excursion that
+     * no reading showed beyond 8: the look at 7.9 (near the limit) found
+     * the alarm, and the alert log holds no recovery yet (`alarmed`). Back
+     * in the band, the platform has logged the recovery: a look, though
+     * the limit's side would keep the band quiet. Without the open alarm,
+     * the same way back is quiet. */
+    struct watch_limit upper = {.has_upper = true, .upper = 8.0};
+    const char *normal[] = {"5.0", "5.1", "4.9", "5.0", "5.2", "4.8"};
+    struct watch w = {0};
+    long long t = T0;
+    for (int i = 0; i < 20; i++, t += 600)
+        take1(&w, t, normal[i % 6], &upper, NULL, NULL);
+    cr_assert_eq(take1(&w, t, "7.9", &upper, NULL, NULL), (unsigned)WATCH_BAND);
+    t += 600;
+    struct watch quiet = w;
+    w.ch[0].alarmed = true;
+    cr_assert_eq(take1(&w, t, "5.3", &upper, NULL, NULL), (unsigned)WATCH_BAND, "the way back");
+    cr_assert_eq(w.ch[0].band, 0);
+    cr_assert_eq(take1(&quiet, t, "5.3", &upper, NULL, NULL), 0u, "no open alarm: quiet");
+    cr_assert_eq(take1(&w, t + 600, "5.0", &upper, NULL, NULL), 0u, "once");
+}
+
 Test(watch, long_excursion_becomes_the_new_normal)
 {
     /* Uploads every minute, 32 minutes open: 32 readings out. The level is

@@ -3163,7 +3163,8 @@ Test(state, a_readings_memory_comes_back_as_it_was_saved)
                                      .warned_at = 1794999000,
                                      .warned = 1,
                                      .back = true,
-                                     .out = 7};
+                                     .out = 7,
+                                     .alarmed = true};
     w.ch[1] = (struct watch_channel){
         .num = 3, .error = true, .has_at_poll = true, .at_poll_error = true, .zone = -1};
     state_set_watch(s, "5214000A", &w);
@@ -3199,6 +3200,8 @@ Test(state, a_readings_memory_comes_back_as_it_was_saved)
     cr_expect_not(got.ch[1].back);
     cr_expect_eq(got.ch[0].out, 7, "readings in a row out of the band");
     cr_expect_eq(got.ch[1].out, 0);
+    cr_expect(got.ch[0].alarmed, "its alarm's recovery is still to come");
+    cr_expect_not(got.ch[1].alarmed);
     cr_expect_eq(got.ch[1].num, 3);
     cr_expect(got.ch[1].error);
     cr_expect(got.ch[1].at_poll_error);
