@@ -250,14 +250,19 @@ static struct band band_of(const struct watch_channel *c)
     return b;
 }
 
+/* How far beyond its quartiles a value leaves the band. */
+static double band_widen(const struct band *b, double step)
+{
+    double widen = BAND_WIDEN * b->spread;
+    return widen < BAND_FLOOR_STEPS * step ? BAND_FLOOR_STEPS * step : widen;
+}
+
 /* Where `v` stands against the band, coming from position `from`. */
 static int band_position(const struct band *b, double step, int from, double v)
 {
     if (!b->known)
         return 0;
-    double widen = BAND_WIDEN * b->spread;
-    if (widen < BAND_FLOOR_STEPS * step)
-        widen = BAND_FLOOR_STEPS * step;
+    double widen = band_widen(b, step);
     double out_low = b->low - widen, out_high = b->high + widen;
     double in_low = b->low - widen / 2, in_high = b->high + widen / 2;
 
@@ -319,9 +324,7 @@ static bool near_limit(const struct band *b, double step, const struct watch_lim
 {
     if (!b->known || !l)
         return false;
-    double widen = BAND_WIDEN * b->spread;
-    if (widen < BAND_FLOOR_STEPS * step)
-        widen = BAND_FLOOR_STEPS * step;
+    double widen = band_widen(b, step);
     if (l->has_upper && v > b->high + widen)
         return v <= l->upper && v > (b->high + widen + l->upper) / 2;
     if (l->has_lower && v < b->low - widen)
