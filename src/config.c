@@ -16,9 +16,9 @@
 #include "event.h"
 #include "glob.h"
 #include "mime.h"
+#include "readings_memory.h"
 #include "regexp.h"
 #include "serial.h"
-#include "readings_memory.h"
 #include "window.h"
 
 #include <dirent.h>

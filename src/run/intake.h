@@ -9,9 +9,9 @@
 #include "config.h"
 #include "event.h"
 #include "platform.h"
+#include "readings_memory.h"
 #include "run/tick.h"
 #include "state.h"
-#include "readings_memory.h"
 
 #include <stdbool.h>
 

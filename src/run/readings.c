@@ -9,8 +9,8 @@
 #include "devicelist.h"
 #include "likely.h"
 #include "metrics.h"
-#include "state.h"
 #include "readings_memory.h"
+#include "state.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
