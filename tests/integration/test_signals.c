@@ -58,6 +58,50 @@ static const char *reading_at(long long t)
     "{\"serial\": \"" SERIAL "\", \"model\": \"RTR501B\", \"name\": \"Freezer 3\", \"num\": 1,"    \
     " \"base\": {\"serial\": \"5893C000\", \"model\": \"RTR500BW\", \"name\": \"Base 1\"},"
 
+/* Opens a freezer's record: `head` (STANDALONE, REMOTE or the like), its
+ * one channel, and its readings array. */
+static void open_freezer(struct buf *b, const char *head)
+{
+    buf_puts(b, head);
+    buf_puts(b, " \"time_diff\": 540,"
+                " \"channels\": [{\"name\": \"Temperature\", \"unit\": \"°C\", \"value\": "
+                "\"-80.0\"}],"
+                " \"readings\": [");
+}
+
+/* The reading measured at `t` (from T0 - 1800, the first), uploaded 20 s
+ * later. */
+static void put_reading(struct buf *b, long long t, const char *value)
+{
+    buf_printf(b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%s\"]}",
+               t > T0 - 1800 ? "," : "", t + 20, t, value);
+}
+
+/* Closes the readings array and the record with its alert log: ch1's
+ * `alarm` text at `alarm_at`, logged at `alarm_logged`, then, unless
+ * `recovery` is NULL, its recovery text at `back_at`, logged at
+ * `back_logged`. */
+static void close_freezer(struct buf *b, const char *alarm, long long alarm_at,
+                          long long alarm_logged, const char *recovery, long long back_at,
+                          long long back_logged)
+{
+    buf_printf(b, "], \"alerts\": [{\"unixtime\": %lld, \"logged_at\": %lld, \"ch1\": \"%s\"}",
+               alarm_at, alarm_logged, alarm);
+    if (recovery)
+        buf_printf(b, ",{\"unixtime\": %lld, \"logged_at\": %lld, \"ch1\": \"%s\"}", back_at,
+                   back_logged, recovery);
+    buf_puts(b, "]}");
+}
+
+/* Starts the simulator on `scen` (freed here) and writes the configuration
+ * of `account_yaml` and `receivers` (relay.h). */
+static void start_on(char *scen, const char *account_yaml, const char *receivers)
+{
+    relay_start(&R, scen);
+    free(scen);
+    relay_config(&R, account_yaml, receivers);
+}
+
 /* The freezer (`device`: STANDALONE or REMOTE) uploading every minute
  * (each reading 20 s after its measurement), with the alarm and recovery
  * its log holds once the platform has logged them, `lag` seconds after
@@ -67,21 +111,12 @@ static char *scenario_of(const char *device, long long lag)
     struct buf b;
     buf_init(&b, 0);
     relay_scenario_open(&b, T0);
-    buf_puts(&b, device);
-    buf_puts(&b, " \"time_diff\": 540,"
-                 " \"channels\": [{\"name\": \"Temperature\", \"unit\": \"°C\", \"value\": "
-                 "\"-80.0\"}],"
-                 " \"readings\": [");
+    open_freezer(&b, device);
     for (long long t = T0 - 1800; t <= LAST_RUN; t += 60)
-        buf_printf(&b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%s\"]}",
-                   t > T0 - 1800 ? "," : "", t + 20, t, reading_at(t));
-    buf_printf(&b,
-               "], \"alerts\": ["
-               "{\"unixtime\": %lld, \"logged_at\": %lld,"
-               " \"ch1\": \"CH1 Upper Limit Exceeded -65.0°C (limit -70.0°C)\"},"
-               "{\"unixtime\": %lld, \"logged_at\": %lld,"
-               " \"ch1\": \"CH1 Measurement Recovery -78.0°C\"}]}]}]}",
-               ALARM_AT, ALARM_AT + lag, RECOVER_AT, RECOVER_AT + lag);
+        put_reading(&b, t, reading_at(t));
+    close_freezer(&b, "CH1 Upper Limit Exceeded -65.0°C (limit -70.0°C)", ALARM_AT, ALARM_AT + lag,
+                  "CH1 Measurement Recovery -78.0°C", RECOVER_AT, RECOVER_AT + lag);
+    buf_puts(&b, "]}]}");
     return buf_steal(&b);
 }
 
@@ -103,10 +138,7 @@ static const char account[] = PLAIN_ACCOUNT "    limits:\n"
 
 static void start(const char *receivers)
 {
-    char *scen = scenario();
-    relay_start(&R, scen);
-    free(scen);
-    relay_config(&R, account, receivers);
+    start_on(scenario(), account, receivers);
 }
 
 /* Runs `wsrelay run` every minute from `from` to `to` (inclusive), 30 s
@@ -235,10 +267,7 @@ Test(signals, a_remote_units_alarm_logged_before_its_upload_is_read_in_the_run_t
     /* Its base unit's monitoring tick logged the alarm 10 s after the
      * measurement, before the upload (20 s) that shows it: the run that
      * sees the reading looks at once, not a run or two later. */
-    char *scen = scenario_of(REMOTE, 10);
-    relay_start(&R, scen);
-    free(scen);
-    relay_config(&R, account, NULL);
+    start_on(scenario_of(REMOTE, 10), account, NULL);
     /* The round robin's looks (one every 5 minutes) fall on other minutes. */
     run_minutes(T0 - 540, ALARM_AT - 60);
     run_logging(ALARM_AT, "device " SERIAL ": signal (limit)");
@@ -264,30 +293,25 @@ static char *likely_scenario(void)
     buf_init(&b, 0);
     relay_scenario_open(&b, T0);
     for (int d = 0; d < 2; d++) {
-        buf_printf(&b,
-                   "%s{\"serial\": \"%s\", \"model\": \"TR-71A\", \"name\": \"Freezer %d\","
-                   " \"time_diff\": 540, \"channels\": [{\"name\": \"Temperature\","
-                   " \"unit\": \"°C\", \"value\": \"-80.0\"}], \"readings\": [",
-                   d ? "," : "", d ? OTHER : SERIAL, d + 3);
+        char *head = xasprintf("%s{\"serial\": \"%s\", \"model\": \"TR-71A\", \"name\": "
+                               "\"Freezer %d\",",
+                               d ? "," : "", d ? OTHER : SERIAL, d + 3);
+        open_freezer(&b, head);
+        free(head);
         for (long long t = T0 - 1800; t <= LAST_RUN; t += 60) {
             long long warm = d == 0 && t >= T0 ? (t - T0) / 60 : 0;
-            buf_printf(&b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%.1f\"]}",
-                       t > T0 - 1800 ? "," : "", t + 20, t,
-                       -80.0 + (warm > 20 ? 20 : warm) + ((t / 60) % 3) * 0.1);
+            char value[16];
+            snprintf(value, sizeof value, "%.1f",
+                     -80.0 + (warm > 20 ? 20 : warm) + ((t / 60) % 3) * 0.1);
+            put_reading(&b, t, value);
         }
         if (d == 0)
-            buf_printf(&b,
-                       "], \"alerts\": [{\"unixtime\": %lld, \"logged_at\": %lld,"
-                       " \"ch1\": \"CH1 Upper Limit Exceeded -69.9°C (limit -70.0°C)\"}]}",
-                       RAMP_CROSS, RAMP_CROSS + LOG_LAG);
+            close_freezer(&b, "CH1 Upper Limit Exceeded -69.9°C (limit -70.0°C)", RAMP_CROSS,
+                          RAMP_CROSS + LOG_LAG, NULL, 0, 0);
         else
-            buf_printf(&b,
-                       "], \"alerts\": [{\"unixtime\": %lld, \"logged_at\": %lld,"
-                       " \"ch1\": \"CH1 Upper Limit Exceeded -69.5°C (limit -70.0°C)\"},"
-                       "{\"unixtime\": %lld, \"logged_at\": %lld,"
-                       " \"ch1\": \"CH1 Measurement Recovery -71.0°C\"}]}",
-                       T0 - 3 * 86400, T0 - 3 * 86400 + 30, T0 - 3 * 86400 + 600,
-                       T0 - 3 * 86400 + 630);
+            close_freezer(&b, "CH1 Upper Limit Exceeded -69.5°C (limit -70.0°C)", T0 - 3 * 86400,
+                          T0 - 3 * 86400 + 30, "CH1 Measurement Recovery -71.0°C",
+                          T0 - 3 * 86400 + 600, T0 - 3 * 86400 + 630);
     }
     buf_puts(&b, "]}]}");
     return buf_steal(&b);
@@ -299,10 +323,7 @@ Test(signals, a_ramp_past_the_limit_its_fleet_makes_likely_is_looked_at_when_it_
      * then find nothing; the reading past -70 (the other freezer's limit,
      * learnt from its first poll) asks for a look of its own, and the
      * alarm reaches the hook within minutes of being logged. */
-    char *scen = likely_scenario();
-    relay_start(&R, scen);
-    free(scen);
-    relay_config(&R, plain_account, NULL);
+    start_on(likely_scenario(), plain_account, NULL);
     run_minutes(T0 - 1200, RAMP_CROSS - 60);
     run_logging(RAMP_CROSS, "device " SERIAL ": signal (likely limit)");
     run_minutes(RAMP_CROSS + 60, RAMP_CROSS + LOG_LAG + 360);
@@ -322,25 +343,19 @@ Test(signals, a_ramp_past_the_limit_its_fleet_makes_likely_is_looked_at_when_it_
 #define BACK_AT (NEAR_AT + 600)
 static char *short_excursion_scenario(void)
 {
+    static const char *const wobble[] = {"-80.1", "-79.9", "-80.0", "-80.2", "-79.8"};
     struct buf b;
     buf_init(&b, 0);
     relay_scenario_open(&b, T0);
-    buf_puts(&b, STANDALONE " \"time_diff\": 540, \"channels\": [{\"name\": \"Temperature\","
-                            " \"unit\": \"°C\", \"value\": \"-80.0\"}], \"readings\": [");
-    static const char *const wobble[] = {"-80.1", "-79.9", "-80.0", "-80.2", "-79.8"};
-    for (long long t = T0 - 1800; t <= LAST_RUN; t += 60) {
-        const char *v = t == NEAR_AT                 ? "-70.5"
-                        : t > NEAR_AT && t < BACK_AT ? "-74.0"
-                                                     : wobble[(t - T0 + 3600) / 60 % 5];
-        buf_printf(&b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%s\"]}",
-                   t > T0 - 1800 ? "," : "", t + 20, t, v);
-    }
-    buf_printf(&b,
-               "], \"alerts\": [{\"unixtime\": %lld, \"logged_at\": %lld,"
-               " \"ch1\": \"CH1 Upper Limit Exceeded -69.8°C (limit -70.0°C)\"},"
-               "{\"unixtime\": %lld, \"logged_at\": %lld,"
-               " \"ch1\": \"CH1 Measurement Recovery -70.2°C\"}]}]}]}",
-               NEAR_AT - 20, NEAR_AT - 10, BACK_AT - 30, BACK_AT - 20);
+    open_freezer(&b, STANDALONE);
+    for (long long t = T0 - 1800; t <= LAST_RUN; t += 60)
+        put_reading(&b, t,
+                    t == NEAR_AT                 ? "-70.5"
+                    : t > NEAR_AT && t < BACK_AT ? "-74.0"
+                                                 : wobble[(t - T0 + 3600) / 60 % 5]);
+    close_freezer(&b, "CH1 Upper Limit Exceeded -69.8°C (limit -70.0°C)", NEAR_AT - 20,
+                  NEAR_AT - 10, "CH1 Measurement Recovery -70.2°C", BACK_AT - 30, BACK_AT - 20);
+    buf_puts(&b, "]}]}");
     return buf_steal(&b);
 }
 
@@ -350,10 +365,7 @@ Test(signals, the_way_back_of_an_alarm_no_reading_showed_is_looked_at)
      * the alarm. No reading is beyond -70, so no crossing will tell of the
      * way back; the readings back in their band do, since the log's newest
      * entry of the channel is that alarm, and the recovery follows. */
-    char *scen = short_excursion_scenario();
-    relay_start(&R, scen);
-    free(scen);
-    relay_config(&R, account, NULL);
+    start_on(short_excursion_scenario(), account, NULL);
     run_minutes(T0 - 1200, NEAR_AT - 60);
     run_logging(NEAR_AT, "device " SERIAL ": signal (band)");
     run_minutes(NEAR_AT + 60, BACK_AT - 60);
@@ -409,14 +421,11 @@ static char *two_channel_scenario(void)
  * the signal is not "told", and its look does not wait behind others. */
 Test(signals, a_way_back_beside_an_announced_crossing_is_news_nobody_has)
 {
-    char *scen = two_channel_scenario();
-    relay_start(&R, scen);
-    free(scen);
-    relay_config(&R,
-                 PLAIN_ACCOUNT "    limits:\n"
-                               "      - {serial: \"5214*\", channel: 1, upper: -70}\n"
-                               "      - {serial: \"5214*\", channel: 2, lower: 20, upper: 70}\n",
-                 NULL);
+    start_on(two_channel_scenario(),
+             PLAIN_ACCOUNT "    limits:\n"
+                           "      - {serial: \"5214*\", channel: 1, upper: -70}\n"
+                           "      - {serial: \"5214*\", channel: 2, lower: 20, upper: 70}\n",
+             NULL);
     run_minutes(T0 - 600, ALARM_AT - 60);
     run_logging(ALARM_AT, "device 5214000C: signal (limit): its alert log is read next");
 }
@@ -529,10 +538,7 @@ Test(signals, a_silent_device_is_looked_at_until_its_communication_error)
      * silence so far) until the platform's error is there, and the
      * resumption looks once the recovery is logged, though the first look
      * after it finds only the outage's error. */
-    char *scen = silent_scenario();
-    relay_start(&R, scen);
-    free(scen);
-    relay_config(&R, plain_account, NULL);
+    start_on(silent_scenario(), plain_account, NULL);
     /* An hour and a quarter before: the first polls leave the budget's
      * window before the outage. */
     run_minutes(T0 - 4500, T0);
@@ -583,10 +589,7 @@ static char *flapping_scenario(long long from, long long to)
 Test(signals, signals_beyond_the_budget_say_so_within_minutes_and_once)
 {
     long long from = T0 - 3 * 3600, first = 0;
-    char *scen = flapping_scenario(from, T0);
-    relay_start(&R, scen);
-    free(scen);
-    relay_config(&R, plain_account, NULL);
+    start_on(flapping_scenario(from, T0), plain_account, NULL);
     size_t relays = 0;
     for (long long t = from; t <= T0; t += 60) {
         run_minutes(t, t);
