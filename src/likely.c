@@ -47,19 +47,3 @@ bool likely_crossed(const struct watch_limit *likely, double before, double now)
     bool down = likely->has_lower && (before < likely->lower) != (now < likely->lower);
     return up || down;
 }
-
-double likely_level(const double *v, int n)
-{
-    double sorted[WATCH_HISTORY];
-    if (n <= 0)
-        return 0;
-    if (n > WATCH_HISTORY)
-        n = WATCH_HISTORY;
-    for (int i = 0; i < n; i++) {
-        int j = i;
-        for (; j > 0 && sorted[j - 1] > v[i]; j--)
-            sorted[j] = sorted[j - 1];
-        sorted[j] = v[i];
-    }
-    return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-}

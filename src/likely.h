@@ -26,7 +26,7 @@ struct likely_row {
 };
 
 /* The likely limits of a channel of `unit` whose usual level is `level`
- * and whose own known limits are `known` (NULL: none). Each bound `known`
+ * (watch_level) and whose own known limits are `known` (NULL: none). Each bound `known`
  * lacks is guessed on its own: the upper one from the row of the same unit
  * (compared byte for byte) with a known upper bound above `level` (and, if
  * it knows its lower bound too, that below `level`) whose level is nearest
@@ -35,11 +35,6 @@ struct likely_row {
  * has are not set in *out. Returns whether *out got a bound. */
 bool likely_limits(const struct likely_row *rows, size_t n, const char *unit, double level,
                    const struct watch_limit *known, struct watch_limit *out);
-
-/* The median of `n` values (a channel's history: its usual level); `v`
- * itself is not changed. 0 for n <= 0; at most WATCH_HISTORY values are
- * read. */
-double likely_level(const double *v, int n);
 
 /* Whether a channel's value moving from `before` to `now` crossed a bound
  * of `likely` either way (beyond it is above an upper bound, below a lower

@@ -224,6 +224,27 @@ static double quantile(const double *sorted, int n, double q)
     return sorted[i] + (sorted[i + 1] - sorted[i]) * frac;
 }
 
+/* The first `n` values of `v` (at most WATCH_HISTORY), sorted, into `out`. */
+static void sort_values(const double *v, int n, double *out)
+{
+    for (int i = 0; i < n && i < WATCH_HISTORY; i++) {
+        int j = i;
+        for (; j > 0 && out[j - 1] > v[i]; j--)
+            out[j] = out[j - 1];
+        out[j] = v[i];
+    }
+}
+
+double watch_level(const struct watch_channel *c)
+{
+    double sorted[WATCH_HISTORY];
+    int n = c->n_history > WATCH_HISTORY ? WATCH_HISTORY : c->n_history;
+    if (n <= 0)
+        return c->value;
+    sort_values(c->history, n, sorted);
+    return quantile(sorted, n, 0.5);
+}
+
 static struct band band_of(const struct watch_channel *c)
 {
     struct band b = {0};
@@ -233,13 +254,7 @@ static struct band band_of(const struct watch_channel *c)
     if (n < WATCH_BAND_MIN)
         n = WATCH_BAND_MIN;
     double sorted[WATCH_HISTORY];
-    for (int i = 0; i < n; i++) {
-        double v = c->history[i];
-        int j = i;
-        for (; j > 0 && sorted[j - 1] > v; j--)
-            sorted[j] = sorted[j - 1];
-        sorted[j] = v;
-    }
+    sort_values(c->history, n, sorted);
     b.known = true;
     b.low = quantile(sorted, n, QUANTILE_LOW);
     b.high = quantile(sorted, n, QUANTILE_HIGH);

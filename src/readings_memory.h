@@ -211,6 +211,10 @@ struct watch_crossing {
     double limit; /* the bound crossed (for zone 0: the one it came back from) */
 };
 
+/* A channel's usual level: the median of its history (the values inside
+ * its band); its last value when the history is empty. */
+double watch_level(const struct watch_channel *c);
+
 /* Whether `text` is a number as the platform writes readings ("-79.8",
  * "12", "+3.5"); if so *value (may be NULL) holds it and *step (may be
  * NULL) the step it is written in (0.1 for one decimal, 1 for none).

@@ -235,9 +235,8 @@ static unsigned likely_signal(const struct tick *t, struct fleet *f, const struc
             continue;
         if (!f->built)
             fleet_build(t, f);
-        double level = c->n_history ? likely_level(c->history, c->n_history) : p->value;
         struct watch_limit likely;
-        if (likely_limits(f->rows, f->n_rows, unit_of(d, c->num), level, known, &likely) &&
+        if (likely_limits(f->rows, f->n_rows, unit_of(d, c->num), watch_level(c), known, &likely) &&
             likely_crossed(&likely, p->value, c->value))
             return WATCH_LIKELY;
     }

@@ -66,12 +66,3 @@ Test(likely, a_crossing_either_way)
     struct watch_limit up = {.has_upper = true, .upper = 8};
     cr_assert_not(likely_crossed(&up, 2.5, 1.5), "no lower bound guessed");
 }
-
-Test(likely, the_level_is_the_median)
-{
-    double v[] = {5.0, 4.0, 9.0, 4.5};
-    cr_assert_float_eq(likely_level(v, 4), 4.75, 1e-9);
-    cr_assert_float_eq(likely_level(v, 3), 5.0, 1e-9);
-    cr_assert_eq(likely_level(v, 0), 0);
-    cr_assert_eq(v[0], 5.0, "the values are not sorted in place");
-}

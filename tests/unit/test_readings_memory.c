@@ -738,6 +738,18 @@ Test(watch, an_open_alarm_asks_for_a_look_when_its_channel_is_back_in_its_band)
     cr_assert_eq(take1(&w, t + 600, "5.0", &upper, NULL, NULL), 0u, "once");
 }
 
+Test(watch, the_level_is_the_median)
+{
+    struct watch_channel c = {
+        .num = 1, .value = 6.0, .n_history = 4, .history = {5.0, 4.0, 9.0, 4.5}};
+    cr_assert_float_eq(watch_level(&c), 4.75, 1e-9);
+    c.n_history = 3;
+    cr_assert_float_eq(watch_level(&c), 5.0, 1e-9);
+    c.n_history = 0;
+    cr_assert_eq(watch_level(&c), 6.0, "no history: the last value");
+    cr_assert_eq(c.history[0], 5.0, "the values are not sorted in place");
+}
+
 Test(watch, long_excursion_becomes_the_new_normal)
 {
     /* Uploads every minute, 32 minutes open: 32 readings out. The level is
