@@ -38,7 +38,7 @@
 #define NUMBER_MAX 32        /* characters of a number, sign and point included */
 #define GAP_MAX 2147483647LL /* seconds; a longer gap is kept as this */
 
-const char *watch_reason_text(char *out, size_t size, unsigned reasons)
+const char *watch_reason_name(unsigned bit)
 {
     static const struct {
         unsigned bit;
@@ -46,15 +46,23 @@ const char *watch_reason_text(char *out, size_t size, unsigned reasons)
     } names[] = {{WATCH_LIMIT, "limit"},   {WATCH_BAND, "band"},
                  {WATCH_ERROR, "error"},   {WATCH_BATTERY, "battery"},
                  {WATCH_SILENT, "silent"}, {WATCH_LIKELY, "likely limit"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].bit == bit)
+            return names[i].name;
+    return NULL;
+}
+
+const char *watch_reason_text(char *out, size_t size, unsigned reasons)
+{
     size_t len = 0;
 
     if (size == 0)
         return out;
     out[0] = '\0';
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (!(reasons & names[i].bit))
+    for (unsigned bit = 1; bit <= WATCH_REASON_LAST; bit <<= 1) {
+        if (!(reasons & bit))
             continue;
-        int n = snprintf(out + len, size - len, "%s%s", len ? ", " : "", names[i].name);
+        int n = snprintf(out + len, size - len, "%s%s", len ? ", " : "", watch_reason_name(bit));
         if (n < 0 || (size_t)n >= size - len) {
             out[len] = '\0'; /* no name cut in half */
             break;

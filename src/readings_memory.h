@@ -107,7 +107,12 @@ enum watch_reason {
     WATCH_LIKELY = 1 << 5,  /* a channel without a known limit crossed, either way,
                                a limit the fleet's known ones make likely
                                (likely.h); raised by the caller, not watch_take */
+    WATCH_REASON_LAST = WATCH_LIKELY,
 };
+
+/* The name of one reason bit ("limit", "band", "error", "battery",
+ * "silent", "likely limit"); NULL for anything else. */
+const char *watch_reason_name(unsigned bit);
 
 /* "limit, band, error, battery, silent, likely limit" for the bits set in
  * `reasons`, in that order, joined by ", " into `out` (at least 64 bytes);

@@ -820,11 +820,6 @@ static void put_health(struct json_object *obj, const struct state_health *h, bo
  * {"since", "reasons": [...]}, "recheck_at"} */
 static struct json_object *reading_json(const struct watch *w)
 {
-    static const struct {
-        unsigned bit;
-        const char *name;
-    } reasons[] = {{WATCH_LIMIT, "limit"},     {WATCH_BAND, "band"},     {WATCH_ERROR, "error"},
-                   {WATCH_BATTERY, "battery"}, {WATCH_SILENT, "silent"}, {WATCH_LIKELY, "likely"}};
     struct json_object *o = jsonv_need(json_object_new_object());
     struct json_object *chans = jsonv_need(json_object_new_array());
     put_time(o, "unixtime", w->unixtime);
@@ -845,9 +840,9 @@ static struct json_object *reading_json(const struct watch *w)
         struct json_object *why = jsonv_need(json_object_new_array());
         sig = jsonv_need(json_object_new_object());
         put_time(sig, "since", w->pending_since);
-        for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
-            if (w->pending & reasons[i].bit)
-                jsonv_append(why, jsonv_need(json_object_new_string(reasons[i].name)));
+        for (unsigned bit = 1; bit <= WATCH_REASON_LAST; bit <<= 1)
+            if (w->pending & bit)
+                jsonv_append(why, jsonv_need(json_object_new_string(watch_reason_name(bit))));
         jsonv_put(sig, "reasons", why);
         jsonv_put(sig, "told", jsonv_need(json_object_new_boolean(w->pending_told)));
     }
