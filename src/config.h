@@ -164,7 +164,24 @@ struct rule_match {
     size_t n_kind;
     char **event; /* event states, each an alert_state_name */
     size_t n_event;
-    char *text; /* a PCRE2 pattern (UTF mode) searched in the raw text; NULL: any */
+    char *text;      /* a PCRE2 pattern (UTF mode) searched in the raw text; NULL: any */
+    unsigned source; /* RULE_SOURCE_* bits: where the event comes from; 0: anywhere */
+};
+
+/* `match: source:`: an early warning of the current readings (kind
+ * "reading"), or an entry of the platform's alert log (every other kind
+ * but wsrelay's own: relay, gap). */
+#define RULE_SOURCE_READING 1u
+#define RULE_SOURCE_LOG 2u
+
+/* One step of a rule's `escalate:`: when an incident it opened is still
+ * open and not acknowledged `after` seconds after it opened, these
+ * receivers are told as well. */
+struct rule_escalation {
+    long after;       /* seconds since the incident opened, > 0 */
+    char **receivers; /* names of configured receivers, at least one */
+    size_t n_receivers;
+    long line, col; /* where the step is in the rule file */
 };
 
 /* One rule of a rule file, checked when the file was read: its globs,
@@ -182,6 +199,17 @@ struct rule_conf {
     long throttle;  /* seconds; 0: no throttle */
     bool cont;      /* `continue:` later rules may match too */
     bool drop;      /* matched events go nowhere (recorded as seen and counted) */
+    long repeat;    /* `repeat:` seconds between reminders of an incident it opened that is
+                       open and not acknowledged; 0: no reminders */
+    struct rule_escalation *escalate; /* `escalate:` steps, `after` strictly increasing */
+    size_t n_escalate;
+};
+
+/* `incidents:`: how long an incident may stay open, how long its record is kept. */
+struct incidents_conf {
+    long max_open; /* seconds an incident may stay open before it closes with a note;
+                      default 7 days */
+    long keep;     /* seconds the incident log keeps a line; default 400 days */
 };
 
 /* `self:`: how wsrelay reports on its own health (selfcheck.h). */
@@ -218,8 +246,9 @@ struct config {
                                 default directory does not exist */
     struct rule_conf *rules; /* in the order they are evaluated */
     size_t n_rules;
-    struct self_conf self;     /* defaults when `self:` is absent */
-    struct outbox_conf outbox; /* defaults when `outbox:` is absent */
+    struct self_conf self;           /* defaults when `self:` is absent */
+    struct outbox_conf outbox;       /* defaults when `outbox:` is absent */
+    struct incidents_conf incidents; /* defaults when `incidents:` is absent */
 };
 
 /* Reads and validates `path`, and the rule files its `rules:` names (a
