@@ -7,6 +7,7 @@
 #include "config.h"
 #include "schema.h"
 #include "util/buf.h"
+#include "util/duration.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/url.h"
@@ -36,6 +37,14 @@
 #define SELF_AFTER_DEFAULT "15m"
 #define OUTBOX_MAX_AGE_DEFAULT "7d"
 #define OUTBOX_MAX_ITEMS_DEFAULT "10000"
+/* `incidents:`. An incident open a week is a device that never came back;
+ * the log keeps a year and a month, enough for a yearly audit. */
+#define INCIDENTS_MAX_OPEN_DEFAULT "7d"
+#define INCIDENTS_KEEP_DEFAULT "400d"
+/* A rule's `repeat:`: reminders closer than a minute apart would come at
+ * every run; more than a day apart they are no longer reminders. */
+#define RULE_REPEAT_MIN 60
+#define RULE_REPEAT_MAX 86400
 /* A receiver's `timeout:`. At least 5 s: a mail session with STARTTLS and a
  * login is several round trips, and a far end that is merely slow should
  * not fail. At most 2 min: a run stops only between deliveries, and the
@@ -66,6 +75,8 @@ static int check_window(char *v, struct err *e);
 static int check_timezone(char *v, struct err *e);
 static int check_label(char *v, struct err *e);
 static int check_rule(const void *obj, size_t *off, struct err *e);
+static int check_escalation(const void *obj, size_t *off, struct err *e);
+static int check_incidents(const void *obj, size_t *off, struct err *e);
 static int check_limit(const void *obj, size_t *off, struct err *e);
 static void finish_device(void *obj);
 static void finish_account(void *obj);
@@ -80,8 +91,11 @@ static int check_header_name(char *v, struct err *e);
 #define MATCH_AT(member) (AT(rule_conf, match.member) - AT(rule_conf, match))
 #define SELF_AT(member) AT(self_conf, member)
 #define OUTBOX_AT(member) AT(outbox_conf, member)
+#define INCIDENTS_AT(member) AT(incidents_conf, member)
 
 static const char *const starttls_words[] = {"required", "opportunistic", "off", NULL};
+/* `match: source:`, word i being bit 1 << i: RULE_SOURCE_READING, RULE_SOURCE_LOG. */
+static const char *const source_words[] = {"reading", "log", NULL};
 
 /* clang-format off: the tables read better as rows */
 static const struct key device_keys[] = {
@@ -534,7 +548,14 @@ static const struct key match_keys[] = {
      .off = MATCH_AT(kind),
      .count_off = MATCH_AT(n_kind),
      .check = check_kind,
-     .help = "Event kinds: ch1 to ch6, battery-level, communication-status, gap, relay."},
+     .help = "Event kinds: ch1 to ch6 (chN covers the early warnings of channel N too), "
+             "battery-level, communication-status, gap, reading, relay."},
+    {.name = "source",
+     .kind = K_FLAGS,
+     .off = MATCH_AT(source),
+     .words = source_words,
+     .help = "Where the event comes from: reading (an early warning from the current readings) "
+             "or log (an entry of the platform's alert log); default: either."},
     {.name = "event",
      .kind = K_STRINGS,
      .off = MATCH_AT(event),
@@ -551,6 +572,25 @@ static const struct schema match_schema = {.what = "match",
                                            .keys = match_keys,
                                            .n_keys = N(match_keys),
                                            .size = sizeof(struct rule_match)};
+
+static const struct key escalation_keys[] = {
+    {.name = "after",
+     .kind = K_DURATION,
+     .flags = F_REQUIRED,
+     .off = AT(rule_escalation, after),
+     .help = "How long after the incident opened, more than 0 and more than the step before's."},
+    {.name = "receivers",
+     .kind = K_STRINGS,
+     .flags = F_REQUIRED,
+     .off = AT(rule_escalation, receivers),
+     .count_off = AT(rule_escalation, n_receivers),
+     .help = "The receivers told at this step, besides those told before."},
+};
+static const struct schema escalation_schema = {.what = "escalation step",
+                                                .keys = escalation_keys,
+                                                .n_keys = N(escalation_keys),
+                                                .size = sizeof(struct rule_escalation),
+                                                .check = check_escalation};
 
 static const struct key rule_keys[] = {
     {.name = "name",
@@ -595,6 +635,21 @@ static const struct key rule_keys[] = {
      .off = AT(rule_conf, drop),
      .def = "false",
      .help = "true: the events it matches are recorded as seen, counted and sent nowhere."},
+    /* No .def: left out is 0, no reminders, which the bounds would refuse. */
+    {.name = "repeat",
+     .kind = K_DURATION,
+     .off = AT(rule_conf, repeat),
+     .min = RULE_REPEAT_MIN,
+     .max = RULE_REPEAT_MAX,
+     .help = "While an incident it opened is open and not acknowledged, remind its receivers "
+             "this often (default: no reminders)."},
+    {.name = "escalate",
+     .kind = K_LIST,
+     .off = AT(rule_conf, escalate),
+     .count_off = AT(rule_conf, n_escalate),
+     .sub = &escalation_schema,
+     .help = "A list of {after, receivers}: while an incident it opened is open and not "
+             "acknowledged, each step tells more receivers that long after it opened."},
 };
 static const struct schema rule_schema = {.what = "rule",
                                           .keys = rule_keys,
@@ -652,6 +707,29 @@ static const struct schema outbox_schema = {.what = "outbox",
                                             .keys = outbox_keys,
                                             .n_keys = N(outbox_keys),
                                             .size = sizeof(struct outbox_conf)};
+
+static const struct key incidents_keys[] = {
+    {.name = "max_open",
+     .kind = K_DURATION,
+     .off = INCIDENTS_AT(max_open),
+     .def = INCIDENTS_MAX_OPEN_DEFAULT,
+     .min = 3600,
+     .max = 365 * 86400,
+     .help = "An incident still open this long after it opened (a device that never comes "
+             "back) is closed, with a note."},
+    {.name = "keep",
+     .kind = K_DURATION,
+     .off = INCIDENTS_AT(keep),
+     .def = INCIDENTS_KEEP_DEFAULT,
+     .min = 86400,
+     .max = 3650 * 86400,
+     .help = "How long the incident log keeps a line; at least max_open."},
+};
+static const struct schema incidents_schema = {.what = "incidents",
+                                               .keys = incidents_keys,
+                                               .n_keys = N(incidents_keys),
+                                               .size = sizeof(struct incidents_conf),
+                                               .check = check_incidents};
 
 static const struct key top_keys[] = {
     {.name = "state_file",
@@ -722,6 +800,12 @@ static const struct key top_keys[] = {
      .off = AT(config, outbox),
      .sub = &outbox_schema,
      .help = "Limits of the outbox, where undelivered events wait."},
+    {.name = "incidents",
+     .kind = K_MAP,
+     .flags = F_DEFAULTS,
+     .off = AT(config, incidents),
+     .sub = &incidents_schema,
+     .help = "Incidents: how long one may stay open, how long their record is kept."},
 };
 static const struct schema top_schema = {.what = "configuration",
                                          .keys = top_keys,
@@ -932,14 +1016,51 @@ static int check_rule(const void *obj, size_t *off, struct err *e)
         *off = AT(rule_conf, receivers);
         return err_set(e, "missing required key 'receivers' (or drop: true to send nowhere)");
     }
-    if (r->drop && (r->throttle || r->cont || r->severity)) {
-        *off = r->throttle ? AT(rule_conf, throttle)
-               : r->cont   ? AT(rule_conf, cont)
-                           : AT(rule_conf, severity);
-        return err_set(e, "%s does nothing with drop: true",
-                       r->throttle ? "throttle"
-                       : r->cont   ? "continue"
-                                   : "severity");
+    const struct {
+        bool given;
+        size_t off;
+        const char *name;
+    } idle[] = {
+        {r->throttle != 0, AT(rule_conf, throttle), "throttle"},
+        {r->cont, AT(rule_conf, cont), "continue"},
+        {r->severity != NULL, AT(rule_conf, severity), "severity"},
+        {r->repeat != 0, AT(rule_conf, repeat), "repeat"},
+        {r->n_escalate != 0, AT(rule_conf, escalate), "escalate"},
+    };
+    for (size_t i = 0; r->drop && i < N(idle); i++) {
+        if (idle[i].given) {
+            *off = idle[i].off;
+            return err_set(e, "%s does nothing with drop: true", idle[i].name);
+        }
+    }
+    return 0;
+}
+
+/* A step comes some time after the incident opened; that the steps come
+ * in order, and name configured receivers, is load_rule_file's. */
+static int check_escalation(const void *obj, size_t *off, struct err *e)
+{
+    const struct rule_escalation *step = obj;
+    if (step->after <= 0) {
+        *off = AT(rule_escalation, after);
+        return err_set(e, "expected a duration of more than 0s (after the incident opened)");
+    }
+    return 0;
+}
+
+/* The log keeps an incident's lines at least as long as it may be open. */
+static int check_incidents(const void *obj, size_t *off, struct err *e)
+{
+    const struct incidents_conf *in = obj;
+    if (in->keep < in->max_open) {
+        char keep[24], open[24];
+        duration_format(keep, sizeof keep, in->keep);
+        duration_format(open, sizeof open, in->max_open);
+        *off = INCIDENTS_AT(keep);
+        return err_set(e,
+                       "keep (%s) must be at least max_open (%s): the record of an incident "
+                       "would go while it is still open",
+                       keep, open);
     }
     return 0;
 }
@@ -1089,6 +1210,45 @@ static int check_receivers(struct schema_doc *d, const struct config *cfg, const
     return rc;
 }
 
+/* The steps of rule r's `escalate:` (read from sequence `seq`) come in
+ * the order of their `after` and name configured receivers; each step
+ * keeps where it is written. */
+static int check_escalate(struct schema_doc *d, const struct config *cfg, const struct lookup *lk,
+                          struct rule_conf *r, yaml_node_t *seq, struct err *e)
+{
+    int rc = 0;
+    for (size_t i = 0; i < r->n_escalate; i++) {
+        struct rule_escalation *step = &r->escalate[i];
+        yaml_node_t *item = schema_node(d, seq->data.sequence.items.start[i]);
+        step->line = (long)item->start_mark.line + 1;
+        step->col = (long)item->start_mark.column + 1;
+        size_t mark = schema_push(d, "[%zu]", i);
+        int bad = 0;
+        if (i && step->after <= r->escalate[i - 1].after) {
+            char before[24];
+            duration_format(before, sizeof before, r->escalate[i - 1].after);
+            size_t at_after = schema_push_key(d, "after");
+            bad = schema_fail(d, schema_lookup(d, item, "after")->start_mark, e,
+                              "expected more than %s, the step before's (the steps are listed in "
+                              "the order they are taken)",
+                              before);
+            schema_pop(d, at_after);
+        }
+        if (!bad || schema_carry_on(d)) {
+            schema_push_key(d, "receivers");
+            bad |= check_receivers(d, cfg, lk, step->receivers, step->n_receivers,
+                                   schema_lookup(d, item, "receivers"), e);
+        }
+        schema_pop(d, mark);
+        if (bad < 0) {
+            rc = -1;
+            if (!schema_carry_on(d))
+                break;
+        }
+    }
+    return rc;
+}
+
 /* Reads the rules of one file into cfg->rules. */
 static int load_rule_file(struct config *cfg, struct lookup *lk, const char *path, struct err *e)
 {
@@ -1145,6 +1305,14 @@ static int load_rule_file(struct config *cfg, struct lookup *lk, const char *pat
         yaml_node_t *rv = schema_lookup(d, item, "receivers");
         schema_push_key(d, "receivers");
         int checked = rv ? check_receivers(d, cfg, lk, r->receivers, r->n_receivers, rv, e) : 0;
+        schema_pop(d, mark);
+        if (checked < 0 && !schema_carry_on(d))
+            goto out;
+        failed |= checked < 0;
+        yaml_node_t *es = schema_lookup(d, item, "escalate");
+        schema_push(d, "rule '%s'", r->name);
+        schema_push_key(d, "escalate");
+        checked = es ? check_escalate(d, cfg, lk, r, es, e) : 0;
         schema_pop(d, mark);
         if (checked < 0 && !schema_carry_on(d))
             goto out;

@@ -103,12 +103,72 @@ static bool any_word(char **words, size_t n, const char *value)
     return false;
 }
 
+/* Whether `kind`, a word of a rule's `kind:`, covers the event: its own
+ * kind, or for an early warning (kind "reading") of channel N, chN too, so
+ * that a rule for a channel sees the warning that announces its alarm. */
+static bool kind_covers(const char *kind, const struct event *ev)
+{
+    char channel[16];
+    if (!ev->kind)
+        return false;
+    if (!strcmp(kind, ev->kind))
+        return true;
+    if (strcmp(ev->kind, "reading") || ev->channel <= 0)
+        return false;
+    snprintf(channel, sizeof channel, "ch%d", ev->channel);
+    return !strcmp(kind, channel);
+}
+
+/* Where an event comes from, as a RULE_SOURCE_* bit: an early warning, an
+ * alert-log entry, or 0 for wsrelay's own (gap, relay). */
+static unsigned source_of(const struct event *ev)
+{
+    if (!ev->kind || !strcmp(ev->kind, "gap") || !strcmp(ev->kind, "relay"))
+        return 0;
+    return strcmp(ev->kind, "reading") ? RULE_SOURCE_LOG : RULE_SOURCE_READING;
+}
+
+/* Sets t->why when the rule's `kind:` or `source:` leaves out `ev`. */
+static bool kind_and_source_match(struct rule_trial *t, const struct event *ev)
+{
+    const struct rule_match *m = &t->rule->match;
+    char list[160], what[64] = "";
+    bool hit = !m->n_kind;
+    for (size_t i = 0; i < m->n_kind && !hit; i++)
+        hit = kind_covers(m->kind[i], ev);
+    if (ev->kind && !strcmp(ev->kind, "reading") && ev->channel > 0)
+        snprintf(what, sizeof what, " (an early warning of ch%d)", ev->channel);
+    if (!hit) {
+        join(list, sizeof list, m->kind, m->n_kind);
+        snprintf(t->why, sizeof t->why, "kind '%s'%s is not %s", ev->kind ? ev->kind : "(none)",
+                 what, list);
+        return false;
+    }
+    unsigned from = source_of(ev);
+    if (!m->source || (m->source & from))
+        return true;
+    const char *want = m->source == RULE_SOURCE_READING ? "reading (an early warning)"
+                       : m->source == RULE_SOURCE_LOG   ? "log (the alert log)"
+                                                        : "reading or log";
+    if (from == RULE_SOURCE_READING)
+        snprintf(t->why, sizeof t->why, "source is reading%s, not %s", what, want);
+    else if (from == RULE_SOURCE_LOG)
+        snprintf(t->why, sizeof t->why, "source is log (kind '%s' of the alert log), not %s",
+                 ev->kind, want);
+    else
+        snprintf(t->why, sizeof t->why, "source: kind '%s' is wsrelay's own, not %s",
+                 ev->kind ? ev->kind : "(none)", want);
+    return false;
+}
+
 /* Sets t->why and returns false when a field of the rule's match does not
  * match `ev`. */
 static bool fields_match(struct rule_trial *t, const struct compiled *k, const struct event *ev)
 {
     const struct rule_match *m = &t->rule->match;
     char list[160];
+    /* In the order of the rule keys; the row without a field is kind and
+     * source, which kind_and_source_match checks. */
     const struct {
         const char *field;
         char **items;
@@ -121,10 +181,12 @@ static bool fields_match(struct rule_trial *t, const struct compiled *k, const s
         {"device", m->device, m->n_device, ev->name, true},
         {"model", m->model, m->n_model, ev->model, true},
         {"group", m->group, m->n_group, ev->group, true},
-        {"kind", m->kind, m->n_kind, ev->kind, false},
+        {NULL, NULL, 0, NULL, false},
         {"event", m->event, m->n_event, ev->state, false},
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+        if (!checks[i].field && !kind_and_source_match(t, ev))
+            return false;
         if (!checks[i].n)
             continue;
         bool hit = checks[i].glob ? any_glob(checks[i].items, checks[i].n, checks[i].value)
@@ -302,7 +364,7 @@ const struct rule_conf *rules_catch_all(const struct config *c)
         const struct rule_conf *r = &c->rules[i];
         const struct rule_match *m = &r->match;
         if (!m->n_account && !m->n_serial && !m->n_device && !m->n_model && !m->n_group &&
-            !m->n_kind && !m->n_event && !m->text && !r->n_when)
+            !m->n_kind && !m->n_event && !m->text && !m->source && !r->n_when)
             return r;
     }
     return NULL;

@@ -9,6 +9,13 @@
  * are added. A `drop: true` rule stops the search: the event goes to no
  * receiver that an earlier rule has not already named.
  *
+ * `kind: chN` covers the early warnings of channel N as well (kind
+ * "reading" with that channel), so that the warning and the platform's
+ * alarm it announces take one route; `source:` tells them apart (reading:
+ * the early warnings; log: the alert-log entries, every kind but reading
+ * and wsrelay's own gap and relay). A rule's `repeat:` and `escalate:`
+ * play no part in routing: they are read by the incidents.
+ *
  * Nothing vanishes silently. An event that no rule matches goes to
  * `default_receivers`; with no rules at all and no default receivers, it
  * goes to every receiver (the behaviour before rules existed); with rules

@@ -628,6 +628,55 @@ static int parse_strings(struct schema_doc *c, const struct key *k, yaml_node_t 
     return rc;
 }
 
+/* One word of the row's `words` or a non-empty list of them (K_FLAGS):
+ * word i sets bit 1 << i; a word given twice is a mistake, as it is
+ * likely a slip for another. The field is set only when every word reads. */
+static int parse_flags(struct schema_doc *c, const struct key *k, yaml_node_t *n, void *obj)
+{
+    char *words = words_text(k->words);
+    unsigned bits = 0;
+    int rc = -1;
+    bool list = n->type == YAML_SEQUENCE_NODE;
+    if (!list && (n->type != YAML_SCALAR_NODE || schema_is_null(n))) {
+        fail(c, n->start_mark, "expected %s, or a list of them, got %s", words, schema_describe(n));
+        goto out;
+    }
+    yaml_node_item_t *start = list ? n->data.sequence.items.start : NULL;
+    size_t count = list ? (size_t)(n->data.sequence.items.top - start) : 1;
+    if (!count) {
+        fail(c, n->start_mark, "the list is empty; give at least one of %s", words);
+        goto out;
+    }
+    bool failed = false;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *item = list ? schema_node(c, start[i]) : n;
+        size_t mark = list ? schema_push(c, "[%zu]", i) : c->key_len;
+        char *text = NULL;
+        int r = string_of(c, item, words, false, &text);
+        size_t w = 0;
+        while (r == 0 && k->words[w] && strcmp(k->words[w], text))
+            w++;
+        if (r == 0 && !k->words[w])
+            r = fail(c, item->start_mark, "expected %s", words);
+        else if (r == 0 && (bits & (1u << w)))
+            r = fail(c, item->start_mark, "'%s' is given twice", text);
+        else if (r == 0)
+            bits |= 1u << w;
+        free(text);
+        schema_pop(c, mark);
+        if (r < 0 && !schema_carry_on(c))
+            goto out;
+        failed |= r < 0;
+    }
+    if (failed)
+        goto out;
+    *(unsigned *)(void *)((char *)obj + k->off) = bits;
+    rc = 0;
+out:
+    free(words);
+    return rc;
+}
+
 yaml_node_t *schema_lookup(struct schema_doc *d, yaml_node_t *map, const char *name)
 {
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
@@ -919,6 +968,8 @@ static int parse_value(struct schema_doc *c, const struct key *k, yaml_node_t *n
     case K_GLOBS:
     case K_STRINGS:
         return parse_strings(c, k, n, obj);
+    case K_FLAGS:
+        return parse_flags(c, k, n, obj);
     case K_LIST:
     case K_AUTO_OR_LIST:
         return parse_list(c, k, n, obj);
@@ -1126,6 +1177,7 @@ void schema_clear(const struct schema *s, void *obj)
         case K_INT:
         case K_NUMBER:
         case K_ENUM:
+        case K_FLAGS:
             break;
         case K_GLOBS:
         case K_STRINGS: {
@@ -1180,6 +1232,8 @@ static const char *kind_text(enum key_kind kind)
         return "number";
     case K_ENUM:
         return "word";
+    case K_FLAGS:
+        return "words";
     case K_GLOBS:
         return "glob or list of globs";
     case K_STRINGS:
@@ -1207,9 +1261,9 @@ static void reference(struct buf *b, const struct schema *s, const char *prefix)
             duration_format(lo, sizeof lo, k->min);
             duration_format(hi, sizeof hi, k->max);
             buf_printf(b, "duration from %s to %s", lo, hi);
-        } else if (k->kind == K_ENUM) {
+        } else if (k->kind == K_ENUM || k->kind == K_FLAGS) {
             char *words = words_text(k->words);
-            buf_printf(b, "%s", words);
+            buf_printf(b, "%s%s", words, k->kind == K_FLAGS ? ", or a list of them" : "");
             free(words);
         } else {
             buf_puts(b, kind_text(k->kind));

@@ -43,6 +43,8 @@ enum key_kind {
     K_NUMBER,       /* double: a finite decimal number, "-75", "8.5", "1e3"; and the bool
                        at `count_off` is set when the key is given */
     K_ENUM,         /* an enum (int-sized): the index of the value in `words` */
+    K_FLAGS,        /* unsigned: one word of `words` or a non-empty list of them, word i
+                       setting bit 1 << i; left out, 0 */
     K_GLOBS,        /* char ** and a size_t count: one string or a list of strings, each
                        passed to `check`; an empty list unless F_NOT_EMPTY */
     K_STRINGS,      /* like K_GLOBS, but a list must not be empty */
@@ -79,7 +81,8 @@ struct key {
                                  K_NUMBER: a bool, true when the key is given */
     const char *def;          /* default, as it would be written in the file */
     long min, max;            /* K_INT, and K_DURATION when max is not 0: the bounds */
-    const char *const *words; /* K_ENUM: the values, NULL-terminated, in enum order */
+    const char *const *words; /* K_ENUM, K_FLAGS: the values, NULL-terminated, in enum
+                                 (bit) order */
     const char *shape;        /* K_AUTO_OR_LIST: how an item is written, for the message a word
                                  other than auto gets: "{serial, base}" */
     /* -1 with what is wrong in e (never quoting a secret); may normalise the

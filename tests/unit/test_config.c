@@ -283,7 +283,7 @@ Test(config, misspelt_top_level_key)
                          "    file: {path: \"-\"}\n",
                  "6:1: unknown key 'recievers' (expected one of: state_file, catch_up, run_time, "
                  "templates, metrics_file, accounts, receivers, rules, default_receivers, "
-                 "timezone, self, outbox)");
+                 "timezone, self, outbox, incidents)");
 }
 
 Test(config, misspelt_nested_keys)
@@ -1521,6 +1521,9 @@ Test(config, reference_names_every_key)
         "secret)\n",
         "receivers[].teams.template (path)\n",
         "templates (path)\n",
+        "incidents (mapping)\n",
+        "incidents.max_open (duration from 1h to 365d; default 7d)\n",
+        "incidents.keep (duration from 1d to 3650d; default 400d)\n",
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
         cr_assert_not_null(strstr(ref, lines[i]), "missing %s in:\n%s", lines[i], ref);
@@ -2236,4 +2239,50 @@ Test(config, self_mistakes_name_file_line_and_column)
                  "9:15: self.after: expected a duration such as 90s, 30m, 1h");
     expect_error(ACCOUNT RECEIVER "outbox: {max_items: 5}\n",
                  "9:21: outbox.max_items: expected a whole number from 10 to 1000000");
+}
+
+/* ---- incidents: ---- */
+
+Test(config, incidents_default_when_absent)
+{
+    expect_ok(ACCOUNT RECEIVER);
+    cr_expect_eq(cfg->incidents.max_open, 7 * 86400);
+    cr_expect_eq(cfg->incidents.keep, 400 * 86400);
+    /* A mapping that gives one key still gets the other's default. */
+    expect_ok(ACCOUNT RECEIVER "incidents: {max_open: 2d}\n");
+    cr_expect_eq(cfg->incidents.max_open, 2 * 86400);
+    cr_expect_eq(cfg->incidents.keep, 400 * 86400);
+    expect_ok(ACCOUNT RECEIVER "incidents: {}\n");
+    cr_expect_eq(cfg->incidents.max_open, 7 * 86400);
+    cr_expect_eq(cfg->incidents.keep, 400 * 86400);
+}
+
+Test(config, incidents_keys)
+{
+    expect_ok(ACCOUNT RECEIVER "incidents:\n"
+                               "  max_open: 36h\n"
+                               "  keep: 730d\n");
+    cr_expect_eq(cfg->incidents.max_open, 36 * 3600);
+    cr_expect_eq(cfg->incidents.keep, 730 * 86400);
+    /* The least of each. */
+    expect_ok(ACCOUNT RECEIVER "incidents: {max_open: 1h, keep: 1d}\n");
+    cr_expect_eq(cfg->incidents.max_open, 3600);
+    cr_expect_eq(cfg->incidents.keep, 86400);
+}
+
+Test(config, incidents_mistakes_name_file_line_and_column)
+{
+    expect_error(ACCOUNT RECEIVER "incidents: {max_open: 59m}\n",
+                 "9:23: incidents.max_open: expected a duration from 1h to 365d");
+    expect_error(ACCOUNT RECEIVER "incidents: {keep: 23h}\n",
+                 "9:19: incidents.keep: expected a duration from 1d to 3650d");
+    expect_error(ACCOUNT RECEIVER "incidents: {max_open: 30d, keep: 10d}\n",
+                 "9:34: incidents.keep: keep (10d) must be at least max_open (30d): the record "
+                 "of an incident would go while it is still open");
+    expect_error(ACCOUNT RECEIVER "incidents: {max_open: forever}\n",
+                 "9:23: incidents.max_open: expected a duration such as 90s, 30m, 1h");
+    expect_error(ACCOUNT RECEIVER "incidents:\n  max_opne: 2d\n",
+                 "10:3: incidents: unknown key 'max_opne' (expected one of: max_open, keep)");
+    expect_error(ACCOUNT RECEIVER "incidents: 7d\n",
+                 "9:12: incidents: expected a mapping, got a string");
 }

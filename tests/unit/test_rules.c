@@ -77,6 +77,8 @@ static int load(const char *extra)
 /* Loads the config with rules.yaml holding `yaml` and compiles them. */
 static void with_rules(const char *yaml, const char *extra)
 {
+    rules_free(rules); /* compiled from the config load() replaces */
+    rules = NULL;
     put("rules.yaml", yaml);
     char *top = xasprintf("rules: rules.yaml\n%s", extra ? extra : "");
     int rc = load(top);
@@ -503,10 +505,10 @@ Test(rules, every_mistake_names_file_line_and_column)
 {
     expect_rule_error("- name: a\n  recievers: [mail]\n",
                       "2:3: unknown key 'recievers' (expected one of: name, match, when, "
-                      "receivers, severity, throttle, continue, drop)");
+                      "receivers, severity, throttle, continue, drop, repeat, escalate)");
     expect_rule_error("- name: a\n  match: {serail: x}\n  receivers: [mail]\n",
                       "2:11: match: unknown key 'serail' (expected one of: account, serial, "
-                      "device, model, group, kind, event, text)");
+                      "device, model, group, kind, source, event, text)");
     expect_rule_error("- name: a\n  match: {serial: \"52[14\"}\n  receivers: [mail]\n",
                       "2:19: match.serial: column 3: '[' is not closed");
     expect_rule_error("- name: a\n  match: {text: \"(upper\"}\n  receivers: [mail]\n",
@@ -578,4 +580,276 @@ Test(rules, catch_all_is_a_rule_without_match_or_when)
                "- name: c\n  match: {}\n  drop: true\n",
                NULL);
     cr_assert_str_eq(rules_catch_all(cfg)->name, "c");
+}
+
+/* --- early warnings, source:, repeat: and escalate: ---------------------- */
+
+/* An early warning of channel `channel` (kind "reading"). */
+static struct event warning_at(int channel, long long t)
+{
+    struct event ev = ev_of("52140001", "reading", "alarm", "CH1 -70.2°C, above its limit", t);
+    ev.channel = channel;
+    return ev;
+}
+
+Test(rules, repeat_escalate_and_source_are_read)
+{
+    with_rules("- name: freezers\n"
+               "  match: {device: \"Freezer*\", source: [reading, log]}\n"
+               "  receivers: [mail]\n"
+               "  repeat: 15m\n"
+               "  escalate:\n"
+               "    - {after: 20m, receivers: [slack]}\n"
+               "    - after: 1h\n"
+               "      receivers: [hook, mail]\n"
+               "- name: warnings\n"
+               "  match: {source: reading}\n"
+               "  receivers: hook\n"
+               "- name: log\n"
+               "  match: {source: [log]}\n"
+               "  receivers: hook\n",
+               NULL);
+    cr_assert_eq(cfg->n_rules, 3);
+    const struct rule_conf *r = &cfg->rules[0];
+    cr_expect_eq(r->match.source, RULE_SOURCE_READING | RULE_SOURCE_LOG);
+    cr_expect_eq(r->repeat, 900);
+    cr_assert_eq(r->n_escalate, 2);
+    cr_expect_eq(r->escalate[0].after, 1200);
+    cr_assert_eq(r->escalate[0].n_receivers, 1);
+    cr_expect_str_eq(r->escalate[0].receivers[0], "slack");
+    cr_expect_eq(r->escalate[0].line, 6);
+    cr_expect_eq(r->escalate[0].col, 7);
+    cr_expect_eq(r->escalate[1].after, 3600);
+    cr_assert_eq(r->escalate[1].n_receivers, 2);
+    cr_expect_str_eq(r->escalate[1].receivers[0], "hook");
+    cr_expect_str_eq(r->escalate[1].receivers[1], "mail");
+    cr_expect_eq(r->escalate[1].line, 7);
+    cr_expect_eq(r->escalate[1].col, 7);
+    cr_expect_eq(cfg->rules[1].match.source, RULE_SOURCE_READING);
+    cr_expect_eq(cfg->rules[2].match.source, RULE_SOURCE_LOG);
+    /* Left out: no reminders, no escalation, any source. */
+    cr_expect_eq(cfg->rules[1].repeat, 0);
+    cr_expect_eq(cfg->rules[1].n_escalate, 0);
+    cr_expect_null(cfg->rules[1].escalate);
+    with_rules("- name: a\n  receivers: mail\n", NULL);
+    cr_expect_eq(cfg->rules[0].match.source, 0);
+}
+
+Test(rules, repeat_escalate_and_source_mistakes_name_file_line_and_column)
+{
+    expect_rule_error("- name: a\n  receivers: [mail]\n  repeat: 30s\n",
+                      "3:11: repeat: expected a duration from 1m to 1d");
+    expect_rule_error("- name: a\n  receivers: [mail]\n  repeat: 2d\n",
+                      "3:11: repeat: expected a duration from 1m to 1d");
+    expect_rule_error("- name: a\n  drop: true\n  repeat: 15m\n",
+                      "3:11: repeat: repeat does nothing with drop: true");
+    expect_rule_error("- name: a\n  drop: true\n  escalate: [{after: 5m, receivers: mail}]\n",
+                      "3:13: escalate: escalate does nothing with drop: true");
+    expect_rule_error(
+        "- name: a\n  receivers: [mail]\n  escalate: [{after: 0s, receivers: mail}]\n",
+        "3:22: escalate[0].after: expected a duration of more than 0s (after the "
+        "incident opened)");
+    expect_rule_error("- name: a\n  receivers: [mail]\n  escalate:\n"
+                      "    - {after: 30m, receivers: slack}\n"
+                      "    - {after: 20m, receivers: hook}\n",
+                      "5:15: rule 'a'.escalate[1].after: expected more than 30m, the step "
+                      "before's (the steps are listed in the order they are taken)");
+    expect_rule_error("- name: a\n  receivers: [mail]\n  escalate:\n"
+                      "    - {after: 30m, receivers: slack}\n"
+                      "    - {after: 30m, receivers: hook}\n",
+                      "5:15: rule 'a'.escalate[1].after: expected more than 30m, the step "
+                      "before's (the steps are listed in the order they are taken)");
+    expect_rule_error("- name: a\n  receivers: [mail]\n  escalate:\n"
+                      "    - {after: 20m, receivers: [hook, pager]}\n",
+                      "4:38: rule 'a'.escalate[0].receivers[1]: unknown receiver 'pager' (the "
+                      "receivers are: mail, slack, hook)");
+    expect_rule_error("- name: a\n  receivers: [mail]\n  escalate:\n    - {after: 20m}\n",
+                      "4:7: escalate[0]: missing required key 'receivers'");
+    expect_rule_error("- name: a\n  receivers: [mail]\n  escalate:\n    - {receivers: hook}\n",
+                      "4:7: escalate[0]: missing required key 'after'");
+    expect_rule_error("- name: a\n  receivers: [mail]\n  escalate:\n"
+                      "    - {after: 20m, receivers: []}\n",
+                      "4:31: escalate[0].receivers: the list is empty; give at least one");
+    expect_rule_error("- name: a\n  receivers: [mail]\n  escalate: 20m\n",
+                      "3:13: escalate: expected a list, got a string");
+    expect_rule_error("- name: a\n  receivers: [mail]\n  escalate:\n"
+                      "    - {after: 20m, receivers: hook, to: mail}\n",
+                      "4:37: escalate[0]: unknown key 'to' (expected one of: after, receivers)");
+    expect_rule_error("- name: a\n  match: {source: logs}\n  receivers: [mail]\n",
+                      "2:19: match.source: expected reading or log");
+    expect_rule_error("- name: a\n  match: {source: [reading, reading]}\n  receivers: [mail]\n",
+                      "2:29: match.source[1]: 'reading' is given twice");
+    expect_rule_error("- name: a\n  match: {source: []}\n  receivers: [mail]\n",
+                      "2:19: match.source: the list is empty; give at least one of reading or "
+                      "log");
+    expect_rule_error("- name: a\n  match: {source: {reading: true}}\n  receivers: [mail]\n",
+                      "2:19: match.source: expected reading or log, or a list of them, got a "
+                      "mapping");
+}
+
+/* `wsrelay check` (config_load_all) lists every mistake of the new keys
+ * in one pass, across rules and steps, each where it is written. */
+Test(rules, every_mistake_of_repeat_escalate_and_source_in_one_pass)
+{
+    put("rules.yaml", "- name: a\n"                                    /* 1 */
+                      "  match: {source: logs}\n"                      /* 2 */
+                      "  receivers: [mail]\n"                          /* 3 */
+                      "  repeat: 10s\n"                                /* 4 */
+                      "- name: b\n"                                    /* 5 */
+                      "  receivers: [mail]\n"                          /* 6 */
+                      "  escalate:\n"                                  /* 7 */
+                      "    - {after: 1h, receivers: [pager]}\n"        /* 8 */
+                      "    - {after: 30m, receivers: [hook, phone]}\n" /* 9 */
+                      "- name: c\n"                                    /* 10 */
+                      "  drop: true\n"                                 /* 11 */
+                      "  repeat: 5m\n");                               /* 12 */
+    put("wsrelay.yaml", "accounts:\n"
+                        "  - name: tokyo\n"
+                        "    api_key: k\n"
+                        "    login_id: tdlogin1\n"
+                        "    login_pass: p\n"
+                        "receivers:\n"
+                        "  - name: mail\n"
+                        "    file: {path: out-mail.txt}\n"
+                        "  - name: hook\n"
+                        "    file: {path: out-hook.txt}\n"
+                        "rules: rules.yaml\n"
+                        "incidents: {keep: 1h}\n");
+    char *path = xasprintf("%s/wsrelay.yaml", tmp);
+    char *errors = NULL;
+    bool more = true;
+    cr_assert_eq(config_load_all(&cfg, &errors, &more, path, &err), -1);
+    free(path);
+    cr_assert_null(cfg);
+    cr_assert_not(more);
+    /* The configuration's own mistake stops the check before the rules. */
+    char *want = xasprintf("%s/wsrelay.yaml:12:19: incidents.keep: expected a duration from 1d "
+                           "to 3650d\n",
+                           tmp);
+    cr_assert_str_eq(errors, want);
+    free(want);
+    free(errors);
+    put("wsrelay.yaml", "accounts:\n"
+                        "  - name: tokyo\n"
+                        "    api_key: k\n"
+                        "    login_id: tdlogin1\n"
+                        "    login_pass: p\n"
+                        "receivers:\n"
+                        "  - name: mail\n"
+                        "    file: {path: out-mail.txt}\n"
+                        "  - name: hook\n"
+                        "    file: {path: out-hook.txt}\n"
+                        "rules: rules.yaml\n");
+    path = xasprintf("%s/wsrelay.yaml", tmp);
+    cr_assert_eq(config_load_all(&cfg, &errors, &more, path, &err), -1);
+    free(path);
+    cr_assert_not(more);
+    char *f = xasprintf("%s/rules.yaml", tmp);
+    want = xasprintf("%s:2:19: match.source: expected reading or log\n"
+                     "%s:4:11: repeat: expected a duration from 1m to 1d\n"
+                     "%s:8:31: rule 'b'.escalate[0].receivers[0]: unknown receiver 'pager' (the "
+                     "receivers are: mail, hook)\n"
+                     "%s:9:15: rule 'b'.escalate[1].after: expected more than 1h, the step "
+                     "before's (the steps are listed in the order they are taken)\n"
+                     "%s:9:38: rule 'b'.escalate[1].receivers[1]: unknown receiver 'phone' (the "
+                     "receivers are: mail, hook)\n"
+                     "%s:12:11: repeat: repeat does nothing with drop: true\n",
+                     f, f, f, f, f, f);
+    cr_assert_str_eq(errors, want);
+    /* `e` holds the first. */
+    cr_assert_eq(strncmp(err.msg, want, strcspn(want, "\n")), 0, "%s", err.msg);
+    free(want);
+    free(f);
+    free(errors);
+}
+
+Test(rules, a_channel_rule_sees_the_early_warnings_of_its_channel)
+{
+    with_rules("- name: ch1\n  match: {kind: ch1}\n  receivers: [mail]\n"
+               "- name: battery\n  match: {kind: [battery-level, ch3]}\n  receivers: [slack]\n",
+               "default_receivers: [hook]\n");
+    struct event one = warning_at(1, NOW), two = warning_at(2, NOW);
+    expect_route(&one, NOW, "mail", ROUTE_SENT);
+    struct route rt;
+    rules_route(&rt, rules, &two, NOW, NULL);
+    expect_targets(&rt, "hook");
+    cr_assert_str_eq(rt.trials[0].why, "kind 'reading' (an early warning of ch2) is not ch1");
+    cr_assert_str_eq(rt.trials[1].why,
+                     "kind 'reading' (an early warning of ch2) is not battery-level, ch3");
+    route_free(&rt);
+    /* The alert log's ch1 still matches, and its ch2 does not. */
+    struct event alarm = alarm_at(NOW);
+    expect_route(&alarm, NOW, "mail", ROUTE_SENT);
+    alarm.kind = (char *)"ch2";
+    expect_route(&alarm, NOW, "hook", ROUTE_SENT);
+    /* A reading without a channel is no channel's. */
+    struct event none = warning_at(0, NOW);
+    expect_route(&none, NOW, "hook", ROUTE_SENT);
+    /* kind: reading still names the early warnings of every channel. */
+    with_rules("- name: warnings\n  match: {kind: reading}\n  receivers: [slack]\n", NULL);
+    expect_route(&two, NOW, "slack", ROUTE_SENT);
+    expect_route(&alarm, NOW, "", ROUTE_UNROUTED);
+}
+
+Test(rules, source_tells_early_warnings_from_the_alert_log)
+{
+    with_rules("- name: early\n  match: {kind: ch1, source: reading}\n  receivers: [slack]\n"
+               "- name: logged\n  match: {kind: ch1, source: log}\n  receivers: [mail]\n",
+               "default_receivers: [hook]\n");
+    struct event warning = warning_at(1, NOW), alarm = alarm_at(NOW);
+    struct route rt;
+    rules_route(&rt, rules, &warning, NOW, NULL);
+    expect_targets(&rt, "slack");
+    route_free(&rt);
+    rules_route(&rt, rules, &alarm, NOW, NULL);
+    expect_targets(&rt, "mail");
+    cr_assert_str_eq(rt.trials[0].why,
+                     "source is log (kind 'ch1' of the alert log), not reading (an early warning)");
+    route_free(&rt);
+    with_rules("- name: logged\n  match: {source: log}\n  receivers: [mail]\n"
+               "- name: both\n  match: {source: [reading, log]}\n  receivers: [slack]\n",
+               "default_receivers: [hook]\n");
+    rules_route(&rt, rules, &warning, NOW, NULL);
+    expect_targets(&rt, "slack");
+    cr_assert_str_eq(rt.trials[0].why,
+                     "source is reading (an early warning of ch1), not log (the alert log)");
+    route_free(&rt);
+    struct event battery = ev_of("52140001", "battery-level", "battery", "Low Battery", NOW);
+    expect_route(&battery, NOW, "mail", ROUTE_SENT);
+    /* wsrelay's own gap events are neither. */
+    struct event gap = ev_of("52140001", "gap", "other", "the log may have overflowed", NOW);
+    rules_route(&rt, rules, &gap, NOW, NULL);
+    expect_targets(&rt, "hook");
+    cr_assert_str_eq(rt.trials[0].why, "source: kind 'gap' is wsrelay's own, not log (the alert "
+                                       "log)");
+    cr_assert_str_eq(rt.trials[1].why, "source: kind 'gap' is wsrelay's own, not reading or log");
+    route_free(&rt);
+    /* A rule with source: is not a catch-all. */
+    cr_assert_null(rules_catch_all(cfg));
+}
+
+Test(rules, repeat_and_escalate_do_not_change_where_an_event_goes)
+{
+    with_rules("- name: freezers\n  match: {kind: ch1}\n  receivers: [mail]\n  repeat: 15m\n"
+               "  escalate: [{after: 20m, receivers: [slack]}, {after: 1h, receivers: hook}]\n",
+               NULL);
+    struct event alarm = alarm_at(NOW), warning = warning_at(1, NOW);
+    expect_route(&alarm, NOW, "mail", ROUTE_SENT);
+    expect_route(&warning, NOW, "mail", ROUTE_SENT);
+}
+
+Test(rules, the_rule_key_reference_names_the_new_keys)
+{
+    char *ref = config_rules_reference();
+    static const char *const lines[] = {
+        "match.kind (string or list of strings)\n",
+        "match.source (reading or log, or a list of them)\n",
+        "repeat (duration from 1m to 1d)\n",
+        "escalate (list)\n",
+        "escalate[].after (duration; required)\n",
+        "escalate[].receivers (string or list of strings; required)\n",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        cr_assert_not_null(strstr(ref, lines[i]), "missing %s in:\n%s", lines[i], ref);
+    free(ref);
 }
