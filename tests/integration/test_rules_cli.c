@@ -329,6 +329,82 @@ Test(rules_cli, explain_shows_each_event_each_verdict_and_the_receivers)
     free(cfg);
 }
 
+/* An alert log holds no early warning: a rule for early warnings alone
+ * says so in words, and repeat: and escalate: change no route. */
+Test(rules_cli, explain_says_in_words_when_the_source_does_not_match)
+{
+    free(scratch("rules.d/10-rules.yaml", "- name: early-ch1\n"
+                                          "  match: {kind: ch1, source: reading}\n"
+                                          "  receivers: [chat]\n"
+                                          "- name: freezer-log\n"
+                                          "  match: {kind: ch1, source: log}\n"
+                                          "  receivers: [mail]\n"
+                                          "  repeat: 15m\n"
+                                          "  escalate: [{after: 20m, receivers: [audit]}]\n"
+                                          "- name: everything-else\n"
+                                          "  receivers: [audit]\n"));
+    char *cfg = config(false, NULL);
+    char *log = scratch("freezer.json", freezer_log);
+    struct cmd_result r = explain(cfg, log, "--serial", "5214000A", "--now", EVENING);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char *b = event_block(r.out, "5214000A/1795000000/ch1");
+    expect_verdict(b, "early-ch1",
+                   "no match: source is log (kind 'ch1' of the alert log), not reading (an "
+                   "early warning)");
+    expect_verdict(b, "freezer-log", "matched");
+    expect_outcome(b, "sent to mail");
+    free(b);
+    b = event_block(r.out, "5214000A/1795000600/battery-level");
+    expect_verdict(b, "early-ch1", "no match: kind 'battery-level' is not ch1");
+    expect_outcome(b, "sent to audit");
+    free(b);
+    cmd_result_free(&r);
+    free(log);
+    free(cfg);
+}
+
+/* `wsrelay check` lists every mistake of repeat:, escalate: and source:
+ * at once, each where it is written. */
+Test(rules_cli, check_lists_every_mistake_of_reminders_escalation_and_source)
+{
+    struct cmd_result r = check("- name: a\n"
+                                "  match: {source: [reading, logs]}\n"
+                                "  receivers: [mail]\n"
+                                "  repeat: 0s\n"
+                                "  escalate:\n"
+                                "    - {after: 1h, receivers: [pager]}\n"
+                                "    - {after: 1h, receivers: chat}\n",
+                                NULL);
+    cr_assert_eq(r.status, 2, "%s", r.err);
+    char *f = xasprintf("%s/rules.d/10-rules.yaml", dir);
+    char *want = xasprintf("wsrelay: %s:2:29: match.source[1]: expected reading or log\n"
+                           "wsrelay: %s:4:11: repeat: expected a duration from 1m to 1d\n",
+                           f, f);
+    cr_assert_str_eq(r.err, want);
+    free(want);
+    cmd_result_free(&r);
+    /* With those right, the steps are checked against each other and the
+     * receivers. */
+    r = check("- name: a\n"
+              "  match: {source: [reading, log]}\n"
+              "  receivers: [mail]\n"
+              "  repeat: 1m\n"
+              "  escalate:\n"
+              "    - {after: 1h, receivers: [pager]}\n"
+              "    - {after: 1h, receivers: chat}\n",
+              NULL);
+    cr_assert_eq(r.status, 2, "%s", r.err);
+    want = xasprintf("wsrelay: %s:6:31: rule 'a'.escalate[0].receivers[0]: unknown receiver "
+                     "'pager' (the receivers are: mail, chat, audit)\n"
+                     "wsrelay: %s:7:15: rule 'a'.escalate[1].after: expected more than 1h, the "
+                     "step before's (the steps are listed in the order they are taken)\n",
+                     f, f);
+    cr_assert_str_eq(r.err, want);
+    free(want);
+    free(f);
+    cmd_result_free(&r);
+}
+
 Test(rules_cli, explain_leaves_an_existing_state_alone)
 {
     free(scratch("rules.d/10-rules.yaml", good_rules));
