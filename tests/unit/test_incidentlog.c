@@ -1,7 +1,8 @@
 /* The incident log (src/state/incidentlog.c) on real files: lines appended
- * and read back across months, `since`, pruning whole months, the modes,
- * symbolic links refused, a torn last line and a line written twice after
- * a crash, a month file over the cap, and the CSV export (its exact bytes,
+ * and read back across months, `since`, the longest line, pruning whole
+ * months, the modes, symbolic links and FIFOs refused, a torn last line and
+ * a line written twice after a crash, a month file over the cap, and the
+ * CSV export (its exact bytes,
  * cells no spreadsheet can take for a formula, and a note that comes back
  * whole through Python's csv module). Every test works in its own
  * temporary directory. */
@@ -257,6 +258,47 @@ Test(incidentlog, a_line_with_a_newline_or_too_long_writes_nothing)
     free(big);
     free(want);
     free(good);
+}
+
+Test(incidentlog, a_line_as_long_as_the_log_takes_comes_back)
+{
+    static const char head[] = "{\"at\":1794700800,\"incident\":\"1\",\"seq\":1,\"text\":\"";
+    char *line = xmalloc(INCIDENTLOG_LINE_MAX + 1);
+    size_t fill = INCIDENTLOG_LINE_MAX - strlen(head) - 2;
+    strcpy(line, head);
+    memset(line + strlen(head), 'x', fill);
+    strcpy(line + strlen(head) + fill, "\"}");
+    cr_assert_eq(strlen(line), INCIDENTLOG_LINE_MAX);
+    const char *lines[] = {line};
+    struct err e = {{0}};
+    cr_assert_eq(incidentlog_append(path, NOV_15, lines, 1, &e), 0, "%s", e.msg);
+    append_ok(NOV_15, "1", 2, "notice");
+    size_t damaged;
+    cr_assert_str_eq(read_ok(0, &damaged).text, "1/1/- 1/2/notice");
+    cr_assert_eq(damaged, 0);
+    free(line);
+}
+
+Test(incidentlog, a_month_file_that_is_not_a_regular_file_is_refused)
+{
+    append_ok(OCT_15, "1", 1, "opened");
+    char *nov = in_log("2026-11.jsonl");
+    cr_assert_eq(mkfifo(nov, 0600), 0, "%s", strerror(errno));
+    struct err e = {{0}};
+    char *line = line_of(NOV_15, "1", 2, "notice");
+    const char *lines[] = {line};
+    char *want = xasprintf("%s: not a regular file", nov);
+    cr_assert_eq(incidentlog_append(path, NOV_15, lines, 1, &e), -1);
+    cr_assert_str_eq(e.msg, want);
+    size_t damaged;
+    struct seen s = {.calls = 0};
+    err_clear(&e);
+    cr_assert_eq(incidentlog_read(&damaged, path, 0, collect, &s, &e), -1, "no wait on a FIFO");
+    cr_assert(strstr(e.msg, "not a regular file"), "%s", e.msg);
+    cr_assert_str_eq(s.text, "1/1/opened");
+    free(want);
+    free(line);
+    free(nov);
 }
 
 /* --- pruning --------------------------------------------------------------- */
