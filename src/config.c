@@ -709,6 +709,13 @@ static const struct schema outbox_schema = {.what = "outbox",
                                             .size = sizeof(struct outbox_conf)};
 
 static const struct key incidents_keys[] = {
+    {.name = "enabled",
+     .kind = K_BOOL,
+     .off = INCIDENTS_AT(enabled),
+     .def = "true",
+     .help = "Alarms open incidents: what follows for the same excursion pages nobody again, "
+             "rules may repeat and escalate them, people acknowledge them; false: every entry "
+             "of the alert log is relayed as it comes, as one message each."},
     {.name = "max_open",
      .kind = K_DURATION,
      .off = INCIDENTS_AT(max_open),

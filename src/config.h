@@ -207,6 +207,7 @@ struct rule_conf {
 
 /* `incidents:`: how long an incident may stay open, how long its record is kept. */
 struct incidents_conf {
+    bool enabled;  /* default true; false: no incident, every entry relayed as it comes */
     long max_open; /* seconds an incident may stay open before it closes with a note;
                       default 7 days */
     long keep;     /* seconds the incident log keeps a line; default 400 days */

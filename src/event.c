@@ -51,6 +51,7 @@ void event_clear(struct event *ev)
     free(ev->severity);
     free(ev->condition);
     event_trend_free(ev->trend);
+    json_object_put(ev->incident);
     memset(ev, 0, sizeof *ev);
 }
 
@@ -81,6 +82,7 @@ void event_copy(struct event *out, const struct event *ev)
     out->condition = xstrdup_or_null(ev->condition);
     out->held = ev->held;
     out->held_since = ev->held_since;
+    out->incident = json_object_get(ev->incident);
     out->trend = NULL;
     if (ev->trend && ev->trend->series.n_channels == 1)
         out->trend = event_trend_of(&ev->trend->series, ev->trend->series.channels[0].num,
@@ -470,6 +472,8 @@ struct json_object *event_to_json(const struct event *ev)
     put_string(obj, "condition", ev->condition);
     json_object_object_add(obj, "is_relay", json_object_new_boolean(!strcmp(ev->kind, "relay")));
     json_object_object_add(obj, "trend", ev->trend ? trend_to_json(ev->trend) : NULL);
+    if (ev->incident)
+        json_object_object_add(obj, "incident", json_object_get(ev->incident));
     return obj;
 }
 
@@ -653,6 +657,8 @@ int event_from_json(struct event *out, const struct json_object *obj, struct err
     read_reading(out, obj);
     read_routing(out, obj);
     out->trend = trend_from_json(jsonv_member(obj, "trend"));
+    if (json_object_object_get_ex(obj, "incident", &v) && json_object_is_type(v, json_type_object))
+        out->incident = json_object_get(v);
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         char **slot = (char **)((char *)out + fields[i].offset);
         if (!*slot && (fields[i].offset == offsetof(struct event, model) ||

@@ -66,6 +66,11 @@ struct event {
      * "login-refused-cleared", "state-corrupt"; NULL for any other event. */
     char *condition;
     struct event_trend *trend; /* owned; NULL when no readings were fetched */
+    /* For a message about an incident (incident.h): what templates and
+     * webhooks see of it as the message was queued (incident_snapshot),
+     * an object; NULL for an event outside an incident. A reference the
+     * event holds: never changed once set, so copies share it. */
+    struct json_object *incident;
 };
 
 struct event_list {
@@ -168,7 +173,9 @@ char *event_id(const struct event *ev);
  * exactly for them (kind "relay"). `channel` is the early warning's
  * channel (0 for other kinds), `is_reading` true exactly for early
  * warnings (kind "reading"), and `early_warning` the unixtime of the early
- * warning an alert-log alarm follows (0: none). */
+ * warning an alert-log alarm follows (0: none). `incident` is there only
+ * for a message about an incident (the object incident_snapshot built);
+ * an event without one writes no such member. */
 struct json_object *event_to_json(const struct event *ev);
 
 /* The reverse of event_to_json; `out` is filled and owned by the caller
@@ -184,7 +191,8 @@ struct json_object *event_to_json(const struct event *ev);
  * read: they follow from `state` and held_since. A missing `condition`, or
  * one that is not a string, is NULL; a missing `channel` or
  * `early_warning` (an outbox entry of 0.2.0), or one that is not an
- * integer, is 0. */
+ * integer, is 0. An `incident` that is an object is kept as it is (it
+ * was built by this program and is only shown); anything else is NULL. */
 int event_from_json(struct event *out, const struct json_object *obj, struct err *e);
 
 #endif

@@ -16,7 +16,7 @@
 static const struct cmd_entry *const commands[] = {
     &cmd_run_entry,           &cmd_check_entry,  &cmd_status_entry,  &cmd_current_entry,
     &cmd_readings_entry,      &cmd_alerts_entry, &cmd_explain_entry, &cmd_keys_entry,
-    &cmd_test_receiver_entry, &cmd_render_entry,
+    &cmd_test_receiver_entry, &cmd_render_entry, &cmd_ack_entry,     &cmd_incidents_entry,
 };
 
 /* The options of wsrelay alone, before any command. */

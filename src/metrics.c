@@ -111,7 +111,7 @@ static const struct {
     {METRICS_EVENTS_ROUTED, "routed"},       {METRICS_EVENTS_DROPPED, "dropped"},
     {METRICS_EVENTS_THROTTLED, "throttled"}, {METRICS_EVENTS_UNROUTED, "unrouted"},
     {METRICS_EVENTS_OLD, "before_catch_up"}, {METRICS_EVENTS_GAP, "gap"},
-    {METRICS_EVENTS_EARLY, "early_warning"},
+    {METRICS_EVENTS_EARLY, "early_warning"}, {METRICS_EVENTS_JOINED, "joined"},
 };
 
 void metrics_render(struct buf *out, const struct config *c, const struct state *s, long long now,

@@ -26,6 +26,7 @@
 #define METRICS_EVENTS_OLD "before_catch_up"
 #define METRICS_EVENTS_GAP "gaps"
 #define METRICS_EVENTS_EARLY "early_warnings"
+#define METRICS_EVENTS_JOINED "joined" /* joined an incident: nobody paged again */
 #define METRICS_LAST_SUCCESS "last_success_time"
 
 /* Counts one platform call of `op` for `login` that got `http_status` (0:

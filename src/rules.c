@@ -403,3 +403,20 @@ const char *rule_verdict_name(enum rule_verdict v)
     }
     return "?";
 }
+
+/* --- rules after routing --------------------------------------------------- */
+
+const struct rule_conf *rules_find(const struct rules *r, const char *name, bool *inside,
+                                   long long now)
+{
+    for (size_t i = 0; name && i < r->cfg->n_rules; i++) {
+        const struct rule_conf *rc = &r->cfg->rules[i];
+        if (strcmp(rc->name, name) != 0)
+            continue;
+        struct rule_trial t = {.rule = rc};
+        *inside = in_windows(&t, &r->items[i], r->cfg->timezone, now);
+        return rc;
+    }
+    *inside = false;
+    return NULL;
+}

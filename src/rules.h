@@ -124,6 +124,13 @@ bool throttle_pass(struct throttle_entry *t, long long at, long window, long *he
  * default receivers either. */
 const struct rule_conf *rules_catch_all(const struct config *c);
 
+/* The rule named `name` (NULL: none, or a NULL name), with in *inside
+ * whether `now` falls in its `when:` windows (true without windows; an
+ * error of the zone data counts as inside, logged): for what follows a
+ * routed event, an incident's reminders and escalations. */
+const struct rule_conf *rules_find(const struct rules *r, const char *name, bool *inside,
+                                   long long now);
+
 /* "sent", "dropped", "throttled", "unrouted"; "matched", "no match", ... */
 const char *route_outcome_name(enum route_outcome o);
 const char *rule_verdict_name(enum rule_verdict v);

@@ -46,6 +46,7 @@
 #define WSRELAY_STATE_H
 
 #include "event.h"
+#include "incident.h"
 #include "platform.h"
 #include "util/err.h"
 #include "readings_memory.h"
@@ -570,5 +571,45 @@ void state_set_counter(struct state *s, const char *name, long long value);
 /* The names of all counters, sorted; the caller frees each and the array
  * (NULL with *n = 0 when there are none). */
 char **state_counter_names(const struct state *s, size_t *n);
+
+/* --- incidents (incident.h) -------------------------------------------- */
+
+/* Stores a copy of `inc` as a new incident, giving it the next id
+ * (inc->id is set): ids count from 1 and are never given twice while an
+ * incident with that id is kept. */
+void state_incident_add(struct state *s, struct incident *inc);
+
+/* Replaces the stored incident of inc->id with a copy of `inc`; false when
+ * there is none (pruned). */
+bool state_incident_put(struct state *s, const struct incident *inc);
+
+/* A copy of the incident `id` in *out (incident_clear), or of the newest
+ * incident of `key` (incident_key), whatever its state; false, *out
+ * zeroed, when none is kept. */
+bool state_incident_get(const struct state *s, unsigned long id, struct incident *out);
+bool state_incident_of_key(const struct state *s, const char *key, struct incident *out);
+
+/* The ids of the incidents kept, oldest first; the caller frees the
+ * array (NULL with *n = 0 when there is none). */
+unsigned long *state_incident_ids(const struct state *s, size_t *n);
+
+/* Forgets the resolved and closed incidents that ended before `before`
+ * (their record is in the incident log); returns how many. Open ones stay. */
+size_t state_prune_incidents(struct state *s, long long before);
+
+/* Adds a line to `inc`'s timeline: `line` (taken over; NULL: an empty
+ * object) gets at = now, incident, seq (inc->seq counts it: the caller then
+ * puts `inc`), what, and the device's account, serial, name, kind and
+ * channel unless it has them, and goes to the journal, which state_save
+ * appends to the incident log after the state file is written. */
+void state_incident_note(struct state *s, struct incident *inc, long long now, const char *what,
+                         struct json_object *line);
+
+/* The journal's lines (JSON texts, borrowed until the state next changes)
+ * in the order noted; the caller frees the array only. */
+const char **state_incident_journal(const struct state *s, size_t *n);
+
+/* Drops the first `n` lines of the journal (they are in the incident log). */
+void state_incident_journal_drop(struct state *s, size_t n);
 
 #endif

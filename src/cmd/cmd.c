@@ -1,12 +1,18 @@
 /* What the commands share (cmd.h): the global options, the usage line and
- * --help of a row, and reading the configuration. */
+ * --help of a row, reading the configuration, opening the state, the
+ * name of whoever runs the command. */
 #include "cmd/cmd.h"
 
 #include "state.h"
 #include "util/log.h"
+#include "util/utf8.h"
+#include "util/xalloc.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 const struct opt_spec cmd_global_opts[] = {
     {CMD_OPT_CONFIG, NULL, 'c', "FILE", 0,
@@ -92,4 +98,29 @@ int cmd_parse_time(long long *out, const char *text)
         return -1;
     *out = v;
     return 0;
+}
+
+char *cmd_user_name(void)
+{
+    const char *sudo = getenv("SUDO_USER");
+    if (sudo && *sudo)
+        return utf8_clean(sudo, strlen(sudo), 64, UTF8_CONTROLS_NONE);
+    struct passwd *pw = getpwuid(getuid());
+    if (pw && pw->pw_name && *pw->pw_name)
+        return utf8_clean(pw->pw_name, strlen(pw->pw_name), 64, UTF8_CONTROLS_NONE);
+    return xasprintf("uid %u", (unsigned)getuid());
+}
+
+int cmd_open_state(struct state **out, const struct config *c, struct err *e)
+{
+    struct state *peek = NULL;
+    int rc = -1;
+    *out = NULL;
+    /* state_open would set a corrupt state aside, and the run that
+     * reports that (selfcheck.h) would never know: leave it to the run. */
+    if (state_peek(&peek, c->state_file, e) == 0 &&
+        state_open(out, c->state_file, CMD_LOCK_WAIT, e) == 0)
+        rc = 0;
+    state_close(peek);
+    return rc;
 }

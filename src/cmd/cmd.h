@@ -41,6 +41,8 @@ extern const struct cmd_entry cmd_explain_entry;
 extern const struct cmd_entry cmd_keys_entry;
 extern const struct cmd_entry cmd_test_receiver_entry;
 extern const struct cmd_entry cmd_render_entry;
+extern const struct cmd_entry cmd_ack_entry;
+extern const struct cmd_entry cmd_incidents_entry;
 
 /* The global options: -c FILE, -v, -q, accepted before the command and
  * after it (ids CMD_OPT_CONFIG, CMD_OPT_DEBUG, CMD_OPT_QUIET). */
@@ -68,6 +70,19 @@ void cmd_synopsis(struct buf *out, const struct cmd_entry *c);
  * root reads what only root may, and writes nothing there as root. -1
  * after logging why. */
 int cmd_load_config(struct config **out, const struct cmd_globals *g);
+
+/* The name of the person running the command, for `--by`: $SUDO_USER
+ * (the person behind sudo), else the login name of the uid, else "uid N";
+ * one line, at most 64 bytes. A new string the caller frees. */
+char *cmd_user_name(void);
+
+/* Opens the state locked for a command that changes it (ack, silence),
+ * waiting up to CMD_LOCK_WAIT seconds for a run: a state that does not
+ * read (corrupt) fails without being moved aside, which the next run
+ * does and reports. -1 with the reason in `e`; *out is then NULL. */
+#define CMD_LOCK_WAIT 30
+struct state;
+int cmd_open_state(struct state **out, const struct config *c, struct err *e);
 
 /* Reads a --now: a Unix time, digits only, not negative. -1 otherwise. */
 int cmd_parse_time(long long *out, const char *text);

@@ -4,6 +4,7 @@
  * gap, the limits alarms state learnt, and the signal that asked for the
  * call answered or looked at once more. */
 #include "run/intake.h"
+#include "run/incidents.h"
 #include "alerttext.h"
 #include "budget.h"
 #include "metrics.h"
@@ -110,8 +111,10 @@ static long long warned_before(const struct tick *t, const struct event *ev)
 
 /* Queues a new event for the receivers its rules name, each copy carrying
  * the rule's name, severity and what its throttle held back. The device's
- * list entry fills in what the alert log leaves out. Returns whether it
- * goes to someone now (not dropped, held back or sent nowhere). */
+ * list entry fills in what the alert log leaves out. An event that joins
+ * an incident is routed nowhere; one that opens or resolves one is queued
+ * by the incident (run/incidents.h). Returns whether it goes to someone
+ * now (not dropped, held back or sent nowhere), or joined an incident. */
 bool route_event(struct tick *t, const struct pooled *pd, const struct event *parsed)
 {
     const struct state_device *dev = &pd->dev;
@@ -125,8 +128,13 @@ bool route_event(struct tick *t, const struct pooled *pd, const struct event *pa
     if (dev->group && *dev->group)
         set_field(&ev.group, dev->group);
     ev.early_warning = ev.early_warning ? ev.early_warning : warned_before(t, &ev);
+    if (incidents_join(t, &ev)) {
+        event_clear(&ev);
+        return true; /* its incident has told whoever it tells */
+    }
     rules_route(&rt, t->rules, &ev, t->opt->now, &t->throttles);
-    for (size_t i = 0; i < rt.n_targets; i++) {
+    bool queued = incidents_route(t, &ev, &rt);
+    for (size_t i = 0; i < rt.n_targets && !queued; i++) {
         const struct route_target *to = &rt.targets[i];
         set_field(&ev.rule, to->rule ? to->rule->name : NULL);
         set_field(&ev.severity, to->rule ? to->rule->severity : NULL);

@@ -49,9 +49,11 @@ void limits_of(const struct tick *t, const struct account_conf *a, const char *s
  * rules name, each copy carrying the rule's name, severity and what its
  * throttle held back; the device's list entry (pd->dev) fills in what the
  * alert log leaves out, and an early warning that announced it is named.
- * Counts the outcome in the metrics and logs an event sent nowhere.
- * Returns whether it goes to someone now (not dropped, held back or sent
- * nowhere). */
+ * An event that joins an incident (run/incidents.h) is routed nowhere and
+ * counts as told; one that opens or resolves an incident is queued as the
+ * incident's message. Counts the outcome in the metrics and logs an event
+ * sent nowhere. Returns whether it goes to someone now (not dropped, held
+ * back or sent nowhere), or joined an incident. */
 bool route_event(struct tick *t, const struct pooled *pd, const struct event *parsed);
 
 /* Takes the reply of an alert-log call of the device pd (borrowed): new

@@ -22,6 +22,7 @@
  * ledger is saved, and only that) and prints the messages instead of
  * sending them. */
 #include "run/run.h"
+#include "run/incidents.h"
 #include "run/steps.h"
 #include "metrics.h"
 #include "notify/notify.h"
@@ -92,7 +93,8 @@ static bool anything_waiting(const struct tick *t)
     return n > 0 || outbox_waits(t) || any_failing(t);
 }
 
-/* Leaves the quiet file (quiet.h) for the runs until the next call is due,
+/* Leaves the quiet file (quiet.h) for the runs until the next call is due
+ * (or, sooner, what an open incident has due),
  * when this run ended well and nothing else asks for a full run: no
  * heartbeat or metrics_file (both want every run), nothing waiting, and
  * the configuration unchanged since it was read. Called last in a run
@@ -107,6 +109,9 @@ static void leave_quiet(struct tick *t)
         anything_waiting(t))
         return;
     q.until = poll_quiet_until(t);
+    long long due = incidents_due(t); /* a reminder, an escalation, a bound */
+    if (due && due < q.until)
+        q.until = due;
     if (q.until <= t->opt->now || file_id_of(&q.state, c->state_file) < 0 ||
         file_id_of(&now_config, c->path) < 0 || !file_id_same(&now_config, &c->file) ||
         quiet_env_digest(&q.env, c->path) < 0)
@@ -146,6 +151,7 @@ int run_once(const struct config *c, const struct run_options *o)
         self_forget(&t);
         self_logins(&t);
         self_drop_stale(&t);
+        incidents_tend(&t);
     }
     recent_attach(&t);
     /* Nothing is delivered that could not be recorded as delivered. With

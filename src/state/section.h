@@ -211,6 +211,11 @@ struct state_section {
     /* Lowers the times a clock that jumped back left in the future (the
      * member has passed its check); NULL when the section keeps no time. */
     void (*clamp)(struct json_object *v, const struct state_clamp *to);
+    /* Made only when first written (its file's accessors create it): a
+     * file without it loads and saves without it, byte for byte, so that
+     * a section added later leaves the files of those who never use it
+     * as they were. A lazy section's clamp may get NULL. */
+    bool lazy;
 };
 
 /* A section kept in its own form rather than as json-c objects: C
@@ -415,6 +420,7 @@ extern const struct state_section state_section_counters;  /* counters.c */
 extern const struct state_section state_section_receivers; /* health.c */
 extern const struct state_section state_section_self;      /* self.c */
 extern const struct state_section state_section_signals;   /* signals.c */
+extern const struct state_section state_section_incidents; /* incidents.c */
 
 /* The table of sections (sections.c). state_sections: the json-c
  * sections, in the order a new file writes them and a loaded one is
@@ -423,6 +429,12 @@ extern const struct state_section state_section_signals;   /* signals.c */
  * them; those with a write_changed live in the fleet file, the others in
  * the state file itself. */
 extern const struct state_section *const state_sections[];
+
+/* After a save wrote the state file: appends the incidents' journal to the
+ * incident log and drops from memory what went there (the next save
+ * writes the file without it); a failure is logged and the rest waits
+ * for the next save (incidents.c). */
+void incidents_flush(struct state *s);
 extern const size_t state_n_sections;
 
 #define STATE_N_NATIVES 5 /* the rows of state_natives */

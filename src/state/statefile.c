@@ -46,7 +46,8 @@ static int check_root(struct json_object *root, struct err *e)
     struct json_object *v = NULL;
     for (size_t i = 0; i < state_n_sections; i++) {
         if (!json_object_object_get_ex(root, state_sections[i]->name, &v)) {
-            jsonv_put(root, state_sections[i]->name, new_section(state_sections[i]));
+            if (!state_sections[i]->lazy)
+                jsonv_put(root, state_sections[i]->name, new_section(state_sections[i]));
             continue;
         }
         if (state_sections[i]->check(v, e) < 0)
@@ -61,7 +62,8 @@ static struct json_object *new_root(void)
     jsonv_put_int(root, "version", STATE_VERSION);
     jsonv_put_int(root, "next_id", 1);
     for (size_t i = 0; i < state_n_sections; i++)
-        jsonv_put(root, state_sections[i]->name, new_section(state_sections[i]));
+        if (!state_sections[i]->lazy)
+            jsonv_put(root, state_sections[i]->name, new_section(state_sections[i]));
     return root;
 }
 
@@ -774,6 +776,7 @@ int state_save(struct state *s, struct err *e)
         return refuse_read_only(s, e);
     if (write_state_file(s, e) < 0)
         return err_prefix(e, "%s: cannot save state", s->path);
+    incidents_flush(s);
     if (seen_flush(s, e) < 0) {
         err_prefix(e, "%s: seen keys kept in the state file for now", s->path);
         return STATE_SAVED_BEHIND;

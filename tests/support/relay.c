@@ -53,8 +53,9 @@ static const char default_receivers[] =
 void relay_config_extra(struct relay *r, const char *accounts_yaml, const char *receivers_yaml,
                         const char *extra_yaml)
 {
-    char *raw = xasprintf("state_file: %s\ncatch_up: 1h\naccounts:\n%sreceivers:\n%s%s",
-                          r->state_path, accounts_yaml ? accounts_yaml : default_accounts,
+    char *raw = xasprintf("state_file: %s\ncatch_up: 1h\n%saccounts:\n%sreceivers:\n%s%s",
+                          r->state_path, r->incidents ? "" : "incidents: {enabled: false}\n",
+                          accounts_yaml ? accounts_yaml : default_accounts,
                           receivers_yaml ? receivers_yaml : default_receivers,
                           extra_yaml ? extra_yaml : "");
     const char *names[] = {"@BASE_URL@", "@HOOK_URL@", "@OUT@", "@DIR@"};

@@ -9,6 +9,7 @@
 #include "simctl.h"
 #include "util/buf.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define RELAY_API_KEY "TEST-API-KEY-abcdefghijklmnopqrstuvwxyz01234"
@@ -22,12 +23,19 @@ struct relay {
     char *config_path;
     char *out_path; /* the file receiver "log" */
     char *state_path;
+    /* Incidents as a user has them (the default); false, as relay_start
+     * leaves it: the config says `incidents: {enabled: false}`, so that a
+     * test of delivery counts one message per alert-log entry, as its
+     * scenario (many alarms of a channel without their recoveries) has
+     * them. Set it before relay_config to test incidents. */
+    bool incidents;
 };
 
 /* Starts the simulator on `scenario` (JSON text; "@API_KEY@",
  * "@LOGIN@" and "@PASSWORD@" are replaced by the values above) and the
  * webhook sink, and writes the default config: one account "lab" (in
- * plain round robin: signals: false), the receivers "hook" (webhook,
+ * plain round robin: signals: false), incidents off (see `incidents`
+ * above), the receivers "hook" (webhook,
  * Authorization: Bearer t0ken) and "log" (file).
  * The password comes from pass.txt, the API key from $TEST_API_KEY. */
 void relay_start(struct relay *r, const char *scenario);

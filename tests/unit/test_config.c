@@ -2246,6 +2246,7 @@ Test(config, self_mistakes_name_file_line_and_column)
 Test(config, incidents_default_when_absent)
 {
     expect_ok(ACCOUNT RECEIVER);
+    cr_expect(cfg->incidents.enabled, "incidents are on unless a user turns them off");
     cr_expect_eq(cfg->incidents.max_open, 7 * 86400);
     cr_expect_eq(cfg->incidents.keep, 400 * 86400);
     /* A mapping that gives one key still gets the other's default. */
@@ -2253,6 +2254,7 @@ Test(config, incidents_default_when_absent)
     cr_expect_eq(cfg->incidents.max_open, 2 * 86400);
     cr_expect_eq(cfg->incidents.keep, 400 * 86400);
     expect_ok(ACCOUNT RECEIVER "incidents: {}\n");
+    cr_expect(cfg->incidents.enabled);
     cr_expect_eq(cfg->incidents.max_open, 7 * 86400);
     cr_expect_eq(cfg->incidents.keep, 400 * 86400);
 }
@@ -2268,6 +2270,8 @@ Test(config, incidents_keys)
     expect_ok(ACCOUNT RECEIVER "incidents: {max_open: 1h, keep: 1d}\n");
     cr_expect_eq(cfg->incidents.max_open, 3600);
     cr_expect_eq(cfg->incidents.keep, 86400);
+    expect_ok(ACCOUNT RECEIVER "incidents: {enabled: false}\n");
+    cr_expect_not(cfg->incidents.enabled);
 }
 
 Test(config, incidents_mistakes_name_file_line_and_column)
@@ -2282,7 +2286,7 @@ Test(config, incidents_mistakes_name_file_line_and_column)
     expect_error(ACCOUNT RECEIVER "incidents: {max_open: forever}\n",
                  "9:23: incidents.max_open: expected a duration such as 90s, 30m, 1h");
     expect_error(ACCOUNT RECEIVER "incidents:\n  max_opne: 2d\n",
-                 "10:3: incidents: unknown key 'max_opne' (expected one of: max_open, keep)");
+                 "10:3: incidents: unknown key 'max_opne' (expected one of: enabled, max_open, keep)");
     expect_error(ACCOUNT RECEIVER "incidents: 7d\n",
                  "9:12: incidents: expected a mapping, got a string");
 }
