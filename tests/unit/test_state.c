@@ -1384,11 +1384,21 @@ static void outbox_story(struct state *s)
     event_clear(&b);
 }
 
-/* The state file as a save left it equals tests/data/`name`. */
+/* The sections a new file has that the release which saved the fixtures
+ * (0af75e8) did not write, as a save writes them empty: each comes right
+ * before "fleet". */
+static const char added_since_0af75e8[] = "\"silences\":{},";
+
+/* The state file as a save left it equals tests/data/`name`, with the
+ * sections added since that release. */
 static void expect_state_file(const char *name)
 {
     char *got = slurp(path);
-    char *want = read_fixture(name);
+    char *old = read_fixture(name);
+    char *fleet = strstr(old, "\"fleet\":");
+    cr_assert_not_null(fleet, "tests/data/%s names no fleet file", name);
+    char *want = xasprintf("%.*s%s%s", (int)(fleet - old), old, added_since_0af75e8, fleet);
+    free(old);
     cr_assert_not_null(got);
     cr_expect_str_eq(got, want, "the state file differs from tests/data/%s", name);
     free(got);

@@ -1,0 +1,364 @@
+/* Silences for planned work: the state's section (ids, which silence
+ * covers a device and channel, expiry, pruning, the file's round trip, an
+ * older state without them, a damaged member that costs them alone).
+ * Every test works in its own temporary directory. */
+#include "proc.h"
+#include "state.h"
+#include "statefile.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define T0 1795000000LL /* 2026-11-18 11:06:40 UTC */
+#define HOUR 3600LL
+
+static char *dir;
+static char *path;   /* DIR/state.json */
+static char *config; /* DIR/wsrelay.yaml, naming it */
+
+static void setup(void)
+{
+    setenv("TZ", "UTC", 1);
+    unsetenv("SUDO_USER");
+    dir = test_tmpdir();
+    path = xasprintf("%s/state.json", dir);
+    config = xasprintf("%s/wsrelay.yaml", dir);
+    char *yaml = xasprintf("state_file: %s\n"
+                           "accounts:\n"
+                           "  - name: lab\n"
+                           "    base_url: http://127.0.0.1:9\n"
+                           "    api_key: SECRET-API-KEY-0123456789abcdef\n"
+                           "    login_id: tbzz9999\n"
+                           "    login_pass: s3cret-pass-word\n"
+                           "    signals: false\n"
+                           "receivers:\n"
+                           "  - name: log\n"
+                           "    file: {path: \"%s/out.txt\"}\n",
+                           path, dir);
+    write_file(config, yaml);
+    cr_assert_eq(chmod(config, 0600), 0);
+    free(yaml);
+}
+
+static void teardown(void)
+{
+    test_rmtree(dir);
+    free(dir);
+    free(path);
+    free(config);
+}
+
+TestSuite(silences, .init = setup, .fini = teardown);
+
+/* --- helpers ------------------------------------------------------------ */
+
+/* Silence `id` of the state, copied into *out (free with
+ * state_silences_free(out, 1)); false when there is none. */
+static bool silence_of(const struct state *s, unsigned long id, struct state_silence **out)
+{
+    size_t n = 0;
+    struct state_silence *all = state_silences(s, &n);
+    bool found = false;
+    for (size_t i = 0; i < n; i++) {
+        if (all[i].id == id && !found) {
+            *out = xcalloc(1, sizeof **out);
+            **out = all[i];
+            all[i].glob = all[i].reason = all[i].by = NULL;
+            found = true;
+        }
+    }
+    state_silences_free(all, n);
+    return found;
+}
+
+static size_t count_silences(const struct state *s)
+{
+    size_t n = 0;
+    state_silences_free(state_silences(s, &n), n);
+    return n;
+}
+
+static char *fixture(const char *name)
+{
+    char *p = xasprintf("%s/tests/data/%s", WSRELAY_SOURCE_DIR, name);
+    char *text = read_file_str(p);
+    cr_assert_not_null(text, "%s", p);
+    free(p);
+    return text;
+}
+
+/* --- the state's section ------------------------------------------------ */
+
+Test(silences, ids_count_from_one_and_a_copy_holds_what_was_added)
+{
+    struct state *s = state_open_ok(path);
+    struct state_silence *v = NULL;
+    cr_expect_eq(state_silence_add(s, "Freezer*", 1, T0, T0 + 2 * HOUR, "defrost", "alice"), 1);
+    cr_expect_eq(state_silence_add(s, "5214*", 0, T0, T0 + HOUR, "cleaning", "bob"), 2);
+    cr_assert(silence_of(s, 1, &v));
+    cr_expect_str_eq(v->glob, "Freezer*");
+    cr_expect_eq(v->channel, 1);
+    cr_expect_eq(v->from, T0);
+    cr_expect_eq(v->until, T0 + 2 * HOUR);
+    cr_expect_str_eq(v->reason, "defrost");
+    cr_expect_str_eq(v->by, "alice");
+    state_silences_free(v, 1);
+    cr_expect_eq(count_silences(s), 2);
+    state_close(s);
+}
+
+Test(silences, a_glob_covers_a_device_by_its_serial_or_its_name)
+{
+    struct state *s = state_open_ok(path);
+    unsigned long by_name = state_silence_add(s, "freezer*", 0, T0, T0 + HOUR, "defrost", "a");
+    unsigned long by_serial = state_silence_add(s, "5279*", 0, T0, T0 + HOUR, "moving", "a");
+    cr_expect_eq(state_silence_covering(s, "5214000A", "Freezer -80 A", 1, T0), by_name,
+                 "by name, either ASCII case");
+    cr_expect_eq(state_silence_covering(s, "5279000B", "Fridge 2", 1, T0), by_serial);
+    cr_expect_eq(state_silence_covering(s, "5279000B", NULL, 1, T0), by_serial, "no name");
+    cr_expect_eq(state_silence_covering(s, "5214000C", "Fridge 3", 1, T0), 0);
+    cr_expect_eq(state_silence_covering(s, "5214000C", "", 1, T0), 0, "an empty name");
+    state_close(s);
+}
+
+Test(silences, channel_0_covers_every_channel_and_kind_channel_n_only_channel_n)
+{
+    struct state *s = state_open_ok(path);
+    unsigned long one = state_silence_add(s, "A*", 1, T0, T0 + HOUR, "probe swap", "a");
+    unsigned long all = state_silence_add(s, "B*", 0, T0, T0 + HOUR, "cleaning", "a");
+    cr_expect_eq(state_silence_covering(s, "A1", "", 1, T0), one);
+    cr_expect_eq(state_silence_covering(s, "A1", "", 2, T0), 0, "another channel");
+    cr_expect_eq(state_silence_covering(s, "A1", "", 0, T0), 0,
+                 "a kind without a channel (battery) needs a silence of every channel");
+    for (int ch = 0; ch <= 6; ch++)
+        cr_expect_eq(state_silence_covering(s, "B1", "", ch, T0), all, "channel %d", ch);
+    state_close(s);
+}
+
+Test(silences, a_silence_is_active_from_its_start_up_to_but_not_at_its_end)
+{
+    struct state *s = state_open_ok(path);
+    unsigned long id = state_silence_add(s, "A*", 0, T0, T0 + HOUR, "defrost", "a");
+    cr_expect_eq(state_silence_covering(s, "A1", "", 1, T0 - 1), 0, "before");
+    cr_expect_eq(state_silence_covering(s, "A1", "", 1, T0), id, "at its start");
+    cr_expect_eq(state_silence_covering(s, "A1", "", 1, T0 + HOUR - 1), id);
+    cr_expect_eq(state_silence_covering(s, "A1", "", 1, T0 + HOUR), 0, "at its end");
+    cr_expect(state_silence_active(s, id, T0));
+    cr_expect_not(state_silence_active(s, id, T0 + HOUR));
+    cr_expect_not(state_silence_active(s, id + 1, T0), "an id never given");
+    state_close(s);
+}
+
+Test(silences, of_several_that_cover_a_channel_the_one_that_ends_last_is_named)
+{
+    struct state *s = state_open_ok(path);
+    state_silence_add(s, "A*", 0, T0, T0 + HOUR, "short", "a");
+    unsigned long longest = state_silence_add(s, "A1", 1, T0, T0 + 3 * HOUR, "long", "a");
+    state_silence_add(s, "*", 0, T0, T0 + 2 * HOUR, "middle", "a");
+    cr_expect_eq(state_silence_covering(s, "A1", "", 1, T0), longest);
+    cr_expect_eq(state_silence_covering(s, "A1", "", 2, T0), 3, "channel 2: the middle one");
+    state_close(s);
+}
+
+Test(silences, expire_ends_an_active_silence_now_and_only_once)
+{
+    struct state *s = state_open_ok(path);
+    unsigned long id = state_silence_add(s, "A*", 0, T0, T0 + HOUR, "defrost", "a");
+    unsigned long later = state_silence_add(s, "B*", 0, T0 + HOUR, T0 + 2 * HOUR, "later", "a");
+    struct state_silence *v = NULL;
+    cr_expect(state_silence_expire(s, id, T0 + 600));
+    cr_expect_not(state_silence_active(s, id, T0 + 600));
+    cr_expect_eq(state_silence_covering(s, "A1", "", 1, T0 + 600), 0);
+    cr_assert(silence_of(s, id, &v));
+    cr_expect_eq(v->from, T0);
+    cr_expect_eq(v->until, T0 + 600, "it ended when it was expired");
+    state_silences_free(v, 1);
+    cr_expect_not(state_silence_expire(s, id, T0 + 700), "already ended");
+    cr_expect_not(state_silence_expire(s, 99, T0), "no such id");
+    cr_expect(state_silence_expire(s, later, T0 + 600), "one to come");
+    cr_assert(silence_of(s, later, &v));
+    cr_expect_eq(v->from, T0 + 600);
+    cr_expect_eq(v->until, T0 + 600);
+    cr_expect_not(state_silence_active(s, later, T0 + HOUR), "it never starts");
+    state_silences_free(v, 1);
+    state_close(s);
+}
+
+Test(silences, prune_forgets_only_those_that_ended_before_the_bound)
+{
+    struct state *s = state_open_ok(path);
+    unsigned long a = state_silence_add(s, "A*", 0, T0, T0 + HOUR, "a", "a");
+    unsigned long b = state_silence_add(s, "B*", 0, T0, T0 + 2 * HOUR, "b", "a");
+    state_prune_silences(s, T0 + HOUR); /* a ended at the bound itself: kept */
+    cr_expect_eq(count_silences(s), 2);
+    state_prune_silences(s, T0 + HOUR + 1);
+    cr_expect_eq(count_silences(s), 1);
+    cr_expect_not(state_silence_active(s, a, T0));
+    cr_expect(state_silence_active(s, b, T0));
+    state_close(s);
+}
+
+Test(silences, an_id_is_never_given_twice_after_expire_prune_and_a_reload)
+{
+    struct state *s = state_open_ok(path);
+    cr_expect_eq(state_silence_add(s, "A*", 0, T0, T0 + HOUR, "a", "a"), 1);
+    cr_expect_eq(state_silence_add(s, "B*", 0, T0, T0 + HOUR, "b", "a"), 2);
+    cr_expect(state_silence_expire(s, 2, T0 + 1));
+    state_prune_silences(s, T0 + 2 * HOUR); /* both gone */
+    cr_expect_eq(count_silences(s), 0);
+    cr_expect_eq(state_silence_add(s, "C*", 0, T0, T0 + HOUR, "c", "a"), 3);
+    s = state_reopen_ok(s, path);
+    state_prune_silences(s, T0 + 2 * HOUR);
+    s = state_reopen_ok(s, path);
+    cr_expect_eq(state_silence_add(s, "D*", 0, T0, T0 + HOUR, "d", "a"), 4);
+    state_close(s);
+}
+
+Test(silences, a_save_and_a_reload_keep_every_field)
+{
+    struct state *s = state_open_ok(path);
+    state_silence_add(s, "冷凍庫*", 3, T0, T0 + HOUR, "déshuffage\tdu congélateur", "山田");
+    state_silence_add(s, "5214000A", 0, T0 + 60, T0 + 2 * HOUR, "move", "bob");
+    s = state_reopen_ok(s, path);
+    size_t n = 0;
+    struct state_silence *v = state_silences(s, &n);
+    cr_assert_eq(n, 2);
+    cr_expect_eq(v[0].id, 1);
+    cr_expect_str_eq(v[0].glob, "冷凍庫*");
+    cr_expect_eq(v[0].channel, 3);
+    cr_expect_eq(v[0].from, T0);
+    cr_expect_eq(v[0].until, T0 + HOUR);
+    cr_expect_str_eq(v[0].reason, "déshuffage du congélateur", "a tab becomes a space");
+    cr_expect_str_eq(v[0].by, "山田");
+    cr_expect_eq(v[1].id, 2);
+    cr_expect_str_eq(v[1].glob, "5214000A");
+    cr_expect_eq(v[1].channel, 0);
+    cr_expect_eq(v[1].from, T0 + 60);
+    cr_expect_eq(v[1].until, T0 + 2 * HOUR);
+    state_silences_free(v, n);
+    cr_expect_eq(state_silence_covering(s, "X", "冷凍庫 1", 3, T0), 1);
+    state_close(s);
+}
+
+Test(silences, add_refuses_what_would_make_the_file_fail_its_check)
+{
+    struct state *s = state_open_ok(path);
+    cr_expect_eq(state_silence_add(s, "x[", 0, T0, T0 + HOUR, "r", "a"), 0, "not a glob");
+    cr_expect_eq(state_silence_add(s, "", 0, T0, T0 + HOUR, "r", "a"), 0, "empty glob");
+    cr_expect_eq(state_silence_add(s, "A*", 7, T0, T0 + HOUR, "r", "a"), 0, "channel 7");
+    cr_expect_eq(state_silence_add(s, "A*", -1, T0, T0 + HOUR, "r", "a"), 0, "channel -1");
+    cr_expect_eq(state_silence_add(s, "A*", 0, T0, T0, "r", "a"), 0, "ends as it starts");
+    cr_expect_eq(state_silence_add(s, "A*", 0, T0, T0 + HOUR, NULL, "a"), 0, "no reason");
+    cr_expect_eq(count_silences(s), 0);
+    cr_expect_eq(state_silence_add(s, "A*", 6, T0, T0 + HOUR, "r", "a"), 1, "ids not spent");
+    state_close(s);
+}
+
+Test(silences, a_clock_that_jumped_back_starts_a_silence_stamped_ahead_now)
+{
+    struct state *s = state_open_ok(path);
+    unsigned long id = state_silence_add(s, "A*", 0, T0 + HOUR, T0 + 3 * HOUR, "r", "a");
+    struct state_silence *v = NULL;
+    state_clamp_clock(s, T0, 3600);
+    cr_assert(silence_of(s, id, &v));
+    cr_expect_eq(v->from, T0);
+    cr_expect_eq(v->until, T0 + 3 * HOUR, "its end stays");
+    state_silences_free(v, 1);
+    cr_expect(state_silence_active(s, id, T0));
+    state_close(s);
+}
+
+/* tests/data/state/0.1.0-637411d.json was written by wsrelay at commit
+ * 637411d (the last release of one state file, before silences) against
+ * the simulator's demo scenario. It loads with no silence, and a silence
+ * added to it survives the save that moves it to version 2. */
+Test(silences, a_state_of_an_older_release_loads_with_no_silence)
+{
+    char *text = fixture("state/0.1.0-637411d.json");
+    cr_assert_null(strstr(text, "silences"));
+    write_file(path, text);
+    free(text);
+    struct state *s = state_open_ok(path);
+    cr_expect_null(state_set_aside(s, NULL), "the old state was set aside");
+    cr_expect_eq(count_silences(s), 0);
+    cr_expect_eq(state_silence_covering(s, "5214A001", "", 1, T0), 0);
+    cr_expect_eq(state_outbox_count(s, "hook"), 6);
+    cr_expect_eq(state_silence_add(s, "5214A001", 1, T0, T0 + HOUR, "defrost", "a"), 1);
+    s = state_reopen_ok(s, path);
+    cr_expect_eq(state_silence_covering(s, "5214A001", "", 1, T0), 1);
+    cr_expect_eq(state_outbox_count(s, "hook"), 6);
+    state_close(s);
+}
+
+/* A state whose "silences" member fails its check, with a counter beside
+ * it: it loads (nothing set aside), with no silence and the counter kept,
+ * and ids go on above the damaged ones. */
+static void expect_damage_costs_the_silences_only(const char *member, unsigned long next)
+{
+    char *text = xasprintf("{\"version\":2,\"next_id\":1,\"counters\":{\"dropped\":5},"
+                           "\"silences\":%s}",
+                           member);
+    write_file(path, text);
+    free(text);
+    struct state *s = state_open_ok(path);
+    cr_expect_null(state_set_aside(s, NULL), "%s: the state was set aside", member);
+    cr_expect_eq(count_silences(s), 0, "%s", member);
+    cr_expect_eq(state_silence_covering(s, "A1", "", 1, T0 + 10), 0, "%s", member);
+    cr_expect_eq(state_counter(s, "dropped"), 5, "%s", member);
+    cr_expect_eq(state_silence_add(s, "B*", 0, T0, T0 + HOUR, "r", "a"), next, "%s", member);
+    s = state_reopen_ok(s, path);
+    cr_expect_eq(count_silences(s), 1, "%s", member);
+    cr_expect_eq(state_counter(s, "dropped"), 5, "%s", member);
+    state_close(s);
+}
+
+Test(silences, a_damaged_member_costs_the_silences_only)
+{
+    static const char ok[] = "\"glob\":\"A*\",\"channel\":0,\"from\":1795000000,"
+                             "\"until\":1795003600,\"reason\":\"r\",\"by\":\"a\"";
+    char *bad_channel = xasprintf("{\"next_id\":8,\"list\":[{\"id\":7,%s},"
+                                  "{\"id\":4,\"glob\":\"A*\",\"channel\":9,\"from\":1,\"until\":2,"
+                                  "\"reason\":\"r\",\"by\":\"a\"}]}",
+                                  ok);
+    char *twice = xasprintf("{\"next_id\":3,\"list\":[{\"id\":2,%s},{\"id\":2,%s}]}", ok, ok);
+    char *bad_glob = xasprintf("{\"list\":[{\"id\":1,\"glob\":\"x[\",\"channel\":0,\"from\":1,"
+                               "\"until\":2,\"reason\":\"r\",\"by\":\"a\"}]}");
+    char *no_id = xasprintf("{\"next_id\":12,\"list\":[{%s}]}", ok);
+    expect_damage_costs_the_silences_only(bad_channel, 8);
+    expect_damage_costs_the_silences_only(twice, 3);
+    expect_damage_costs_the_silences_only(bad_glob, 2);
+    expect_damage_costs_the_silences_only(no_id, 12);
+    expect_damage_costs_the_silences_only("{\"list\":{}}", 1);
+    expect_damage_costs_the_silences_only("7", 1);
+    expect_damage_costs_the_silences_only("[]", 1);
+    free(bad_channel);
+    free(twice);
+    free(bad_glob);
+    free(no_id);
+}
+
+Test(silences, a_member_that_passes_its_check_is_read_and_ids_go_on_above_it)
+{
+    write_file(path, "{\"version\":2,\"next_id\":1,\"silences\":{\"list\":["
+                     "{\"id\":9,\"glob\":\"A*\",\"channel\":2,\"from\":1795000000,"
+                     "\"until\":1795003600,\"reason\":\"r\",\"by\":\"a\"},"
+                     "{\"id\":4,\"glob\":\"B*\",\"channel\":0,\"from\":1795000000,"
+                     "\"until\":1795003600,\"reason\":\"r\",\"by\":\"a\"}]}}");
+    struct state *s = state_open_ok(path);
+    size_t n = 0;
+    struct state_silence *v = state_silences(s, &n);
+    cr_assert_eq(n, 2);
+    cr_expect_eq(v[0].id, 4, "by id");
+    cr_expect_eq(v[1].id, 9);
+    state_silences_free(v, n);
+    cr_expect_eq(state_silence_covering(s, "A1", "", 2, T0), 9);
+    cr_expect_eq(state_silence_add(s, "C*", 0, T0, T0 + HOUR, "r", "a"), 10, "no next_id: max + 1");
+    state_close(s);
+}
