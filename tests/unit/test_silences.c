@@ -1,7 +1,9 @@
 /* Silences for planned work: the state's section (ids, which silence
  * covers a device and channel, expiry, pruning, the file's round trip, an
- * older state without them, a damaged member that costs them alone).
- * Every test works in its own temporary directory. */
+ * older state without them, a damaged member that costs them alone) and
+ * the commands `wsrelay silence add|list|expire` with `wsrelay status`,
+ * end to end against a real state file. Every test works in its own
+ * temporary directory; times are printed in UTC (TZ is set). */
 #include "proc.h"
 #include "state.h"
 #include "statefile.h"
@@ -56,6 +58,7 @@ static void teardown(void)
 }
 
 TestSuite(silences, .init = setup, .fini = teardown);
+TestSuite(silence_cli, .init = setup, .fini = teardown, .timeout = 120);
 
 /* --- helpers ------------------------------------------------------------ */
 
@@ -92,6 +95,19 @@ static char *fixture(const char *name)
     cr_assert_not_null(text, "%s", p);
     free(p);
     return text;
+}
+
+/* `wsrelay -c CONFIG ARGS...`, with a deadline that only guards against a
+ * hang. */
+#define wsr(...) wsrelay_cmd(60, "-c", config, __VA_ARGS__, NULL)
+
+static void expect_line(const char *text, const char *line)
+{
+    size_t len = strlen(line);
+    for (const char *p = text; (p = strstr(p, line)); p++)
+        if ((p == text || p[-1] == '\n') && p[len] == '\n')
+            return;
+    cr_expect_fail("no line '%s' in:\n%s", line, text);
 }
 
 /* --- the state's section ------------------------------------------------ */
@@ -361,4 +377,200 @@ Test(silences, a_member_that_passes_its_check_is_read_and_ids_go_on_above_it)
     cr_expect_eq(state_silence_covering(s, "A1", "", 2, T0), 9);
     cr_expect_eq(state_silence_add(s, "C*", 0, T0, T0 + HOUR, "r", "a"), 10, "no next_id: max + 1");
     state_close(s);
+}
+
+/* --- the commands --------------------------------------------------------- */
+
+Test(silence_cli, add_list_status_and_expire_end_to_end)
+{
+    char now[32], later[32], after[32];
+    snprintf(now, sizeof now, "%lld", T0);
+    snprintf(later, sizeof later, "%lld", T0 + 600);
+    snprintf(after, sizeof after, "%lld", T0 + 1200);
+    struct cmd_result before = wsr("status", "--json", "--now", later);
+    struct json_object *jb = json_tokener_parse(before.out);
+    cr_assert_not_null(jb, "%s", before.out);
+
+    struct cmd_result r = wsr("silence", "add", "Freezer*", "--channel", "1", "--for", "3h24m",
+                              "--reason", "defrost", "--by", "alice", "--now", now);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, "1 Freezer* ch1 until 14:30 (defrost, by alice)\n");
+    cr_expect(strstr(r.err, "warning: no device known yet has a serial or name that 'Freezer*' "
+                            "matches"),
+              "%s", r.err);
+    cmd_result_free(&r);
+
+    r = wsr("silence", "list", "--now", later);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, "1 Freezer* ch1 until 14:30 (defrost, by alice)\n");
+    cmd_result_free(&r);
+
+    r = wsr("status", "--now", later);
+    expect_line(r.out, "  silenced: Freezer* ch1 until 14:30 (defrost, by alice)");
+    cr_expect_eq(r.status, before.status, "a silence is no problem");
+    cmd_result_free(&r);
+    r = wsr("status", "--json", "--now", later);
+    struct json_object *j = json_tokener_parse(r.out);
+    cr_assert_not_null(j, "%s", r.out);
+    struct json_object *arr = NULL, *problems = NULL, *problems_before = NULL;
+    cr_assert(json_object_object_get_ex(j, "silences", &arr));
+    cr_assert_eq(json_object_array_length(arr), 1);
+    struct json_object *one = json_object_array_get_idx(arr, 0);
+    cr_expect_str_eq(json_object_to_json_string_ext(one, JSON_C_TO_STRING_PLAIN),
+                     "{\"id\":1,\"glob\":\"Freezer*\",\"channel\":1,\"from\":1795000000,"
+                     "\"until\":1795012240,\"reason\":\"defrost\",\"by\":\"alice\"}");
+    json_object_object_get_ex(j, "problems", &problems);
+    json_object_object_get_ex(jb, "problems", &problems_before);
+    cr_expect_str_eq(json_object_to_json_string(problems),
+                     json_object_to_json_string(problems_before), "a silence is no problem");
+    json_object_put(j);
+    cmd_result_free(&r);
+
+    r = wsr("silence", "expire", "1", "--now", later);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, "silence 1 ended\n");
+    cmd_result_free(&r);
+
+    r = wsr("silence", "list", "--now", after);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, "no active silence\n");
+    cmd_result_free(&r);
+    r = wsr("silence", "list", "--all", "--now", after);
+    cr_expect_str_eq(r.out, "1 Freezer* ch1 ended 11:16 (defrost, by alice)\n");
+    cmd_result_free(&r);
+    r = wsr("status", "--now", after);
+    expect_line(r.out, "  no active silence");
+    cr_expect_null(strstr(r.out, "silenced:"), "%s", r.out);
+    cmd_result_free(&r);
+
+    struct state *s = state_open_ok(path);
+    cr_expect_not(state_silence_active(s, 1, T0 + 600));
+    cr_expect_eq(count_silences(s), 1, "kept for list --all");
+    state_close(s);
+    json_object_put(jb);
+    cmd_result_free(&before);
+}
+
+Test(silence_cli, add_in_json_and_list_in_json)
+{
+    char now[32];
+    snprintf(now, sizeof now, "%lld", T0);
+    struct cmd_result r = wsr("silence", "add", "5214*", "--for", "90m", "--reason", "cleaning",
+                              "--json", "--now", now);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    struct json_object *j = json_tokener_parse(r.out);
+    cr_assert_not_null(j, "%s", r.out);
+    struct json_object *v = NULL;
+    cr_assert(json_object_object_get_ex(j, "id", &v));
+    cr_expect_eq(json_object_get_int64(v), 1);
+    cr_assert(json_object_object_get_ex(j, "until", &v));
+    cr_expect_eq(json_object_get_int64(v), T0 + 5400);
+    cr_assert(json_object_object_get_ex(j, "channel", &v));
+    cr_expect_eq(json_object_get_int64(v), 0);
+    json_object_put(j);
+    cmd_result_free(&r);
+    r = wsr("silence", "list", "--json", "--now", now);
+    j = json_tokener_parse(r.out);
+    cr_assert_not_null(j, "%s", r.out);
+    cr_assert(json_object_object_get_ex(j, "silences", &v));
+    cr_assert_eq(json_object_array_length(v), 1);
+    struct json_object *active = NULL;
+    cr_assert(json_object_object_get_ex(json_object_array_get_idx(v, 0), "active", &active));
+    cr_expect(json_object_get_boolean(active));
+    json_object_put(j);
+    cmd_result_free(&r);
+}
+
+Test(silence_cli, by_is_sudo_user_else_the_login_name_of_who_runs_it)
+{
+    char now[32];
+    snprintf(now, sizeof now, "%lld", T0);
+    const struct passwd *pw = getpwuid(getuid());
+    cr_assert_not_null(pw);
+    char *want = xasprintf("1 A* until 12:06 (r, by %s)\n", pw->pw_name);
+    struct cmd_result r = wsr("silence", "add", "A*", "--for", "1h", "--reason", "r", "--now", now);
+    cr_expect_str_eq(r.out, want);
+    cmd_result_free(&r);
+    free(want);
+    setenv("SUDO_USER", "night-shift", 1);
+    r = wsr("silence", "add", "B*", "--for", "1h", "--reason", "r", "--now", now);
+    unsetenv("SUDO_USER");
+    cr_expect_str_eq(r.out, "2 B* until 12:06 (r, by night-shift)\n");
+    cmd_result_free(&r);
+}
+
+/* A usage error: exit status 2, `message` on stderr, nothing on stdout. */
+static void expect_usage_error(struct cmd_result r, const char *message)
+{
+    cr_expect_eq(r.status, 2, "%s: status %d", message, r.status);
+    cr_expect(strstr(r.err, message), "'%s' not in:\n%s", message, r.err);
+    cr_expect_str_eq(r.out, "", "%s", message);
+    cmd_result_free(&r);
+}
+
+Test(silence_cli, bad_input_is_a_usage_error_that_changes_nothing)
+{
+    expect_usage_error(wsr("silence", "add", "A*", "--for", "2 hours", "--reason", "r"),
+                       "wsrelay: silence add: --for: '2 hours' is not a duration (such as 2h, "
+                       "90m or 1h30m)");
+    expect_usage_error(wsr("silence", "add", "A*", "--for", "0s", "--reason", "r"),
+                       "--for: '0s' is not a duration");
+    expect_usage_error(
+        wsr("silence", "add", "A*", "--for", "2h", "--reason", "r", "--channel", "7"),
+        "wsrelay: silence add: --channel: '7' is not a channel (1 to 6)");
+    expect_usage_error(
+        wsr("silence", "add", "A*", "--for", "2h", "--reason", "r", "--channel", "0"),
+        "--channel: '0' is not a channel (1 to 6)");
+    expect_usage_error(wsr("silence", "add", "A*", "--for", "2h", "--reason", " "),
+                       "wsrelay: silence add: --reason: empty");
+    expect_usage_error(wsr("silence", "add", "A*", "--for", "2h"),
+                       "wsrelay: silence add: --reason TEXT is required");
+    expect_usage_error(wsr("silence", "add", "A*", "--reason", "r"),
+                       "wsrelay: silence add: --for DURATION is required");
+    expect_usage_error(wsr("silence", "add", "[A*", "--for", "2h", "--reason", "r"),
+                       "wsrelay: silence add: '[A*' is not a glob: column 1: '[' is not closed");
+    expect_usage_error(wsr("silence", "add", "--for", "2h", "--reason", "r"),
+                       "usage: wsrelay silence add GLOB");
+    expect_usage_error(wsr("silence", "expire", "1"), "wsrelay: silence expire: no silence 1");
+    expect_usage_error(wsr("silence", "expire", "one"),
+                       "wsrelay: silence expire: 'one' is not a silence id");
+    expect_usage_error(wsr("silence", "expire", "0"), "'0' is not a silence id");
+    expect_usage_error(wsr("silence", "frobnicate"),
+                       "wsrelay: silence: unknown subcommand 'frobnicate'");
+    expect_usage_error(wsr("silence"), "usage: wsrelay silence add GLOB");
+    struct state *s = state_open_ok(path);
+    cr_expect_eq(count_silences(s), 0);
+    state_close(s);
+
+    char now[32], later[32];
+    snprintf(now, sizeof now, "%lld", T0);
+    snprintf(later, sizeof later, "%lld", T0 + 60);
+    struct cmd_result r = wsr("silence", "add", "A*", "--for", "1m", "--reason", "r", "--now", now);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cmd_result_free(&r);
+    expect_usage_error(wsr("silence", "expire", "1", "--now", later),
+                       "wsrelay: silence expire: silence 1 has already ended");
+}
+
+Test(silence_cli, help_of_the_group_and_of_each_subcommand)
+{
+    struct cmd_result r = wsrelay_cmd(30, "silence", "--help", NULL);
+    cr_expect_eq(r.status, 0);
+    static const char first[] =
+        "usage: wsrelay [-c FILE] [-v | -q] silence add|list|expire [ARGS]\n";
+    cr_expect(strncmp(r.out, first, strlen(first)) == 0, "%s", r.out);
+    cr_expect(strstr(r.out, "silence add GLOB [--channel N] --for DURATION --reason TEXT [--by "
+                            "NAME] [--json] [--now UNIXTIME]\n"),
+              "%s", r.out);
+    cr_expect(strstr(r.out, "silence list [--all] [--json] [--now UNIXTIME]\n"), "%s", r.out);
+    cr_expect(strstr(r.out, "silence expire ID [--now UNIXTIME]\n"), "%s", r.out);
+    cmd_result_free(&r);
+    r = wsrelay_cmd(30, "silence", "expire", "--help", NULL);
+    cr_expect_eq(r.status, 0);
+    cr_expect(strstr(r.out, "silence expire ID [--now UNIXTIME]\n"), "%s", r.out);
+    cr_expect_null(strstr(r.out, "silence add"), "%s", r.out);
+    cmd_result_free(&r);
+    r = wsrelay_cmd(30, "--help", NULL);
+    cr_expect(strstr(r.out, "\n  silence add|list|expire [ARGS]\n"), "%s", r.out);
+    cmd_result_free(&r);
 }
