@@ -107,8 +107,8 @@ static int check_strict(struct json_object *silences, struct err *e)
 
 /* Never fails: a member that fails its check is emptied (its next_id kept
  * when it can be, so that no id comes back), with a warning. One that is
- * not even an object stays as it is until the next change replaces it
- * (silences_of); meanwhile it reads as no silence. */
+ * not even an object cannot be replaced from here: it reads as no silence
+ * until the next add or prune replaces it (silences_of). */
 static int check_silences(struct json_object *silences, struct err *e)
 {
     (void)e;
@@ -290,6 +290,8 @@ bool state_silence_active(const struct state *s, unsigned long id, long long now
 
 void state_prune_silences(struct state *s, long long before)
 {
+    if (!section(s, &state_section_silences))
+        silences_of(s); /* a member damaged beyond its check's repair */
     struct json_object *list = list_of(s);
     size_t n = list ? json_object_array_length(list) : 0;
     size_t ended = 0;

@@ -353,6 +353,16 @@ Test(silences, a_damaged_member_costs_the_silences_only)
     expect_damage_costs_the_silences_only(no_id, 12);
     expect_damage_costs_the_silences_only("{\"list\":{}}", 1);
     expect_damage_costs_the_silences_only("7", 1);
+
+    /* One that is not an object is replaced by the next prune, as by an add. */
+    write_file(path, "{\"version\":2,\"next_id\":1,\"silences\":\"x\"}");
+    struct state *s = state_open_ok(path);
+    state_prune_silences(s, T0);
+    state_save_ok(s);
+    state_close(s);
+    char *text = read_file_str(path);
+    cr_expect(strstr(text, "\"silences\":{\"list\":[],\"next_id\":1}"), "%s", text);
+    free(text);
     expect_damage_costs_the_silences_only("[]", 1);
     free(bad_channel);
     free(twice);
