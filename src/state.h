@@ -632,7 +632,9 @@ bool state_silence_active(const struct state *s, unsigned long id, long long now
 /* Forgets the silences that ended before `before` (until < before), which
  * bounds the file: `wsrelay silence` prunes those ended more than 7 days
  * ago at each change, and `silence list --all` shows the rest. Their ids
- * are never given again. */
+ * are never given again. Changes nothing when none ended before it (a
+ * save then has nothing to write), but replaces a member that a load
+ * found damaged beyond repair (not an object) with an empty one. */
 void state_prune_silences(struct state *s, long long before);
 
 #endif
