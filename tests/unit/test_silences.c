@@ -584,3 +584,44 @@ Test(silence_cli, help_of_the_group_and_of_each_subcommand)
     cr_expect(strstr(r.out, "\n  silence add|list|expire [ARGS]\n"), "%s", r.out);
     cmd_result_free(&r);
 }
+
+/* A run holds the state's lock: `silence add` waits for it (it changes
+ * nothing meanwhile), then adds once the run lets go. The 20 s bound only
+ * guards against a hang. */
+Test(silence_cli, add_waits_for_a_run_that_holds_the_lock)
+{
+    char now[32];
+    snprintf(now, sizeof now, "%lld", T0);
+    struct state *run = state_open_ok(path);
+    state_count(run, "dropped", 1);
+    state_save_ok(run);
+    char *const argv[] = {(char *)WSRELAY_BIN,
+                          (char *)"-c",
+                          config,
+                          (char *)"silence",
+                          (char *)"add",
+                          (char *)"A*",
+                          (char *)"--for",
+                          (char *)"1h",
+                          (char *)"--reason",
+                          (char *)"defrost",
+                          (char *)"--now",
+                          now,
+                          NULL};
+    struct proc p;
+    proc_start(&p, argv, NULL, dir);
+    test_sleep_ms(1500);
+    cr_expect_eq(proc_poll(&p), -1, "it did not wait for the lock");
+    cr_expect_eq(count_silences(run), 0);
+    state_close(run);
+    cr_expect_eq(proc_wait(&p, 20), 0);
+    char *out = proc_stdout(&p);
+    static const char want[] = "1 A* until 12:06 (defrost, by ";
+    cr_expect(strncmp(out, want, strlen(want)) == 0, "%s", out);
+    free(out);
+    proc_stop(&p);
+    struct state *s = state_open_ok(path);
+    cr_expect_eq(count_silences(s), 1);
+    cr_expect_eq(state_counter(s, "dropped"), 1, "the run's save is kept");
+    state_close(s);
+}
