@@ -625,3 +625,47 @@ Test(silence_cli, add_waits_for_a_run_that_holds_the_lock)
     cr_expect_eq(state_counter(s, "dropped"), 1, "the run's save is kept");
     state_close(s);
 }
+
+/* What list --all shows of each kind, and status's JSON when there is no
+ * silence and when the state cannot be read. */
+Test(silence_cli, list_all_and_status_json_without_silences)
+{
+    char now[32];
+    snprintf(now, sizeof now, "%lld", T0);
+    struct state *s = state_open_ok(path);
+    state_silence_add(s, "A*", 0, T0 - 3 * HOUR, T0 - 2 * HOUR, "ended", "a");
+    state_silence_add(s, "B*", 2, T0 - HOUR, T0 + HOUR, "active", "b");
+    state_silence_add(s, "C*", 0, T0 + HOUR, T0 + 2 * HOUR, "to come", "c");
+    state_silence_add(s, "D*", 0, T0 - 8 * 86400, T0 - 7 * 86400 - 1, "too old", "d");
+    state_save_ok(s);
+    state_close(s);
+    struct cmd_result r = wsr("silence", "list", "--all", "--now", now);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, "1 A* ended 09:06 (ended, by a)\n"
+                            "2 B* ch2 until 12:06 (active, by b)\n"
+                            "3 C* from 12:06 until 13:06 (to come, by c)\n");
+    cmd_result_free(&r);
+    r = wsr("silence", "list", "--now", now);
+    cr_expect_str_eq(r.out, "2 B* ch2 until 12:06 (active, by b)\n");
+    cmd_result_free(&r);
+
+    write_file(path, "{\"version\":2,\"next_id\":1}");
+    r = wsr("status", "--json", "--now", now);
+    struct json_object *j = json_tokener_parse(r.out);
+    cr_assert_not_null(j, "%s", r.out);
+    struct json_object *v = NULL;
+    cr_assert(json_object_object_get_ex(j, "silences", &v));
+    cr_expect(json_object_is_type(v, json_type_array) && json_object_array_length(v) == 0, "%s",
+              r.out);
+    json_object_put(j);
+    cmd_result_free(&r);
+
+    write_file(path, "not json");
+    r = wsr("status", "--json", "--now", now);
+    j = json_tokener_parse(r.out);
+    cr_assert_not_null(j, "%s", r.out);
+    cr_assert(json_object_object_get_ex(j, "silences", &v));
+    cr_expect_null(v, "an unreadable state: null");
+    json_object_put(j);
+    cmd_result_free(&r);
+}
