@@ -19,6 +19,9 @@ static const struct cmd_entry *const commands[] = {
     &cmd_test_receiver_entry, &cmd_render_entry, &cmd_ack_entry,     &cmd_incidents_entry,
 };
 
+/* The commands made of subcommands (cmd.h), after the others. */
+static const struct cmd_group *const groups[] = {&cmd_silence_group};
+
 /* The options of wsrelay alone, before any command. */
 enum { OPT_HELP = CMD_OPT_QUIET + 1, OPT_VERSION };
 
@@ -43,6 +46,11 @@ static void usage(FILE *out)
         cmd_synopsis(&syn, commands[i]);
         fprintf(out, "  %s%s%s\n      %s\n", commands[i]->name, syn.len ? " " : "", buf_str(&syn),
                 commands[i]->summary);
+    }
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+        buf_reset(&syn);
+        cmd_group_synopsis(&syn, groups[i]);
+        fprintf(out, "  %s %s\n      %s\n", groups[i]->name, buf_str(&syn), groups[i]->summary);
     }
     fprintf(out, "\nOptions:\n");
     opt_help(out, cmd_global_opts, 13);
@@ -94,6 +102,26 @@ out:
     return rc;
 }
 
+/* Runs a subcommand of `grp` on argv (argv[0] is the group's name, argv[1]
+ * the subcommand's word); without one, --help shows the group's help and
+ * anything else is a usage error. */
+static int dispatch_group(struct cmd_globals *g, const struct cmd_group *grp, int argc, char **argv)
+{
+    const struct cmd_entry *sub = argc > 1 ? cmd_group_sub(grp, argv[1]) : NULL;
+    if (sub)
+        return dispatch(g, sub, argc - 1, argv + 1);
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            cmd_group_help(stdout, grp);
+            return RUN_OK;
+        }
+    }
+    if (argc > 1)
+        fprintf(stderr, "wsrelay: %s: unknown subcommand '%s'\n", grp->name, argv[1]);
+    cmd_group_usage(stderr, grp);
+    return RUN_USAGE;
+}
+
 int main(int argc, char **argv)
 {
     const struct opt_spec *const tables[] = {cmd_global_opts, main_opts, NULL};
@@ -141,6 +169,12 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(a.operands[0], commands[i]->name) == 0)
             cmd = commands[i];
+    for (size_t i = 0; !cmd && i < sizeof groups / sizeof groups[0]; i++)
+        if (strcmp(a.operands[0], groups[i]->name) == 0) {
+            rc = dispatch_group(&g, groups[i], (int)a.n_operands, a.operands);
+            fflush(stdout);
+            goto out;
+        }
     if (!cmd) {
         fprintf(stderr, "wsrelay: unknown command '%s' (try wsrelay --help)\n", a.operands[0]);
         goto out;

@@ -33,7 +33,9 @@
  *     health, the time of the last relay event, the heartbeat's health;
  *   - per device serial, what its current readings were lately (readings_memory.h)
  *     and the limits its alert texts taught; per login ID, the alert calls
- *     a signal asked for and since when signals wait for the budget.
+ *     a signal asked for and since when signals wait for the budget;
+ *   - silences for planned work (`wsrelay silence`): which devices and
+ *     channels page nobody, until when, why and on whose word.
  * No secret is ever written to it.
  *
  * state_open takes an exclusive lock (a `PATH.lock` file beside it, which
@@ -346,7 +348,9 @@ bool state_ratelimit(const struct state *s, const char *login, enum platform_op 
  *     become `now`; recheck_at above now + 1 h becomes now + 1 h;
  *   - signal calls: starved_since above `now` becomes `now`;
  *   - seen marks: a mark above now + 1 h becomes now + 1 h (an entry is
- *     never taken to raise one further, whatever its date).
+ *     never taken to raise one further, whatever its date);
+ *   - silences: a `from` above `now` becomes `now` (the silence starts at
+ *     once; its `until` stays).
  * Times at or below those bounds are left as they are. */
 void state_clamp_clock(struct state *s, long long now, long max_block);
 
@@ -611,5 +615,69 @@ const char **state_incident_journal(const struct state *s, size_t *n);
 
 /* Drops the first `n` lines of the journal (they are in the incident log). */
 void state_incident_journal_drop(struct state *s, size_t n);
+/* --- silences --- */
+
+/* A silence for planned work (a defrost, a cleaning, a calibration): the
+ * devices whose serial or name matches `glob`, one channel or all, page
+ * nobody from `from` until `until`. Alarms it covers still open incidents
+ * (the run records them); what it changes is who is told. */
+struct state_silence {
+    unsigned long id;      /* short, stable, unique among the state's silences: a counter from 1
+                              that never gives an id twice, even after a prune */
+    char *glob;            /* glob.h pattern on the device's serial or name */
+    int channel;           /* 1..6; 0: every channel and kind of the device */
+    long long from, until; /* wsrelay's clock; active while from <= now < until */
+    char *reason, *by;     /* why, and on whose word (as stored: at most 300 bytes of
+                              valid UTF-8, control characters as spaces) */
+};
+
+/* Adds a silence and returns its id (the state's next one). `from` is
+ * normally now: one in the future is brought back to now by the next
+ * state_clamp_clock, as a clock that jumped back would have left it.
+ * `reason` and `by` are stored cut to 300 bytes at a character, made
+ * valid UTF-8. Returns 0, adding nothing, when `glob` is not a valid glob
+ * (glob_check) or longer than 200 bytes, `channel` is not 0 to 6,
+ * `until` is not after `from`, or `reason` or `by` is NULL (the caller
+ * says what is wrong, this only keeps the file loadable), and once a
+ * billion ids were given. */
+unsigned long state_silence_add(struct state *s, const char *glob, int channel, long long from,
+                                long long until, const char *reason, const char *by);
+
+/* Ends silence `id` at `now` (its `until` becomes `now`; a silence that
+ * had not started yet ends before it starts, its `from` brought to `now`
+ * too). False, changing nothing, when there is no such id or it had
+ * already ended (until <= now). */
+bool state_silence_expire(struct state *s, unsigned long id, long long now);
+
+/* A copy of every silence the state keeps (active, to come, and ended
+ * but not yet pruned), by id; the caller frees it with
+ * state_silences_free. NULL with *n = 0 when there is none. */
+struct state_silence *state_silences(const struct state *s, size_t *n);
+
+/* Frees the array and its strings; NULL is fine. */
+void state_silences_free(struct state_silence *v, size_t n);
+
+/* The id of the active silence (at `now`) that covers the device (its
+ * serial or name matches the glob; NULL or "" names match nothing) and
+ * `channel` (0 asks for a kind without a channel: only a silence of
+ * channel 0 covers it); 0: none. When several do, the one that ends last
+ * (of those, the lowest id): an incident it silences must wait for it. */
+unsigned long state_silence_covering(const struct state *s, const char *serial, const char *name,
+                                     int channel, long long now);
+
+/* Whether silence `id` is active at `now` (from <= now < until); false for
+ * an unknown id (pruned, or never given). */
+bool state_silence_active(const struct state *s, unsigned long id, long long now);
+
+/* How long an ended silence is kept (and listed by `silence list --all`). */
+#define STATE_SILENCE_KEEP (7 * 86400LL)
+
+/* Forgets the silences that ended before `before` (until < before), which
+ * bounds the file: a run and `wsrelay silence` prune those ended more than
+ * STATE_SILENCE_KEEP ago, and `silence list --all` shows the rest. Their ids
+ * are never given again. Changes nothing when none ended before it (a
+ * save then has nothing to write), but replaces a member that a load
+ * found damaged beyond repair (not an object) with an empty one. */
+void state_prune_silences(struct state *s, long long before);
 
 #endif

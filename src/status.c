@@ -94,7 +94,9 @@ struct report {
     size_t n_conds;
     bool has_heartbeat; /* self.heartbeat is configured */
     struct state_health heartbeat;
-    long long expired, lost; /* outbox events given up: too old, beyond the cap */
+    long long expired, lost;        /* outbox events given up: too old, beyond the cap */
+    struct state_silence *silences; /* the active ones, texts made printable */
+    size_t n_silences;
     struct notes problems, warnings;
 };
 
@@ -461,6 +463,27 @@ static void gather_self(struct report *r, const struct config *c, const struct s
     r->lost = outbox_lost(s, "dropped");
 }
 
+/* The silences active at r->now: planned work, not a problem (alarms
+ * are still recorded), but who reads the status must know that a device
+ * pages nobody. */
+static void gather_silences(struct report *r, const struct state *s)
+{
+    size_t n = 0;
+    struct state_silence *all = state_silences(s, &n);
+    r->silences = xcalloc(n ? n : 1, sizeof *r->silences);
+    for (size_t i = 0; i < n; i++) {
+        struct state_silence *v = &all[i];
+        if (v->from > r->now || r->now >= v->until)
+            continue;
+        struct state_silence *row = &r->silences[r->n_silences++];
+        *row = *v;
+        row->glob = printable(v->glob);
+        row->reason = printable(v->reason);
+        row->by = printable(v->by);
+    }
+    state_silences_free(all, n);
+}
+
 /* --- judging ---------------------------------------------------------- */
 
 static void judge_login(struct report *r, const struct login_row *l)
@@ -748,6 +771,18 @@ static void write_words(struct buf *b, const struct report *r)
                "\nrouting: %lld dropped by a rule, %lld held back by a throttle, "
                "%lld matched no rule (unrouted)\n",
                r->dropped, r->throttled, r->unrouted);
+    buf_puts(b, "\nsilences\n");
+    if (r->n_silences == 0)
+        buf_puts(b, "  no active silence\n");
+    for (size_t i = 0; i < r->n_silences; i++) {
+        const struct state_silence *v = &r->silences[i];
+        char until[48], ch[16] = "";
+        clock_text(until, sizeof until, v->until, r->now);
+        if (v->channel)
+            snprintf(ch, sizeof ch, " ch%d", v->channel);
+        buf_printf(b, "  silenced: %s%s until %s (%s, by %s)\n", v->glob, ch, until, v->reason,
+                   v->by);
+    }
     buf_puts(b, "\nself-monitoring\n");
     if (r->n_conds == 0)
         buf_puts(b, "  no open condition\n");
@@ -951,6 +986,23 @@ static void write_json(struct buf *b, const struct report *r)
         jsonv_put_int(counters, "unrouted", r->unrouted);
     }
     jsonv_put(o, "counters", counters);
+    struct json_object *silences = NULL;
+    if (!r->state_error) {
+        silences = jsonv_need(json_object_new_array());
+        for (size_t i = 0; i < r->n_silences; i++) {
+            const struct state_silence *v = &r->silences[i];
+            struct json_object *one = jsonv_need(json_object_new_object());
+            jsonv_put_int(one, "id", (long long)v->id);
+            put_str(one, "glob", v->glob);
+            jsonv_put_int(one, "channel", v->channel);
+            jsonv_put_int(one, "from", v->from);
+            jsonv_put_int(one, "until", v->until);
+            put_str(one, "reason", v->reason);
+            put_str(one, "by", v->by);
+            jsonv_append(silences, one);
+        }
+    }
+    jsonv_put(o, "silences", silences);
     struct json_object *self = NULL;
     if (!r->state_error) {
         self = jsonv_need(json_object_new_object());
@@ -1015,6 +1067,7 @@ static void report_free(struct report *r)
         state_condition_clear(&r->conds[i].c);
     }
     free(r->conds);
+    state_silences_free(r->silences, r->n_silences);
     state_health_clear(&r->heartbeat);
     for (size_t i = 0; i < r->problems.n; i++)
         free(r->problems.items[i]);
@@ -1037,6 +1090,7 @@ enum status_verdict status_report(FILE *out, const struct config *c, const struc
         gather_logins(&r, c, s);
         gather_receivers(&r, c, s);
         gather_self(&r, c, s);
+        gather_silences(&r, s);
         r.dropped = state_counter(s, "dropped");
         r.throttled = state_counter(s, "throttled");
         r.unrouted = state_counter(s, "unrouted");

@@ -15,7 +15,9 @@
  * and OK otherwise, with warnings for what deserves a look but leaves the
  * relay covering its devices: events that no rule took, devices the
  * platform refuses, a receiver whose last delivery failed (or whose events
- * were given up), events queued for a receiver no longer configured. */
+ * were given up), events queued for a receiver no longer configured. An
+ * active silence (planned work) is listed, never a problem: the alarms it
+ * covers are still recorded. */
 #ifndef WSRELAY_STATUS_H
 #define WSRELAY_STATUS_H
 

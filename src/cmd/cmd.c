@@ -54,23 +54,84 @@ void cmd_usage(FILE *out, const struct cmd_entry *c)
     buf_free(&syn);
 }
 
-void cmd_help(FILE *out, const struct cmd_entry *c)
+/* The usage line with the global options, the summary and the options of
+ * command `c`. */
+static void help_of(FILE *out, const struct cmd_entry *c, const char *globals)
 {
-    struct buf globals, syn;
-    buf_init(&globals, 0);
+    struct buf syn;
     buf_init(&syn, 0);
-    opt_synopsis(&globals, cmd_global_opts);
     cmd_synopsis(&syn, c);
-    fprintf(out, "usage: wsrelay %s %s%s%s\n  %s\n", buf_str(&globals), c->name, syn.len ? " " : "",
+    fprintf(out, "usage: wsrelay %s %s%s%s\n  %s\n", globals, c->name, syn.len ? " " : "",
             buf_str(&syn), c->summary);
     if (c->opts[0].id) {
         fprintf(out, "\nOptions:\n");
         opt_help(out, c->opts, 22);
     }
+    buf_free(&syn);
+}
+
+void cmd_help(FILE *out, const struct cmd_entry *c)
+{
+    struct buf globals;
+    buf_init(&globals, 0);
+    opt_synopsis(&globals, cmd_global_opts);
+    help_of(out, c, buf_str(&globals));
     fprintf(out, "\nGlobal options, before or after the command:\n");
     opt_help(out, cmd_global_opts, 22);
     buf_free(&globals);
+}
+
+const struct cmd_entry *cmd_group_sub(const struct cmd_group *grp, const char *word)
+{
+    size_t len = strlen(grp->name);
+    for (size_t i = 0; grp->subs[i]; i++) {
+        const char *name = grp->subs[i]->name;
+        if (strncmp(name, grp->name, len) == 0 && name[len] == ' ' &&
+            strcmp(name + len + 1, word) == 0)
+            return grp->subs[i];
+    }
+    return NULL;
+}
+
+void cmd_group_synopsis(struct buf *out, const struct cmd_group *grp)
+{
+    size_t len = strlen(grp->name);
+    for (size_t i = 0; grp->subs[i]; i++)
+        buf_printf(out, "%s%s", i ? "|" : "", grp->subs[i]->name + len + 1);
+    buf_puts(out, " [ARGS]");
+}
+
+void cmd_group_usage(FILE *out, const struct cmd_group *grp)
+{
+    struct buf syn;
+    buf_init(&syn, 0);
+    for (size_t i = 0; grp->subs[i]; i++) {
+        buf_reset(&syn);
+        cmd_synopsis(&syn, grp->subs[i]);
+        fprintf(out, "%s wsrelay %s%s%s\n", i ? "      " : "usage:", grp->subs[i]->name,
+                syn.len ? " " : "", buf_str(&syn));
+    }
     buf_free(&syn);
+}
+
+void cmd_group_help(FILE *out, const struct cmd_group *grp)
+{
+    struct buf globals;
+    buf_init(&globals, 0);
+    opt_synopsis(&globals, cmd_global_opts);
+    struct buf syn;
+    buf_init(&syn, 0);
+    cmd_group_synopsis(&syn, grp);
+    fprintf(out, "usage: wsrelay %s %s %s\n  %s\n", buf_str(&globals), grp->name, buf_str(&syn),
+            grp->summary);
+    buf_free(&syn);
+    for (size_t i = 0; grp->subs[i]; i++) {
+        fputs("\n", out);
+        help_of(out, grp->subs[i], buf_str(&globals));
+    }
+    fprintf(out, "\nGlobal options, before or after the command:\n");
+    opt_help(out, cmd_global_opts, 22);
+    buf_free(&globals);
 }
 
 int cmd_load_config(struct config **out, const struct cmd_globals *g)

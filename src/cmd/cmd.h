@@ -44,6 +44,34 @@ extern const struct cmd_entry cmd_render_entry;
 extern const struct cmd_entry cmd_ack_entry;
 extern const struct cmd_entry cmd_incidents_entry;
 
+/* A command made of subcommands (`wsrelay silence add|list|expire`): the
+ * word after its name picks one of its rows, each named "NAME WORD", which
+ * is then dispatched as a command of its own (its options, its --help). */
+struct cmd_group {
+    const char *name;
+    const char *summary;                 /* one line, lower case, no full stop */
+    const struct cmd_entry *const *subs; /* NULL-terminated */
+};
+
+extern const struct cmd_group cmd_silence_group;
+
+/* The subcommand of `grp` that `word` names ("add" for "silence add");
+ * NULL when none does. */
+const struct cmd_entry *cmd_group_sub(const struct cmd_group *grp, const char *word);
+
+/* Appends "WORD|WORD|... [ARGS]" of `grp` (what follows its name in
+ * wsrelay's list of commands and in the first line of its --help). */
+void cmd_group_synopsis(struct buf *out, const struct cmd_group *grp);
+
+/* Writes the usage line of each subcommand of `grp`, as a command says
+ * it after a usage error. */
+void cmd_group_usage(FILE *out, const struct cmd_group *grp);
+
+/* Writes `wsrelay NAME --help` of a group: its usage line and summary,
+ * then each subcommand's usage line, summary and options, then the
+ * global ones. */
+void cmd_group_help(FILE *out, const struct cmd_group *grp);
+
 /* The global options: -c FILE, -v, -q, accepted before the command and
  * after it (ids CMD_OPT_CONFIG, CMD_OPT_DEBUG, CMD_OPT_QUIET). */
 enum { CMD_OPT_CONFIG = 1, CMD_OPT_DEBUG, CMD_OPT_QUIET };

@@ -115,6 +115,8 @@ static void open_incident(struct tick *t, const struct event *ev, const struct r
     double v;
     if (incident_number(ev->value, &v))
         incident_note_reading(&inc, v, ev->unixtime);
+    inc.silence =
+        state_silence_covering(t->st, ev->serial, ev->name, event_channel(ev), t->opt->now);
     inc.paged = inc.silence == 0;
     inc.last_page = t->opt->now;
     state_incident_add(t->st, &inc);
@@ -272,6 +274,22 @@ static void tend_one(struct tick *t, struct incident *inc)
             state_incident_note(t->st, inc, now, "closed", NULL);
         return;
     }
+    if (!inc->paged && !state_silence_active(t->st, inc->silence, now)) {
+        /* its silence is over, or was ended: another may cover it still */
+        unsigned long other = state_silence_covering(t->st, inc->first.serial, inc->first.name,
+                                                     event_channel(&inc->first), now);
+        if (other) {
+            inc->silence = other;
+            return;
+        }
+        /* still open and nobody was told: it pages now, as if it had
+         * just opened */
+        inc->paged = true;
+        inc->last_page = now;
+        log_info("incident %lu: its silence is over; it pages now", inc->id);
+        queue_notice(t->st, inc, NOTICE_OPENED, NULL, inc->told, inc->n_told, now, "notice");
+        return;
+    }
     if (inc->paged && !inc->acked_at)
         page_again(t, inc);
 }
@@ -282,13 +300,28 @@ static long long earliest(long long a, long long b)
     return !a ? b : !b ? a : a < b ? a : b;
 }
 
+/* When the silence `id` ends; 0 when it is not kept. */
+static long long silence_end(const struct state *st, unsigned long id)
+{
+    size_t n = 0;
+    long long until = 0;
+    struct state_silence *v = state_silences(st, &n);
+    for (size_t i = 0; i < n; i++)
+        if (v[i].id == id)
+            until = v[i].until;
+    state_silences_free(v, n);
+    return until;
+}
+
 /* When `inc`, open, next has something due with time alone. */
 static long long due_of(const struct tick *t, const struct incident *inc)
 {
     long max_open = t->cfg->incidents.max_open ? t->cfg->incidents.max_open : MAX_OPEN_DEFAULT;
     long long due = inc->opened_at + max_open;
     bool inside;
-    if (!inc->paged || inc->acked_at)
+    if (!inc->paged)
+        return earliest(due, silence_end(t->st, inc->silence));
+    if (inc->acked_at)
         return due;
     const struct rule_conf *r = rules_find(t->rules, inc->first.rule, &inside, t->opt->now);
     if (r && (size_t)inc->step < r->n_escalate)

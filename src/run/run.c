@@ -144,6 +144,7 @@ int run_once(const struct config *c, const struct run_options *o)
     state_clamp_clock(t.st, o->now, platform_op_limit(PLATFORM_ALERT).span);
     state_prune_throttles(t.st, o->now - THROTTLE_KEEP);
     state_prune_watches(t.st, o->now - WATCH_KEEP);
+    state_prune_silences(t.st, o->now - STATE_SILENCE_KEEP);
     self_state_corrupt(&t);
     warn_orphans(&t);
     poll_all(&t);

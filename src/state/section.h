@@ -52,6 +52,8 @@
  *                                "warned":N,"back":true},...]},...},
  *    "limits":{"5214000A":{"1":{"upper":X,"lower":X},...},...},
  *    "signals":{"tbzz9999":{"calls":[N,...],"starved_since":N}},
+ *    "silences":{"next_id":N,"list":[{"id":N,"glob":S,"channel":N,"from":N,"until":N,
+ *                                      "reason":S,"by":S},...]},
  *    "fleet":{"generation":G,"length":L},
  *    "discovered":{"tokyo":N,...}}
  *
@@ -97,7 +99,8 @@
  * next_id: checked as json-c like the others, then kept in C, with a
  * stand-in in the root that writes it in its place), throttles.c,
  * counters.c, health.c (receivers, and the health objects of logins and
- * of the heartbeat), self.c, watchfile.c (watch, limits), signals.c;
+ * of the heartbeat), self.c, watchfile.c (watch, limits), signals.c,
+ * silences.c;
  * sections.c lists them in order, native.c holds what native sections'
  * readers share (native.h), and statefile.c the rest: version, locking,
  * loading, saving.
@@ -113,8 +116,11 @@
  * files written before self-monitoring lack "self", and files of 0.1.0
  * lack "floors" and "refusals" (no floor, no refusal in a row yet),
  * files of 0.2.0 lack "watch", "limits" and "signals" (no reading seen,
- * no limit learnt, no signal call made), and files of version 1 lack
- * "fleet" and "discovered" (see above). */
+ * no limit learnt, no signal call made), files of version 1 lack
+ * "fleet" and "discovered" (see above), and files written before silences
+ * lack "silences" (none). A "silences" member that fails its check is the
+ * one exception to "reported corrupt": it is emptied with a warning and
+ * the rest of the file kept (silences.c says why). */
 #ifndef WSRELAY_STATE_SECTION_H
 #define WSRELAY_STATE_SECTION_H
 
@@ -421,6 +427,7 @@ extern const struct state_section state_section_receivers; /* health.c */
 extern const struct state_section state_section_self;      /* self.c */
 extern const struct state_section state_section_signals;   /* signals.c */
 extern const struct state_section state_section_incidents; /* incidents.c */
+extern const struct state_section state_section_silences;  /* silences.c */
 
 /* The table of sections (sections.c). state_sections: the json-c
  * sections, in the order a new file writes them and a loaded one is

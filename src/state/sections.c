@@ -17,6 +17,7 @@ const struct state_section *const state_sections[] = {
     &state_section_self,      /* self.c */
     &state_section_signals,   /* signals.c */
     &state_section_incidents, /* incidents.c */
+    &state_section_silences,  /* silences.c */
 };
 
 const size_t state_n_sections = sizeof state_sections / sizeof state_sections[0];

@@ -5,8 +5,8 @@
  * must save (in full and budget-only) and load again, also after its clock
  * was clamped, the devices of account "lab" set again, its throttles
  * pruned and set, a counter counted, the health of a login and a
- * receiver recorded, and a device's readings memory and a learnt limit set
- * (which must come back as set); one that does not load is moved aside whole by
+ * receiver recorded, a device's readings memory and a learnt limit set
+ * and a silence added (which must come back as set); one that does not load is moved aside whole by
  * state_open (and refused by state_peek). state_peek loads exactly what state_open loads. Never a
  * crash on a hand-edited or damaged file. */
 #define _GNU_SOURCE /* memmem */
@@ -162,6 +162,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         w.seen_at = w.seen_at < 1795000000 ? 1795000000 : w.seen_at + 1;
         state_set_watch(s, "5214000A", &w);
         state_learn_limit(s, "5214000A", 2, false, -0.5);
+        /* The silences read come by id, each once; one added gets an id
+         * above them all, and covers what it names. */
+        size_t n_sil = 0;
+        struct state_silence *sil = state_silences(s, &n_sil);
+        unsigned long top = 0;
+        for (size_t i = 0; i < n_sil; i++) {
+            if (sil[i].id <= top)
+                abort();
+            top = sil[i].id;
+            state_silence_covering(s, sil[i].glob, sil[i].by, sil[i].channel, sil[i].from);
+        }
+        state_silences_free(sil, n_sil);
+        state_prune_silences(s, 1795000000 - 7 * 86400);
+        unsigned long added = state_silence_add(s, "5214*", 1, 1795000000, 1795003600, "r", "a");
+        if (added && (added <= top || !state_silence_covering(s, "5214000A", "", 1, 1795000000)))
+            abort();
         if (state_save(s, &e) < 0)
             abort();
         state_close(s);
@@ -170,7 +186,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct watch_limit l;
         if (!state_watch(s, "5214000A", &got) || got.seen_at != w.seen_at ||
             got.unixtime != w.unixtime || got.n_ch != w.n_ch || got.n_gaps != w.n_gaps ||
-            !state_learnt_limit(s, "5214000A", 2, &l) || !l.has_lower || l.lower != -0.5)
+            !state_learnt_limit(s, "5214000A", 2, &l) || !l.has_lower || l.lower != -0.5 ||
+            (added && !state_silence_active(s, added, 1795000000)))
             abort();
         for (int i = 0; i < w.n_ch; i++)
             if (got.ch[i].num != w.ch[i].num || got.ch[i].n_history != w.ch[i].n_history)

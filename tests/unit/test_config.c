@@ -2285,8 +2285,9 @@ Test(config, incidents_mistakes_name_file_line_and_column)
                  "of an incident would go while it is still open");
     expect_error(ACCOUNT RECEIVER "incidents: {max_open: forever}\n",
                  "9:23: incidents.max_open: expected a duration such as 90s, 30m, 1h");
-    expect_error(ACCOUNT RECEIVER "incidents:\n  max_opne: 2d\n",
-                 "10:3: incidents: unknown key 'max_opne' (expected one of: enabled, max_open, keep)");
+    expect_error(
+        ACCOUNT RECEIVER "incidents:\n  max_opne: 2d\n",
+        "10:3: incidents: unknown key 'max_opne' (expected one of: enabled, max_open, keep)");
     expect_error(ACCOUNT RECEIVER "incidents: 7d\n",
                  "9:12: incidents: expected a mapping, got a string");
 }
