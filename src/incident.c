@@ -67,6 +67,7 @@ void incident_clear(struct incident *inc)
     free(inc->told);
     free(inc->acked_by);
     free(inc->ack_note);
+    json_object_put(inc->refs);
     memset(inc, 0, sizeof *inc);
 }
 
@@ -80,6 +81,9 @@ void incident_copy(struct incident *out, const struct incident *inc)
         out->told[i] = xstrdup(inc->told[i]);
     out->acked_by = xstrdup_or_null(inc->acked_by);
     out->ack_note = xstrdup_or_null(inc->ack_note);
+    out->refs = NULL;
+    if (inc->refs && (json_object_deep_copy(inc->refs, &out->refs, NULL) < 0 || !out->refs))
+        xalloc_die();
 }
 
 bool incident_tell(struct incident *inc, const char *receiver)
@@ -142,6 +146,12 @@ struct json_object *incident_to_json(const struct incident *inc)
         put_int(o, "live_at", inc->live_at);
     }
     put_int(o, "seq", (long long)inc->seq);
+    if (inc->refs) {
+        struct json_object *copy = NULL;
+        if (json_object_deep_copy(inc->refs, &copy, NULL) < 0 || !copy)
+            xalloc_die();
+        jsonv_put(o, "refs", copy);
+    }
     return o;
 }
 
@@ -292,6 +302,13 @@ int incident_from_json(struct incident *out, const struct json_object *obj, stru
     if (get_number(&out->live, &out->has_live, obj, "live") < 0) {
         bad = "live";
         goto fail;
+    }
+    if (json_object_object_get_ex(obj, "refs", &v)) {
+        if (!json_object_is_type(v, json_type_object) ||
+            json_object_deep_copy(v, &out->refs, NULL) < 0) {
+            bad = "refs";
+            goto fail;
+        }
     }
     return 0;
 fail:

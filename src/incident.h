@@ -87,7 +87,10 @@ struct incident {
     bool has_live;     /* the latest reading of its channel */
     double live;
     long long live_at;
-    unsigned long seq; /* lines of its timeline written so far (incident log) */
+    unsigned long seq;        /* lines of its timeline written so far (incident log) */
+    struct json_object *refs; /* per receiver, what its service gave back for the incident
+                                 (Slack's ts, Pushover's receipt): {"NAME": {...}}; owned,
+                                 NULL: none */
 };
 
 void incident_clear(struct incident *inc);

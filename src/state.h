@@ -593,6 +593,12 @@ bool state_incident_put(struct state *s, const struct incident *inc);
 bool state_incident_get(const struct state *s, unsigned long id, struct incident *out);
 bool state_incident_of_key(const struct state *s, const char *key, struct incident *out);
 
+/* Keeps `refs` (an object, taken over) as what receiver `receiver`'s
+ * service gave back for incident `id` (incident.h: refs), replacing what
+ * it gave before; false (refs freed) when no such incident is kept. */
+bool state_incident_set_refs(struct state *s, unsigned long id, const char *receiver,
+                             struct json_object *refs);
+
 /* The ids of the incidents kept, oldest first; the caller frees the
  * array (NULL with *n = 0 when there is none). */
 unsigned long *state_incident_ids(const struct state *s, size_t *n);

@@ -52,6 +52,7 @@ static int cmd_test_receiver(const struct cmd_globals *g, const struct opt_args 
     struct notify_result res;
     struct err e;
     int sent = notify_send(&env, r, &m, &res, &e);
+    json_object_put(res.refs); /* a test belongs to no incident */
     /* The far end may quote another receiver's secret, or an account's. */
     struct redact *secrets = notify_secrets(c);
     char *answer = redact_text(secrets, res.answer);

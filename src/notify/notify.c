@@ -124,6 +124,10 @@ int notify_send(const struct notify_env *env, const struct receiver_conf *r,
         return err_set(e, "receiver '%s': no transport for its type", r->name);
     }
     int rc = nt->send(env, r, m, res, e);
+    if (rc < 0) {
+        json_object_put(res->refs);
+        res->refs = NULL;
+    }
     if (rc < 0)
         err_prefix(e, "receiver '%s' (%s)", r->name, nt->name);
     /* Whatever a transport wrote, what leaves here for logs, the state and
@@ -135,6 +139,58 @@ int notify_send(const struct notify_env *env, const struct receiver_conf *r,
         redact_in(e->msg, sizeof e->msg, secrets);
     redact_free(secrets);
     return rc < 0 ? -1 : 0;
+}
+
+void notify_acks_free(struct notify_ack *acks, size_t n)
+{
+    for (size_t i = 0; acks && i < n; i++) {
+        free(acks[i].by);
+        free(acks[i].note);
+    }
+    free(acks);
+}
+
+bool notify_collects(const struct receiver_conf *r)
+{
+    const struct notifier *nt = notify_find(r->type);
+    return nt && nt->collect;
+}
+
+int notify_collect(const struct notify_env *env, const struct receiver_conf *r,
+                   const struct notify_open *open, size_t n, long long now,
+                   struct notify_ack **acks, size_t *n_acks, struct err *e)
+{
+    const struct notifier *nt = notify_find(r->type);
+    *acks = NULL;
+    *n_acks = 0;
+    if (!nt || !nt->collect || n == 0)
+        return 0;
+    if (nt->collect(env, r, open, n, now, acks, n_acks, e) < 0) {
+        err_prefix(e, "receiver '%s' (%s): acknowledgements", r->name, nt->name);
+        struct redact *secrets = receiver_secrets(r);
+        redact_in(e->msg, sizeof e->msg, secrets);
+        redact_free(secrets);
+        notify_acks_free(*acks, *n_acks);
+        *acks = NULL;
+        *n_acks = 0;
+        return -1;
+    }
+    /* only the incidents it was asked about: a service is not trusted to
+     * name another */
+    size_t kept = 0;
+    for (size_t i = 0; i < *n_acks; i++) {
+        bool asked = false;
+        for (size_t k = 0; k < n && !asked; k++)
+            asked = open[k].id == (*acks)[i].id;
+        if (asked) {
+            (*acks)[kept++] = (*acks)[i];
+        } else {
+            free((*acks)[i].by);
+            free((*acks)[i].note);
+        }
+    }
+    *n_acks = kept;
+    return 0;
 }
 
 enum notify_rank notify_rank_of(const struct event *ev)

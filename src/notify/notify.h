@@ -58,7 +58,31 @@ struct notify_result {
     char answer[256]; /* its answer, one printable line, secrets redacted */
     bool permanent;   /* a failure that retrying cannot fix */
     long retry_after; /* seconds the far end asked to wait first; 0: none */
+    /* What the service gave back to keep with the incident of the
+     * message (a thread's id, a receipt), for its later messages and its
+     * acknowledgements (collect): an object the caller takes over and
+     * keeps with every incident among the message's events
+     * (state_incident_set_refs); NULL: nothing. Set on success only. */
+    struct json_object *refs;
 };
+
+/* One open incident that a receiver was told of and nobody acknowledged,
+ * as a notifier's collect sees it. Borrowed for the call. */
+struct notify_open {
+    unsigned long id;
+    const char *key;                /* incident.h: incident_key */
+    const struct event *first;      /* the event that opened it */
+    const struct json_object *refs; /* what this receiver's service gave back for it; NULL */
+};
+
+/* An acknowledgement a receiver's service holds (notify_acks_free). */
+struct notify_ack {
+    unsigned long id; /* one of the notify_open ids */
+    char *by;         /* who, as the service names them: an address, a user; one line */
+    char *note;       /* NULL: none; one line */
+};
+
+void notify_acks_free(struct notify_ack *acks, size_t n);
 
 struct notifier {
     enum receiver_type type;
@@ -70,6 +94,16 @@ struct notifier {
                   const struct notify_message *m);
     int (*send)(const struct notify_env *env, const struct receiver_conf *r,
                 const struct notify_message *m, struct notify_result *res, struct err *e);
+    /* Reads from the service the acknowledgements of the incidents
+     * open[0..n) (a mailbox's replies, a thread's reactions, a receipt),
+     * within r->timeout, into *acks (*n_acks of them; the caller frees
+     * them with notify_acks_free), marking what it took as taken there
+     * where the service allows (a mail seen). NULL: the service gives no
+     * acknowledgements. 0, or -1 with the reason in `e` (then *acks is
+     * NULL). */
+    int (*collect)(const struct notify_env *env, const struct receiver_conf *r,
+                   const struct notify_open *open, size_t n, long long now,
+                   struct notify_ack **acks, size_t *n_acks, struct err *e);
 };
 
 extern const struct notifier notifier_webhook;
@@ -85,6 +119,18 @@ extern const struct notifier notifier_teams;
  * from res->answer and e->msg (util/redact.h). */
 int notify_send(const struct notify_env *env, const struct receiver_conf *r,
                 const struct notify_message *m, struct notify_result *res, struct err *e);
+
+/* Whether receiver `r`'s service gives acknowledgements (its notifier
+ * has a collect). */
+bool notify_collects(const struct receiver_conf *r);
+
+/* The acknowledgements receiver `r`'s service holds for open[0..n), as
+ * its notifier's collect reads them, with the receiver's secrets redacted
+ * from `e` as notify_send does; an ack of an id not among `open` is
+ * dropped. 0 (nothing for a receiver without collect), or -1. */
+int notify_collect(const struct notify_env *env, const struct receiver_conf *r,
+                   const struct notify_open *open, size_t n, long long now,
+                   struct notify_ack **acks, size_t *n_acks, struct err *e);
 
 /* How many of the first events of `m` one message to receiver `r` can
  * hold within its service's limits (Slack's 50 blocks, a Teams card's 28

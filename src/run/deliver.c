@@ -122,6 +122,24 @@ static void log_delivered(const struct receiver_conf *r, const struct notify_mes
     }
 }
 
+/* Keeps what the service gave back for a delivered message (`refs`,
+ * taken over; NULL: nothing) with each incident among its events. */
+static void keep_refs(struct tick *t, const struct receiver_conf *r, const struct notify_message *m,
+                      struct json_object *refs)
+{
+    for (size_t i = 0; refs && i < m->n; i++) {
+        struct json_object *v = NULL, *copy = NULL;
+        const struct event *ev = &m->events[i];
+        if (!ev->incident || !json_object_object_get_ex(ev->incident, "id", &v))
+            continue;
+        unsigned long id = strtoul(json_object_get_string(v), NULL, 10);
+        if (json_object_deep_copy(refs, &copy, NULL) < 0 || !copy)
+            xalloc_die();
+        state_incident_set_refs(t->st, id, r->name, copy);
+    }
+    json_object_put(refs);
+}
+
 /* Cuts events[0..n) into messages that each fit the receiver's service
  * whole (notify_fit), of at most MESSAGE_MAX_EVENTS events: the first
  * events of message i are events[ends[i - 1]] (0 for the first), its last
@@ -202,6 +220,7 @@ void deliver_receiver(struct tick *t, const struct notify_env *env, const struct
             log_info("receiver %s: %zu event%s delivered%s", r->name, count, count == 1 ? "" : "s",
                      which);
             log_delivered(r, &m);
+            keep_refs(t, r, &m, res.refs);
             /* Each accepted message is recorded at once, so that a kill
              * can repeat only the message in flight. */
             tick_persist(t, "after a delivery");

@@ -4,6 +4,7 @@
 #include "run/incidents.h"
 #include "incident.h"
 #include "metrics.h"
+#include "notify/notify.h"
 #include "readings_memory.h"
 #include "util/jsonv.h"
 #include "util/log.h"
@@ -364,6 +365,84 @@ void incidents_tend(struct tick *t)
     }
     free(ids);
     state_prune_incidents(t->st, t->opt->now - INCIDENT_KEEP);
+}
+
+/* --- acknowledgements from the receivers' services ----------------------- */
+
+/* The open, paged incidents nobody acknowledged that receiver `name` was
+ * told of, in *out (the caller clears each and frees the array). */
+static size_t told_open(const struct tick *t, const char *name, struct incident **out)
+{
+    size_t n = 0, kept = 0;
+    unsigned long *ids = state_incident_ids(t->st, &n);
+    *out = n ? xcalloc(n, sizeof **out) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        struct incident *inc = &(*out)[kept];
+        if (!state_incident_get(t->st, ids[i], inc))
+            continue;
+        bool told = false;
+        for (size_t k = 0; k < inc->n_told && !told; k++)
+            told = !strcmp(inc->told[k], name);
+        if (told && inc->state == INCIDENT_OPEN && inc->paged && !inc->acked_at)
+            kept++;
+        else
+            incident_clear(inc);
+    }
+    free(ids);
+    return kept;
+}
+
+/* What receiver `name`'s service gave back for `inc`; NULL: nothing. */
+static const struct json_object *refs_of(const struct incident *inc, const char *name)
+{
+    struct json_object *v = NULL;
+    return inc->refs && json_object_object_get_ex(inc->refs, name, &v) ? v : NULL;
+}
+
+/* Asks receiver `r`'s service for the acknowledgements of its open
+ * incidents and applies each through incident_ack; returns how many. */
+static size_t collect_from(struct tick *t, const struct notify_env *env,
+                           const struct receiver_conf *r)
+{
+    struct incident *incs = NULL;
+    struct notify_ack *acks = NULL;
+    size_t n_acks = 0, applied = 0;
+    struct err e;
+    size_t n = told_open(t, r->name, &incs);
+    struct notify_open *open = n ? xcalloc(n, sizeof *open) : NULL;
+    for (size_t i = 0; i < n; i++)
+        open[i] = (struct notify_open){.id = incs[i].id,
+                                       .key = incs[i].key,
+                                       .first = &incs[i].first,
+                                       .refs = refs_of(&incs[i], r->name)};
+    if (n && notify_collect(env, r, open, n, tick_now(t), &acks, &n_acks, &e) < 0)
+        log_warn("%s (nothing is lost: the next run asks again)", e.msg);
+    for (size_t i = 0; i < n_acks; i++) {
+        if (incident_ack(t->st, acks[i].id, acks[i].by, acks[i].note, t->opt->now, &e) < 0) {
+            log_info("receiver %s: %s", r->name, e.msg);
+            continue;
+        }
+        log_info("incident %lu acknowledged by %s through receiver %s", acks[i].id, acks[i].by,
+                 r->name);
+        applied++;
+    }
+    notify_acks_free(acks, n_acks);
+    for (size_t i = 0; i < n; i++)
+        incident_clear(&incs[i]);
+    free(incs);
+    free(open);
+    return applied;
+}
+
+bool incidents_collect(struct tick *t, const struct notify_env *env)
+{
+    size_t applied = 0;
+    if (t->opt->dry_run)
+        return false;
+    for (size_t i = 0; i < t->cfg->n_receivers && !tick_stopping(t); i++)
+        if (notify_collects(&t->cfg->receivers[i]) && !tick_out_of_time(t, TICK_DELIVERY))
+            applied += collect_from(t, env, &t->cfg->receivers[i]);
+    return applied > 0;
 }
 
 /* --- acknowledgement ------------------------------------------------------ */

@@ -15,6 +15,7 @@
 #define WSRELAY_RUN_INCIDENTS_H
 
 #include "event.h"
+#include "notify/notify.h"
 #include "rules.h"
 #include "run/tick.h"
 #include "state.h"
@@ -57,6 +58,16 @@ void incidents_tend(struct tick *t);
  * time alone (its escalation, its reminder, its bound; paging once its
  * silence ends), which a quiet run must not skip; 0 when none is. */
 long long incidents_due(const struct tick *t);
+
+/* After delivery (not in a dry run): each receiver whose service gives
+ * acknowledgements (notify.h: collect; a mailbox, a chat thread, a
+ * receipt) is asked, within its timeout and the run's time, about the
+ * open incidents it was told of, and each acknowledgement it holds goes
+ * through incident_ack. A service that fails or hangs is logged and asked
+ * again at the next run: it costs no alert. Returns true when an
+ * acknowledgement was queued (the caller saves and delivers it in this
+ * run). */
+bool incidents_collect(struct tick *t, const struct notify_env *env);
 
 /* The one path of an acknowledgement: incident `id`, open and not yet
  * acknowledged, is acknowledged by `by` (a name, a mail address, a Slack

@@ -173,11 +173,13 @@ int run_once(const struct config *c, const struct run_options *o)
         deliver_receiver(&t, &env, &c->receivers[i]);
     if (!o->dry_run) {
         /* What a receiver could not take, and its condition, are known
-         * after delivery; their relay events go out in this run to the
-         * receivers that work. A tick stopped before it delivered
+         * after delivery, and so are the acknowledgements the receivers'
+         * services took; their relay events and announcements go out in
+         * this run to the receivers that work. A tick stopped before it delivered
          * everything leaves the outbox's limits to the next one. */
         bool queued = !tick_stopping(&t) && !t.late[TICK_DELIVERY] && outbox_limits(&t);
         queued |= self_receivers(&t);
+        queued |= incidents_collect(&t, &env);
         if (queued && tick_persist(&t, "after a relay event") == 0)
             for (size_t i = 0; i < c->n_receivers && !tick_stopping(&t); i++)
                 deliver_receiver(&t, &env, &c->receivers[i]);

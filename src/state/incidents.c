@@ -145,6 +145,20 @@ bool state_incident_put(struct state *s, const struct incident *inc)
     return true;
 }
 
+bool state_incident_set_refs(struct state *s, unsigned long id, const char *receiver,
+                             struct json_object *refs)
+{
+    struct json_object *items = items_read(s);
+    long i = find_id(items, id);
+    if (i < 0) {
+        json_object_put(refs);
+        return false;
+    }
+    struct json_object *it = json_object_array_get_idx(items, (size_t)i);
+    jsonv_put(child_object(it, "refs"), receiver, refs);
+    return true;
+}
+
 /* The item at `i` read into *out; false (logged) when it does not read
  * back, which check_incidents made sure of on load. */
 static bool read_item(const struct json_object *items, size_t i, struct incident *out)

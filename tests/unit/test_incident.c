@@ -309,3 +309,29 @@ Test(incident, a_damaged_incident_costs_itself_only)
     incident_clear(&b);
     state_close(s);
 }
+
+/* What a receiver's service gave back stays with the incident, per
+ * receiver, through a save and every later change. */
+Test(incident, refs_are_kept_per_receiver)
+{
+    struct state *s = state_open_ok(path);
+    struct incident a = sample(), got;
+    state_incident_add(s, &a);
+    struct json_object *ts = json_object_new_object();
+    json_object_object_add(ts, "ts", json_object_new_string("1795000000.000100"));
+    cr_assert(state_incident_set_refs(s, a.id, "oncall-slack", ts));
+    cr_expect_not(state_incident_set_refs(s, 99, "oncall-slack", json_object_new_object()));
+    s = state_reopen_ok(s, path);
+    cr_assert(state_incident_get(s, a.id, &got));
+    got.reminders = 1; /* a later change keeps them */
+    cr_assert(state_incident_put(s, &got));
+    incident_clear(&got);
+    cr_assert(state_incident_get(s, a.id, &got));
+    struct json_object *mine = NULL, *v = NULL;
+    cr_assert(json_object_object_get_ex(got.refs, "oncall-slack", &mine));
+    cr_assert(json_object_object_get_ex(mine, "ts", &v));
+    cr_expect_str_eq(json_object_get_string(v), "1795000000.000100");
+    incident_clear(&got);
+    incident_clear(&a);
+    state_close(s);
+}
