@@ -1,10 +1,10 @@
-/* `wsrelay incidents` on incidents that real runs
+/* `wsrelay incidents` and `wsrelay status` on incidents that real runs
  * made: the real relay against the simulator on a virtual clock, two
  * freezers whose ch1 alarms open two incidents, one that recovers 20
  * minutes later and one that someone acknowledges and that stays open.
  * The list, --all --json, show ID (from the state, and rebuilt from the
- * incident log once the state forgot it), --since, --csv and the errors.
- * Times are printed in UTC (TZ is set). */
+ * incident log once the state forgot it), --since, --csv, the errors and
+ * the open incident in status. Times are printed in UTC (TZ is set). */
 #include "jsonpath.h"
 #include "proc.h"
 #include "relay.h"
@@ -481,6 +481,55 @@ Test(incidents_cli, csv_exports_every_step_of_the_span_header_first)
     csv_parse(&c, r.out);
     cr_expect_eq(c.n, 1, "%s", r.out);
     csv_free(&c);
+    cmd_result_free(&r);
+}
+
+Test(incidents_cli, status_lists_the_open_incidents_and_stays_ok)
+{
+    start(NULL);
+    run_minutes(T0 + 30, ACK_AT - 60);
+    char a[24], b[24];
+    ids(a, b);
+    /* both open, nobody has them */
+    struct cmd_result r = cmd_at(ACK_AT - 40, "status", NULL, NULL, NULL, NULL);
+    cr_expect_eq(r.status, 0, "an open incident is no problem of the relay's:\n%s", r.out);
+    cr_expect_eq(strncmp(r.out, "OK\n", 3), 0, "%s", r.out);
+    char *la = xasprintf("\nincidents\n  incident %s: Freezer B ch1 open 8 min, not acknowledged\n"
+                         "  incident %s: Freezer A ch1 open 3 min, not acknowledged\n",
+                         b, a);
+    cr_expect(strstr(r.out, la), "no\n%sin\n%s", la, r.out);
+    free(la);
+    cmd_result_free(&r);
+
+    r = cmd_at(ACK_AT, "ack", b, "--by", "alice", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cmd_result_free(&r);
+    run_minutes(ACK_AT + 30, NOW);
+    r = cmd_at(NOW, "status", NULL, NULL, NULL, NULL);
+    cr_expect_eq(r.status, 0, "%s", r.out);
+    char *lb = xasprintf("\nincidents\n  incident %s: Freezer B ch1 open 45 min, acknowledged by "
+                         "alice\n",
+                         b);
+    cr_expect(strstr(r.out, lb), "no\n%sin\n%s", lb, r.out);
+    free(lb);
+    cmd_result_free(&r);
+
+    r = cmd_at(NOW, "status", "--json", NULL, NULL, NULL);
+    cr_expect_eq(r.status, 0, "%s", r.out);
+    struct json_object *doc = parse(&r);
+    cr_expect_str_eq(json_str_at(doc, "verdict"), "OK");
+    struct json_object *arr = json_at(doc, "incidents");
+    cr_assert_eq(json_object_array_length(arr), 1, "%s", r.out);
+    struct json_object *ib = json_object_array_get_idx(arr, 0);
+    cr_expect_str_eq(json_str_at(ib, "id"), b);
+    cr_expect_str_eq(json_str_at(ib, "key"), "5214000B/ch1");
+    cr_expect_str_eq(json_str_at(ib, "state"), "acknowledged");
+    cr_expect_eq(json_int_at(ib, "opened"), ALARM_B);
+    cr_expect(json_int_at(ib, "age") > 0);
+    cr_expect_str_eq(json_str_at(ib, "acknowledged_by"), "alice");
+    cr_expect_eq(json_int_at(ib, "reminders"), 0);
+    cr_expect_eq(json_int_at(ib, "step"), 0);
+    json_object_put(doc);
     cmd_result_free(&r);
 }
 
