@@ -3,8 +3,9 @@
  * freezers whose ch1 alarms open two incidents, one that recovers 20
  * minutes later and one that someone acknowledges and that stays open.
  * The list, --all --json, show ID (from the state, and rebuilt from the
- * incident log once the state forgot it), --since, --csv, the errors and
- * the open incident in status. Times are printed in UTC (TZ is set). */
+ * incident log once the state forgot it), --since, --csv, the errors, the
+ * open incident in status, and the log's bound (incidents.keep) that each
+ * run keeps. Times are printed in UTC (TZ is set). */
 #include "jsonpath.h"
 #include "proc.h"
 #include "relay.h"
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define T0 1795000000LL          /* 2026-11-18 11:06:40 UTC */
 #define ALARM_A (T0 + 60)        /* Freezer A's ch1 alarm, recovered at RECOVERY_A */
@@ -564,4 +566,49 @@ Test(incidents_cli, an_unknown_id_or_a_bad_span_is_an_error)
     cr_expect_eq(r.status, 2, "%s", r.err);
     cr_expect(strstr(r.err, "show takes --json and --now only"), "%s", r.err);
     cmd_result_free(&r);
+}
+
+/* The month file of the log named `name` with one line of incident 1. */
+static void month_file(const char *dir, const char *name, long long at)
+{
+    char *path = xasprintf("%s/%s", dir, name);
+    char *line = xasprintf("{\"at\":%lld,\"incident\":\"1\",\"seq\":1,\"what\":\"opened\"}\n", at);
+    write_file(path, line);
+    free(line);
+    free(path);
+}
+
+Test(incidents_cli, each_run_keeps_the_log_within_incidents_keep)
+{
+    /* keep 60 days: at T0 (2026-11-18) what ended before 2026-09-19 goes */
+    start("incidents:\n  keep: 60d\n");
+    char *dir = xasprintf("%s.incidents", R.state_path);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    month_file(dir, "2026-08.jsonl", 1786000000LL); /* 2026-08-05: ended 2026-09-01 */
+    month_file(dir, "2026-09.jsonl", 1789000000LL); /* 2026-09-10: ends 2026-10-01 */
+    char *notes = xasprintf("%s/notes.txt", dir);
+    write_file(notes, "x"); /* not a month file: left alone */
+    free(notes);
+    run_minutes(T0 + 30, T0 + 30);
+    cr_expect_eq(test_count_files(dir, "2026-08"), 0, "older than keep: removed");
+    cr_expect_eq(test_count_files(dir, "2026-09"), 1, "within keep: kept");
+    cr_expect_eq(test_count_files(dir, "notes.txt"), 1);
+
+    /* a month file that cannot be removed (here a directory in its
+     * place) is a warning, and the run succeeds */
+    char *stuck = xasprintf("%s/2026-07.jsonl", dir);
+    cr_assert_eq(mkdir(stuck, 0700), 0);
+    month_file(stuck, "inside", 1);
+    /* the configuration written anew: the next run is a full one, not a
+     * quiet one (quiet.h) */
+    relay_config_extra(&R, NULL, NULL, "incidents:\n  keep: 60d\n");
+    char *err = NULL;
+    int status = relay_run_at(&R, T0 + 90, &err);
+    cr_expect_eq(status, 0, "%s", err);
+    cr_expect(strstr(err, "incident log: ") && strstr(err, "2026-07.jsonl: cannot remove"), "%s",
+              err);
+    cr_expect(strstr(err, "(the next run tries again)"), "%s", err);
+    free(err);
+    free(stuck);
+    free(dir);
 }
