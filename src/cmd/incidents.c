@@ -220,7 +220,8 @@ out:
 /* An incident as its timeline tells it (or as the state keeps it). */
 struct summary {
     char id[24];
-    bool kept; /* the state keeps it: the fields below are the state's */
+    bool kept;       /* the state still keeps it */
+    bool from_state; /* the fields below are the state's, not the log's */
     bool in_span;
     size_t steps;          /* its lines seen */
     long long opened;      /* unixtime of the alarm that opened it */
@@ -236,7 +237,7 @@ struct summary {
     char *peak;
     long long duration; /* from the alarm to its end, or to the span's end */
     int reminders, step;
-    char *live; /* kept ones only: the channel's latest reading */
+    char *live; /* from the state only: the channel's latest reading */
 };
 
 static void summary_clear(struct summary *s)
@@ -343,7 +344,7 @@ static void summary_of_incident(struct summary *s, const struct incident *inc, l
 {
     const struct event *ev = &inc->first;
     struct json_object *snap = incident_snapshot(inc, NOTICE_OPENED, now);
-    *s = (struct summary){.kept = true, .steps = inc->seq};
+    *s = (struct summary){.kept = true, .from_state = true, .steps = inc->seq};
     snprintf(s->id, sizeof s->id, "%lu", inc->id);
     s->opened = ev->unixtime;
     s->opened_at = inc->opened_at;
@@ -422,7 +423,7 @@ static struct json_object *summary_json(const struct summary *s)
     jsonv_put_int(o, "duration", s->duration);
     jsonv_put_int(o, "steps", (long long)s->steps);
     jsonv_put(o, "kept", jsonv_need(json_object_new_boolean(s->kept)));
-    if (s->kept) {
+    if (s->from_state) {
         jsonv_put_int(o, "reminders", s->reminders);
         jsonv_put_int(o, "step", s->step);
         put_text(o, "live", s->live);
@@ -513,6 +514,11 @@ static int list_span(const struct config *c, const struct list_options *o)
             continue;
         if (!s->ended)
             s->duration = o->now - s->opened;
+        struct incident inc;
+        unsigned long id = strtoul(s->id, NULL, 10);
+        s->kept = st && id && state_incident_get(st, id, &inc);
+        if (s->kept)
+            incident_clear(&inc);
         shown++;
         if (arr) {
             jsonv_append(arr, summary_json(s));
@@ -661,7 +667,7 @@ static void print_show(const struct summary *s, const struct json_object *lines)
                s->note ? ": " : "", s->note ? s->note : "");
     } else if (!s->ended) {
         printf("  acknowledged:  not yet");
-        if (s->kept)
+        if (s->from_state)
             printf(" (%d reminder%s, escalation step %d)", s->reminders,
                    s->reminders == 1 ? "" : "s", s->step);
         putchar('\n');

@@ -320,6 +320,21 @@ Test(incidents_cli, show_rebuilds_what_the_state_forgot_from_the_log)
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_expect(strstr(r.out, "(from the incident log: the state no longer keeps it)"), "%s", r.out);
     cmd_result_free(&r);
+
+    /* --since still lists it, as the state no longer keeps it */
+    r = cmd_at(LATER, "incidents", "--since", "3d", "--json", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    arr = parse(&r);
+    cr_assert_eq(json_object_array_length(arr), 2, "%s", r.out);
+    struct json_object *ia = of_serial(arr, "serial", "5214000A");
+    struct json_object *ib = of_serial(arr, "serial", "5214000B");
+    cr_expect_str_eq(json_str_at(ia, "state"), "resolved");
+    cr_expect_not(json_object_get_boolean(json_at(ia, "kept")));
+    cr_expect_str_eq(json_str_at(ib, "state"), "acknowledged");
+    cr_expect(json_object_get_boolean(json_at(ib, "kept")));
+    cr_expect_eq(json_int_at(ib, "duration"), LATER - ALARM_B);
+    json_object_put(arr);
+    cmd_result_free(&r);
 }
 
 Test(incidents_cli, since_lists_the_incidents_of_a_span_from_the_log)
@@ -340,6 +355,7 @@ Test(incidents_cli, since_lists_the_incidents_of_a_span_from_the_log)
     cr_expect_str_eq(json_str_at(ia, "device"), "Freezer A");
     cr_expect_str_eq(json_str_at(ia, "text"), "CH1 Upper Limit Exceeded -65.0°C (limit -70.0°C)");
     cr_expect(is_null(ia, "acknowledged_by"));
+    cr_expect(json_object_get_boolean(json_at(ia, "kept")), "ended an hour ago: still kept");
     cr_expect_str_eq(json_str_at(ib, "id"), b);
     cr_expect_str_eq(json_str_at(ib, "state"), "acknowledged");
     cr_expect_str_eq(json_str_at(ib, "acknowledged_by"), "alice");
