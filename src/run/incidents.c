@@ -6,6 +6,7 @@
 #include "metrics.h"
 #include "notify/notify.h"
 #include "readings_memory.h"
+#include "state/incidentlog.h"
 #include "util/jsonv.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -349,6 +350,18 @@ long long incidents_due(const struct tick *t)
     return due;
 }
 
+/* Bounds the incident log by age: the month files whose every line is
+ * older than incidents.keep go, once a run (the run holds the state's
+ * lock, which covers the log). A failure costs nothing but the bound: the
+ * next run tries again. */
+static void prune_log(struct tick *t)
+{
+    struct err e;
+    long keep = t->cfg->incidents.keep;
+    if (keep > 0 && incidentlog_prune(t->cfg->state_file, t->opt->now - keep, &e) < 0)
+        log_warn("incident log: %s (the next run tries again)", e.msg);
+}
+
 void incidents_tend(struct tick *t)
 {
     size_t n = 0;
@@ -365,6 +378,7 @@ void incidents_tend(struct tick *t)
     }
     free(ids);
     state_prune_incidents(t->st, t->opt->now - INCIDENT_KEEP);
+    prune_log(t);
 }
 
 /* --- acknowledgements from the receivers' services ----------------------- */
