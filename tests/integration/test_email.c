@@ -32,7 +32,7 @@
 #define WRONG_PASSWORD "wr0ng-Pa55word"
 
 static struct relay R;
-static struct smtpd S;
+static struct smtpd S, S2;
 static struct test_ca CA;
 static char *server_cert, *server_key;
 
@@ -50,6 +50,7 @@ static void setup(void)
 static void teardown(void)
 {
     smtpd_stop(&S);
+    smtpd_stop(&S2);
     relay_stop(&R);
     test_ca_free(&CA);
     free(server_cert);
@@ -599,4 +600,97 @@ Test(email, a_long_alert_text_makes_a_bounded_subject)
     cr_assert_str_eq(subject + strlen(subject) - strlen("…"), "…", "%s", subject);
     cr_assert_str_eq(json_object_to_json_string(json_object_object_get(mail, "defects")), "[ ]");
     json_object_put(mail);
+}
+
+/* The receiver "mail" on server `s` (plain SMTP), with incidents on and a
+ * rule that reminds every 15 minutes. */
+static void use_incident_mail(const struct smtpd *s)
+{
+    char *rules = xasprintf("%s/rules.yaml", R.dir);
+    write_file(rules, "- name: freezers\n"
+                      "  match: {kind: ch1}\n"
+                      "  receivers: [mail]\n"
+                      "  repeat: 15m\n");
+    free(rules);
+    char *yaml = xasprintf("  - name: mail\n"
+                           "    email:\n"
+                           "      host: 127.0.0.1\n"
+                           "      port: %d\n"
+                           "      from: \"wsrelay <relay@example.org>\"\n"
+                           "      starttls: off\n"
+                           "%s",
+                           s->port, to_oncall);
+    R.incidents = true;
+    relay_config_extra(&R, NULL, yaml, "rules: @DIR@/rules.yaml\n");
+    free(yaml);
+}
+
+/* An incident nobody acknowledges for half an hour, then somebody does:
+ * its first notice, two reminders and the acknowledgement are four mails
+ * with four ids, each follow-up answering the first mail; the subject of
+ * each follow-up names its notice and the incident; a reminder refused
+ * once is sent again with the same id. */
+Test(email, an_incidents_notices_are_distinct_mails_in_the_first_ones_thread)
+{
+    smtpd_start(&S, R.dir, NULL);
+    use_incident_mail(&S);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 900, NULL), 0);
+    cr_assert_eq(smtpd_count(&S), 2);
+
+    /* The second reminder meets a server that refuses it once. */
+    char *dir2 = xasprintf("%s/second", R.dir);
+    cr_assert_eq(mkdir(dir2, 0700), 0);
+    smtpd_start(&S2, dir2,
+                &(struct smtpd_options){.fail_first = 1, .fail_reply = "451 4.3.0 try again"});
+    free(dir2);
+    use_incident_mail(&S2);
+    cr_assert_eq(relay_run_at(&R, T0 + 1800, NULL), 1);
+    cr_assert_eq(smtpd_refused(&S2), 1);
+    cr_assert_eq(relay_run_at(&R, T0 + 1860, NULL), 0);
+    cr_assert_eq(smtpd_count(&S2), 1);
+    struct cmd_result ack =
+        wsrelay_cmd(30, "-c", R.config_path, "ack", "1", "--by", "night shift", "--note",
+                    "moving the samples", "--now", "1795001900", NULL);
+    cr_assert_eq(ack.status, 0, "%s", ack.err);
+    cmd_result_free(&ack);
+    cr_assert_eq(relay_run_at(&R, T0 + 1960, NULL), 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 2900, NULL), 0);
+    cr_assert_eq(smtpd_count(&S2), 2, "the acknowledgement, and no reminder after it");
+
+    struct json_object *mails[4] = {smtpd_mail(&S, 0), smtpd_mail(&S, 1), smtpd_mail(&S2, 0),
+                                    smtpd_mail(&S2, 1)};
+    static const char *const subjects[4] = {
+        "[ALARM] " DEVICE ": CH1 上限値警報 -70.2℃",
+        "[REMINDER 1] " DEVICE ": incident 1 · open 15 min · not acknowledged · wsrelay ack 1",
+        "[REMINDER 2] " DEVICE ": incident 1 · open 30 min · not acknowledged · wsrelay ack 1",
+        "[ACKNOWLEDGED] " DEVICE ": incident 1 · open 31 min · acknowledged by night shift at "
+        "20:38: moving the samples",
+    };
+    static const char *const ids[4] = {
+        MESSAGE_ID,
+        "<wsrelay.mail.5214000A.ch1-reminder1.1794999000@example.org>",
+        "<wsrelay.mail.5214000A.ch1-reminder2.1794999000@example.org>",
+        "<wsrelay.mail.5214000A.ch1-acknowledged.1794999000@example.org>",
+    };
+    for (size_t i = 0; i < 4; i++) {
+        cr_assert_str_eq(member(mails[i], "subject"), subjects[i]);
+        cr_assert_str_eq(header(mails[i], "message-id"), ids[i]);
+        for (size_t k = 0; k < i; k++)
+            cr_assert_str_neq(header(mails[i], "message-id"), header(mails[k], "message-id"));
+        if (i == 0) {
+            cr_assert_eq(header_count(mails[i], "in-reply-to"), 0);
+            continue;
+        }
+        cr_assert_str_eq(header(mails[i], "in-reply-to"), MESSAGE_ID, "mail %zu", i);
+        cr_assert_str_eq(header(mails[i], "references"), MESSAGE_ID, "mail %zu", i);
+    }
+    /* the retry is the same mail */
+    char *refused = smtpd_refused_raw(&S2, 0);
+    char *line = xasprintf("Message-ID: %s\r\n", ids[2]);
+    cr_assert_not_null(strstr(refused, line), "%s", refused);
+    free(line);
+    free(refused);
+    for (size_t i = 0; i < 4; i++)
+        json_object_put(mails[i]);
 }
