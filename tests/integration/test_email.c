@@ -655,8 +655,12 @@ Test(email, an_incidents_notices_are_distinct_mails_in_the_first_ones_thread)
     cr_assert_eq(ack.status, 0, "%s", ack.err);
     cmd_result_free(&ack);
     cr_assert_eq(relay_run_at(&R, T0 + 1960, NULL), 0);
-    cr_assert_eq(relay_run_at(&R, T0 + 2900, NULL), 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 2700, NULL), 0);
     cr_assert_eq(smtpd_count(&S2), 2, "the acknowledgement, and no reminder after it");
+    sim_add_alert(&R.sim, "5214000A",
+                  "{\"unixtime\": 1795002000, \"ch1\": \"CH1 正常復帰 -79.5℃\"}");
+    cr_assert_eq(relay_run_at(&R, T0 + 3000, NULL), 0);
+    cr_assert_eq(smtpd_count(&S2), 3, "the resolution");
 
     struct json_object *mails[4] = {smtpd_mail(&S, 0), smtpd_mail(&S, 1), smtpd_mail(&S2, 0),
                                     smtpd_mail(&S2, 1)};
@@ -693,4 +697,14 @@ Test(email, an_incidents_notices_are_distinct_mails_in_the_first_ones_thread)
     free(refused);
     for (size_t i = 0; i < 4; i++)
         json_object_put(mails[i]);
+
+    /* The resolution is the recovery's mail, under its alarm's. */
+    struct json_object *resolved = smtpd_mail(&S2, 2);
+    cr_assert_str_eq(member(resolved, "subject"),
+                     "[RESOLVED] " DEVICE ": incident 1 · resolved after 50 min · acknowledged by "
+                     "night shift at 20:38: moving the samples");
+    cr_assert_str_eq(header(resolved, "message-id"),
+                     "<wsrelay.mail.5214000A.ch1.1795002000@example.org>");
+    cr_assert_str_eq(header(resolved, "in-reply-to"), MESSAGE_ID);
+    json_object_put(resolved);
 }
