@@ -3,6 +3,8 @@
  * STARTTLS and AUTH, certificates made for the test by a throwaway CA.
  * What arrived is read back with Python's email package, an independent
  * decoder of what wsrelay wrote. */
+#include "incident.h"
+#include "notify/notify.h"
 #include "proc.h"
 #include "relay.h"
 #include "smtpd.h"
@@ -707,4 +709,125 @@ Test(email, an_incidents_notices_are_distinct_mails_in_the_first_ones_thread)
                      "<wsrelay.mail.5214000A.ch1.1795002000@example.org>");
     cr_assert_str_eq(header(resolved, "in-reply-to"), MESSAGE_ID);
     json_object_put(resolved);
+}
+
+/* --- the ids of an incident's mails, sent one by one -------------------- */
+
+/* An incident of 5214000A's ch1 whose first event is `kind` ("ch1" or
+ * "reading") at `at`, announced by an early warning at `warning` (0:
+ * none). */
+static struct incident incident_of(const char *kind, long long at, long long warning)
+{
+    struct incident inc = {.id = 7,
+                           .key = xstrdup("5214000A/ch1"),
+                           .state = INCIDENT_OPEN,
+                           .opened_at = at + 30,
+                           .paged = true};
+    inc.first = (struct event){
+        .account = xstrdup("lab"),
+        .serial = xstrdup("5214000A"),
+        .model = xstrdup("TR-72A2"),
+        .name = xstrdup("Freezer"),
+        .base_serial = xstrdup("5214000A"),
+        .unixtime = at,
+        .kind = xstrdup(kind),
+        .text = xstrdup("CH1 Upper Limit -70.2°C"),
+        .state = xstrdup("alarm"),
+        .channel = strcmp(kind, "reading") ? 0 : 1,
+        .early_warning = warning,
+        .utc_offset = 540,
+    };
+    incident_tell(&inc, "boss");
+    return inc;
+}
+
+/* Sends `ev` alone to the receiver "boss" on S; returns the mail as the
+ * server decoded it. */
+static struct json_object *send_alone(const struct event *ev)
+{
+    char name[] = "boss", host[] = "127.0.0.1", from[] = "wsrelay <relay@example.org>";
+    char boss[] = "boss@example.org";
+    char *to[] = {boss};
+    struct receiver_conf r = {.name = name,
+                              .type = RECEIVER_EMAIL,
+                              .email = {.host = host,
+                                        .port = S.port,
+                                        .starttls = STARTTLS_OFF,
+                                        .from = from,
+                                        .to = to,
+                                        .n_to = 1},
+                              .timeout = 30};
+    struct notify_message m = {.events = ev, .n = 1, .now = ev->unixtime + 60};
+    struct notify_result res;
+    struct err e = {{0}};
+    size_t before = smtpd_count(&S);
+    struct notify_env env = {0};
+    cr_assert_eq(notify_send(&env, &r, &m, &res, &e), 0, "%s", e.msg);
+    cr_assert_eq(smtpd_count(&S), before + 1);
+    return smtpd_mail(&S, before);
+}
+
+/* Each notice of `inc` sent: the first one's id is `first_id`, and every
+ * other has its own id and answers `parent`. */
+static void expect_thread(struct incident *inc, const char *first_id, const char *parent)
+{
+    static const char *const parts[] = {"",           "-reminder1",    "-escalation1",
+                                        "-reminder2", "-acknowledged", "-closed"};
+    const char *kind = strcmp(inc->first.kind, "reading") ? "ch1" : "reading-ch1";
+    long long now = inc->opened_at;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        enum incident_notice notice = NOTICE_REMINDER;
+        now += 600;
+        if (i == 0)
+            notice = NOTICE_OPENED;
+        else if (i == 2)
+            notice = NOTICE_ESCALATION, inc->step++;
+        else if (i == 4)
+            notice = NOTICE_ACKNOWLEDGED, inc->acked_at = now, inc->acked_by = xstrdup("x");
+        else if (i == 5)
+            notice = NOTICE_CLOSED, inc->state = INCIDENT_CLOSED, inc->ended = now;
+        else
+            inc->reminders++;
+        struct event ev;
+        incident_message(&ev, inc, notice, NULL, now);
+        struct json_object *mail = send_alone(&ev);
+        char *id = xasprintf("<wsrelay.boss.5214000A.%s%s.%lld@example.org>", kind, parts[i],
+                             inc->first.unixtime);
+        if (i == 0)
+            cr_assert_str_eq(id, first_id);
+        cr_assert_str_eq(header(mail, "message-id"), id);
+        if (i > 0) {
+            cr_assert_str_eq(header(mail, "in-reply-to"), parent, "%s", id);
+            cr_assert_str_eq(header(mail, "references"), parent, "%s", id);
+        }
+        if (i == 1) { /* a retry of the same notice is the same mail */
+            json_object_put(mail);
+            mail = send_alone(&ev);
+            cr_assert_str_eq(header(mail, "message-id"), id);
+        }
+        free(id);
+        json_object_put(mail);
+        event_clear(&ev);
+    }
+}
+
+Test(email, an_incidents_follow_ups_answer_its_first_mail_or_that_ones_warning)
+{
+    smtpd_start(&S, R.dir, NULL);
+    /* opened by the alert log's alarm: under that alarm's mail */
+    struct incident inc = incident_of("ch1", 1794999000, 0);
+    expect_thread(&inc, "<wsrelay.boss.5214000A.ch1.1794999000@example.org>",
+                  "<wsrelay.boss.5214000A.ch1.1794999000@example.org>");
+    incident_clear(&inc);
+    /* opened by wsrelay's early warning: under the warning's mail */
+    inc = incident_of("reading", 1794998700, 0);
+    expect_thread(&inc, "<wsrelay.boss.5214000A.reading-ch1.1794998700@example.org>",
+                  "<wsrelay.boss.5214000A.reading-ch1.1794998700@example.org>");
+    incident_clear(&inc);
+    /* opened by an alarm that a warning announced, whose mail went under
+     * the warning's: the follow-ups too */
+    inc = incident_of("ch1", 1794999000, 1794998700);
+    expect_thread(&inc, "<wsrelay.boss.5214000A.ch1.1794999000@example.org>",
+                  "<wsrelay.boss.5214000A.reading-ch1.1794998700@example.org>");
+    incident_clear(&inc);
 }
