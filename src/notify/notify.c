@@ -264,13 +264,26 @@ static int serial_compare(const void *pa, const void *pb)
     return c ? c : a->index < b->index ? -1 : a->index > b->index;
 }
 
+/* The rank an event is ordered by: its rank, but an incident's
+ * acknowledgement goes with the alarms, ahead of a recovery that may
+ * share its message: people read that someone had it, then that it is
+ * over. */
+static int order_rank(const struct event *ev)
+{
+    struct json_object *v = NULL;
+    if (ev->incident && json_object_object_get_ex(ev->incident, "notice", &v) &&
+        !strcmp(json_object_get_string(v), "acknowledged"))
+        return NOTIFY_RANK_ALARM;
+    return (int)notify_rank_of(ev);
+}
+
 void notify_order(size_t *out, const struct event *events, size_t n)
 {
     struct order_key *keys = xcalloc(n ? n : 1, sizeof *keys);
     struct by_serial *serials = xcalloc(n ? n : 1, sizeof *serials);
     for (size_t i = 0; i < n; i++) {
         keys[i].index = i;
-        keys[i].rank = (int)notify_rank_of(&events[i]);
+        keys[i].rank = order_rank(&events[i]);
         keys[i].dev_rank = NOTIFY_RANKS;
         serials[i] = (struct by_serial){events[i].serial, i};
     }

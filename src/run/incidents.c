@@ -219,7 +219,8 @@ static void take_reading(struct tick *t, struct incident *inc)
 {
     struct watch w;
     int channel = event_channel(&inc->first);
-    if (channel <= 0 || !state_watch(t->st, inc->first.serial, &w) || w.unixtime <= inc->live_at)
+    if (channel <= 0 || !state_watch(t->st, inc->first.serial, &w) || w.unixtime <= inc->live_at ||
+        w.unixtime < inc->first.unixtime) /* a reading from before it is not how it is now */
         return;
     const struct watch_channel *wc = watch_channel(&w, channel);
     if (wc && !wc->error && wc->n_history > 0)
@@ -233,6 +234,7 @@ static void page_again(struct tick *t, struct incident *inc)
     bool inside = false;
     long long now = t->opt->now;
     const struct rule_conf *r = rules_find(t->rules, inc->first.rule, &inside, now);
+    size_t before = inc->n_told; /* those told before an escalation of this run */
     if (!r || !inside)
         return;
     while ((size_t)inc->step < r->n_escalate &&
@@ -254,7 +256,8 @@ static void page_again(struct tick *t, struct incident *inc)
         inc->reminders++;
         inc->last_page = now;
         log_info("incident %lu: reminder %d", inc->id, inc->reminders);
-        queue_notice(t->st, inc, NOTICE_REMINDER, NULL, inc->told, inc->n_told, now, "reminder");
+        /* a receiver the escalation just told has its message already */
+        queue_notice(t->st, inc, NOTICE_REMINDER, NULL, inc->told, before, now, "reminder");
     }
 }
 
