@@ -240,3 +240,25 @@ Test(oncall_night, a_400_gives_up_for_that_receiver_only)
     cr_assert_null(strstr(res.err, "R0UTINGkey01"), "%s", res.err);
     cmd_result_free(&res);
 }
+
+Test(oncall_night, test_receiver_sends_a_marked_alert_to_each)
+{
+    start(ROUTING_KEY "\n");
+    const char *names[] = {"pd", "og"};
+    for (size_t i = 0; i < 2; i++) {
+        struct cmd_result res =
+            wsrelay_cmd(30, "-c", R.config_path, "test-receiver", names[i], NULL);
+        cr_assert_eq(res.status, 0, "%s%s", res.out, res.err);
+        cr_assert(strstr(res.out, "accepted"), "%s", res.out);
+        cr_assert_null(strstr(res.out, "R0UTINGkey01"), "%s", res.out);
+        cr_assert_null(strstr(res.out, "eb243592-faa2"), "%s", res.out);
+        cmd_result_free(&res);
+    }
+    cr_assert_eq(oncall_count(PD), 1);
+    cr_assert_eq(oncall_count(OG), 1);
+    char *action = member(PD, 0, "event_action"), *message = member(OG, 0, "message");
+    cr_assert_str_eq(action, "trigger");
+    cr_assert(strstr(message, "test notification"), "%s", message);
+    free(action);
+    free(message);
+}

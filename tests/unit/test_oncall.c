@@ -541,3 +541,45 @@ Test(oncall, configuration_keys_and_their_defaults)
     test_rmtree(dir);
     free(dir);
 }
+
+/* Sends an alarm to `r` through a proxy on 127.0.0.1 (the server, which
+ * refuses the tunnel): nothing leaves this machine, and the server sees
+ * where the request was going. Returns the host and port it named. */
+static char *tunnel_of(const struct receiver_conf *r)
+{
+    struct event ev = alarm_of(NULL);
+    struct notify_result res;
+    struct err e = {0};
+    size_t i = oncall_count(S);
+    unsetenv("no_proxy");
+    unsetenv("NO_PROXY");
+    setenv("https_proxy", oncall_url(S), 1);
+    cr_assert_eq(send_one(r, &ev, &res, &e), -1);
+    unsetenv("https_proxy");
+    cr_assert_eq(oncall_count(S), i + 1, "%s", e.msg);
+    struct oncall_request *rq = oncall_request(S, i);
+    cr_assert_str_eq(rq->method, "CONNECT");
+    char *where = xstrdup(rq->path);
+    oncall_request_free(rq);
+    event_clear(&ev);
+    return where;
+}
+
+Test(oncall, the_services_addresses_by_default)
+{
+    S = oncall_start(ONCALL_OPSGENIE, GENIE_KEY);
+    struct receiver_conf og = opsgenie(GENIE_KEY);
+    og.opsgenie.base_url = NULL;
+    char *where = tunnel_of(&og);
+    cr_assert_str_eq(where, "api.eu.opsgenie.com:443");
+    free(where);
+    og.opsgenie.region = OPSGENIE_US;
+    where = tunnel_of(&og);
+    cr_assert_str_eq(where, "api.opsgenie.com:443");
+    free(where);
+    struct receiver_conf pd = pagerduty(PAGERDUTY_ERROR);
+    pd.pagerduty.base_url = keep("https://events.pagerduty.com");
+    where = tunnel_of(&pd);
+    cr_assert_str_eq(where, "events.pagerduty.com:443");
+    free(where);
+}
