@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 static const struct notifier *const notifiers[] = {
-    &notifier_webhook, &notifier_file, &notifier_email, &notifier_slack, &notifier_teams,
+    &notifier_webhook, &notifier_file,      &notifier_email,    &notifier_slack,
+    &notifier_teams,   &notifier_pagerduty, &notifier_opsgenie,
 };
 
 static const struct notifier *notify_find(enum receiver_type type)
@@ -71,6 +72,12 @@ void notify_add_secrets(struct redact *secrets, const struct receiver_conf *r)
         break;
     case RECEIVER_TEAMS:
         redact_add_url(secrets, r->teams.url);
+        break;
+    case RECEIVER_PAGERDUTY: /* in the body's routing_key */
+        redact_add(secrets, r->pagerduty.routing_key);
+        break;
+    case RECEIVER_OPSGENIE: /* in the header "Authorization: GenieKey KEY" */
+        redact_add(secrets, r->opsgenie.api_key);
         break;
     case RECEIVER_FILE:
         break;
@@ -491,6 +498,9 @@ int notify_check_templates(const struct notify_env *env, const struct receiver_c
     case RECEIVER_TEAMS:
         uses[0].path = r->teams.template, uses[0].name = "teams.json";
         break;
+    case RECEIVER_PAGERDUTY:
+    case RECEIVER_OPSGENIE:
+        break; /* their payloads are the service's fields, without a template */
     }
     for (size_t i = 0; i < 3 && uses[i].name; i++) {
         struct template *t = NULL;
