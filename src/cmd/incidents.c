@@ -75,12 +75,13 @@ static void local_text(char *out, size_t size, long long t, bool seconds)
 
 /* --- the incidents the state keeps ---------------------------------------- */
 
-/* One incident as a line: "12  open  03:00  34 min  Freezer A (5214000A) ch1 ...". */
+/* One incident as a line: "12  open  03:00  34 min  Freezer A (5214000A) ch1 ...", the
+ * duration from its alarm to its recovery, or to now while it is open. */
 static void print_line(const struct incident *inc, long long now)
 {
-    char age[24];
     struct json_object *snap = incident_snapshot(inc, NOTICE_OPENED, now);
-    incident_duration_text(age, sizeof age, now - inc->opened_at);
+    /* from its alarm to its recovery, or to now while it is open */
+    const char *age = json_object_get_string(jsonv_member(snap, "duration_text"));
     const char *name = inc->first.name && *inc->first.name ? inc->first.name : inc->first.serial;
     const char *state = json_object_get_string(jsonv_member(snap, "state"));
     printf("%-6lu %-12s %-11s %-10s %s (%s) %s", inc->id, state,
@@ -129,7 +130,7 @@ static int list(const struct config *c, const struct list_options *o)
                 jsonv_append(arr, snap);
             } else {
                 if (!shown)
-                    printf("%-6s %-12s %-11s %-10s %s\n", "ID", "STATE", "OPENED", "AGE",
+                    printf("%-6s %-12s %-11s %-10s %s\n", "ID", "STATE", "OPENED", "DURATION",
                            "DEVICE AND WHAT");
                 print_line(&inc, o->now);
             }

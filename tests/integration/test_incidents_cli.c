@@ -182,7 +182,7 @@ Test(incidents_cli, the_list_shows_the_open_one_and_all_shows_both)
 
     struct cmd_result r = cmd_at(NOW, "incidents", NULL, NULL, NULL, NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_expect(strstr(r.out, "ID     STATE        OPENED      AGE        DEVICE AND WHAT\n"), "%s",
+    cr_expect(strstr(r.out, "ID     STATE        OPENED      DURATION   DEVICE AND WHAT\n"), "%s",
               r.out);
     cr_expect(strstr(r.out, "Freezer B (5214000B) ch1, acknowledged by alice"), "%s", r.out);
     cr_expect_null(strstr(r.out, "5214000A"), "A's incident is resolved:\n%s", r.out);
