@@ -40,15 +40,17 @@ TestSuite(incidents, .fini = teardown, .timeout = 300);
 /* The freezer's reading at `t`: -80 with a wobble; from ALARM_AT a rise to
  * -64.5 at 20 minutes and a slow fall to -69 (never back inside by the
  * margin); from RECOVER_AT -78 and back to -80. */
+static bool never_back; /* the freezer stays above its limit to the end */
+
 static char *reading_at(long long t)
 {
     static const char *const wobble[] = {"-80.1", "-79.9", "-80.0", "-80.2", "-79.8"};
     long i = (long)((t - T0) / 60);
     i = i < 0 ? -i : i;
-    if (t < ALARM_AT || t >= RECOVER_AT + 120)
+    if (t < ALARM_AT || (!never_back && t >= RECOVER_AT + 120))
         return xstrdup(wobble[i % 5]);
     if (t >= RECOVER_AT)
-        return xstrdup("-78.0");
+        return xstrdup(never_back ? "-69.0" : "-78.0");
     long m = (long)((t - ALARM_AT) / 60);
     double v = m <= 20 ? -69.0 + 4.5 * m / 20.0 : -64.5 - 4.5 * (m - 20) / 30.0;
     return xasprintf("%.1f", v);
@@ -73,10 +75,14 @@ static char *scenario(void)
     }
     buf_printf(&b,
                "], \"alerts\": [{\"unixtime\": %lld, \"logged_at\": %lld, \"ch1\": \"CH1 Upper "
-               "Limit Exceeded -69.0°C (limit -70.0°C)\"},"
-               "{\"unixtime\": %lld, \"logged_at\": %lld, \"ch1\": \"CH1 Measurement Recovery "
-               "-78.0°C\"}]}",
-               ALARM_AT, ALARM_AT + LOG_LAG, RECOVER_AT, RECOVER_AT + LOG_LAG);
+               "Limit Exceeded -69.0°C (limit -70.0°C)\"}",
+               ALARM_AT, ALARM_AT + LOG_LAG);
+    if (!never_back)
+        buf_printf(&b,
+                   ",{\"unixtime\": %lld, \"logged_at\": %lld, \"ch1\": \"CH1 Measurement "
+                   "Recovery -78.0°C\"}",
+                   RECOVER_AT, RECOVER_AT + LOG_LAG);
+    buf_puts(&b, "]}");
     buf_puts(&b, "]}]}");
     return buf_steal(&b);
 }
@@ -409,5 +415,35 @@ Test(incidents, a_failing_receiver_gets_each_notice_once_when_it_comes_back)
     cr_expect_eq(occurrences(buf_str(&b), "resolved"), 1, "%s", buf_str(&b));
     cr_expect_eq(occurrences(buf_str(&b), "opened"), 0, "%s", buf_str(&b));
     buf_free(&b);
+    notices_free(v, n);
+}
+
+/* A freezer that never comes back: its incident closes after
+ * incidents.max_open with a note to everyone told, and is then over. */
+Test(incidents, an_incident_open_longer_than_max_open_closes_with_a_note)
+{
+    never_back = true;
+    char *scen = scenario();
+    never_back = false;
+    relay_start(&R, scen);
+    free(scen);
+    R.incidents = true;
+    char *path = xasprintf("%s/rules.yaml", R.dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("- name: freezers\n  receivers: [hook]\n", f);
+    fclose(f);
+    free(path);
+    relay_config_extra(&R, ACCOUNT, NULL, "rules: @DIR@/rules.yaml\nincidents: {max_open: 1h}\n");
+    run_minutes(T0 - 600, ALARM_AT + 90 * 60);
+    char *list = notice_list();
+    cr_expect_str_eq(list, "opened closed", "%s", list);
+    free(list);
+    size_t n = 0;
+    struct notice *v = notices(&n);
+    cr_assert_eq(n, 2);
+    cr_expect(strstr(v[1].text, "Incident 1 closed after 1 h 00 min without a recovery: check the "
+                                "device."),
+              "%s", v[1].text);
     notices_free(v, n);
 }
