@@ -15,6 +15,7 @@
 
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <signal.h>
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -446,4 +447,66 @@ Test(incidents, an_incident_open_longer_than_max_open_closes_with_a_note)
                                 "device."),
               "%s", v[1].text);
     notices_free(v, n);
+}
+
+/* Runs killed (SIGKILL) at random moments through the night, each
+ * followed by a clean one: every notice arrives, and a kill repeats at
+ * most the one message it cut off, since each notice is in the state
+ * before it is sent and each delivery is saved before the next. */
+Test(incidents, kills_at_random_moments_repeat_at_most_the_message_in_flight)
+{
+    unsigned long long rng = 0x696e63696473ULL;
+    start(NULL);
+    hooksink_set_delay_ms(R.hook, 40);
+    char **env = proc_environ_for_kills();
+    size_t kills = 0;
+    for (long long t = T0 - 600; t <= END; t += 60) {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        if (t >= ALARM_AT) {
+            char when[32];
+            snprintf(when, sizeof when, "%lld", t + 20);
+            sim_set_clock(&R.sim, t + 20);
+            char *argv[] = {(char *)WSRELAY_BIN, (char *)"-c", R.config_path, (char *)"run",
+                            (char *)"--now",     when,         NULL};
+            struct proc p;
+            proc_start(&p, argv, env, R.dir);
+            test_sleep_ms((int)((rng >> 8) % 60));
+            if (proc_poll(&p) < 0)
+                kill(p.pid, SIGKILL);
+            kills += proc_wait(&p, 60) == 128 + SIGKILL;
+            proc_stop(&p);
+        }
+        char *err = NULL;
+        int status = relay_run_at(&R, t + 30, &err);
+        cr_assert_eq(status, 0, "run at T+%lld failed:\n%s", t - T0, err);
+        free(err);
+    }
+    proc_environ_free(env);
+    size_t n = 0;
+    struct notice *v = notices(&n);
+    /* each notice once, a repeat only right after itself (the message a
+     * kill cut off, sent again by the next run) */
+    struct buf b;
+    buf_init(&b, 0);
+    size_t repeats = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool again =
+            i > 0 && !strcmp(v[i].notice, v[i - 1].notice) && !strcmp(v[i].text, v[i - 1].text);
+        if (again)
+            repeats++;
+        else
+            buf_printf(&b, "%s%s", b.len ? " " : "", v[i].notice);
+    }
+    cr_log_info("incidents: %zu runs killed, %zu messages repeated", kills, repeats);
+    cr_expect_str_eq(buf_str(&b), "opened reminder reminder reminder resolved", "%s", buf_str(&b));
+    cr_expect_leq(repeats, kills, "more than one message repeated per kill");
+    cr_expect_geq(kills, 5, "too few runs were killed (%zu)", kills);
+    buf_free(&b);
+    notices_free(v, n);
+    /* the timeline: each step once, whatever the kills wrote twice */
+    char *log = incident_log();
+    cr_expect_eq(occurrences(log, "\"what\":\"opened\""), 1, "%s", log);
+    free(log);
 }
