@@ -84,8 +84,9 @@ bool incidents_join(struct tick *t, const struct event *ev)
                 (inc.state == INCIDENT_RESOLVED && ev->unixtime <= inc.ended);
     else if (role == INCIDENT_RESOLVES)
         /* the platform's recovery after the readings' way back, or the
-         * readings' way back after the platform's recovery */
-        joins = inc.state != INCIDENT_OPEN && ev->unixtime >= inc.first.unixtime;
+         * readings' way back after the platform's recovery (after one
+         * closed by max_open, a recovery is news) */
+        joins = inc.state == INCIDENT_RESOLVED && ev->unixtime >= inc.first.unixtime;
     if (joins) {
         char *id = event_id(ev);
         log_info("event %s joins incident %lu: nobody is paged again", id, inc.id);
