@@ -97,6 +97,7 @@ enum receiver_type {
     RECEIVER_EMAIL,
     RECEIVER_SLACK,
     RECEIVER_TEAMS,
+    RECEIVER_SLACK_APP, /* `slack:` with a bot token: Slack's Web API */
 };
 
 /* `starttls:` of an email receiver, in the order of the words in the file. */
@@ -106,10 +107,14 @@ enum starttls_mode {
     STARTTLS_OFF,           /* plain SMTP */
 };
 
-/* A Slack or Teams incoming webhook. */
+/* A Slack or Teams incoming webhook; for Slack, instead of the URL, a bot
+ * token and a channel (Slack as an app: notify/slackapp.c). */
 struct chat_conf {
     char *url;      /* secret: https://, or http:// to this machine */
     char *template; /* a readable file, or NULL */
+    char *token;    /* Slack only: secret, a bot token "xoxb-…"; set exactly when channel is */
+    char *channel;  /* Slack only: a channel id, "C0123456789" */
+    char *api_url;  /* Slack only: the Web API's base, without trailing slash; NULL: Slack's */
 };
 
 struct receiver_conf {
