@@ -6,8 +6,9 @@
  * incident at the next run, as that person, announced in the thread and to
  * the webhook; the recovery is a reply and marks the first message
  * RESOLVED. A token Slack refuses gives the Slack messages up and nothing
- * else; a Web API that hangs costs no alert and no longer than the
- * receiver's timeout. */
+ * else; a 429 waits as long as its Retry-After asks; a Web API that hangs
+ * costs no alert and no longer than the receiver's timeout; test-receiver
+ * posts its TEST message through the Web API. */
 #include "proc.h"
 #include "relay.h"
 #include "slackapi.h"
@@ -287,7 +288,7 @@ Test(slack_app, a_hanging_web_api_costs_no_alert_and_no_longer_than_the_timeout)
     free(err);
     cr_assert_eq(messages(), 1);
     /* Slack now holds every answer longer than the receiver's 5 s. */
-    slackapi_set_delay_ms(S, 25000);
+    slackapi_set_delay_ms(S, 15000);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     cr_assert_eq(run_at(WARM_AT + 520, &err), 0, "%s", err);
@@ -300,8 +301,50 @@ Test(slack_app, a_hanging_web_api_costs_no_alert_and_no_longer_than_the_timeout)
               "%s", err);
     free(err);
     /* a hang guard with a wide margin: the run did not wait for Slack */
-    cr_assert_lt(t1.tv_sec - t0.tv_sec, 20);
+    cr_assert_lt(t1.tv_sec - t0.tv_sec, 12);
     char *texts = hook_texts();
     cr_assert_str_eq(texts, "CH1 Upper Limit Exceeded -65.0°C\nCH2 Upper Limit Exceeded 40.0%\n");
     free(texts);
+}
+
+Test(slack_app, test_receiver_posts_a_test_message_through_the_web_api)
+{
+    start(SLACKAPI_TOKEN);
+    struct cmd_result r = wsrelay_cmd(30, "-c", R.config_path, "test-receiver", "slack", NULL);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert_null(strstr(r.out, "T3stT0ken"), "%s", r.out);
+    cr_assert_null(strstr(r.err, "T3stT0ken"), "%s", r.err);
+    cmd_result_free(&r);
+    cr_assert_eq(messages(), 1);
+    struct json_object *m = message(0);
+    cr_assert(!strncmp(member(m, "text"), "[TEST] ", 7), "%s", member(m, "text"));
+    cr_assert_null(member(m, "thread_ts"));
+    json_object_put(m);
+}
+
+Test(slack_app, a_429_waits_as_long_as_slack_asked)
+{
+    start(SLACKAPI_TOKEN);
+    slackapi_push_error(S, "chat.postMessage", 429, "ratelimited", 600);
+    char *err = NULL;
+    run_at(ALARM_AT + 60, &err);
+    cr_assert(strstr(err, "chat.postMessage: HTTP 429: rate limited, asked to wait 600 s; 1 event "
+                          "kept for a later run (as the far end asked)"),
+              "%s", err);
+    free(err);
+    cr_assert_eq(messages(), 0);
+    char *texts = hook_texts();
+    cr_assert_str_eq(texts, "CH1 Upper Limit Exceeded -65.0°C\n", "the webhook has the alarm");
+    free(texts);
+    /* 300 s later Slack's wait is not over: nothing is tried */
+    run_at(ALARM_AT + 360, NULL);
+    cr_assert_eq(slackapi_count(S, "chat.postMessage"), 1);
+    /* after it, the alarm is posted, as the thread's first message */
+    cr_assert_eq(run_at(ALARM_AT + 720, &err), 0, "%s", err);
+    free(err);
+    cr_assert_eq(slackapi_count(S, "chat.postMessage"), 2);
+    cr_assert_eq(messages(), 1);
+    struct json_object *m = message(0);
+    cr_assert_null(member(m, "thread_ts"));
+    json_object_put(m);
 }
