@@ -19,7 +19,8 @@
  * retrying and give the message up for this receiver only; the others
  * (internal_error, ratelimited, …) and 5xx keep it for a later run. A 429
  * carries Retry-After, which the run honours. chat.postMessage takes about
- * one message a second per channel: posts to one receiver are paced so. */
+ * one message a second per channel: posts to one channel are paced so,
+ * whichever receiver of the run makes them. */
 #include "notify/chat.h"
 #include "notify/http.h"
 #include "notify/slack.h"
@@ -42,6 +43,7 @@
 #define SLACK_NAME_MAX 120    /* bytes of a user's name or id as wsrelay keeps it */
 #define SLACK_NOTE_MAX 300    /* bytes of an acknowledgement's note */
 #define SLACK_ACK_REACTION "white_check_mark"
+#define SLACK_POST_GAP_MS 1000 /* chat.postMessage: about one message a second per channel */
 
 /* Slack's errors that retrying cannot fix: the token, the app's rights,
  * the channel, or the message itself is wrong. */
@@ -77,6 +79,46 @@ static long long mono_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec;
+}
+
+/* The last posts of this process, per channel: chat.postMessage takes
+ * about one message a second per channel, whichever receiver posts and
+ * whichever part of a run (its deliveries, the announcements after them)
+ * it comes from. */
+#define PACE_CHANNELS 8
+static struct {
+    char channel[32];
+    long long at_ms; /* CLOCK_MONOTONIC */
+} last_posts[PACE_CHANNELS];
+
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits until a second has passed since this process last posted to
+ * `channel`, and notes the post to come. */
+static void pace_channel(const char *channel)
+{
+    size_t slot = 0;
+    for (size_t i = 0; i < PACE_CHANNELS; i++) {
+        if (!strcmp(last_posts[i].channel, channel)) {
+            slot = i;
+            break;
+        }
+        if (last_posts[i].at_ms < last_posts[slot].at_ms)
+            slot = i; /* the oldest, or an unused one, is reused */
+    }
+    if (!strcmp(last_posts[slot].channel, channel)) {
+        long long wait = last_posts[slot].at_ms + SLACK_POST_GAP_MS - mono_ms();
+        struct timespec ts = {.tv_sec = (time_t)(wait / 1000), .tv_nsec = (wait % 1000) * 1000000L};
+        while (wait > 0 && nanosleep(&ts, &ts) < 0)
+            ;
+    }
+    snprintf(last_posts[slot].channel, sizeof last_posts[slot].channel, "%s", channel);
+    last_posts[slot].at_ms = mono_ms();
 }
 
 /* One call of Web API method `method` with `body` (`content_type`),
@@ -249,6 +291,7 @@ static int slackapp_send(const struct notify_env *env, const struct receiver_con
     json_object_object_add(payload, "channel", json_object_new_string(channel));
     if (thread)
         json_object_object_add(payload, "thread_ts", json_object_new_string(thread));
+    pace_channel(channel);
     answer = api_json(r, "chat.postMessage", payload, r->timeout, res, e);
     if (!answer)
         goto out;
@@ -460,7 +503,7 @@ static int slackapp_collect(const struct notify_env *env, const struct receiver_
 const struct notifier notifier_slack_app = {
     .type = RECEIVER_SLACK_APP,
     .name = "slack",
-    .pace_ms = 1000, /* chat.postMessage: about one message a second per channel */
+    .pace_ms = 0, /* paced per channel (pace_channel), across receivers and deliveries */
     .fit = slackapp_fit,
     .send = slackapp_send,
     .collect = slackapp_collect,

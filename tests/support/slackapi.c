@@ -270,7 +270,10 @@ static struct json_object *answer(struct slackapi *s, struct MHD_Connection *con
         args = json_object_new_object(); /* Slack reads nothing from it */
     }
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_query, args);
-    struct slack_call c = {.method = xstrdup(method),
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    struct slack_call c = {.at = (double)now.tv_sec + (double)now.tv_nsec / 1e9,
+                           .method = xstrdup(method),
                            .authorization = xstrdup_or_null(auth),
                            .content_type = xstrdup_or_null(ct),
                            .args = args};
@@ -479,6 +482,7 @@ struct slack_call *slackapi_call(struct slackapi *s, const char *method, size_t 
         c->authorization = xstrdup_or_null(at->authorization);
         c->content_type = xstrdup_or_null(at->content_type);
         c->args = copy(at->args);
+        c->at = at->at;
     }
     pthread_mutex_unlock(&s->lock);
     return c;

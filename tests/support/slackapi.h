@@ -32,6 +32,7 @@ struct slack_call {
     char *authorization;
     char *content_type;
     struct json_object *args;
+    double at; /* arrival, seconds on CLOCK_MONOTONIC */
 };
 
 /* Starts the server; stop it with slackapi_stop. */

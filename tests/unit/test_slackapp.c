@@ -125,6 +125,27 @@ Test(slackapp, a_reminder_is_a_reply_in_the_incidents_thread)
     json_object_put(refs);
 }
 
+Test(slackapp, posts_to_one_channel_are_a_second_apart_whoever_sends_them)
+{
+    struct json_object *refs = opened();
+    struct event ev = alarm_event("reminder");
+    struct notify_result res;
+    struct err e;
+    cr_assert_eq(send_one(&ev, refs, &res, &e), 0, "%s", e.msg);
+    free(R.name);
+    R.name = xstrdup("another"); /* another receiver, the same channel */
+    cr_assert_eq(send_one(&ev, refs, &res, &e), 0, "%s", e.msg);
+    for (size_t i = 1; i < 3; i++) {
+        struct slack_call *a = slackapi_call(S, "chat.postMessage", i - 1);
+        struct slack_call *b = slackapi_call(S, "chat.postMessage", i);
+        cr_assert_geq(b->at - a->at, 0.95, "%.3f s apart", b->at - a->at);
+        slack_call_free(a);
+        slack_call_free(b);
+    }
+    event_clear(&ev);
+    json_object_put(refs);
+}
+
 Test(slackapp, the_resolution_is_a_reply_and_marks_the_first_message_resolved)
 {
     struct json_object *refs = opened();
