@@ -85,6 +85,7 @@ static int check_header_name(char *v, struct err *e);
 static int check_slack_token(char *v, struct err *e);
 static int check_slack_channel(char *v, struct err *e);
 static int check_slack(const void *obj, size_t *off, struct err *e);
+static int check_slack_api_url(char *v, struct err *e);
 
 #define N(rows) (sizeof(rows) / sizeof((rows)[0]))
 #define AT(type, member) offsetof(struct type, member)
@@ -493,7 +494,7 @@ static const struct key slack_keys[] = {
     {.name = "api_url",
      .kind = K_STRING,
      .off = AT(chat_conf, api_url),
-     .check = check_https_url,
+     .check = check_slack_api_url,
      .help = "With token_file: the Web API's base URL (default: https://slack.com/api)."},
     {.name = "template",
      .kind = K_PATH,
@@ -942,6 +943,17 @@ static int check_slack_channel(char *v, struct err *e)
     if (!ok)
         return err_set(e, "expected a channel id such as C0123456789 (a channel's details in "
                           "Slack show it), not its name");
+    return 0;
+}
+
+/* The Web API's base: https (or http to this machine), kept without the
+ * slashes at its end, as method names follow it after one. */
+static int check_slack_api_url(char *v, struct err *e)
+{
+    if (check_https_url(v, e) < 0)
+        return -1;
+    for (size_t len = strlen(v); len > 0 && v[len - 1] == '/'; len--)
+        v[len - 1] = '\0';
     return 0;
 }
 

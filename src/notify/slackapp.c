@@ -38,7 +38,6 @@
 #include <time.h>
 
 #define SLACK_API_DEFAULT "https://slack.com/api"
-#define SLACK_HEADER_MAX 150  /* characters of a header block's text */
 #define SLACK_REPLIES_MAX 200 /* replies read of one thread: conversations.replies' page */
 #define SLACK_NAME_MAX 120    /* bytes of a user's name or id as wsrelay keeps it */
 #define SLACK_NOTE_MAX 300    /* bytes of an acknowledgement's note */

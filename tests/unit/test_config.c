@@ -1898,7 +1898,7 @@ Test(config, slack_app_takes_a_token_file_and_a_channel)
                       "    slack: {token_file: bot.token, channel: C0ALERTS01}\n"
                       "  - name: local\n"
                       "    slack: {token_file: bot.token, channel: G0PRIVATE1,\n"
-                      "            api_url: \"http://127.0.0.1:8080/api\"}\n"
+                      "            api_url: \"http://127.0.0.1:8080/api/\"}\n"
                       "  - name: hook\n"
                       "    slack: {url: \"https://hooks.slack.com/services/T0/B0/x\"}\n");
     const struct receiver_conf *r = &cfg->receivers[0];
