@@ -99,9 +99,15 @@ Test(slackapp, the_first_message_of_an_incident_is_posted_with_the_token_and_its
     cr_assert_null(member(c->args, "thread_ts"));
     cr_assert(strstr(member(c->args, "text"), "Freezer 3: CH1 Upper Limit Exceeded -65.0°C"), "%s",
               member(c->args, "text"));
-    struct json_object *blocks = NULL;
+    struct json_object *blocks = NULL, *text = NULL; /* slack.json's, as the webhook's */
     cr_assert(json_object_object_get_ex(c->args, "blocks", &blocks));
-    cr_assert_eq(json_object_array_length(blocks), 3); /* the header, the section, the footer */
+    struct json_object *header = json_object_array_get_idx(blocks, 0);
+    cr_assert_str_eq(member(header, "type"), "header");
+    cr_assert(json_object_object_get_ex(header, "text", &text));
+    cr_assert(strstr(member(text, "text"), "Freezer 3"), "%s", member(text, "text"));
+    struct json_object *footer =
+        json_object_array_get_idx(blocks, json_object_array_length(blocks) - 1);
+    cr_assert_str_eq(member(footer, "type"), "context");
     cr_assert_str_eq(member(refs, "ts"), "1795000000.000001");
     cr_assert_str_eq(member(refs, "channel"), SLACKAPI_CHANNEL);
     slack_call_free(c);
