@@ -82,6 +82,10 @@ static void finish_device(void *obj);
 static void finish_account(void *obj);
 static void finish_receiver(void *obj);
 static int check_header_name(char *v, struct err *e);
+static int check_slack_token(char *v, struct err *e);
+static int check_slack_channel(char *v, struct err *e);
+static int check_slack(const void *obj, size_t *off, struct err *e);
+static int check_slack_api_url(char *v, struct err *e);
 
 #define N(rows) (sizeof(rows) / sizeof((rows)[0]))
 #define AT(type, member) offsetof(struct type, member)
@@ -514,6 +518,54 @@ static const struct schema opsgenie_schema = {.what = "opsgenie",
                                               .n_keys = N(opsgenie_keys),
                                               .size =
                                                   sizeof(((struct receiver_conf *)0)->opsgenie)};
+/* Slack: an incoming webhook (the chat keys), or an app's bot token and
+ * channel (notify/slackapp.c). */
+static const struct key slack_keys[] = {
+    {.name = "url",
+     .kind = K_STRING,
+     .flags = F_SECRET,
+     .group = 1,
+     .off = AT(chat_conf, url),
+     .check = check_https_url,
+     .help = "The incoming-webhook URL: https://, or http:// to this machine."},
+    {.name = "url_file",
+     .kind = K_SECRET_FILE,
+     .flags = F_SECRET,
+     .group = 1,
+     .off = AT(chat_conf, url),
+     .check = check_https_url,
+     .help = "A file holding the URL (mode 0600)."},
+    {.name = "token_file",
+     .kind = K_SECRET_FILE,
+     .flags = F_SECRET,
+     .group = 1,
+     .off = AT(chat_conf, token),
+     .check = check_slack_token,
+     .help = "Instead of url: a file holding a Slack app's bot token, xoxb-… (mode 0600); "
+             "with channel, wsrelay posts through Slack's Web API, threads an incident's "
+             "messages and takes acknowledgements from the thread."},
+    {.name = "channel",
+     .kind = K_STRING,
+     .off = AT(chat_conf, channel),
+     .check = check_slack_channel,
+     .help = "With token_file: the id of the channel to post in, e.g. C0123456789 (the app "
+             "must be a member)."},
+    {.name = "api_url",
+     .kind = K_STRING,
+     .off = AT(chat_conf, api_url),
+     .check = check_slack_api_url,
+     .help = "With token_file: the Web API's base URL (default: https://slack.com/api)."},
+    {.name = "template",
+     .kind = K_PATH,
+     .off = AT(chat_conf, template),
+     .check = check_readable_file,
+     .help = "A template for the whole JSON payload (default: slack.json)."},
+};
+static const struct schema slack_schema = {.what = "slack",
+                                           .keys = slack_keys,
+                                           .n_keys = N(slack_keys),
+                                           .size = sizeof(struct chat_conf),
+                                           .check = check_slack};
 
 static const struct key receiver_keys[] = {
     {.name = "name",
@@ -544,8 +596,8 @@ static const struct key receiver_keys[] = {
      .kind = K_MAP,
      .group = 1,
      .off = AT(receiver_conf, slack),
-     .sub = &chat_schema,
-     .help = "Post events to a Slack incoming webhook."},
+     .sub = &slack_schema,
+     .help = "Post events to a Slack incoming webhook, or as a Slack app (token_file, channel)."},
     {.name = "teams",
      .kind = K_MAP,
      .group = 1,
@@ -940,6 +992,64 @@ static int check_https_url(char *v, struct err *e)
     return url_check(NULL, v, URL_HTTP_LOOPBACK_ONLY, e) < 0 ? -1 : 0;
 }
 
+/* A Slack token as Slack issues them ("xoxb-…", "xoxp-…"): the
+ * letters, digits and '-' of one HTTP header value. */
+static int check_slack_token(char *v, struct err *e)
+{
+    bool ok = strncmp(v, "xox", 3) == 0 && strlen(v) > 5 && v[4] == '-';
+    for (const char *p = v; *p && ok; p++)
+        ok = is_alnum(*p) || *p == '-';
+    if (!ok)
+        return err_set(e, "expected a Slack bot token (xoxb-…)");
+    return 0;
+}
+
+/* A channel's id as Slack shows it in the channel's details: C (or G, D)
+ * and upper-case letters and digits. A name ("#alerts") will not do:
+ * reading a thread's reactions and replies takes the id. */
+static int check_slack_channel(char *v, struct err *e)
+{
+    bool ok = (v[0] == 'C' || v[0] == 'G' || v[0] == 'D') && strlen(v) >= 3 && strlen(v) <= 32;
+    for (const char *p = v; *p && ok; p++)
+        ok = (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
+    if (!ok)
+        return err_set(e, "expected a channel id such as C0123456789 (a channel's details in "
+                          "Slack show it), not its name");
+    return 0;
+}
+
+/* The Web API's base: https (or http to this machine), kept without the
+ * slashes at its end, as method names follow it after one. */
+static int check_slack_api_url(char *v, struct err *e)
+{
+    if (check_https_url(v, e) < 0)
+        return -1;
+    for (size_t len = strlen(v); len > 0 && v[len - 1] == '/'; len--)
+        v[len - 1] = '\0';
+    return 0;
+}
+
+/* token_file and channel go together; channel and api_url are the app's
+ * keys, not a webhook's. */
+static int check_slack(const void *obj, size_t *off, struct err *e)
+{
+    const struct chat_conf *c = obj;
+    if (c->token && !c->channel) {
+        *off = AT(chat_conf, token);
+        return err_set(e, "token_file needs channel (the id of the channel to post in)");
+    }
+    if (!c->token && c->channel) {
+        *off = AT(chat_conf, channel);
+        return err_set(e, "channel is for a Slack app (token_file), not an incoming webhook, "
+                          "which posts to its own channel");
+    }
+    if (!c->token && c->api_url) {
+        *off = AT(chat_conf, api_url);
+        return err_set(e, "api_url is for a Slack app (token_file)");
+    }
+    return 0;
+}
+
 /* A host name (letters, digits, '-' and dots) or an IPv4 address; made
  * lower case. libESMTP takes "host:port", so there is no room for IPv6. */
 static int check_host(char *v, struct err *e)
@@ -1182,6 +1292,8 @@ static void finish_receiver(void *obj)
         r->type = RECEIVER_FILE;
     else if (r->email.host)
         r->type = RECEIVER_EMAIL;
+    else if (r->slack.token)
+        r->type = RECEIVER_SLACK_APP;
     else if (r->slack.url)
         r->type = RECEIVER_SLACK;
     else if (r->teams.url)

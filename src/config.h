@@ -100,6 +100,7 @@ enum receiver_type {
     RECEIVER_TEAMS,
     RECEIVER_PAGERDUTY,
     RECEIVER_OPSGENIE,
+    RECEIVER_SLACK_APP, /* `slack:` with a bot token: Slack's Web API */
 };
 
 /* `starttls:` of an email receiver, in the order of the words in the file. */
@@ -124,10 +125,14 @@ enum opsgenie_region {
     OPSGENIE_EU,
 };
 
-/* A Slack or Teams incoming webhook. */
+/* A Slack or Teams incoming webhook; for Slack, instead of the URL, a bot
+ * token and a channel (Slack as an app: notify/slackapp.c). */
 struct chat_conf {
     char *url;      /* secret: https://, or http:// to this machine */
     char *template; /* a readable file, or NULL */
+    char *token;    /* Slack only: secret, a bot token "xoxb-…"; set exactly when channel is */
+    char *channel;  /* Slack only: a channel id, "C0123456789" */
+    char *api_url;  /* Slack only: the Web API's base, without trailing slash; NULL: Slack's */
 };
 
 struct receiver_conf {

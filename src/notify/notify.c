@@ -16,7 +16,7 @@
 
 static const struct notifier *const notifiers[] = {
     &notifier_webhook, &notifier_file,      &notifier_email,    &notifier_slack,
-    &notifier_teams,   &notifier_pagerduty, &notifier_opsgenie,
+    &notifier_teams,   &notifier_pagerduty, &notifier_opsgenie, &notifier_slack_app,
 };
 
 static const struct notifier *notify_find(enum receiver_type type)
@@ -79,6 +79,14 @@ void notify_add_secrets(struct redact *secrets, const struct receiver_conf *r)
     case RECEIVER_OPSGENIE: /* in the header "Authorization: GenieKey KEY" */
         redact_add(secrets, r->opsgenie.api_key);
         break;
+    case RECEIVER_SLACK_APP: {
+        /* the bot token, as it is and as its Authorization header sends it */
+        char *bearer = xasprintf("Bearer %s", r->slack.token);
+        redact_add(secrets, r->slack.token);
+        redact_add_header(secrets, bearer);
+        free(bearer);
+        break;
+    }
     case RECEIVER_FILE:
         break;
     }
@@ -493,6 +501,7 @@ int notify_check_templates(const struct notify_env *env, const struct receiver_c
         uses[2].path = r->email.html_template, uses[2].name = "email.html";
         break;
     case RECEIVER_SLACK:
+    case RECEIVER_SLACK_APP:
         uses[0].path = r->slack.template, uses[0].name = "slack.json";
         break;
     case RECEIVER_TEAMS:

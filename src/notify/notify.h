@@ -35,6 +35,12 @@ struct notify_message {
     size_t part;   /* this message's place among the messages of one delivery, from 1;
                       0 (or parts 0): the only one */
     size_t parts;  /* how many messages that delivery takes */
+    /* What this receiver's service gave back for the incident of the
+     * message's first event that has one (notify_result.refs, as kept
+     * with the incident: a thread's ts), for a service that answers in
+     * that thread; borrowed for the call. NULL: none (no incident, or
+     * the service gave nothing for it yet). */
+    const struct json_object *refs;
 };
 
 /* What bounds a run's extras (the charts of mails): an extra never costs
@@ -113,6 +119,7 @@ extern const struct notifier notifier_slack;
 extern const struct notifier notifier_teams;
 extern const struct notifier notifier_pagerduty;
 extern const struct notifier notifier_opsgenie;
+extern const struct notifier notifier_slack_app;
 
 /* Sends message `m` to receiver `r`. Returns 0 when the far end accepted
  * it; -1 with the reason in `e` (prefixed with the receiver's name) and the

@@ -15,6 +15,7 @@
  * no_text, channel_is_archived, no_service, action_prohibited, …) say the message or the webhook is
  * wrong: retrying cannot help, so the message is given up for this
  * receiver only, and the answer is reported as it came. */
+#include "notify/slack.h"
 #include "notify/chat.h"
 #include "util/utf8.h"
 #include "util/xalloc.h"
@@ -24,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SLACK_MAX_EVENTS 23
 #define SLACK_MAX_BLOCKS 50
 #define SLACK_TEXT_MAX 3900    /* characters, under Slack's 4,000 */
 #define SLACK_HEADER_MAX 150   /* characters of a header block's text */
@@ -79,7 +79,7 @@ static void cut_member(struct json_object *obj, const char *key, size_t max)
  * section blocks are cut to what Slack takes (a device name and an alert
  * text can be long, and Slack refuses the whole message for one text too
  * long). */
-static void fit_limits(struct json_object *payload)
+void slack_hold_limits(struct json_object *payload)
 {
     struct json_object *blocks;
     cut_member(payload, "text", SLACK_TEXT_MAX);
@@ -113,8 +113,8 @@ static bool fits(struct json_object *payload)
            json_object_array_length(blocks) <= SLACK_MAX_BLOCKS;
 }
 
-static size_t slack_fit(const struct notify_env *env, const struct receiver_conf *r,
-                        const struct notify_message *m)
+size_t slack_fit(const struct notify_env *env, const struct receiver_conf *r,
+                 const struct notify_message *m)
 {
     return chat_fit(env, r, &r->slack, "slack.json", m, SLACK_MAX_EVENTS, fits);
 }
@@ -133,7 +133,7 @@ static int slack_send(const struct notify_env *env, const struct receiver_conf *
     struct json_object *payload = chat_render(env, r, &r->slack, "slack.json", m, k, res, e);
     if (!payload)
         return -1;
-    fit_limits(payload);
+    slack_hold_limits(payload);
     int rc = chat_send(&r->slack, payload, accepted, r->timeout, res, e);
     json_object_put(payload);
     return rc;

@@ -140,6 +140,25 @@ static void keep_refs(struct tick *t, const struct receiver_conf *r, const struc
     json_object_put(refs);
 }
 
+/* What receiver `r`'s service gave back for the incident of the first of
+ * m's events that has one, in *kept (incident_clear) and as the returned
+ * pointer into it; NULL: none. */
+static const struct json_object *refs_for(const struct tick *t, const struct receiver_conf *r,
+                                          const struct notify_message *m, struct incident *kept)
+{
+    struct json_object *v = NULL, *refs = NULL;
+    for (size_t i = 0; i < m->n; i++) {
+        const struct event *ev = &m->events[i];
+        if (!ev->incident || !json_object_object_get_ex(ev->incident, "id", &v))
+            continue;
+        unsigned long id = strtoul(json_object_get_string(v), NULL, 10);
+        if (state_incident_get(t->st, id, kept) && kept->refs)
+            json_object_object_get_ex(kept->refs, r->name, &refs);
+        break;
+    }
+    return refs;
+}
+
 /* Cuts events[0..n) into messages that each fit the receiver's service
  * whole (notify_fit), of at most MESSAGE_MAX_EVENTS events: the first
  * events of message i are events[ends[i - 1]] (0 for the first), its last
@@ -198,7 +217,9 @@ void deliver_receiver(struct tick *t, const struct notify_env *env, const struct
         struct notify_message m = {
             .events = all + start, .n = count, .now = now, .part = part + 1, .parts = parts};
         struct notify_result res;
+        struct incident inc = {0};
         struct err e;
+        m.refs = refs_for(t, r, &m, &inc);
         if (start > 0 && notify_pace_ms(r->type))
             pause_ms(notify_pace_ms(r->type));
         if (t->opt->dry_run) {
@@ -229,8 +250,10 @@ void deliver_receiver(struct tick *t, const struct notify_env *env, const struct
              * more in this run; its other messages wait untouched. */
             state_receiver_result(t->st, r->name, false, e.msg, now);
             delivery_failed(t, r, items, start, start + count, n, &res, e.msg);
+            incident_clear(&inc);
             break;
         }
+        incident_clear(&inc);
     }
     free(ends);
     free(all);

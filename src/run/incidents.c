@@ -417,6 +417,21 @@ static const struct json_object *refs_of(const struct incident *inc, const char 
     return inc->refs && json_object_object_get_ex(inc->refs, name, &v) ? v : NULL;
 }
 
+bool incidents_awaiting_acks(const struct tick *t)
+{
+    bool waiting = false;
+    for (size_t i = 0; i < t->cfg->n_receivers && !waiting; i++) {
+        const struct receiver_conf *r = &t->cfg->receivers[i];
+        struct incident *incs = NULL;
+        size_t n = notify_collects(r) ? told_open(t, r->name, &incs) : 0;
+        waiting = n > 0;
+        for (size_t k = 0; k < n; k++)
+            incident_clear(&incs[k]);
+        free(incs);
+    }
+    return waiting;
+}
+
 /* Asks receiver `r`'s service for the acknowledgements of its open
  * incidents and applies each through incident_ack; returns how many. */
 static size_t collect_from(struct tick *t, const struct notify_env *env,

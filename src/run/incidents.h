@@ -61,6 +61,12 @@ void incidents_tend(struct tick *t);
  * silence ends), which a quiet run must not skip; 0 when none is. */
 long long incidents_due(const struct tick *t);
 
+/* Whether an open incident nobody acknowledged was told to a receiver
+ * whose service gives acknowledgements (notify.h: collect): then every run
+ * asks that service, and none may be skipped as quiet (quiet.h), since a
+ * person's answer there comes with no time the run could know of. */
+bool incidents_awaiting_acks(const struct tick *t);
+
 /* After delivery (not in a dry run): each receiver whose service gives
  * acknowledgements (notify.h: collect; a mailbox, a chat thread, a
  * receipt) is asked, within its timeout and the run's time, about the

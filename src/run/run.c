@@ -96,7 +96,8 @@ static bool anything_waiting(const struct tick *t)
 /* Leaves the quiet file (quiet.h) for the runs until the next call is due
  * (or, sooner, what an open incident has due),
  * when this run ended well and nothing else asks for a full run: no
- * heartbeat or metrics_file (both want every run), nothing waiting, and
+ * heartbeat or metrics_file (both want every run), nothing waiting, no
+ * service to ask for an acknowledgement (incidents_awaiting_acks), and
  * the configuration unchanged since it was read. Called last in a run
  * that is not a dry one, with the state saved and still locked. */
 static void leave_quiet(struct tick *t)
@@ -106,7 +107,7 @@ static void leave_quiet(struct tick *t)
     struct file_id now_config;
     struct err e;
     if (t->failures || t->unsaved || tick_stopping(t) || c->self.heartbeat || c->metrics_file ||
-        anything_waiting(t))
+        anything_waiting(t) || incidents_awaiting_acks(t))
         return;
     q.until = poll_quiet_until(t);
     long long due = incidents_due(t); /* a reminder, an escalation, a bound */

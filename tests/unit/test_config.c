@@ -1519,7 +1519,8 @@ Test(config, reference_names_every_key)
         "receivers[].email.password (string; give at most one of password or password_file; "
         "secret)\n",
         "receivers[].email.to (string or list of strings; required)\n",
-        "receivers[].slack.url_file (path of a secret file; give exactly one of url or url_file; "
+        "receivers[].slack.url_file (path of a secret file; give exactly one of url, url_file or "
+        "token_file; "
         "secret)\n",
         "receivers[].teams.template (path)\n",
         "receivers[].pagerduty.routing_key_file (path of a secret file; required; secret)\n",
@@ -1886,6 +1887,60 @@ Test(config, chat_urls_are_https_or_to_this_machine)
         char *yaml = xasprintf(ACCOUNT "receivers:\n  - name: c\n%s", bad[i].yaml);
         expect_error(yaml, bad[i].tail);
         cr_assert_null(strstr(err.msg, "TOPSECRET"), "%s", err.msg);
+        free(yaml);
+    }
+}
+
+/* Slack as an app: a bot token from a file and a channel id, the Web API
+ * at https://slack.com/api unless api_url says otherwise; the token and the
+ * channel go together, and neither is ever shown. */
+Test(config, slack_app_takes_a_token_file_and_a_channel)
+{
+    free(put("bot.token", "xoxb-1234-5678-T0PSECRETT0KEN\n", 0600));
+    free(put("bad.token", "T0PSECRET token\n", 0600));
+    expect_ok(ACCOUNT "receivers:\n"
+                      "  - name: ops\n"
+                      "    slack: {token_file: bot.token, channel: C0ALERTS01}\n"
+                      "  - name: local\n"
+                      "    slack: {token_file: bot.token, channel: G0PRIVATE1,\n"
+                      "            api_url: \"http://127.0.0.1:8080/api/\"}\n"
+                      "  - name: hook\n"
+                      "    slack: {url: \"https://hooks.slack.com/services/T0/B0/x\"}\n");
+    const struct receiver_conf *r = &cfg->receivers[0];
+    cr_assert_eq(r->type, RECEIVER_SLACK_APP);
+    cr_assert_str_eq(r->slack.token, "xoxb-1234-5678-T0PSECRETT0KEN");
+    cr_assert_str_eq(r->slack.channel, "C0ALERTS01");
+    cr_assert_null(r->slack.api_url);
+    cr_assert_null(r->slack.url);
+    cr_assert_eq(cfg->receivers[1].type, RECEIVER_SLACK_APP);
+    cr_assert_str_eq(cfg->receivers[1].slack.api_url, "http://127.0.0.1:8080/api");
+    cr_assert_eq(cfg->receivers[2].type, RECEIVER_SLACK);
+    static const struct {
+        const char *yaml, *tail;
+    } bad[] = {
+        {"    slack: {token_file: bot.token}\n",
+         "8:25: receivers[0].slack.token_file: token_file needs channel (the id of the channel "
+         "to post in)"},
+        {"    slack: {url: \"https://hooks.slack.com/x\", channel: C0ALERTS01}\n",
+         "8:56: receivers[0].slack.channel: channel is for a Slack app (token_file), not an "
+         "incoming webhook, which posts to its own channel"},
+        {"    slack: {url: \"https://hooks.slack.com/x\", api_url: \"https://a.example\"}\n",
+         "8:56: receivers[0].slack.api_url: api_url is for a Slack app (token_file)"},
+        {"    slack: {token_file: bot.token, channel: \"#alerts\"}\n",
+         "8:45: receivers[0].slack.channel: expected a channel id such as C0123456789 (a "
+         "channel's details in Slack show it), not its name"},
+        {"    slack: {token_file: bad.token, channel: C0ALERTS01}\n",
+         "8:25: receivers[0].slack.token_file: expected a Slack bot token (xoxb-…)"},
+        {"    slack: {token_file: bot.token, url: \"https://hooks.slack.com/x\", channel: C1}\n",
+         "8:36: receivers[0].slack: give url, url_file or token_file, not both"},
+        {"    slack: {token_file: bot.token, channel: C0ALERTS01, api_url: \"http://a.example\"}\n",
+         "8:66: receivers[0].slack.api_url: http:// is only allowed to this machine (localhost, "
+         "127.0.0.0/8 or [::1]); use https://"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT "receivers:\n  - name: c\n%s", bad[i].yaml);
+        expect_error(yaml, bad[i].tail);
+        cr_assert_null(strstr(err.msg, "T0PSECRET"), "%s", err.msg);
         free(yaml);
     }
 }
