@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 static const struct notifier *const notifiers[] = {
-    &notifier_webhook, &notifier_file, &notifier_email, &notifier_slack, &notifier_teams,
+    &notifier_webhook, &notifier_file,  &notifier_email,
+    &notifier_slack,   &notifier_teams, &notifier_googlechat,
 };
 
 static const struct notifier *notify_find(enum receiver_type type)
@@ -71,6 +72,19 @@ void notify_add_secrets(struct redact *secrets, const struct receiver_conf *r)
         break;
     case RECEIVER_TEAMS:
         redact_add_url(secrets, r->teams.url);
+        break;
+    case RECEIVER_GOOGLECHAT:
+        redact_add_url(secrets, r->googlechat.url);
+        break;
+    case RECEIVER_CHATWORK:
+        /* Sent as the X-ChatWorkToken header's value. */
+        redact_add_header(secrets, r->chatwork.token);
+        break;
+    case RECEIVER_PUSHOVER:
+        /* Sent in a form body and a receipt's query, percent-encoding
+         * nothing (Pushover's keys are letters and digits). */
+        redact_add_header(secrets, r->pushover.token);
+        redact_add_header(secrets, r->pushover.user);
         break;
     case RECEIVER_FILE:
         break;
@@ -477,6 +491,18 @@ int notify_check_templates(const struct notify_env *env, const struct receiver_c
         break;
     case RECEIVER_TEAMS:
         uses[0].path = r->teams.template, uses[0].name = "teams.json";
+        break;
+    case RECEIVER_GOOGLECHAT:
+        uses[0].path = r->googlechat.template;
+        uses[0].name =
+            r->googlechat.language == CHAT_LANG_JA ? "googlechat-ja.txt" : "googlechat-en.txt";
+        break;
+    case RECEIVER_CHATWORK:
+        uses[0].path = r->chatwork.template;
+        uses[0].name = r->chatwork.language == CHAT_LANG_JA ? "chatwork-ja.txt" : "chatwork-en.txt";
+        break;
+    case RECEIVER_PUSHOVER:
+        uses[0].path = r->pushover.template, uses[0].name = "pushover.txt";
         break;
     }
     for (size_t i = 0; i < 3 && uses[i].name; i++) {

@@ -111,6 +111,9 @@ extern const struct notifier notifier_file;
 extern const struct notifier notifier_email;
 extern const struct notifier notifier_slack;
 extern const struct notifier notifier_teams;
+extern const struct notifier notifier_googlechat;
+extern const struct notifier notifier_chatwork;
+extern const struct notifier notifier_pushover;
 
 /* Sends message `m` to receiver `r`. Returns 0 when the far end accepted
  * it; -1 with the reason in `e` (prefixed with the receiver's name) and the

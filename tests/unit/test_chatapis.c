@@ -1,0 +1,243 @@
+/* The Google Chat, Chatwork and Pushover receivers against the local
+ * server that speaks their APIs (tests/support/svcapi.c): the requests
+ * each sends, threads and receipts per incident, the escaping of hostile
+ * device names and alert texts, the answers taken as permanent or worth
+ * retrying, and no secret in what comes back. */
+#include "notify/notify.h"
+#include "svcapi.h"
+#include "util/xalloc.h"
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct svcapi *S;
+
+static void setup(void)
+{
+    S = svcapi_start();
+}
+
+static void teardown(void)
+{
+    svcapi_stop(S);
+}
+
+TestSuite(chatapis, .init = setup, .fini = teardown);
+
+/* An alarm of freezer 5214000A, owning its strings. */
+static struct event alarm_of(const char *name, const char *text)
+{
+    return (struct event){
+        .account = xstrdup("lab"),
+        .serial = xstrdup("5214000A"),
+        .model = xstrdup("TR-72A2"),
+        .name = xstrdup(name),
+        .base_serial = xstrdup("5214000A"),
+        .base_model = xstrdup("TR-72A2"),
+        .base_name = xstrdup(name),
+        .unixtime = 1795000000,
+        .kind = xstrdup("ch1"),
+        .text = xstrdup(text),
+        .channel_name = xstrdup("温度"),
+        .channel_unit = xstrdup("°C"),
+        .utc_offset = 540,
+    };
+}
+
+/* Makes `ev` a message about incident `id` (key 5214000A/ch1) with
+ * `notice`, as incident_snapshot writes the members the templates read. */
+static void about(struct event *ev, unsigned long id, const char *notice)
+{
+    static const char *const notices[] = {"opened",       "reminder", "escalation",
+                                          "acknowledged", "resolved", "closed"};
+    char idtext[24], is[32];
+    struct json_object *inc = json_object_new_object();
+    snprintf(idtext, sizeof idtext, "%lu", id);
+    json_object_object_add(inc, "id", json_object_new_string(idtext));
+    json_object_object_add(inc, "key", json_object_new_string("5214000A/ch1"));
+    json_object_object_add(inc, "state", json_object_new_string("open"));
+    json_object_object_add(inc, "notice", json_object_new_string(notice));
+    for (size_t i = 0; i < sizeof notices / sizeof notices[0]; i++) {
+        snprintf(is, sizeof is, "is_%s", notices[i]);
+        json_object_object_add(inc, is, json_object_new_boolean(strcmp(notice, notices[i]) == 0));
+    }
+    json_object_object_add(inc, "reminder", json_object_new_int(1));
+    json_object_object_add(inc, "step", json_object_new_int(0));
+    json_object_object_add(inc, "age_text", json_object_new_string("15m"));
+    json_object_object_add(inc, "duration_text", json_object_new_string("42m"));
+    json_object_object_add(inc, "acknowledged", json_object_new_boolean(0));
+    ev->incident = inc;
+}
+
+static struct receiver_conf googlechat(int language)
+{
+    static char name[] = "gchat";
+    return (struct receiver_conf){.name = name,
+                                  .type = RECEIVER_GOOGLECHAT,
+                                  .googlechat = {.url = svcapi_gchat_url(S), .language = language},
+                                  .timeout = 10};
+}
+
+/* Sends the events to `r`; the result in *res, the error in *e. */
+static int send(const struct receiver_conf *r, const struct event *evs, size_t n,
+                struct notify_result *res, struct err *e)
+{
+    struct notify_message m = {.events = evs, .n = n, .now = 1795000100};
+    struct notify_env env = {0};
+    return notify_send(&env, r, &m, res, e);
+}
+
+static void no_secret(const char *text)
+{
+    static const char *const secrets[] = {SVC_GCHAT_KEY, SVC_GCHAT_TOKEN, SVC_CHATWORK_TOKEN,
+                                          SVC_PUSHOVER_TOKEN, SVC_PUSHOVER_USER};
+    for (size_t i = 0; i < sizeof secrets / sizeof secrets[0]; i++)
+        cr_assert_null(strstr(text, secrets[i]), "a secret in: %s", text);
+}
+
+/* --- Google Chat --------------------------------------------------------- */
+
+Test(chatapis, googlechat_threads_an_incident_and_not_a_plain_event)
+{
+    struct receiver_conf r = googlechat(CHAT_LANG_EN);
+    struct event opened = alarm_of("Bulk Freezer", "CH1 Upper Limit Exceeded -65.0°C");
+    struct event reminder = alarm_of("Bulk Freezer", "CH1 Upper Limit Exceeded -65.0°C");
+    struct event gap = alarm_of("Bulk Freezer", "no readings for 2h");
+    about(&opened, 17, "opened");
+    about(&reminder, 17, "reminder");
+    struct notify_result res;
+    struct err e;
+    cr_assert_eq(send(&r, &opened, 1, &res, &e), 0, "%s", e.msg);
+    cr_assert_eq(res.status, 200);
+    cr_assert_eq(send(&r, &reminder, 1, &res, &e), 0, "%s", e.msg);
+    cr_assert_eq(send(&r, &gap, 1, &res, &e), 0, "%s", e.msg);
+    cr_assert_eq(svcapi_count(S, SVC_GOOGLECHAT), 3);
+    struct svc_message *a = svcapi_message(S, SVC_GOOGLECHAT, 0),
+                       *b = svcapi_message(S, SVC_GOOGLECHAT, 1),
+                       *c = svcapi_message(S, SVC_GOOGLECHAT, 2);
+    cr_assert_str_eq(a->thread_key, "wsrelay:5214000A/ch1:17");
+    cr_assert_str_eq(a->reply_option, "REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD");
+    cr_assert_str_eq(b->thread_key, a->thread_key);
+    cr_assert_str_eq(b->thread_name, a->thread_name, "the reminder replies in the alarm's thread");
+    cr_assert_null(c->thread_key);
+    cr_assert_str_neq(c->thread_name, a->thread_name, "a plain event starts its own thread");
+    cr_assert_not_null(strstr(a->text, "*New incident #17*"), "%s", a->text);
+    cr_assert_not_null(strstr(a->text, "Bulk Freezer"), "%s", a->text);
+    cr_assert_not_null(strstr(b->text, "*Reminder 1: incident #17 is still open*"), "%s", b->text);
+    cr_assert_null(strstr(c->text, "incident"), "%s", c->text);
+    svc_message_free(a);
+    svc_message_free(b);
+    svc_message_free(c);
+    event_clear(&opened);
+    event_clear(&reminder);
+    event_clear(&gap);
+    free(r.googlechat.url);
+}
+
+Test(chatapis, googlechat_hostile_names_and_texts_format_nothing)
+{
+    struct receiver_conf r = googlechat(CHAT_LANG_EN);
+    struct event ev =
+        alarm_of("*Boss* <users/all> _x_ ~y~", "`rm -rf` <https://evil.example|click> "
+                                               "see http://evil.example/a");
+    about(&ev, 3, "opened");
+    struct notify_result res;
+    struct err e;
+    cr_assert_eq(send(&r, &ev, 1, &res, &e), 0, "%s", e.msg);
+    struct svc_message *m = svcapi_message(S, SVC_GOOGLECHAT, 0);
+    static const char *const never[] = {"<users/all>", "*Boss*",    "_x_",         "~y~",
+                                        "`rm",         "<https://", "http://evil", "evil.example"};
+    for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
+        cr_assert_null(strstr(m->text, never[i]), "%s in %s", never[i], m->text);
+    /* The same words are there, with the markup made inert. */
+    cr_assert_not_null(strstr(m->text, "\xE2\x88\x97"
+                                       "Boss"
+                                       "\xE2\x88\x97"),
+                       "%s", m->text);
+    cr_assert_not_null(strstr(m->text, "<\xE2\x80\x8Busers/all>"), "%s", m->text);
+    svc_message_free(m);
+    event_clear(&ev);
+    free(r.googlechat.url);
+}
+
+Test(chatapis, googlechat_speaks_japanese_when_asked)
+{
+    struct receiver_conf r = googlechat(CHAT_LANG_JA);
+    struct event evs[2] = {alarm_of("冷凍庫 A", "CH1 上限値警報 -65.0℃"),
+                           alarm_of("冷凍庫 A", "CH1 測定値復帰 -78.0℃")};
+    about(&evs[0], 5, "opened");
+    about(&evs[1], 5, "resolved");
+    struct notify_result res;
+    struct err e;
+    cr_assert_eq(send(&r, &evs[0], 1, &res, &e), 0, "%s", e.msg);
+    cr_assert_eq(send(&r, &evs[1], 1, &res, &e), 0, "%s", e.msg);
+    struct svc_message *a = svcapi_message(S, SVC_GOOGLECHAT, 0),
+                       *b = svcapi_message(S, SVC_GOOGLECHAT, 1);
+    cr_assert_not_null(strstr(a->text, "【通知】インシデント #5 発生"), "%s", a->text);
+    cr_assert_not_null(strstr(a->text, "警報"), "%s", a->text);
+    cr_assert_not_null(strstr(b->text, "【復帰】インシデント #5"), "%s", b->text);
+    cr_assert_str_eq(a->thread_name, b->thread_name);
+    svc_message_free(a);
+    svc_message_free(b);
+    event_clear(&evs[0]);
+    event_clear(&evs[1]);
+    free(r.googlechat.url);
+}
+
+Test(chatapis, googlechat_one_incident_per_message)
+{
+    struct receiver_conf r = googlechat(CHAT_LANG_EN);
+    struct event evs[3] = {alarm_of("A", "x"), alarm_of("B", "y"), alarm_of("C", "z")};
+    struct notify_message m = {.events = evs, .n = 3, .now = 1795000100};
+    struct notify_env env = {0};
+    cr_assert_eq(notify_fit(&env, &r, &m), 3, "plain events go together");
+    about(&evs[1], 8, "opened");
+    cr_assert_eq(notify_fit(&env, &r, &m), 1, "up to the first incident");
+    about(&evs[0], 7, "opened");
+    cr_assert_eq(notify_fit(&env, &r, &m), 1, "an incident goes alone");
+    for (int i = 0; i < 3; i++)
+        event_clear(&evs[i]);
+    free(r.googlechat.url);
+}
+
+Test(chatapis, googlechat_answers_permanent_or_retried_without_secrets)
+{
+    struct receiver_conf r = googlechat(CHAT_LANG_EN);
+    struct event ev = alarm_of("Freezer", "CH1 Upper Limit Exceeded");
+    struct notify_result res;
+    struct err e;
+    svcapi_push_failure(S, SVC_GOOGLECHAT, 429);
+    cr_assert_eq(send(&r, &ev, 1, &res, &e), -1);
+    cr_assert_eq(res.status, 429);
+    cr_assert_not(res.permanent, "429 is retried");
+    svcapi_push_failure(S, SVC_GOOGLECHAT, 500);
+    cr_assert_eq(send(&r, &ev, 1, &res, &e), -1);
+    cr_assert_not(res.permanent, "5xx is retried");
+    no_secret(e.msg);
+    /* A wrong token: 401, given up. */
+    free(r.googlechat.url);
+    r.googlechat.url = xasprintf("%s/v1/spaces/" SVC_GCHAT_SPACE "/messages?key=" SVC_GCHAT_KEY
+                                 "&token=WrongT0kenWrongT0kenWrongT0ken",
+                                 svcapi_base(S));
+    cr_assert_eq(send(&r, &ev, 1, &res, &e), -1);
+    cr_assert_eq(res.status, 401);
+    cr_assert(res.permanent);
+    cr_assert_null(strstr(e.msg, "WrongT0ken"), "%s", e.msg);
+    /* A wrong key: 400, given up, the answer shown. */
+    free(r.googlechat.url);
+    r.googlechat.url = xasprintf("%s/v1/spaces/" SVC_GCHAT_SPACE
+                                 "/messages?key=AIzaWrongKeyWrongKey&token=" SVC_GCHAT_TOKEN,
+                                 svcapi_base(S));
+    cr_assert_eq(send(&r, &ev, 1, &res, &e), -1);
+    cr_assert_eq(res.status, 400);
+    cr_assert(res.permanent);
+    cr_assert_not_null(strstr(e.msg, "API key not valid"), "%s", e.msg);
+    no_secret(e.msg);
+    no_secret(res.answer);
+    cr_assert_eq(svcapi_count(S, SVC_GOOGLECHAT), 0);
+    event_clear(&ev);
+    free(r.googlechat.url);
+}
