@@ -81,6 +81,7 @@ void http_result(struct notify_result *res, const struct http_post_reply *reply,
 struct reply_headers {
     char retry_after[64];
     char date[64];
+    char ratelimit_reset[32];
     bool ended; /* the blank line that ends them came */
 };
 
@@ -107,6 +108,7 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata)
         *h = (struct reply_headers){0}; /* a new response: only the last one counts */
     keep_header(h->retry_after, sizeof h->retry_after, data, len, "retry-after:");
     keep_header(h->date, sizeof h->date, data, len, "date:");
+    keep_header(h->ratelimit_reset, sizeof h->ratelimit_reset, data, len, "x-ratelimit-reset:");
     if ((len == 2 && data[0] == '\r' && data[1] == '\n') || (len == 1 && data[0] == '\n'))
         h->ended = true;
     return len;
@@ -217,6 +219,9 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
     long long asked = retry_after_seconds(&seen);
     out->retry_after = asked > HTTP_RETRY_AFTER_MAX ? HTTP_RETRY_AFTER_MAX : (long)asked;
     out->retry_after_asked = asked;
+    if (*seen.ratelimit_reset &&
+        strspn(seen.ratelimit_reset, "0123456789") == strlen(seen.ratelimit_reset))
+        out->ratelimit_reset = strtoll(seen.ratelimit_reset, NULL, 10);
     rc = 0;
 out:
     buf_free(&reply);

@@ -22,6 +22,8 @@ struct http_post_reply {
     char *body;                  /* at most 64 KiB of the reply; caller frees */
     long retry_after;            /* capped */
     long long retry_after_asked; /* what the far end asked, before the cap */
+    long long ratelimit_reset;   /* X-RateLimit-Reset: when a rate limit's window ends,
+                                    seconds since 1970 (Chatwork's); 0 when absent */
 };
 
 /* POSTs `body` (of `content_type`) to `url` with the extra `headers`, the

@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 static const struct notifier *const notifiers[] = {
-    &notifier_webhook, &notifier_file,  &notifier_email,
-    &notifier_slack,   &notifier_teams, &notifier_googlechat,
+    &notifier_webhook, &notifier_file,       &notifier_email,    &notifier_slack,
+    &notifier_teams,   &notifier_googlechat, &notifier_chatwork,
 };
 
 static const struct notifier *notify_find(enum receiver_type type)

@@ -6,6 +6,7 @@
  * Pushover's emergency receipt, acknowledged on the server, acknowledges
  * the incident in the next run, which tells the others. No secret shows
  * in any output. */
+#include "proc.h"
 #include "relay.h"
 #include "svcapi.h"
 #include "util/buf.h"
@@ -136,17 +137,22 @@ static char *run_at(long long now)
     "  - name: hook\n"                                                                             \
     "    webhook: {url: \"@HOOK_URL@\", headers: {Authorization: \"Bearer t0ken\"}}\n"             \
     "  - name: gchat\n"                                                                            \
-    "    googlechat: {url_file: gchat-url}\n"
+    "    googlechat: {url_file: gchat-url}\n"                                                      \
+    "  - name: cw\n"                                                                               \
+    "    chatwork: {token_file: cw-token, room_id: \"" SVC_CHATWORK_ROOM "\", base_url: @SVC@}\n"
 
 Test(chatapis_run, chats_get_the_alarm_its_reminder_threaded_and_the_resolution)
 {
-    start("Freezer *3* <users/all>", true, RECEIVERS_CHAT, "hook, gchat");
+    start("Freezer *3* <users/all> [toall]", true, RECEIVERS_CHAT, "hook, gchat, cw");
     free(run_at(ALARM_RUN));
     cr_assert_eq(svcapi_count(S, SVC_GOOGLECHAT), 1);
+    cr_assert_eq(svcapi_count(S, SVC_CHATWORK), 1);
     free(run_at(REMIND_RUN));
     cr_assert_eq(svcapi_count(S, SVC_GOOGLECHAT), 2, "the reminder");
+    cr_assert_eq(svcapi_count(S, SVC_CHATWORK), 2, "the reminder");
     free(run_at(RECOVER_RUN));
     cr_assert_eq(svcapi_count(S, SVC_GOOGLECHAT), 3, "the resolution");
+    cr_assert_eq(svcapi_count(S, SVC_CHATWORK), 3, "the resolution");
 
     /* Google Chat: one thread, named by the incident, each notice said. */
     static const char *const said[] = {"*New incident #", "*Reminder 1: incident #", "*Incident #"};
@@ -166,4 +172,42 @@ Test(chatapis_run, chats_get_the_alarm_its_reminder_threaded_and_the_resolution)
     struct svc_message *last = svcapi_message(S, SVC_GOOGLECHAT, 2);
     cr_assert_not_null(strstr(last->text, "resolved"), "%s", last->text);
     svc_message_free(last);
+
+    /* Chatwork, in Japanese by default: 通知, リマインダー, 復帰. */
+    static const char *const notices[] = {"【通知】", "【リマインダー 1】", "【復帰】"};
+    for (size_t i = 0; i < 3; i++) {
+        struct svc_message *m = svcapi_message(S, SVC_CHATWORK, i);
+        cr_assert_not_null(strstr(m->text, notices[i]), "message %zu: %s", i, m->text);
+        cr_assert_not_null(strstr(m->text, "[info][title]"), "%s", m->text);
+        cr_assert_null(strstr(m->text, "[toall]"), "%s", m->text);
+        cr_assert_str_eq(m->self_unread, "0");
+        svc_message_free(m);
+    }
+}
+
+/* wsrelay test-receiver reaches each service, and `check` and the test's
+ * output show no secret. */
+Test(chatapis_run, test_receiver_and_check_reach_each_service_without_secrets)
+{
+    start("Freezer 3", true, RECEIVERS_CHAT, "hook");
+    static const char *const names[] = {"gchat", "cw"};
+    static const enum svc_service services[] = {SVC_GOOGLECHAT, SVC_CHATWORK};
+    static const char *const secrets[] = {SVC_GCHAT_KEY, SVC_GCHAT_TOKEN, SVC_CHATWORK_TOKEN};
+    for (size_t i = 0; i < 2; i++) {
+        struct cmd_result r = wsrelay_cmd(60, "-c", R.config_path, "test-receiver", names[i], NULL);
+        cr_assert_eq(r.status, 0, "%s:\n%s%s", names[i], r.out, r.err);
+        cr_assert_eq(svcapi_count(S, services[i]), 1, "%s", names[i]);
+        for (size_t k = 0; k < 3; k++)
+            cr_assert(!strstr(r.out, secrets[k]) && !strstr(r.err, secrets[k]), "%s:\n%s%s",
+                      names[i], r.out, r.err);
+        cmd_result_free(&r);
+    }
+    struct svc_message *m = svcapi_message(S, SVC_CHATWORK, 0);
+    cr_assert_not_null(strstr(m->text, "テスト"), "%s", m->text);
+    svc_message_free(m);
+    struct cmd_result r = wsrelay_cmd(60, "-c", R.config_path, "check", NULL);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    for (size_t k = 0; k < 3; k++)
+        cr_assert(!strstr(r.out, secrets[k]) && !strstr(r.err, secrets[k]), "%s%s", r.out, r.err);
+    cmd_result_free(&r);
 }

@@ -584,7 +584,7 @@ Test(cli, help_lists_render)
     struct cmd_result r = wsrelay("--help", NULL, NULL, NULL);
     cr_assert_eq(r.status, 0);
     cr_assert(strstr(r.out, "  render --template FILE --data FILE.json [--partials DIR] "
-                            "[--escape html|json|text|none|slack|teams]"),
+                            "[--escape html|json|text|none|slack|teams|googlechat|chatwork]"),
               "%s", r.out);
     cmd_result_free(&r);
 }

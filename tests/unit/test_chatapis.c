@@ -241,3 +241,114 @@ Test(chatapis, googlechat_answers_permanent_or_retried_without_secrets)
     event_clear(&ev);
     free(r.googlechat.url);
 }
+
+/* --- Chatwork ------------------------------------------------------------ */
+
+static struct receiver_conf chatwork(int language, const char *token, const char *room)
+{
+    static char name[] = "cw";
+    return (struct receiver_conf){.name = name,
+                                  .type = RECEIVER_CHATWORK,
+                                  .chatwork = {.token = xstrdup(token),
+                                               .room_id = xstrdup(room),
+                                               .base_url = xstrdup(svcapi_base(S)),
+                                               .language = language},
+                                  .timeout = 10};
+}
+
+static void chatwork_free(struct receiver_conf *r)
+{
+    free(r->chatwork.token);
+    free(r->chatwork.room_id);
+    free(r->chatwork.base_url);
+}
+
+Test(chatapis, chatwork_posts_each_notice_in_japanese_by_default)
+{
+    struct receiver_conf r = chatwork(CHAT_LANG_JA, SVC_CHATWORK_TOKEN, SVC_CHATWORK_ROOM);
+    static const char *const notices[] = {"opened", "reminder", "escalation", "acknowledged",
+                                          "resolved"};
+    static const char *const said[] = {"【通知】", "【リマインダー 1】", "【エスカレーション 0】",
+                                       "【確認済み】", "【復帰】"};
+    struct notify_result res;
+    struct err e;
+    for (size_t i = 0; i < 5; i++) {
+        struct event ev = alarm_of("冷凍庫 A", "CH1 上限値警報 -65.0℃");
+        about(&ev, 17, notices[i]);
+        cr_assert_eq(send(&r, &ev, 1, &res, &e), 0, "%s", e.msg);
+        cr_assert_eq(res.status, 200);
+        event_clear(&ev);
+        struct svc_message *m = svcapi_message(S, SVC_CHATWORK, i);
+        cr_assert_not_null(strstr(m->text, said[i]), "%s: %s", notices[i], m->text);
+        cr_assert_not_null(strstr(m->text, "インシデント #17"), "%s", m->text);
+        cr_assert_not_null(strstr(m->text, "[info][title]"), "%s", m->text);
+        cr_assert_not_null(strstr(m->text, "CH1 上限値警報 -65.0℃"), "%s", m->text);
+        cr_assert_str_eq(m->self_unread, "0");
+        svc_message_free(m);
+    }
+    /* A plain event: no incident said. */
+    struct event gap = alarm_of("冷凍庫 A", "no readings");
+    cr_assert_eq(send(&r, &gap, 1, &res, &e), 0, "%s", e.msg);
+    struct svc_message *m = svcapi_message(S, SVC_CHATWORK, 5);
+    cr_assert_null(strstr(m->text, "インシデント"), "%s", m->text);
+    svc_message_free(m);
+    event_clear(&gap);
+    chatwork_free(&r);
+}
+
+Test(chatapis, chatwork_in_english_and_hostile_text_makes_no_tags)
+{
+    struct receiver_conf r = chatwork(CHAT_LANG_EN, SVC_CHATWORK_TOKEN, SVC_CHATWORK_ROOM);
+    struct event ev = alarm_of("[toall] Freezer [To:123]", "[code]x[/code] :) (y) [info]y[/info]");
+    about(&ev, 4, "opened");
+    struct notify_result res;
+    struct err e;
+    cr_assert_eq(send(&r, &ev, 1, &res, &e), 0, "%s", e.msg);
+    struct svc_message *m = svcapi_message(S, SVC_CHATWORK, 0);
+    cr_assert_not_null(strstr(m->text, "[info][title][NEW] ALERT "), "%s", m->text);
+    cr_assert_not_null(strstr(m->text, "Incident #4"), "%s", m->text);
+    static const char *const never[] = {"[toall]", "[To:123]", "[code]", "[/code]",
+                                        ":)",      "(y)",      "[info]y"};
+    for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
+        cr_assert_null(strstr(m->text, never[i]), "%s in %s", never[i], m->text);
+    cr_assert_not_null(strstr(m->text, "[\xE2\x80\x8Btoall] Freezer"), "%s", m->text);
+    svc_message_free(m);
+    event_clear(&ev);
+    chatwork_free(&r);
+}
+
+Test(chatapis, chatwork_answers_permanent_or_retried_without_the_token)
+{
+    struct event ev = alarm_of("Freezer", "CH1 Upper Limit Exceeded");
+    struct notify_result res;
+    struct err e;
+    struct receiver_conf r = chatwork(CHAT_LANG_JA, SVC_CHATWORK_TOKEN, SVC_CHATWORK_ROOM);
+    svcapi_push_failure(S, SVC_CHATWORK, 429);
+    cr_assert_eq(send(&r, &ev, 1, &res, &e), -1);
+    cr_assert_eq(res.status, 429);
+    cr_assert_not(res.permanent);
+    cr_assert(res.retry_after >= 1 && res.retry_after <= 300, "waits for the window: %ld",
+              res.retry_after);
+    svcapi_push_failure(S, SVC_CHATWORK, 500);
+    cr_assert_eq(send(&r, &ev, 1, &res, &e), -1);
+    cr_assert_not(res.permanent);
+    chatwork_free(&r);
+    /* A room the account cannot post in: 403, given up. */
+    r = chatwork(CHAT_LANG_JA, SVC_CHATWORK_TOKEN, "271828");
+    cr_assert_eq(send(&r, &ev, 1, &res, &e), -1);
+    cr_assert_eq(res.status, 403);
+    cr_assert(res.permanent);
+    chatwork_free(&r);
+    /* A wrong token: 401, given up, and the token shown nowhere. */
+    r = chatwork(CHAT_LANG_JA, "a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5", SVC_CHATWORK_ROOM);
+    cr_assert_eq(send(&r, &ev, 1, &res, &e), -1);
+    cr_assert_eq(res.status, 401);
+    cr_assert(res.permanent);
+    cr_assert_not_null(strstr(e.msg, "Invalid API token"), "%s", e.msg);
+    cr_assert_null(strstr(e.msg, "a0b1c2d3"), "%s", e.msg);
+    no_secret(e.msg);
+    no_secret(res.answer);
+    cr_assert_eq(svcapi_count(S, SVC_CHATWORK), 0);
+    chatwork_free(&r);
+    event_clear(&ev);
+}
