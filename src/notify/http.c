@@ -158,10 +158,13 @@ static void set_common_options(CURL *curl, const char *url, long timeout_s)
     curl_easy_setopt(curl, CURLOPT_USERAGENT, "wsrelay/" WSRELAY_VERSION);
 }
 
-int http_post(struct http_post_reply *out, const char *url, const struct header_conf *headers,
-              size_t n_headers, const char *content_type, const char *body, long timeout_s,
-              struct err *e)
+/* One request: a POST of `body` (of `content_type`), or a GET when body
+ * is NULL. */
+static int request(struct http_post_reply *out, const char *url, const struct header_conf *headers,
+                   size_t n_headers, const char *content_type, const char *body, long timeout_s,
+                   struct err *e)
 {
+    const char *method = body ? "POST" : "GET";
     int rc = -1;
     struct curl_slist *list = NULL;
     struct buf reply;
@@ -174,10 +177,12 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
         err_set(e, "cannot start an HTTP client");
         goto out;
     }
-    char *ct = xasprintf("Content-Type: %s", content_type);
-    list = curl_slist_append(list, ct);
-    free(ct);
-    list = curl_slist_append(list, "Expect:");
+    if (body) {
+        char *ct = xasprintf("Content-Type: %s", content_type);
+        list = curl_slist_append(list, ct);
+        free(ct);
+        list = curl_slist_append(list, "Expect:");
+    }
     for (size_t i = 0; i < n_headers; i++) {
         /* Names and values were checked for CR/LF when the config loaded. */
         char *line = xasprintf("%s: %s", headers[i].name, headers[i].value);
@@ -186,8 +191,10 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
     }
     set_common_options(curl, url, timeout_s);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+    if (body) {
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+    }
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
@@ -199,19 +206,19 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
         /* The far end said yes, its headers whole, then its body was cut
          * or too slow: the message was taken, and sending it again would
          * repeat it at every retry. */
-        log_warn("POST %s: HTTP %ld, then %s: taken as accepted", redacted, status,
+        log_warn("%s %s: HTTP %ld, then %s: taken as accepted", method, redacted, status,
                  res == CURLE_OPERATION_TIMEDOUT ? "the reply's body did not end in time"
                                                  : curl_easy_strerror(res));
         res = CURLE_OK;
     }
     if (res == CURLE_OPERATION_TIMEDOUT) {
-        err_set(e, "POST %s: no complete answer within %ld s (the receiver's timeout)", redacted,
-                timeout_s);
+        err_set(e, "%s %s: no complete answer within %ld s (the receiver's timeout)", method,
+                redacted, timeout_s);
         goto out;
     }
     if (res != CURLE_OK) {
         /* curl's own message may quote the URL: use the code's text only. */
-        err_set(e, "POST %s: %s", redacted, curl_easy_strerror(res));
+        err_set(e, "%s %s: %s", method, redacted, curl_easy_strerror(res));
         goto out;
     }
     out->status = status;
@@ -230,6 +237,19 @@ out:
         curl_easy_cleanup(curl);
     free(redacted);
     return rc;
+}
+
+int http_post(struct http_post_reply *out, const char *url, const struct header_conf *headers,
+              size_t n_headers, const char *content_type, const char *body, long timeout_s,
+              struct err *e)
+{
+    return request(out, url, headers, n_headers, content_type, body, timeout_s, e);
+}
+
+int http_get_reply(struct http_post_reply *out, const char *url, const struct header_conf *headers,
+                   size_t n_headers, long timeout_s, struct err *e)
+{
+    return request(out, url, headers, n_headers, NULL, NULL, timeout_s, e);
 }
 
 static size_t on_discard(char *data, size_t size, size_t nmemb, void *userdata)

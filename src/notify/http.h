@@ -38,6 +38,12 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
               size_t n_headers, const char *content_type, const char *body, long timeout_s,
               struct err *e);
 
+/* GETs `url` as http_post POSTs (the same limits, reply and errors, which
+ * say GET): for a service's API that answers a GET with what is asked
+ * (a Pushover receipt). */
+int http_get_reply(struct http_post_reply *out, const char *url, const struct header_conf *headers,
+                   size_t n_headers, long timeout_s, struct err *e);
+
 /* GETs `url` (a heartbeat): TLS verified, no redirects, 10 s to connect
  * and 10 s in all, the reply body read and dropped. Returns 0 when a reply
  * came, with its status in *status, -1 on a transport failure (*status 0)

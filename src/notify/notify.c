@@ -16,7 +16,7 @@
 
 static const struct notifier *const notifiers[] = {
     &notifier_webhook, &notifier_file,       &notifier_email,    &notifier_slack,
-    &notifier_teams,   &notifier_googlechat, &notifier_chatwork,
+    &notifier_teams,   &notifier_googlechat, &notifier_chatwork, &notifier_pushover,
 };
 
 static const struct notifier *notify_find(enum receiver_type type)

@@ -343,6 +343,14 @@ long long incidents_due(const struct tick *t)
             continue;
         if (inc.state == INCIDENT_OPEN)
             due = earliest(due, due_of(t, &inc));
+        /* A receiver whose service takes acknowledgements (a receipt, a
+         * reply) is asked at every run while it may hold one. */
+        for (size_t k = 0;
+             inc.state == INCIDENT_OPEN && inc.paged && !inc.acked_at && k < inc.n_told; k++) {
+            const struct receiver_conf *r = config_receiver(t->cfg, inc.told[k]);
+            if (r && notify_collects(r))
+                due = earliest(due, t->opt->now + 1);
+        }
         incident_clear(&inc);
     }
     free(ids);

@@ -187,17 +187,94 @@ Test(chatapis_run, chats_get_the_alarm_its_reminder_threaded_and_the_resolution)
 
 /* wsrelay test-receiver reaches each service, and `check` and the test's
  * output show no secret. */
+#define RECEIVERS_PUSH                                                                             \
+    RECEIVERS_CHAT "  - name: phone\n"                                                             \
+                   "    pushover: {token_file: po-token, user_file: po-user, retry: 30s, expire: " \
+                   "1h, base_url: @SVC@}\n"
+
+Test(chatapis_run, pushover_receipt_acknowledged_on_the_phone_acknowledges_the_incident)
+{
+    start("Freezer 3", false, RECEIVERS_PUSH, "hook, gchat, cw, phone");
+    free(run_at(ALARM_RUN));
+    cr_assert_eq(svcapi_count(S, SVC_PUSHOVER), 1);
+    struct svc_message *m = svcapi_message(S, SVC_PUSHOVER, 0);
+    cr_assert_eq(m->priority, 2, "the alarm is an emergency");
+    cr_assert_eq(m->retry, 30);
+    cr_assert_eq(m->expire, 3600);
+    cr_assert_not_null(m->receipt);
+    char *receipt = xstrdup(m->receipt);
+    svc_message_free(m);
+
+    /* The run asked at once, after delivery. Nobody has acknowledged yet:
+     * the next run (which has nothing else to do) asks again and changes
+     * nothing. */
+    cr_assert_eq(svcapi_receipt_polls(S), 1);
+    free(run_at(ALARM_RUN + 60));
+    cr_assert_eq(svcapi_receipt_polls(S), 2, "a quiet run still asks for the receipt");
+    cr_assert_eq(svcapi_count(S, SVC_GOOGLECHAT), 1);
+    cr_assert_eq(svcapi_count(S, SVC_CHATWORK), 1);
+
+    /* Acknowledged on the phone: the next run acknowledges the incident as
+     * that device and tells every receiver. */
+    cr_assert(svcapi_pushover_ack(S, receipt, "pixel-7"));
+    char *err = run_at(ALARM_RUN + 120);
+    cr_assert_not_null(strstr(err, "acknowledged by pixel-7 (Pushover) through receiver phone"),
+                       "%s\npolls %zu", err, svcapi_receipt_polls(S));
+    free(err);
+    cr_assert_eq(svcapi_count(S, SVC_GOOGLECHAT), 2);
+    cr_assert_eq(svcapi_count(S, SVC_CHATWORK), 2);
+    struct svc_message *cw = svcapi_message(S, SVC_CHATWORK, 1);
+    cr_assert_not_null(strstr(cw->text, "【確認済み】"), "%s", cw->text);
+    cr_assert_not_null(strstr(cw->text, "確認者: pixel-7 ("), "%s", cw->text);
+    svc_message_free(cw);
+    struct svc_message *chat = svcapi_message(S, SVC_GOOGLECHAT, 1);
+    cr_assert_not_null(strstr(chat->text, "acknowledged* by pixel-7 (Pushover)"), "%s", chat->text);
+    svc_message_free(chat);
+    cr_assert_eq(svcapi_count(S, SVC_PUSHOVER), 2);
+    m = svcapi_message(S, SVC_PUSHOVER, 1);
+    cr_assert_eq(m->priority, 0);
+    cr_assert_not_null(strstr(m->title, "Acknowledged: "), "%s", m->title);
+    svc_message_free(m);
+    cr_assert(svcapi_receipt_cancelled(S, receipt), "the emergency stops");
+
+    /* Acknowledged: no reminder, and the receipt is not asked again. */
+    size_t polls = svcapi_receipt_polls(S);
+    free(run_at(REMIND_RUN + 60));
+    cr_assert_eq(svcapi_receipt_polls(S), polls);
+    cr_assert_eq(svcapi_count(S, SVC_GOOGLECHAT), 2, "no reminder after the acknowledgement");
+
+    /* The receipt is kept in the state; no secret is. */
+    struct json_object *state = relay_state_doc(&R);
+    const char *text = json_object_to_json_string_ext(state, JSON_C_TO_STRING_PLAIN);
+    cr_assert_not_null(strstr(text, receipt), "%s", text);
+    cr_assert_not_null(strstr(text, "\"acked_by\":\"pixel-7 (Pushover)\""), "%s", text);
+    static const char *const secrets[] = {SVC_PUSHOVER_TOKEN, SVC_PUSHOVER_USER, SVC_GCHAT_TOKEN,
+                                          SVC_CHATWORK_TOKEN};
+    for (size_t i = 0; i < 4; i++)
+        cr_assert_null(strstr(text, secrets[i]), "a secret in the state: %s", text);
+    json_object_put(state);
+    for (size_t i = 0; i < hooksink_count(R.hook); i++) {
+        struct hook_request *rq = hooksink_request(R.hook, i);
+        cr_assert_null(strstr(rq->body, SVC_PUSHOVER_USER), "%s", rq->body);
+        hook_request_free(rq);
+    }
+    free(receipt);
+}
+
+/* wsrelay test-receiver reaches each service, and `check` and the test's
+ * output show no secret. */
 Test(chatapis_run, test_receiver_and_check_reach_each_service_without_secrets)
 {
-    start("Freezer 3", true, RECEIVERS_CHAT, "hook");
-    static const char *const names[] = {"gchat", "cw"};
-    static const enum svc_service services[] = {SVC_GOOGLECHAT, SVC_CHATWORK};
-    static const char *const secrets[] = {SVC_GCHAT_KEY, SVC_GCHAT_TOKEN, SVC_CHATWORK_TOKEN};
-    for (size_t i = 0; i < 2; i++) {
+    start("Freezer 3", true, RECEIVERS_PUSH, "hook");
+    static const char *const names[] = {"gchat", "cw", "phone"};
+    static const enum svc_service services[] = {SVC_GOOGLECHAT, SVC_CHATWORK, SVC_PUSHOVER};
+    static const char *const secrets[] = {SVC_GCHAT_KEY, SVC_GCHAT_TOKEN, SVC_CHATWORK_TOKEN,
+                                          SVC_PUSHOVER_TOKEN, SVC_PUSHOVER_USER};
+    for (size_t i = 0; i < 3; i++) {
         struct cmd_result r = wsrelay_cmd(60, "-c", R.config_path, "test-receiver", names[i], NULL);
         cr_assert_eq(r.status, 0, "%s:\n%s%s", names[i], r.out, r.err);
         cr_assert_eq(svcapi_count(S, services[i]), 1, "%s", names[i]);
-        for (size_t k = 0; k < 3; k++)
+        for (size_t k = 0; k < 5; k++)
             cr_assert(!strstr(r.out, secrets[k]) && !strstr(r.err, secrets[k]), "%s:\n%s%s",
                       names[i], r.out, r.err);
         cmd_result_free(&r);
@@ -205,9 +282,13 @@ Test(chatapis_run, test_receiver_and_check_reach_each_service_without_secrets)
     struct svc_message *m = svcapi_message(S, SVC_CHATWORK, 0);
     cr_assert_not_null(strstr(m->text, "テスト"), "%s", m->text);
     svc_message_free(m);
+    m = svcapi_message(S, SVC_PUSHOVER, 0);
+    cr_assert_not_null(strstr(m->title, "[TEST]"), "%s", m->title);
+    cr_assert_neq(m->priority, 2, "a test is never an emergency");
+    svc_message_free(m);
     struct cmd_result r = wsrelay_cmd(60, "-c", R.config_path, "check", NULL);
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
-    for (size_t k = 0; k < 3; k++)
+    for (size_t k = 0; k < 5; k++)
         cr_assert(!strstr(r.out, secrets[k]) && !strstr(r.err, secrets[k]), "%s%s", r.out, r.err);
     cmd_result_free(&r);
 }

@@ -29,6 +29,7 @@
 
 struct receipt {
     char id[31];
+    char *tags; /* as given, comma-separated */
     bool acknowledged, cancelled;
     char *device;
     long long acked_at, expires_at;
@@ -358,10 +359,10 @@ static struct receipt *find_receipt(struct svcapi *s, const char *id, size_t len
 static enum MHD_Result pushover_message(struct svcapi *s, struct MHD_Connection *conn,
                                         const char *body)
 {
-    static const char *const names[] = {"token", "user",   "message", "title",    "priority",
-                                        "retry", "expire", "url",     "url_title"};
-    char *f[9];
-    for (size_t i = 0; i < 9; i++)
+    static const char *const names[] = {"token",  "user", "message",   "title", "priority", "retry",
+                                        "expire", "url",  "url_title", "tags",  "timestamp"};
+    char *f[11];
+    for (size_t i = 0; i < 11; i++)
         f[i] = form_get(body, names[i]);
     long priority = f[4] ? strtol(f[4], NULL, 10) : 0;
     long retry = f[5] ? strtol(f[5], NULL, 10) : 0, expire = f[6] ? strtol(f[6], NULL, 10) : 0;
@@ -389,6 +390,8 @@ static enum MHD_Result pushover_message(struct svcapi *s, struct MHD_Connection 
         field = "expire", problem = "expire is invalid, must be at most 10800 seconds";
     else if (f[7] && chars(f[7]) > PUSHOVER_URL_MAX)
         field = "url", problem = "url is too long, maximum is 512 characters";
+    else if (f[10] && (!*f[10] || strspn(f[10], "0123456789") != strlen(f[10])))
+        field = "timestamp", problem = "timestamp is invalid";
     int failure = problem ? 0 : next_failure(s, SVC_PUSHOVER);
     enum MHD_Result ok;
     if (problem) {
@@ -401,6 +404,7 @@ static enum MHD_Result pushover_message(struct svcapi *s, struct MHD_Connection 
         struct svc_message m = {.text = xstrdup(f[2]),
                                 .title = xstrdup_or_null(f[3]),
                                 .url = xstrdup_or_null(f[7]),
+                                .tags = xstrdup_or_null(f[9]),
                                 .priority = (int)priority,
                                 .retry = retry,
                                 .expire = expire};
@@ -408,7 +412,8 @@ static enum MHD_Result pushover_message(struct svcapi *s, struct MHD_Connection 
         if (priority == 2) {
             s->receipts = xreallocarray(s->receipts, s->n_receipts + 1, sizeof *s->receipts);
             struct receipt *r = &s->receipts[s->n_receipts++];
-            *r = (struct receipt){.expires_at = (long long)time(NULL) + expire};
+            *r = (struct receipt){.expires_at = (long long)time(NULL) + expire,
+                                  .tags = xstrdup_or_null(f[9])};
             snprintf(r->id, sizeof r->id, "rX%028lu", ++s->serial);
             snprintf(receipt, sizeof receipt, ", \"receipt\": \"%s\"", r->id);
             m.receipt = xstrdup(r->id);
@@ -423,8 +428,49 @@ static enum MHD_Result pushover_message(struct svcapi *s, struct MHD_Connection 
         ok = answer(conn, 200, reply, limits);
         free(reply);
     }
-    for (size_t i = 0; i < 9; i++)
+    for (size_t i = 0; i < 11; i++)
         free(f[i]);
+    return ok;
+}
+
+/* Whether comma-separated `tags` holds `tag` (`len` bytes). */
+static bool has_tag(const char *tags, const char *tag, size_t len)
+{
+    for (const char *p = tags; p && *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == len && strncmp(p, tag, len) == 0)
+            return true;
+        p = p[n] ? p + n + 1 : NULL;
+    }
+    return false;
+}
+
+/* POST /1/receipts/cancel_by_tag/TAG.json: cancels every emergency with
+ * that tag that still repeats. */
+static enum MHD_Result pushover_cancel_by_tag(struct svcapi *s, struct MHD_Connection *conn,
+                                              const char *method, const char *rest,
+                                              const char *body)
+{
+    size_t len = strlen(rest);
+    if (strcmp(method, "POST") != 0 || len <= 5 || strcmp(rest + len - 5, ".json") != 0)
+        return pushover_error(s, conn, 404, NULL, "not found");
+    char *token = form_get(body, "token");
+    bool good = token && strcmp(token, SVC_PUSHOVER_TOKEN) == 0;
+    free(token);
+    if (!good)
+        return pushover_error(s, conn, 400, "token", "application token is invalid");
+    int canceled = 0;
+    for (size_t i = 0; i < s->n_receipts; i++)
+        if (!s->receipts[i].cancelled && has_tag(s->receipts[i].tags, rest, len - 5)) {
+            s->receipts[i].cancelled = true;
+            canceled++;
+        }
+    s->cancels++;
+    char *reply = xasprintf("{\"status\": 1, \"canceled\": %d, \"request\": "
+                            "\"d6a1c2e3-0000-4000-8000-%012lu\"}",
+                            canceled, ++s->serial);
+    enum MHD_Result ok = answer(conn, 200, reply, NULL);
+    free(reply);
     return ok;
 }
 
@@ -433,6 +479,8 @@ static enum MHD_Result pushover(struct svcapi *s, struct MHD_Connection *conn, c
 {
     if (strcmp(path, "/1/messages.json") == 0 && strcmp(method, "POST") == 0)
         return pushover_message(s, conn, body);
+    if (strncmp(path, "/1/receipts/cancel_by_tag/", 26) == 0)
+        return pushover_cancel_by_tag(s, conn, method, path + 26, body);
     const char *rest = path + strlen("/1/receipts/");
     size_t len = strcspn(rest, "./");
     struct receipt *r = find_receipt(s, rest, len);
@@ -583,6 +631,7 @@ struct svc_message *svcapi_message(struct svcapi *s, enum svc_service service, s
         copy->url = xstrdup_or_null(m->url);
         copy->self_unread = xstrdup_or_null(m->self_unread);
         copy->receipt = xstrdup_or_null(m->receipt);
+        copy->tags = xstrdup_or_null(m->tags);
     }
     pthread_mutex_unlock(&s->lock);
     return copy;
@@ -598,6 +647,7 @@ static void message_clear(struct svc_message *m)
     free(m->url);
     free(m->self_unread);
     free(m->receipt);
+    free(m->tags);
 }
 
 void svc_message_free(struct svc_message *m)
@@ -629,6 +679,15 @@ size_t svcapi_receipt_polls(struct svcapi *s)
     return n;
 }
 
+bool svcapi_receipt_cancelled(struct svcapi *s, const char *receipt)
+{
+    pthread_mutex_lock(&s->lock);
+    struct receipt *r = find_receipt(s, receipt, strlen(receipt));
+    bool cancelled = r && r->cancelled;
+    pthread_mutex_unlock(&s->lock);
+    return cancelled;
+}
+
 size_t svcapi_receipt_cancels(struct svcapi *s)
 {
     pthread_mutex_lock(&s->lock);
@@ -649,8 +708,10 @@ void svcapi_stop(struct svcapi *s)
         free(s->msgs[k]);
         free(s->failures[k]);
     }
-    for (size_t i = 0; i < s->n_receipts; i++)
+    for (size_t i = 0; i < s->n_receipts; i++) {
         free(s->receipts[i].device);
+        free(s->receipts[i].tags);
+    }
     free(s->receipts);
     for (size_t i = 0; i < s->n_threads; i++)
         free(s->thread_keys[i]);

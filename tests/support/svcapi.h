@@ -36,6 +36,7 @@ struct svc_message {
     int priority;       /* Pushover: -2 to 2 (0 when absent) */
     long retry, expire; /* Pushover: given with priority 2 */
     char *receipt;      /* Pushover: the receipt given for priority 2 */
+    char *tags;         /* Pushover: the tags field, as given */
 };
 
 enum svc_service { SVC_GOOGLECHAT, SVC_CHATWORK, SVC_PUSHOVER, SVC_SERVICES };
@@ -71,9 +72,11 @@ void svc_message_free(struct svc_message *m);
  * (NULL: none named); false when there is no such receipt. */
 bool svcapi_pushover_ack(struct svcapi *s, const char *receipt, const char *device);
 
-/* How many times receipts were asked for (GET) and cancelled (POST). */
+/* How many times receipts were asked for (GET) and cancelled (POST, by
+ * receipt or by tag); whether receipt `receipt` was cancelled. */
 size_t svcapi_receipt_polls(struct svcapi *s);
 size_t svcapi_receipt_cancels(struct svcapi *s);
+bool svcapi_receipt_cancelled(struct svcapi *s, const char *receipt);
 
 void svcapi_stop(struct svcapi *s);
 

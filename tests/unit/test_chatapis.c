@@ -352,3 +352,195 @@ Test(chatapis, chatwork_answers_permanent_or_retried_without_the_token)
     chatwork_free(&r);
     event_clear(&ev);
 }
+
+/* --- Pushover ------------------------------------------------------------ */
+
+static struct receiver_conf pushover(const char *user)
+{
+    static char name[] = "phone";
+    return (struct receiver_conf){.name = name,
+                                  .type = RECEIVER_PUSHOVER,
+                                  .pushover = {.token = xstrdup(SVC_PUSHOVER_TOKEN),
+                                               .user = xstrdup(user),
+                                               .retry = 60,
+                                               .expire = 3600,
+                                               .base_url = xstrdup(svcapi_base(S))},
+                                  .timeout = 10};
+}
+
+static void pushover_free(struct receiver_conf *r)
+{
+    free(r->pushover.token);
+    free(r->pushover.user);
+    free(r->pushover.base_url);
+}
+
+/* The receipt in `refs`, or NULL. */
+static const char *receipt_of(struct json_object *refs)
+{
+    struct json_object *v;
+    return refs && json_object_object_get_ex(refs, "receipt", &v) ? json_object_get_string(v)
+                                                                  : NULL;
+}
+
+Test(chatapis, pushover_opened_is_an_emergency_whose_receipt_is_kept)
+{
+    struct receiver_conf r = pushover(SVC_PUSHOVER_USER);
+    struct event opened = alarm_of("Bulk Freezer", "CH1 Upper Limit Exceeded -65.0°C");
+    about(&opened, 17, "opened");
+    struct notify_result res;
+    struct err e;
+    cr_assert_eq(send(&r, &opened, 1, &res, &e), 0, "%s", e.msg);
+    struct svc_message *m = svcapi_message(S, SVC_PUSHOVER, 0);
+    cr_assert_eq(m->priority, 2);
+    cr_assert_eq(m->retry, 60);
+    cr_assert_eq(m->expire, 3600);
+    cr_assert_str_eq(m->tags, "wsrelay-17-5214000A-ch1");
+    cr_assert_not_null(m->receipt);
+    cr_assert_str_eq(receipt_of(res.refs), m->receipt, "the receipt is kept");
+    cr_assert_not_null(strstr(m->title, "ALARM Bulk Freezer"), "%s", m->title);
+    cr_assert_not_null(strstr(m->text, "Incident #17"), "%s", m->text);
+    cr_assert_not_null(strstr(m->text, "CH1 Upper Limit Exceeded -65.0°C"), "%s", m->text);
+    char *receipt = xstrdup(m->receipt);
+    svc_message_free(m);
+    json_object_put(res.refs);
+
+    /* A reminder is a normal push; the resolution one too, and it stops
+     * the phones. */
+    struct event reminder = alarm_of("Bulk Freezer", "CH1 Upper Limit Exceeded -65.0°C");
+    about(&reminder, 17, "reminder");
+    cr_assert_eq(send(&r, &reminder, 1, &res, &e), 0, "%s", e.msg);
+    cr_assert_null(res.refs);
+    m = svcapi_message(S, SVC_PUSHOVER, 1);
+    cr_assert_eq(m->priority, 0);
+    cr_assert_null(m->receipt);
+    cr_assert_not_null(strstr(m->title, "Reminder: "), "%s", m->title);
+    svc_message_free(m);
+    cr_assert_not(svcapi_receipt_cancelled(S, receipt));
+    struct event resolved = alarm_of("Bulk Freezer", "CH1 Measurement Recovery -80.0°C");
+    about(&resolved, 17, "resolved");
+    cr_assert_eq(send(&r, &resolved, 1, &res, &e), 0, "%s", e.msg);
+    m = svcapi_message(S, SVC_PUSHOVER, 2);
+    cr_assert_eq(m->priority, 0);
+    cr_assert_not_null(strstr(m->title, "Resolved: "), "%s", m->title);
+    svc_message_free(m);
+    cr_assert(svcapi_receipt_cancelled(S, receipt), "the resolution cancels the emergency");
+
+    /* An alarm outside an incident is high priority, once. */
+    struct event plain = alarm_of("Bulk Freezer", "CH1 Upper Limit Exceeded -65.0°C");
+    cr_assert_eq(send(&r, &plain, 1, &res, &e), 0, "%s", e.msg);
+    m = svcapi_message(S, SVC_PUSHOVER, 3);
+    cr_assert_eq(m->priority, 1);
+    cr_assert_null(m->receipt);
+    svc_message_free(m);
+    free(receipt);
+    event_clear(&opened);
+    event_clear(&reminder);
+    event_clear(&resolved);
+    event_clear(&plain);
+    pushover_free(&r);
+}
+
+Test(chatapis, pushover_holds_title_and_message_to_their_limits)
+{
+    struct receiver_conf r = pushover(SVC_PUSHOVER_USER);
+    char name[401], text[3001];
+    memset(name, 'N', 400);
+    name[400] = '\0';
+    memset(text, 'x', 3000);
+    text[3000] = '\0';
+    struct event ev = alarm_of(name, text);
+    about(&ev, 2, "opened");
+    struct notify_result res;
+    struct err e;
+    cr_assert_eq(send(&r, &ev, 1, &res, &e), 0, "%s", e.msg);
+    struct svc_message *m = svcapi_message(S, SVC_PUSHOVER, 0);
+    cr_assert(strlen(m->title) <= 250 + 2, "%zu", strlen(m->title));
+    cr_assert_not_null(strstr(m->title, "…"));
+    cr_assert_not_null(strstr(m->text, "…"));
+    svc_message_free(m);
+    json_object_put(res.refs);
+    event_clear(&ev);
+    pushover_free(&r);
+}
+
+Test(chatapis, pushover_receipt_acknowledged_as_the_device_never_the_user_key)
+{
+    struct receiver_conf r = pushover(SVC_PUSHOVER_USER);
+    struct event evs[2] = {alarm_of("A", "CH1 Upper Limit Exceeded"),
+                           alarm_of("B", "CH1 Upper Limit Exceeded")};
+    about(&evs[0], 1, "opened");
+    about(&evs[1], 2, "opened");
+    struct notify_result res[2];
+    struct err e;
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(send(&r, &evs[i], 1, &res[i], &e), 0, "%s", e.msg);
+    struct notify_open open[2] = {
+        {.id = 1, .key = "5214000A/ch1", .first = &evs[0], .refs = res[0].refs},
+        {.id = 2, .key = "5214000A/ch1", .first = &evs[1], .refs = res[1].refs}};
+    struct notify_env env = {0};
+    struct notify_ack *acks = NULL;
+    size_t n = 9;
+    cr_assert_eq(notify_collect(&env, &r, open, 2, 1795000200, &acks, &n, &e), 0, "%s", e.msg);
+    cr_assert_eq(n, 0, "nobody acknowledged yet");
+    cr_assert_eq(svcapi_receipt_polls(S), 2);
+    cr_assert(svcapi_pushover_ack(S, receipt_of(res[1].refs), "pixel-7"));
+    cr_assert_eq(notify_collect(&env, &r, open, 2, 1795000260, &acks, &n, &e), 0, "%s", e.msg);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(acks[0].id, 2);
+    cr_assert_str_eq(acks[0].by, "pixel-7 (Pushover)");
+    cr_assert_null(acks[0].note);
+    notify_acks_free(acks, n);
+    /* Acknowledged where Pushover names no device. */
+    cr_assert(svcapi_pushover_ack(S, receipt_of(res[0].refs), NULL));
+    cr_assert_eq(notify_collect(&env, &r, open, 2, 1795000320, &acks, &n, &e), 0, "%s", e.msg);
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(acks[0].by, "Pushover user");
+    for (size_t i = 0; i < n; i++)
+        no_secret(acks[i].by);
+    notify_acks_free(acks, n);
+    /* A receipt Pushover does not know: an error, without the token. */
+    struct json_object *unknown = json_object_new_object();
+    json_object_object_add(unknown, "receipt",
+                           json_object_new_string("rXunknownunknownunknownunknow1"));
+    struct notify_open gone = {.id = 3, .key = "5214000A/ch1", .first = &evs[0], .refs = unknown};
+    cr_assert_eq(notify_collect(&env, &r, &gone, 1, 1795000400, &acks, &n, &e), -1);
+    cr_assert_null(acks);
+    cr_assert_not_null(strstr(e.msg, "HTTP 404"), "%s", e.msg);
+    no_secret(e.msg);
+    json_object_put(unknown);
+    json_object_put(res[0].refs);
+    json_object_put(res[1].refs);
+    event_clear(&evs[0]);
+    event_clear(&evs[1]);
+    pushover_free(&r);
+}
+
+Test(chatapis, pushover_answers_permanent_or_retried_without_secrets)
+{
+    struct event ev = alarm_of("Freezer", "CH1 Upper Limit Exceeded");
+    struct notify_result res;
+    struct err e;
+    struct receiver_conf r = pushover(SVC_PUSHOVER_USER);
+    svcapi_push_failure(S, SVC_PUSHOVER, 429);
+    cr_assert_eq(send(&r, &ev, 1, &res, &e), -1);
+    cr_assert_eq(res.status, 429);
+    cr_assert_not(res.permanent);
+    svcapi_push_failure(S, SVC_PUSHOVER, 500);
+    cr_assert_eq(send(&r, &ev, 1, &res, &e), -1);
+    cr_assert_not(res.permanent);
+    no_secret(e.msg);
+    pushover_free(&r);
+    /* A user key Pushover does not know: 400, given up. */
+    r = pushover("uWrongWrongWrongWrongWrongWron");
+    cr_assert_eq(send(&r, &ev, 1, &res, &e), -1);
+    cr_assert_eq(res.status, 400);
+    cr_assert(res.permanent);
+    cr_assert_not_null(strstr(e.msg, "user identifier"), "%s", e.msg);
+    cr_assert_null(strstr(e.msg, "uWrongWrong"), "%s", e.msg);
+    no_secret(e.msg);
+    no_secret(res.answer);
+    cr_assert_eq(svcapi_count(S, SVC_PUSHOVER), 0);
+    pushover_free(&r);
+    event_clear(&ev);
+}

@@ -67,7 +67,7 @@ Test(templates, builtin_files_are_embedded_as_they_are)
     static const char *const names[] = {"file.txt",        "webhook.json",      "email.txt",
                                         "email.html",      "email-subject.txt", "slack.json",
                                         "teams.json",      "googlechat-en.txt", "googlechat-ja.txt",
-                                        "chatwork-en.txt", "chatwork-ja.txt"};
+                                        "chatwork-en.txt", "chatwork-ja.txt",   "pushover.txt"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         size_t len = 0;
         const char *data = templates_builtin(names[i], &len);
