@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #define T0 1795000000LL
 #define SERIAL "5214000A"
@@ -291,4 +293,41 @@ Test(chatapis_run, test_receiver_and_check_reach_each_service_without_secrets)
     for (size_t k = 0; k < 5; k++)
         cr_assert(!strstr(r.out, secrets[k]) && !strstr(r.err, secrets[k]), "%s%s", r.out, r.err);
     cmd_result_free(&r);
+}
+
+/* A Pushover that hangs when asked for a receipt costs the run no more
+ * than the receiver's timeout and no alert: the next run asks again and
+ * takes the acknowledgement. */
+Test(chatapis_run, a_hanging_receipt_costs_its_timeout_and_nothing_else)
+{
+    start("Freezer 3", true,
+          RECEIVERS_CHAT "  - name: phone\n"
+                         "    pushover: {token_file: po-token, user_file: "
+                         "po-user, base_url: @SVC@}\n"
+                         "    timeout: 5s\n",
+          "hook, gchat, phone");
+    free(run_at(ALARM_RUN));
+    struct svc_message *m = svcapi_message(S, SVC_PUSHOVER, 0);
+    cr_assert_not_null(m->receipt);
+    char *receipt = xstrdup(m->receipt);
+    svc_message_free(m);
+    svcapi_set_receipt_delay_ms(S, 7000);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    char *err = run_at(ALARM_RUN + 60);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    cr_assert_lt(b.tv_sec - a.tv_sec, 7, "the run took %ld s", (long)(b.tv_sec - a.tv_sec));
+    cr_assert_not_null(strstr(err, "no complete answer within 5 s"), "%s", err);
+    cr_assert_not_null(strstr(err, "nothing is lost"), "%s", err);
+    free(err);
+    /* The server is done waiting; acknowledged meanwhile. */
+    svcapi_set_receipt_delay_ms(S, 0);
+    sleep(3);
+    cr_assert(svcapi_pushover_ack(S, receipt, "iphone"));
+    err = run_at(ALARM_RUN + 120);
+    cr_assert_not_null(strstr(err, "acknowledged by iphone (Pushover) through receiver phone"),
+                       "%s", err);
+    free(err);
+    cr_assert_eq(svcapi_count(S, SVC_GOOGLECHAT), 2, "the alarm and the acknowledgement");
+    free(receipt);
 }

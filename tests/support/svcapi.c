@@ -50,6 +50,7 @@ struct svcapi {
     char **thread_keys;   /* Google Chat's threads, by key: thread i */
     size_t n_threads;
     int chatwork_remaining;
+    int receipt_delay_ms; /* held before answering a receipt's GET */
 };
 
 /* --- answers ------------------------------------------------------------- */
@@ -536,6 +537,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     const char *body = buf_str(&up->body);
     enum MHD_Result ok;
     pthread_mutex_lock(&s->lock);
+    int delay_ms = strncmp(url, "/1/receipts/", 12) == 0 && strcmp(method, "GET") == 0
+                       ? s->receipt_delay_ms
+                       : 0;
+    pthread_mutex_unlock(&s->lock);
+    if (delay_ms > 0) {
+        struct timespec ts = {delay_ms / 1000, (delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    pthread_mutex_lock(&s->lock);
     if (strncmp(url, "/v1/", 4) == 0) {
         s->requests[SVC_GOOGLECHAT]++;
         ok = googlechat(s, conn, method, url, body);
@@ -677,6 +687,13 @@ size_t svcapi_receipt_polls(struct svcapi *s)
     size_t n = s->polls;
     pthread_mutex_unlock(&s->lock);
     return n;
+}
+
+void svcapi_set_receipt_delay_ms(struct svcapi *s, int ms)
+{
+    pthread_mutex_lock(&s->lock);
+    s->receipt_delay_ms = ms > 0 ? ms : 0;
+    pthread_mutex_unlock(&s->lock);
 }
 
 bool svcapi_receipt_cancelled(struct svcapi *s, const char *receipt)

@@ -78,6 +78,11 @@ size_t svcapi_receipt_polls(struct svcapi *s);
 size_t svcapi_receipt_cancels(struct svcapi *s);
 bool svcapi_receipt_cancelled(struct svcapi *s, const char *receipt);
 
+/* Makes the server wait `ms` milliseconds (0: none) before answering each
+ * following GET of a receipt: a Pushover that hangs. The server answers
+ * one request at a time, so the wait holds up the next request too. */
+void svcapi_set_receipt_delay_ms(struct svcapi *s, int ms);
+
 void svcapi_stop(struct svcapi *s);
 
 #endif
