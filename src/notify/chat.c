@@ -113,10 +113,16 @@ int chat_render_text(struct buf *out, const struct notify_env *env, const struct
                   "(a message not fitted first)",
                   r->name, m->n - k, m->n);
     struct json_object *ctx = notify_context_first(r->name, m, k);
+    size_t from = out->len;
     int rendered = notify_render(out, env, explicit_path, name, ctx, e);
     json_object_put(ctx);
     if (rendered < 0)
         res->permanent = rendered == -2;
+    /* The line ends a template leaves after its last line show as blank
+     * lines in a chat. */
+    while (rendered == 0 && out->len > from &&
+           (out->data[out->len - 1] == '\n' || out->data[out->len - 1] == ' '))
+        out->data[--out->len] = '\0';
     return rendered < 0 ? -1 : 0;
 }
 

@@ -47,7 +47,8 @@ int chat_send(const struct chat_conf *chat, struct json_object *payload,
 
 /* Renders text template `name` ("googlechat-en.txt"; `explicit_path`, a
  * receiver's template:, when not NULL) over the first `k` events of `m`
- * into `out`, with the role's escaping. 0, or -1 with `e` set and
+ * into `out`, with the role's escaping, without the line ends and spaces
+ * it ends with. 0, or -1 with `e` set and
  * res->permanent when the template does not compile or render (not when
  * its file cannot be read now). */
 int chat_render_text(struct buf *out, const struct notify_env *env, const struct receiver_conf *r,

@@ -128,6 +128,8 @@ Test(chatapis, googlechat_threads_an_incident_and_not_a_plain_event)
     cr_assert_not_null(strstr(a->text, "Bulk Freezer"), "%s", a->text);
     cr_assert_not_null(strstr(b->text, "*Reminder 1: incident #17 is still open*"), "%s", b->text);
     cr_assert_null(strstr(c->text, "incident"), "%s", c->text);
+    /* No blank lines after the text. */
+    cr_assert_neq(a->text[strlen(a->text) - 1], '\n', "%s", a->text);
     svc_message_free(a);
     svc_message_free(b);
     svc_message_free(c);
@@ -284,6 +286,8 @@ Test(chatapis, chatwork_posts_each_notice_in_japanese_by_default)
         cr_assert_not_null(strstr(m->text, "[info][title]"), "%s", m->text);
         cr_assert_not_null(strstr(m->text, "CH1 上限値警報 -65.0℃"), "%s", m->text);
         cr_assert_str_eq(m->self_unread, "0");
+        size_t len = strlen(m->text);
+        cr_assert(len > 7 && strcmp(m->text + len - 7, "[/info]") == 0, "ends: %s", m->text);
         svc_message_free(m);
     }
     /* A plain event: no incident said. */
