@@ -235,7 +235,7 @@ Test(chatapis_run, pushover_receipt_acknowledged_on_the_phone_acknowledges_the_i
     cr_assert_eq(svcapi_count(S, SVC_PUSHOVER), 2);
     m = svcapi_message(S, SVC_PUSHOVER, 1);
     cr_assert_eq(m->priority, 0);
-    cr_assert_not_null(strstr(m->title, "Acknowledged: "), "%s", m->title);
+    cr_assert_not_null(strstr(m->title, "ACKNOWLEDGED Freezer 3"), "%s", m->title);
     svc_message_free(m);
     cr_assert(svcapi_receipt_cancelled(S, receipt), "the emergency stops");
 

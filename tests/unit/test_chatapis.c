@@ -418,7 +418,7 @@ Test(chatapis, pushover_opened_is_an_emergency_whose_receipt_is_kept)
     m = svcapi_message(S, SVC_PUSHOVER, 1);
     cr_assert_eq(m->priority, 0);
     cr_assert_null(m->receipt);
-    cr_assert_not_null(strstr(m->title, "Reminder: "), "%s", m->title);
+    cr_assert_not_null(strstr(m->title, "REMINDER 1 Bulk Freezer"), "%s", m->title);
     svc_message_free(m);
     cr_assert_not(svcapi_receipt_cancelled(S, receipt));
     struct event resolved = alarm_of("Bulk Freezer", "CH1 Measurement Recovery -80.0°C");
@@ -426,7 +426,7 @@ Test(chatapis, pushover_opened_is_an_emergency_whose_receipt_is_kept)
     cr_assert_eq(send(&r, &resolved, 1, &res, &e), 0, "%s", e.msg);
     m = svcapi_message(S, SVC_PUSHOVER, 2);
     cr_assert_eq(m->priority, 0);
-    cr_assert_not_null(strstr(m->title, "Resolved: "), "%s", m->title);
+    cr_assert_not_null(strstr(m->title, "RESOLVED Bulk Freezer"), "%s", m->title);
     svc_message_free(m);
     cr_assert(svcapi_receipt_cancelled(S, receipt), "the resolution cancels the emergency");
 
