@@ -86,6 +86,8 @@ static int check_slack_token(char *v, struct err *e);
 static int check_slack_channel(char *v, struct err *e);
 static int check_slack(const void *obj, size_t *off, struct err *e);
 static int check_slack_api_url(char *v, struct err *e);
+static int check_digits(char *v, struct err *e);
+static int check_pushover(const void *obj, size_t *off, struct err *e);
 
 #define N(rows) (sizeof(rows) / sizeof((rows)[0]))
 #define AT(type, member) offsetof(struct type, member)
@@ -98,8 +100,13 @@ static int check_slack_api_url(char *v, struct err *e);
 #define SELF_AT(member) AT(self_conf, member)
 #define OUTBOX_AT(member) AT(outbox_conf, member)
 #define INCIDENTS_AT(member) AT(incidents_conf, member)
+#define GCHAT_AT(member) (AT(receiver_conf, googlechat.member) - AT(receiver_conf, googlechat))
+#define CHATWORK_AT(member) (AT(receiver_conf, chatwork.member) - AT(receiver_conf, chatwork))
+#define PUSHOVER_AT(member) (AT(receiver_conf, pushover.member) - AT(receiver_conf, pushover))
 
 static const char *const starttls_words[] = {"required", "opportunistic", "off", NULL};
+/* enum chat_language */
+static const char *const language_words[] = {"en", "ja", NULL};
 static const char *const pagerduty_severity_words[] = {"critical", "error", "warning", "info",
                                                        NULL};
 static const char *const opsgenie_region_words[] = {"us", "eu", NULL};
@@ -464,6 +471,143 @@ static const struct key chat_keys[] = {
 static const struct schema chat_schema = {
     .what = "chat", .keys = chat_keys, .n_keys = N(chat_keys), .size = sizeof(struct chat_conf)};
 
+/* Google Chat, Chatwork and Pushover (notify/googlechat.c, chatwork.c,
+ * pushover.c). */
+static const struct key googlechat_keys[] = {
+    {.name = "url",
+     .kind = K_STRING,
+     .flags = F_SECRET,
+     .group = 1,
+     .off = GCHAT_AT(url),
+     .check = check_https_url,
+     .help = "The space's incoming-webhook URL (with its key and token): https://, or http:// "
+             "to this machine."},
+    {.name = "url_file",
+     .kind = K_SECRET_FILE,
+     .flags = F_SECRET,
+     .group = 1,
+     .off = GCHAT_AT(url),
+     .check = check_https_url,
+     .help = "A file holding the URL (mode 0600)."},
+    {.name = "language",
+     .kind = K_ENUM,
+     .off = GCHAT_AT(language),
+     .def = "en",
+     .words = language_words,
+     .help = "The built-in template's language: en or ja."},
+    {.name = "template",
+     .kind = K_PATH,
+     .off = GCHAT_AT(template),
+     .check = check_readable_file,
+     .help = "A template for the message's text (default: googlechat-en.txt or "
+             "googlechat-ja.txt)."},
+};
+static const struct schema googlechat_schema = {
+    .what = "googlechat",
+    .keys = googlechat_keys,
+    .n_keys = N(googlechat_keys),
+    .size = sizeof(((struct receiver_conf *)0)->googlechat)};
+
+static const struct key chatwork_keys[] = {
+    {.name = "token",
+     .kind = K_STRING,
+     .flags = F_SECRET,
+     .group = 1,
+     .off = CHATWORK_AT(token),
+     .help = "The API token, e.g. \"${CHATWORK_TOKEN}\"."},
+    {.name = "token_file",
+     .kind = K_SECRET_FILE,
+     .flags = F_SECRET,
+     .group = 1,
+     .off = CHATWORK_AT(token),
+     .help = "A file holding the API token (mode 0600)."},
+    {.name = "room_id",
+     .kind = K_STRING,
+     .flags = F_REQUIRED,
+     .off = CHATWORK_AT(room_id),
+     .check = check_digits,
+     .help = "The room's number (the digits after rid in its address)."},
+    {.name = "base_url",
+     .kind = K_STRING,
+     .off = CHATWORK_AT(base_url),
+     .def = "https://api.chatwork.com",
+     .check = check_https_url,
+     .help = "The API: https://, or http:// to this machine."},
+    {.name = "language",
+     .kind = K_ENUM,
+     .off = CHATWORK_AT(language),
+     .def = "ja",
+     .words = language_words,
+     .help = "The built-in template's language: ja or en."},
+    {.name = "template",
+     .kind = K_PATH,
+     .off = CHATWORK_AT(template),
+     .check = check_readable_file,
+     .help = "A template for the message (default: chatwork-ja.txt or chatwork-en.txt)."},
+};
+static const struct schema chatwork_schema = {.what = "chatwork",
+                                              .keys = chatwork_keys,
+                                              .n_keys = N(chatwork_keys),
+                                              .size =
+                                                  sizeof(((struct receiver_conf *)0)->chatwork)};
+
+static const struct key pushover_keys[] = {
+    {.name = "token",
+     .kind = K_STRING,
+     .flags = F_SECRET,
+     .group = 1,
+     .off = PUSHOVER_AT(token),
+     .help = "The application's API token, e.g. \"${PUSHOVER_TOKEN}\"."},
+    {.name = "token_file",
+     .kind = K_SECRET_FILE,
+     .flags = F_SECRET,
+     .group = 1,
+     .off = PUSHOVER_AT(token),
+     .help = "A file holding the application's API token (mode 0600)."},
+    {.name = "user",
+     .kind = K_STRING,
+     .flags = F_SECRET,
+     .group = 2,
+     .off = PUSHOVER_AT(user),
+     .help = "The user or group key, e.g. \"${PUSHOVER_USER}\"."},
+    {.name = "user_file",
+     .kind = K_SECRET_FILE,
+     .flags = F_SECRET,
+     .group = 2,
+     .off = PUSHOVER_AT(user),
+     .help = "A file holding the user or group key (mode 0600)."},
+    {.name = "retry",
+     .kind = K_DURATION,
+     .off = PUSHOVER_AT(retry),
+     .def = "60s",
+     .min = 30,
+     .max = 10800,
+     .help = "How often the phone repeats an incident's alarm until someone acknowledges it."},
+    {.name = "expire",
+     .kind = K_DURATION,
+     .off = PUSHOVER_AT(expire),
+     .def = "1h",
+     .min = 30,
+     .max = 10800,
+     .help = "How long it keeps repeating (at most 3h, and not less than retry)."},
+    {.name = "base_url",
+     .kind = K_STRING,
+     .off = PUSHOVER_AT(base_url),
+     .def = "https://api.pushover.net",
+     .check = check_https_url,
+     .help = "The API: https://, or http:// to this machine."},
+    {.name = "template",
+     .kind = K_PATH,
+     .off = PUSHOVER_AT(template),
+     .check = check_readable_file,
+     .help = "A template for the notification: its first line the title, the rest the message "
+             "(default: pushover.txt)."},
+};
+static const struct schema pushover_schema = {.what = "pushover",
+                                              .keys = pushover_keys,
+                                              .n_keys = N(pushover_keys),
+                                              .size = sizeof(((struct receiver_conf *)0)->pushover),
+                                              .check = check_pushover};
 /* PagerDuty's Events API v2 (notify/pagerduty.c). */
 static const struct key pagerduty_keys[] = {
     {.name = "routing_key_file",
@@ -617,6 +761,25 @@ static const struct key receiver_keys[] = {
      .off = AT(receiver_conf, opsgenie),
      .sub = &opsgenie_schema,
      .help = "Create, acknowledge and close Opsgenie alerts (Alert API), one per incident."},
+    {.name = "googlechat",
+     .kind = K_MAP,
+     .group = 1,
+     .off = AT(receiver_conf, googlechat),
+     .sub = &googlechat_schema,
+     .help = "Post events to a Google Chat space's incoming webhook, an incident's in one thread."},
+    {.name = "chatwork",
+     .kind = K_MAP,
+     .group = 1,
+     .off = AT(receiver_conf, chatwork),
+     .sub = &chatwork_schema,
+     .help = "Post events to a Chatwork room."},
+    {.name = "pushover",
+     .kind = K_MAP,
+     .group = 1,
+     .off = AT(receiver_conf, pushover),
+     .sub = &pushover_schema,
+     .help = "Push events to phones through Pushover, an incident's alarm as an emergency that "
+             "repeats until acknowledged."},
     {.name = "timeout",
      .kind = K_DURATION,
      .off = AT(receiver_conf, timeout),
@@ -1050,6 +1213,29 @@ static int check_slack(const void *obj, size_t *off, struct err *e)
     return 0;
 }
 
+/* A number as a service names a room: 1 to 20 decimal digits. */
+static int check_digits(char *v, struct err *e)
+{
+    size_t len = strlen(v);
+    if (len == 0 || len > 20 || strspn(v, "0123456789") != len)
+        return err_set(e, "expected a number (digits only)");
+    return 0;
+}
+
+/* Pushover repeats an emergency every `retry` until `expire`: an expire
+ * shorter than retry would never repeat it. */
+static int check_pushover(const void *obj, size_t *off, struct err *e)
+{
+    const char *base = obj;
+    long retry = *(const long *)(const void *)(base + PUSHOVER_AT(retry));
+    long expire = *(const long *)(const void *)(base + PUSHOVER_AT(expire));
+    if (expire < retry) {
+        *off = PUSHOVER_AT(expire);
+        return err_set(e, "expire (%lds) must not be shorter than retry (%lds)", expire, retry);
+    }
+    return 0;
+}
+
 /* A host name (letters, digits, '-' and dots) or an IPv4 address; made
  * lower case. libESMTP takes "host:port", so there is no room for IPv6. */
 static int check_host(char *v, struct err *e)
@@ -1302,6 +1488,12 @@ static void finish_receiver(void *obj)
         r->type = RECEIVER_PAGERDUTY;
     else if (r->opsgenie.api_key)
         r->type = RECEIVER_OPSGENIE;
+    else if (r->googlechat.url)
+        r->type = RECEIVER_GOOGLECHAT;
+    else if (r->chatwork.token)
+        r->type = RECEIVER_CHATWORK;
+    else if (r->pushover.token)
+        r->type = RECEIVER_PUSHOVER;
     else
         r->type = RECEIVER_WEBHOOK;
 }

@@ -100,7 +100,10 @@ enum receiver_type {
     RECEIVER_TEAMS,
     RECEIVER_PAGERDUTY,
     RECEIVER_OPSGENIE,
-    RECEIVER_SLACK_APP, /* `slack:` with a bot token: Slack's Web API */
+    RECEIVER_SLACK_APP,  /* `slack:` with a bot token: Slack's Web API */
+    RECEIVER_GOOGLECHAT, /* notify/googlechat.c */
+    RECEIVER_CHATWORK,   /* notify/chatwork.c */
+    RECEIVER_PUSHOVER,   /* notify/pushover.c */
 };
 
 /* `starttls:` of an email receiver, in the order of the words in the file. */
@@ -110,6 +113,8 @@ enum starttls_mode {
     STARTTLS_OFF,           /* plain SMTP */
 };
 
+/* The languages of the built-in templates of Google Chat and Chatwork. */
+enum chat_language { CHAT_LANG_EN, CHAT_LANG_JA };
 /* PagerDuty's severities (`pagerduty: severity:`), in the order of the
  * words in the file. */
 enum pagerduty_severity {
@@ -166,6 +171,29 @@ struct receiver_conf {
     } email;
     struct chat_conf slack;
     struct chat_conf teams;
+    /* Google Chat, Chatwork and Pushover: the language of a built-in
+     * template is CHAT_LANG_EN or CHAT_LANG_JA (the index in the words
+     * "en", "ja"). */
+    struct {
+        char *url;      /* secret: the incoming webhook's URL, its key and token in the query */
+        char *template; /* a readable file, or NULL: googlechat-LANG.txt */
+        int language;   /* default CHAT_LANG_EN */
+    } googlechat;
+    struct {
+        char *token;    /* secret: the API token (X-ChatWorkToken) */
+        char *room_id;  /* digits */
+        char *base_url; /* https://api.chatwork.com, or http:// to this machine */
+        char *template; /* a readable file, or NULL: chatwork-LANG.txt */
+        int language;   /* default CHAT_LANG_JA */
+    } chatwork;
+    struct {
+        char *token;    /* secret: the application's API token */
+        char *user;     /* secret: the user or group key */
+        long retry;     /* seconds between an emergency's repeats, 30 to 10800; default 60 */
+        long expire;    /* seconds an emergency repeats, 30 to 10800; default 3600 */
+        char *base_url; /* https://api.pushover.net, or http:// to this machine */
+        char *template; /* a readable file, or NULL: pushover.txt */
+    } pushover;
     struct {
         char *routing_key;                /* secret: an Events API v2 integration's key */
         enum pagerduty_severity severity; /* when the rule's label is none of the four;

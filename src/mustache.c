@@ -730,6 +730,94 @@ static void teams_neutral(struct buf *out, const char *s, size_t len)
     }
 }
 
+static bool is_letter(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* Google Chat's markup made inert (TEMPLATE_ESCAPE_GCHAT): only ASCII
+ * bytes are looked at, which no byte of a longer UTF-8 character is. */
+static void gchat_neutral(struct buf *out, const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i], next = i + 1 < len ? s[i + 1] : '\0';
+        switch (c) {
+        case '*':
+            buf_puts(out, "\xE2\x88\x97"); /* U+2217 ASTERISK OPERATOR */
+            break;
+        case '_':
+            buf_puts(out, "\xCB\x8D"); /* U+02CD MODIFIER LETTER LOW MACRON */
+            break;
+        case '~':
+            buf_puts(out, "\xE2\x88\xBC"); /* U+223C TILDE OPERATOR */
+            break;
+        case '`':
+            buf_puts(out, "\xCB\x8B"); /* U+02CB MODIFIER LETTER GRAVE ACCENT */
+            break;
+        case '<':
+            buf_puts(out, "<" ZWSP);
+            break;
+        case ':':
+            buf_puts(out, next == '/' ? ":" ZWSP : ":");
+            break;
+        case '.':
+            buf_puts(out, is_letter(next) ? "." ZWSP : ".");
+            break;
+        default:
+            buf_append(out, &c, 1);
+        }
+    }
+}
+
+/* Chatwork's notation made inert (TEMPLATE_ESCAPE_CHATWORK). */
+static void chatwork_neutral(struct buf *out, const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i], next = i + 1 < len ? s[i + 1] : '\0';
+        bool quiet = next == '\0' || (next >= '0' && next <= '9') || next == ' ' || next == '\t' ||
+                     next == '\n';
+        switch (c) {
+        case '[':
+        case '(':
+            buf_append(out, &c, 1);
+            buf_puts(out, ZWSP);
+            break;
+        case ')':
+            buf_puts(out, ZWSP ")");
+            break;
+        case ':':
+        case ';':
+            buf_append(out, &c, 1);
+            if (!quiet)
+                buf_puts(out, ZWSP);
+            break;
+        case '.':
+            buf_puts(out, is_letter(next) ? "." ZWSP : ".");
+            break;
+        default:
+            buf_append(out, &c, 1);
+        }
+    }
+}
+
+/* Control characters as spaces (TEXT), then `neutral`, then written. */
+static int put_neutral(struct render *r, const char *s, size_t len,
+                       void (*neutral)(struct buf *out, const char *s, size_t len))
+{
+    struct buf plain, tmp;
+    buf_init(&plain, 0);
+    buf_init(&tmp, 0);
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        buf_append(&plain, (unsigned char)c < 0x20 || c == 0x7f ? " " : &c, 1);
+    }
+    neutral(&tmp, buf_str(&plain), plain.len);
+    int rc = put_replaced(r, buf_str(&tmp), tmp.len, text_control);
+    buf_free(&tmp);
+    buf_free(&plain);
+    return rc;
+}
+
 static int put_escaped(struct render *r, const char *s, size_t len, bool raw)
 {
     struct buf tmp;
@@ -759,6 +847,10 @@ static int put_escaped(struct render *r, const char *s, size_t len, bool raw)
         rc = put_json_escaped(r, buf_str(&tmp), tmp.len);
         buf_free(&tmp);
         return rc;
+    case TEMPLATE_ESCAPE_GCHAT:
+        return put_neutral(r, s, len, gchat_neutral);
+    case TEMPLATE_ESCAPE_CHATWORK:
+        return put_neutral(r, s, len, chatwork_neutral);
     case TEMPLATE_ESCAPE_NONE:
         break;
     }

@@ -65,6 +65,21 @@ enum template_escape {
      * space after ']', before a line that would start a list, a quote or a
      * heading, and between the braces of "{{"), then as JSON. */
     TEMPLATE_ESCAPE_TEAMS,
+    /* The text of a Google Chat message, which reads *bold*, _italic_,
+     * ~strike~, `code`, <url|text> and <users/all>, and links bare URLs
+     * and host names: as TEXT, then '*', '_', '~' and '`' as look-alikes
+     * that mark nothing up (U+2217, U+02CD, U+223C, U+02CB), and a
+     * zero-width space after each '<', after the ':' of "://" and after a
+     * '.' that a letter follows, so that nothing forms a link, a mention
+     * or a format. Not JSON: the notifier puts the text in its JSON. */
+    TEMPLATE_ESCAPE_GCHAT,
+    /* The body of a Chatwork message, whose notation is tags in brackets
+     * ([To:123], [toall], [info], [code], ...) and emoticons (:) (y)
+     * 8-)): as TEXT, then a zero-width space after each '[' and '(',
+     * before each ')', after a ':' or ';' that neither a digit nor a blank
+     * follows, and after a '.' that a letter follows (links), so that no
+     * tag, emoticon or link forms. Not form-encoded: the notifier does. */
+    TEMPLATE_ESCAPE_CHATWORK,
 };
 
 /* A compiled template: immutable, can be rendered any number of times. */

@@ -33,6 +33,10 @@ enum template_escape templates_escape(const char *name)
     } roles[] = {
         {"slack.json", TEMPLATE_ESCAPE_SLACK},
         {"teams.json", TEMPLATE_ESCAPE_TEAMS},
+        {"googlechat-en.txt", TEMPLATE_ESCAPE_GCHAT},
+        {"googlechat-ja.txt", TEMPLATE_ESCAPE_GCHAT},
+        {"chatwork-en.txt", TEMPLATE_ESCAPE_CHATWORK},
+        {"chatwork-ja.txt", TEMPLATE_ESCAPE_CHATWORK},
     };
     for (size_t i = 0; name && i < sizeof roles / sizeof roles[0]; i++)
         if (strcmp(name, roles[i].role) == 0)

@@ -23,7 +23,7 @@ static const struct opt_spec opts[] = {
      "the template: a file, or builtin:NAME for one built into wsrelay"},
     {OPT_DATA, "data", 0, "FILE.json", OPT_MUST, "the JSON data to render it with"},
     {OPT_PARTIALS, "partials", 0, "DIR", 0, "where its partials ({{> name}}) are"},
-    {OPT_ESCAPE, "escape", 0, "html|json|text|none|slack|teams", 0,
+    {OPT_ESCAPE, "escape", 0, "html|json|text|none|slack|teams|googlechat|chatwork", 0,
      "how values are escaped (default html)"},
     {0},
 };
@@ -34,9 +34,10 @@ static int parse_escape(enum template_escape *out, const char *name)
         const char *name;
         enum template_escape esc;
     } table[] = {
-        {"html", TEMPLATE_ESCAPE_HTML},   {"json", TEMPLATE_ESCAPE_JSON},
-        {"text", TEMPLATE_ESCAPE_TEXT},   {"none", TEMPLATE_ESCAPE_NONE},
-        {"slack", TEMPLATE_ESCAPE_SLACK}, {"teams", TEMPLATE_ESCAPE_TEAMS},
+        {"html", TEMPLATE_ESCAPE_HTML},        {"json", TEMPLATE_ESCAPE_JSON},
+        {"text", TEMPLATE_ESCAPE_TEXT},        {"none", TEMPLATE_ESCAPE_NONE},
+        {"slack", TEMPLATE_ESCAPE_SLACK},      {"teams", TEMPLATE_ESCAPE_TEAMS},
+        {"googlechat", TEMPLATE_ESCAPE_GCHAT}, {"chatwork", TEMPLATE_ESCAPE_CHATWORK},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (strcmp(name, table[i].name) == 0) {
@@ -76,7 +77,7 @@ static int cmd_render(const struct cmd_globals *g, const struct opt_args *a)
             if (parse_escape(&esc, arg) < 0) {
                 fprintf(stderr,
                         "wsrelay: render: --escape expects html, json, text, none, "
-                        "slack or teams, got '%s'\n",
+                        "slack, teams, googlechat or chatwork, got '%s'\n",
                         arg);
                 goto out;
             }

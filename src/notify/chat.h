@@ -42,4 +42,42 @@ int chat_send(const struct chat_conf *chat, struct json_object *payload,
               bool (*accepted)(long status, const char *body), long timeout_s,
               struct notify_result *res, struct err *e);
 
+/* What the services whose messages are text (Google Chat, Chatwork,
+ * Pushover) share. */
+
+/* Renders text template `name` ("googlechat-en.txt"; `explicit_path`, a
+ * receiver's template:, when not NULL) over the first `k` events of `m`
+ * into `out`, with the role's escaping, without the line ends and spaces
+ * it ends with. 0, or -1 with `e` set and
+ * res->permanent when the template does not compile or render (not when
+ * its file cannot be read now). */
+int chat_render_text(struct buf *out, const struct notify_env *env, const struct receiver_conf *r,
+                     const char *explicit_path, const char *name, const struct notify_message *m,
+                     size_t k, struct notify_result *res, struct err *e);
+
+/* How many of the first events of `m`, at most `max` of them, make a
+ * text of at most `max_chars` characters (1 when none does; `max` when
+ * the template cannot be rendered, which the send reports). */
+size_t chat_fit_text(const struct notify_env *env, const struct receiver_conf *r,
+                     const char *explicit_path, const char *name, const struct notify_message *m,
+                     size_t max, size_t max_chars);
+
+/* The number of characters of UTF-8 text `s` (a byte that is not UTF-8
+ * counts as one). */
+size_t chat_chars(const char *s);
+
+/* `s` cut to at most `max` characters (max >= 1), the last of them "…"
+ * when cut, never inside a character. A new string. */
+char *chat_cut(const char *s, size_t max);
+
+/* Appends "name=value" to a form body (application/x-www-form-urlencoded),
+ * with '&' before it when the body is not empty; the value
+ * percent-encoded but for letters, digits and "-._~". */
+void chat_form_add(struct buf *form, const char *name, const char *value);
+
+/* The incident snapshot of event `ev` (event.h), or NULL outside one;
+ * with its id in *id and key in *key (borrowed) when not NULL. */
+const struct json_object *chat_incident(const struct event *ev, unsigned long *id,
+                                        const char **key);
+
 #endif

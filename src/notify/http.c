@@ -81,6 +81,7 @@ void http_result(struct notify_result *res, const struct http_post_reply *reply,
 struct reply_headers {
     char retry_after[64];
     char date[64];
+    char ratelimit_reset[32];
     bool ended; /* the blank line that ends them came */
 };
 
@@ -107,6 +108,7 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata)
         *h = (struct reply_headers){0}; /* a new response: only the last one counts */
     keep_header(h->retry_after, sizeof h->retry_after, data, len, "retry-after:");
     keep_header(h->date, sizeof h->date, data, len, "date:");
+    keep_header(h->ratelimit_reset, sizeof h->ratelimit_reset, data, len, "x-ratelimit-reset:");
     if ((len == 2 && data[0] == '\r' && data[1] == '\n') || (len == 1 && data[0] == '\n'))
         h->ended = true;
     return len;
@@ -156,10 +158,13 @@ static void set_common_options(CURL *curl, const char *url, long timeout_s)
     curl_easy_setopt(curl, CURLOPT_USERAGENT, "wsrelay/" WSRELAY_VERSION);
 }
 
-int http_post(struct http_post_reply *out, const char *url, const struct header_conf *headers,
-              size_t n_headers, const char *content_type, const char *body, long timeout_s,
-              struct err *e)
+/* One request: a POST of `body` (of `content_type`), or a GET when body
+ * is NULL. */
+static int request(struct http_post_reply *out, const char *url, const struct header_conf *headers,
+                   size_t n_headers, const char *content_type, const char *body, long timeout_s,
+                   struct err *e)
 {
+    const char *method = body ? "POST" : "GET";
     int rc = -1;
     struct curl_slist *list = NULL;
     struct buf reply;
@@ -172,10 +177,12 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
         err_set(e, "cannot start an HTTP client");
         goto out;
     }
-    char *ct = xasprintf("Content-Type: %s", content_type);
-    list = curl_slist_append(list, ct);
-    free(ct);
-    list = curl_slist_append(list, "Expect:");
+    if (body) {
+        char *ct = xasprintf("Content-Type: %s", content_type);
+        list = curl_slist_append(list, ct);
+        free(ct);
+        list = curl_slist_append(list, "Expect:");
+    }
     for (size_t i = 0; i < n_headers; i++) {
         /* Names and values were checked for CR/LF when the config loaded. */
         char *line = xasprintf("%s: %s", headers[i].name, headers[i].value);
@@ -184,8 +191,10 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
     }
     set_common_options(curl, url, timeout_s);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+    if (body) {
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+    }
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
@@ -197,19 +206,19 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
         /* The far end said yes, its headers whole, then its body was cut
          * or too slow: the message was taken, and sending it again would
          * repeat it at every retry. */
-        log_warn("POST %s: HTTP %ld, then %s: taken as accepted", redacted, status,
+        log_warn("%s %s: HTTP %ld, then %s: taken as accepted", method, redacted, status,
                  res == CURLE_OPERATION_TIMEDOUT ? "the reply's body did not end in time"
                                                  : curl_easy_strerror(res));
         res = CURLE_OK;
     }
     if (res == CURLE_OPERATION_TIMEDOUT) {
-        err_set(e, "POST %s: no complete answer within %ld s (the receiver's timeout)", redacted,
-                timeout_s);
+        err_set(e, "%s %s: no complete answer within %ld s (the receiver's timeout)", method,
+                redacted, timeout_s);
         goto out;
     }
     if (res != CURLE_OK) {
         /* curl's own message may quote the URL: use the code's text only. */
-        err_set(e, "POST %s: %s", redacted, curl_easy_strerror(res));
+        err_set(e, "%s %s: %s", method, redacted, curl_easy_strerror(res));
         goto out;
     }
     out->status = status;
@@ -217,6 +226,9 @@ int http_post(struct http_post_reply *out, const char *url, const struct header_
     long long asked = retry_after_seconds(&seen);
     out->retry_after = asked > HTTP_RETRY_AFTER_MAX ? HTTP_RETRY_AFTER_MAX : (long)asked;
     out->retry_after_asked = asked;
+    if (*seen.ratelimit_reset &&
+        strspn(seen.ratelimit_reset, "0123456789") == strlen(seen.ratelimit_reset))
+        out->ratelimit_reset = strtoll(seen.ratelimit_reset, NULL, 10);
     rc = 0;
 out:
     buf_free(&reply);
@@ -225,6 +237,19 @@ out:
         curl_easy_cleanup(curl);
     free(redacted);
     return rc;
+}
+
+int http_post(struct http_post_reply *out, const char *url, const struct header_conf *headers,
+              size_t n_headers, const char *content_type, const char *body, long timeout_s,
+              struct err *e)
+{
+    return request(out, url, headers, n_headers, content_type, body, timeout_s, e);
+}
+
+int http_get_reply(struct http_post_reply *out, const char *url, const struct header_conf *headers,
+                   size_t n_headers, long timeout_s, struct err *e)
+{
+    return request(out, url, headers, n_headers, NULL, NULL, timeout_s, e);
 }
 
 static size_t on_discard(char *data, size_t size, size_t nmemb, void *userdata)

@@ -22,6 +22,8 @@ struct http_post_reply {
     char *body;                  /* at most 64 KiB of the reply; caller frees */
     long retry_after;            /* capped */
     long long retry_after_asked; /* what the far end asked, before the cap */
+    long long ratelimit_reset;   /* X-RateLimit-Reset: when a rate limit's window ends,
+                                    seconds since 1970 (Chatwork's); 0 when absent */
 };
 
 /* POSTs `body` (of `content_type`) to `url` with the extra `headers`, the
@@ -35,6 +37,12 @@ struct http_post_reply {
 int http_post(struct http_post_reply *out, const char *url, const struct header_conf *headers,
               size_t n_headers, const char *content_type, const char *body, long timeout_s,
               struct err *e);
+
+/* GETs `url` as http_post POSTs (the same limits, reply and errors, which
+ * say GET): for a service's API that answers a GET with what is asked
+ * (a Pushover receipt). */
+int http_get_reply(struct http_post_reply *out, const char *url, const struct header_conf *headers,
+                   size_t n_headers, long timeout_s, struct err *e);
 
 /* GETs `url` (a heartbeat): TLS verified, no redirects, 10 s to connect
  * and 10 s in all, the reply body read and dropped. Returns 0 when a reply

@@ -15,8 +15,9 @@
 #include <unistd.h>
 
 static const struct notifier *const notifiers[] = {
-    &notifier_webhook, &notifier_file,      &notifier_email,    &notifier_slack,
-    &notifier_teams,   &notifier_pagerduty, &notifier_opsgenie, &notifier_slack_app,
+    &notifier_webhook,    &notifier_file,      &notifier_email,    &notifier_slack,
+    &notifier_teams,      &notifier_pagerduty, &notifier_opsgenie, &notifier_slack_app,
+    &notifier_googlechat, &notifier_chatwork,  &notifier_pushover,
 };
 
 static const struct notifier *notify_find(enum receiver_type type)
@@ -72,6 +73,19 @@ void notify_add_secrets(struct redact *secrets, const struct receiver_conf *r)
         break;
     case RECEIVER_TEAMS:
         redact_add_url(secrets, r->teams.url);
+        break;
+    case RECEIVER_GOOGLECHAT:
+        redact_add_url(secrets, r->googlechat.url);
+        break;
+    case RECEIVER_CHATWORK:
+        /* Sent as the X-ChatWorkToken header's value. */
+        redact_add_header(secrets, r->chatwork.token);
+        break;
+    case RECEIVER_PUSHOVER:
+        /* Sent in a form body and a receipt's query, percent-encoding
+         * nothing (Pushover's keys are letters and digits). */
+        redact_add_header(secrets, r->pushover.token);
+        redact_add_header(secrets, r->pushover.user);
         break;
     case RECEIVER_PAGERDUTY: /* in the body's routing_key */
         redact_add(secrets, r->pagerduty.routing_key);
@@ -506,6 +520,18 @@ int notify_check_templates(const struct notify_env *env, const struct receiver_c
         break;
     case RECEIVER_TEAMS:
         uses[0].path = r->teams.template, uses[0].name = "teams.json";
+        break;
+    case RECEIVER_GOOGLECHAT:
+        uses[0].path = r->googlechat.template;
+        uses[0].name =
+            r->googlechat.language == CHAT_LANG_JA ? "googlechat-ja.txt" : "googlechat-en.txt";
+        break;
+    case RECEIVER_CHATWORK:
+        uses[0].path = r->chatwork.template;
+        uses[0].name = r->chatwork.language == CHAT_LANG_JA ? "chatwork-ja.txt" : "chatwork-en.txt";
+        break;
+    case RECEIVER_PUSHOVER:
+        uses[0].path = r->pushover.template, uses[0].name = "pushover.txt";
         break;
     case RECEIVER_PAGERDUTY:
     case RECEIVER_OPSGENIE:

@@ -58,7 +58,8 @@ void incidents_tend(struct tick *t);
 
 /* The earliest time at which an open incident has something due with
  * time alone (its escalation, its reminder, its bound; paging once its
- * silence ends), which a quiet run must not skip; 0 when none is. */
+ * silence ends), which a quiet run must not skip; 0 when none is. (A
+ * service that may hold an acknowledgement is incidents_awaiting_acks'.) */
 long long incidents_due(const struct tick *t);
 
 /* Whether an open incident nobody acknowledged was told to a receiver

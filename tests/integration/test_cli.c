@@ -584,7 +584,7 @@ Test(cli, help_lists_render)
     struct cmd_result r = wsrelay("--help", NULL, NULL, NULL);
     cr_assert_eq(r.status, 0);
     cr_assert(strstr(r.out, "  render --template FILE --data FILE.json [--partials DIR] "
-                            "[--escape html|json|text|none|slack|teams]"),
+                            "[--escape html|json|text|none|slack|teams|googlechat|chatwork]"),
               "%s", r.out);
     cmd_result_free(&r);
 }
@@ -702,7 +702,8 @@ Test(cli, render_usage_errors_exit_2)
     cmd_result_free(&r);
     r = render("--template", "x.txt", "--data", "d.json", "--escape", "xml", NULL);
     cr_assert_eq(r.status, 2);
-    cr_assert(strstr(r.err, "--escape expects html, json, text, none, slack or teams, got 'xml'"),
+    cr_assert(strstr(r.err, "--escape expects html, json, text, none, slack, teams, googlechat or "
+                            "chatwork, got 'xml'"),
               "%s", r.err);
     cmd_result_free(&r);
     r = render("--template", "builtin:nothing.txt", "--data", "d.json", NULL, NULL, NULL);

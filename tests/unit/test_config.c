@@ -470,12 +470,12 @@ Test(config, receiver_needs_exactly_one_type)
                          "  - name: both\n"
                          "    webhook: {url: \"https://a.example\"}\n"
                          "    file: {path: x}\n",
-                 "9:5: receivers[0]: give webhook, file, email, slack, teams, pagerduty or "
-                 "opsgenie, not both");
+                 "9:5: receivers[0]: give webhook, file, email, slack, teams, pagerduty, "
+                 "opsgenie, googlechat, chatwork or pushover, not both");
     expect_error(ACCOUNT "receivers:\n"
                          "  - name: none\n",
                  "7:5: receivers[0]: missing required key 'webhook', 'file', 'email', 'slack', "
-                 "'teams', 'pagerduty' or 'opsgenie'");
+                 "'teams', 'pagerduty', 'opsgenie', 'googlechat', 'chatwork' or 'pushover'");
 }
 
 Test(config, secret_files)
@@ -1504,7 +1504,7 @@ Test(config, reference_names_every_key)
         "receivers (list; required)\n",
         "receivers[].name (string; required; unique)\n",
         "receivers[].webhook (mapping; give exactly one of webhook, file, email, slack, teams, "
-        "pagerduty or opsgenie)\n",
+        "pagerduty, opsgenie, googlechat, chatwork or pushover)\n",
         "receivers[].webhook.url (string; give exactly one of url or url_file; secret)\n",
         "receivers[].webhook.url_file (",
         "receivers[].webhook.allow_http (boolean; default false)\n"
@@ -1512,7 +1512,7 @@ Test(config, reference_names_every_key)
         "then cross the network unencrypted.\n",
         "receivers[].webhook.headers (mapping of header names to values)\n",
         "receivers[].file (mapping; give exactly one of webhook, file, email, slack, teams, "
-        "pagerduty or opsgenie)\n",
+        "pagerduty, opsgenie, googlechat, chatwork or pushover)\n",
         "receivers[].file.path (path; required)\n",
         "receivers[].email.port (whole number from 1 to 65535; default 587)\n",
         "receivers[].email.starttls (required, opportunistic or off; default required)\n",
@@ -1669,6 +1669,60 @@ Test(config, email_slack_teams_every_key)
     cr_assert_str_eq(r->teams.url, "https://example.webhook.office.com/x");
     cr_assert_null(r->teams.template);
     cr_assert_null(cfg->receivers[0].slack.url);
+}
+
+/* Google Chat, Chatwork and Pushover: their keys, defaults and checks. */
+Test(config, googlechat_chatwork_and_pushover_receivers)
+{
+    free(put("cw.token", "f3c1a9e7b5d2c8a4e6f0b1d3c5a7e9f2\n", 0600));
+    expect_ok(ACCOUNT "receivers:\n"
+                      "  - name: chat\n"
+                      "    googlechat: {url: \"https://chat.googleapis.com/v1/spaces/A/messages?"
+                      "key=k&token=t\"}\n"
+                      "  - name: chat-ja\n"
+                      "    googlechat: {url: \"https://chat.googleapis.com/v1/spaces/B/messages\", "
+                      "language: ja}\n"
+                      "  - name: cw\n"
+                      "    chatwork: {token_file: cw.token, room_id: \"314159\"}\n"
+                      "  - name: phone\n"
+                      "    pushover: {token: azGDORePK8gMaC0QOYAMyEEuzJnyUi, user: "
+                      "uQiRzpo4DXghDmr9QzzfQu27cmVRsG, retry: 2m, expire: 2h}\n");
+    const struct receiver_conf *r = &cfg->receivers[0];
+    cr_assert_eq(r->type, RECEIVER_GOOGLECHAT);
+    cr_assert_eq(r->googlechat.language, CHAT_LANG_EN);
+    cr_assert_null(r->googlechat.template);
+    cr_assert_eq(cfg->receivers[1].googlechat.language, CHAT_LANG_JA);
+    r = &cfg->receivers[2];
+    cr_assert_eq(r->type, RECEIVER_CHATWORK);
+    cr_assert_str_eq(r->chatwork.token, "f3c1a9e7b5d2c8a4e6f0b1d3c5a7e9f2");
+    cr_assert_str_eq(r->chatwork.room_id, "314159");
+    cr_assert_str_eq(r->chatwork.base_url, "https://api.chatwork.com");
+    cr_assert_eq(r->chatwork.language, CHAT_LANG_JA);
+    r = &cfg->receivers[3];
+    cr_assert_eq(r->type, RECEIVER_PUSHOVER);
+    cr_assert_eq(r->pushover.retry, 120);
+    cr_assert_eq(r->pushover.expire, 7200);
+    cr_assert_str_eq(r->pushover.base_url, "https://api.pushover.net");
+
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: cw\n"
+                         "    chatwork: {token: t0k3nT0K3Nt0k3n, room_id: \"rid314\"}\n",
+                 "8:49: receivers[0].chatwork.room_id: expected a number (digits only)");
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: phone\n"
+                         "    pushover: {token: a, user: b, retry: 10s}\n",
+                 "8:42: receivers[0].pushover.retry: expected a duration from 30s to 3h");
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: phone\n"
+                         "    pushover: {token: a, user: b, retry: 10m, expire: 5m}\n",
+                 "8:55: receivers[0].pushover.expire: expire (300s) must not be shorter than "
+                 "retry (600s)");
+    expect_error(ACCOUNT "receivers:\n"
+                         "  - name: cw\n"
+                         "    chatwork: {token: t, room_id: \"1\", base_url: "
+                         "\"http://chatwork.example\"}\n",
+                 "8:50: receivers[0].chatwork.base_url: http:// is only allowed to this machine "
+                 "(localhost, 127.0.0.0/8 or [::1]); use https://");
 }
 
 Test(config, email_needs_host_from_and_recipients)

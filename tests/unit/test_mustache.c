@@ -291,6 +291,58 @@ Test(template, teams_escaping_makes_markdown_inert)
 #undef Z
 }
 
+/* Google Chat reads *bold*, _italic_, ~strike~, `code`, <url|text> and
+ * <users/all>, and links bare URLs and host names: none of it forms from
+ * a value, while the value reads the same. */
+Test(template, googlechat_escaping_leaves_no_markup)
+{
+#define Z "\xE2\x80\x8B"
+    expect("{{s}}", "{\"s\": \"*bold* _it_ ~s~ `c` <users/all> <http://evil.example|click>\"}",
+           TEMPLATE_ESCAPE_GCHAT,
+           "\xE2\x88\x97"
+           "bold"
+           "\xE2\x88\x97"
+           " "
+           "\xCB\x8D"
+           "it"
+           "\xCB\x8D"
+           " "
+           "\xE2\x88\xBC"
+           "s"
+           "\xE2\x88\xBC"
+           " "
+           "\xCB\x8B"
+           "c"
+           "\xCB\x8B"
+           " <" Z "users/all> <" Z "http:" Z "//evil." Z "example|click>");
+    /* A line feed cannot start a list; numbers, times and serials stay. */
+    expect("{{s}}|{{t}}", "{\"s\": \"a\\n* item\", \"t\": \"-70.2°C 20:07:00 5214000A 1.5\"}",
+           TEMPLATE_ESCAPE_GCHAT, "a \xE2\x88\x97 item|-70.2°C 20:07:00 5214000A 1.5");
+    /* The template's own markup is the author's. */
+    expect("*{{s}}* <https://x|{{s}}>", "{\"s\": \"Freezer\"}", TEMPLATE_ESCAPE_GCHAT,
+           "*Freezer* <https://x|Freezer>");
+#undef Z
+}
+
+/* Chatwork's notation is tags in brackets and emoticons: none forms from a
+ * value. */
+Test(template, chatwork_escaping_leaves_no_tags)
+{
+#define Z "\xE2\x80\x8B"
+    expect("{{s}}", "{\"s\": \"[toall][To:123][info][title]x[/title][/info][code]c[/code]\"}",
+           TEMPLATE_ESCAPE_CHATWORK,
+           "[" Z "toall][" Z "To:123][" Z "info][" Z "title]x[" Z "/title][" Z "/info][" Z
+           "code]c[" Z "/code]");
+    /* Emoticons and links. */
+    expect("{{s}}", "{\"s\": \":) (y) 8-) ;) http://evil.example\"}", TEMPLATE_ESCAPE_CHATWORK,
+           ":" Z Z ") (" Z "y" Z ") 8-" Z ") ;" Z Z ") http:" Z "//evil." Z "example");
+    /* Times, values and line ends: a value stays on its line. */
+    expect("{{s}}", "{\"s\": \"20:07:00 -70.2°C\\nnext\"}", TEMPLATE_ESCAPE_CHATWORK,
+           "20:07:00 -70.2°C next");
+    expect("[info]{{s}}[/info]", "{\"s\": \"ok\"}", TEMPLATE_ESCAPE_CHATWORK, "[info]ok[/info]");
+#undef Z
+}
+
 Test(template, values_interpolate_as_text)
 {
     expect("{{i}} {{neg}} {{d}} {{big}} {{whole}} {{t}} {{f}} {{n}} {{missing}}|",

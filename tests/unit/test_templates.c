@@ -65,9 +65,10 @@ static char *load_render(const char *explicit_path, const char *d, const char *n
 
 Test(templates, builtin_files_are_embedded_as_they_are)
 {
-    static const char *const names[] = {"file.txt",   "webhook.json",      "email.txt",
-                                        "email.html", "email-subject.txt", "slack.json",
-                                        "teams.json"};
+    static const char *const names[] = {"file.txt",        "webhook.json",      "email.txt",
+                                        "email.html",      "email-subject.txt", "slack.json",
+                                        "teams.json",      "googlechat-en.txt", "googlechat-ja.txt",
+                                        "chatwork-en.txt", "chatwork-ja.txt",   "pushover.txt"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         size_t len = 0;
         const char *data = templates_builtin(names[i], &len);
@@ -513,6 +514,10 @@ Test(templates, escape_follows_the_role)
 {
     cr_assert_eq(templates_escape("slack.json"), TEMPLATE_ESCAPE_SLACK);
     cr_assert_eq(templates_escape("teams.json"), TEMPLATE_ESCAPE_TEAMS);
+    cr_assert_eq(templates_escape("googlechat-en.txt"), TEMPLATE_ESCAPE_GCHAT);
+    cr_assert_eq(templates_escape("googlechat-ja.txt"), TEMPLATE_ESCAPE_GCHAT);
+    cr_assert_eq(templates_escape("chatwork-ja.txt"), TEMPLATE_ESCAPE_CHATWORK);
+    cr_assert_eq(templates_escape("chatwork-en.txt"), TEMPLATE_ESCAPE_CHATWORK);
     cr_assert_eq(templates_escape("webhook.json"), TEMPLATE_ESCAPE_JSON);
     cr_assert_eq(templates_escape("email.html"), TEMPLATE_ESCAPE_HTML);
     cr_assert_eq(templates_escape("file.txt"), TEMPLATE_ESCAPE_TEXT);
