@@ -20,10 +20,12 @@
 #include "util/log.h"
 #include "util/xalloc.h"
 
+#include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define RECENT_SPAN (6 * 3600) /* the trend shows at most this much before the last reading */
+#define RESOLUTION_LEAD 600    /* a resolution's trend starts this long before its alarm */
 /* Rounds of calls in one run, so devices read per account: a round may take
  * its timeout. */
 #define RECENT_ROUNDS_MAX 10
@@ -137,9 +139,23 @@ static void trend_limits(const struct tick *t, const struct account_conf *a, con
     trend->lower = l.lower;
 }
 
+/* For an incident's resolution, the unixtime of the event that opened
+ * it; else 0. */
+static long long resolution_opened(const struct event *ev)
+{
+    struct json_object *v = NULL;
+    if (!ev->incident || !json_object_object_get_ex(ev->incident, "notice", &v) ||
+        strcmp(json_object_get_string(v), "resolved") != 0 ||
+        !json_object_object_get_ex(ev->incident, "opened", &v))
+        return 0;
+    return json_object_get_int64(v);
+}
+
 /* Gives each waiting item its channel's part of `s`: the readings of the
  * RECENT_SPAN before the newest one (or the event, when later), or of
- * less when the readings cover less. */
+ * less when the readings cover less; an incident's resolution from
+ * RESOLUTION_LEAD before its alarm, so that its chart shows the whole
+ * excursion, when the readings reach that far. */
 static void attach(struct tick *t, const struct wanted *w, const struct series *s)
 {
     long long first = s->n_points ? s->points[0].unixtime : 0;
@@ -148,6 +164,11 @@ static void attach(struct tick *t, const struct wanted *w, const struct series *
         struct event ev = w->items[i].ev;
         long long until = last > ev.unixtime ? last : ev.unixtime;
         long long since = until - RECENT_SPAN > first ? until - RECENT_SPAN : first;
+        /* a resolution's chart is the whole excursion, as far as the
+         * readings reach back */
+        long long opened = resolution_opened(&ev);
+        if (opened && opened - RESOLUTION_LEAD < since)
+            since = opened - RESOLUTION_LEAD > first ? opened - RESOLUTION_LEAD : first;
         struct event_trend *trend = event_trend_of(s, event_channel(&ev), since, until);
         if (!trend) {
             log_debug("account %s: %s: no reading of channel %d to show", w->a->name, w->serial,

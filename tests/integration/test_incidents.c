@@ -510,3 +510,61 @@ Test(incidents, kills_at_random_moments_repeat_at_most_the_message_in_flight)
     cr_expect_eq(occurrences(log, "\"what\":\"opened\""), 1, "%s", log);
     free(log);
 }
+
+/* A seven-hour excursion read every 10 minutes: the resolution's trend
+ * (the mail's chart) starts before the alarm, not six hours before the
+ * recovery as another message's would. */
+Test(incidents, a_resolution_shows_the_whole_excursion)
+{
+    const long long back = ALARM_AT + 7 * 3600;
+    struct buf b;
+    buf_init(&b, 0);
+    relay_scenario_open(&b, T0);
+    buf_puts(&b, "{\"serial\": \"" SERIAL "\", \"model\": \"TR-71A\", \"name\": \"Freezer 3\","
+                 " \"time_diff\": 540, \"channels\": [{\"name\": \"Temperature\", \"unit\": "
+                 "\"°C\", \"value\": \"-80.0\"}], \"readings\": [");
+    for (long long t = T0 - 3 * 3600; t <= back + 3600; t += 600)
+        buf_printf(&b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%s\"]}",
+                   t > T0 - 3 * 3600 ? "," : "", t + 20, t,
+                   t < ALARM_AT || t >= back ? "-80.0"
+                   : t < ALARM_AT + 3 * 3600 ? "-66.0"
+                                             : "-62.0");
+    buf_printf(&b,
+               "], \"alerts\": [{\"unixtime\": %lld, \"ch1\": \"CH1 Upper Limit Exceeded -66.0°C "
+               "(limit -70.0°C)\"}, {\"unixtime\": %lld, \"ch1\": \"CH1 Measurement Recovery "
+               "-80.0°C\"}]}]}]}",
+               ALARM_AT, back);
+    relay_start(&R, buf_str(&b));
+    buf_free(&b);
+    R.incidents = true;
+    relay_config(&R, ACCOUNT, NULL);
+    for (long long t = T0 - 600; t <= back + 1800; t += 600) {
+        char *err = NULL;
+        cr_assert_eq(relay_run_at(&R, t + 60, &err), 0, "%s", err);
+        free(err);
+    }
+    /* the resolution at the webhook: its trend reaches back to the alarm */
+    struct json_object *found = NULL;
+    for (size_t i = 0; i < hooksink_count(R.hook) && !found; i++) {
+        struct hook_request *rq = hooksink_request(R.hook, i);
+        struct json_object *doc = json_tokener_parse(rq->body), *events, *inc, *v;
+        cr_assert(json_object_object_get_ex(doc, "events", &events));
+        for (size_t k = 0; k < json_object_array_length(events) && !found; k++) {
+            struct json_object *ev = json_object_array_get_idx(events, k);
+            if (json_object_object_get_ex(ev, "incident", &inc) &&
+                json_object_object_get_ex(inc, "notice", &v) &&
+                !strcmp(json_object_get_string(v), "resolved"))
+                found = json_object_get(ev);
+        }
+        json_object_put(doc);
+        hook_request_free(rq);
+    }
+    cr_assert_not_null(found, "no resolution reached the webhook");
+    struct json_object *trend = NULL, *since = NULL;
+    cr_assert(json_object_object_get_ex(found, "trend", &trend) && trend, "no trend");
+    cr_assert(json_object_object_get_ex(trend, "since", &since));
+    cr_expect_leq(json_object_get_int64(since), ALARM_AT,
+                  "the chart starts at %lld, after the alarm",
+                  (long long)json_object_get_int64(since));
+    json_object_put(found);
+}
