@@ -332,6 +332,20 @@ static long long due_of(const struct tick *t, const struct incident *inc)
     return due;
 }
 
+/* Whether a receiver told of `inc` may hold its acknowledgement (a reply
+ * in a mailbox): then every run asks, and none may be skipped as quiet. */
+static bool awaits_collect(const struct tick *t, const struct incident *inc)
+{
+    if (!inc->paged || inc->acked_at)
+        return false;
+    for (size_t i = 0; i < t->cfg->n_receivers; i++)
+        for (size_t k = 0; k < inc->n_told; k++)
+            if (!strcmp(t->cfg->receivers[i].name, inc->told[k]) &&
+                notify_collects(&t->cfg->receivers[i]))
+                return true;
+    return false;
+}
+
 long long incidents_due(const struct tick *t)
 {
     size_t n = 0;
@@ -343,6 +357,8 @@ long long incidents_due(const struct tick *t)
             continue;
         if (inc.state == INCIDENT_OPEN)
             due = earliest(due, due_of(t, &inc));
+        if (inc.state == INCIDENT_OPEN && awaits_collect(t, &inc))
+            due = earliest(due, t->opt->now);
         incident_clear(&inc);
     }
     free(ids);

@@ -56,7 +56,10 @@ void incidents_tend(struct tick *t);
 
 /* The earliest time at which an open incident has something due with
  * time alone (its escalation, its reminder, its bound; paging once its
- * silence ends), which a quiet run must not skip; 0 when none is. */
+ * silence ends), which a quiet run must not skip; 0 when none is. An
+ * incident that a receiver whose service gives acknowledgements was told
+ * of, and that nobody acknowledged, is due now: each run asks that
+ * service (incidents_collect). */
 long long incidents_due(const struct tick *t);
 
 /* After delivery (not in a dry run): each receiver whose service gives
