@@ -12,6 +12,7 @@
 
 #include <ctype.h>
 #include <curl/curl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,20 +134,27 @@ static int perform(struct imap_session *s, const char *step, const char *command
 
 /* ---- taking a FETCH answer apart ---- */
 
-/* The parts of one FETCH answer kept. */
-struct fetched {
-    unsigned long uid;
-    char *header; /* BODY[HEADER.FIELDS (...)] */
-    char *mime;   /* BODY[SECTION.MIME] */
-    char *text;   /* BODY[SECTION]<0> */
-};
-
-static void fetched_clear(struct fetched *f)
+void imap_fetch_clear(struct imap_fetch *f)
 {
     free(f->header);
     free(f->mime);
     free(f->text);
     memset(f, 0, sizeof *f);
+}
+
+/* A number at *p, within `end` (the answer is not a C string), of at
+ * most 19 digits; false when none is there. */
+static bool read_number(unsigned long long *out, const char **p, const char *end)
+{
+    const char *q = *p;
+    unsigned long long n = 0;
+    while (q < end && isdigit((unsigned char)*q) && q - *p < 19)
+        n = n * 10 + (unsigned long long)(*q++ - '0');
+    if (q == *p || (q < end && isdigit((unsigned char)*q)))
+        return false;
+    *out = n;
+    *p = q;
+    return true;
 }
 
 /* An nstring at *p (a literal {N}CRLF and N bytes, a quoted string or
@@ -177,9 +185,9 @@ static bool read_nstring(char **out, const char **p, const char *end)
     }
     if (q >= end || *q != '{')
         return false;
-    char *stop = NULL;
-    unsigned long long n = strtoull(q + 1, &stop, 10);
-    if (stop == q + 1 || stop >= end || *stop != '}' || end - stop < 3 || stop[1] != '\r' ||
+    const char *stop = q + 1;
+    unsigned long long n = 0;
+    if (!read_number(&n, &stop, end) || end - stop < 3 || stop[0] != '}' || stop[1] != '\r' ||
         stop[2] != '\n' || n > (unsigned long long)(end - (stop + 3)))
         return false;
     *out = xstrndup(stop + 3, (size_t)n);
@@ -221,10 +229,7 @@ static bool skip_value(const char **p, const char *end)
     return true;
 }
 
-/* The first "* N FETCH (...)" answer of `answer`, its parts into *out:
- * the HEADER.FIELDS, the SECTION.MIME and the SECTION text. False when
- * there is none or it is not whole. */
-static bool parse_fetch(struct fetched *out, const char *answer, size_t len)
+bool imap_parse_fetch(struct imap_fetch *out, const char *answer, size_t len)
 {
     const char *end = answer + len, *p = answer;
     memset(out, 0, sizeof *out);
@@ -259,9 +264,10 @@ static bool parse_fetch(struct fetched *out, const char *answer, size_t len)
         p++;
         char **into = NULL;
         if (name_len == 3 && !strncasecmp(name, "UID", 3)) {
-            char *stop = NULL;
-            out->uid = strtoul(p, &stop, 10);
-            p = stop;
+            unsigned long long uid = 0;
+            if (!read_number(&uid, &p, end) || uid > ULONG_MAX)
+                break;
+            out->uid = (unsigned long)uid;
             continue;
         }
         if (name_len > 17 && !strncasecmp(name, "BODY[HEADER.FIELDS", 18))
@@ -280,7 +286,7 @@ static bool parse_fetch(struct fetched *out, const char *answer, size_t len)
         }
     }
     if (p >= end || *p != ')' || !out->uid) {
-        fetched_clear(out);
+        imap_fetch_clear(out);
         return false;
     }
     return true;
@@ -335,35 +341,45 @@ char *imap_from_address(const char *field)
     buf_init(&b, 512);
     const char *angle = NULL, *angle_end = NULL;
     int depth = 0;
-    bool ok = true;
+    bool ok = true, quoted = false;
     for (const char *p = field; *p && ok; p++) {
         if (*p == '"' && depth == 0) { /* a quoted display name: skipped whole */
+            ok = !angle;               /* not after the <address> */
+            quoted = true;
             for (p++; *p && *p != '"'; p++)
                 if (*p == '\\' && p[1])
                     p++;
-            ok = *p == '"';
+            if (!*p) {
+                ok = false; /* unbalanced: and the end of the field */
+                break;
+            }
         } else if (*p == '(') {
             depth++;
         } else if (*p == ')' && depth > 0) {
             depth--;
+            if (depth == 0 && !angle) /* a comment parts words: no address pieced around it */
+                buf_append(&b, " ", 1);
         } else if (*p == '\\' && depth > 0 && p[1]) {
             p++;
         } else if (depth == 0 && (*p == ',' || *p == ';' || *p == ':')) {
             ok = false; /* a list or a group: more than one mailbox, or none */
         } else if (depth == 0 && *p == '<') {
-            ok = !angle;
-            angle = p + 1;
-            angle_end = strchr(angle, '>');
-            ok = ok && angle_end;
-            if (ok)
-                p = angle_end;
+            const char *close = strchr(p + 1, '>');
+            ok = !angle && close;
+            if (ok) {
+                angle = p + 1;
+                angle_end = close;
+                p = close;
+            }
         } else if (depth == 0 && !angle) {
             buf_append(&b, p, 1);
         } else if (depth == 0 && *p != ' ' && *p != '\t') {
             ok = false; /* words after the <address> */
         }
     }
-    ok = ok && depth == 0;
+    /* a quoted string is a display name, which goes with an <address>:
+     * without one, the address would be pieced together around it */
+    ok = ok && depth == 0 && (angle || !quoted);
     const char *addr = b.data ? b.data : "";
     size_t len = b.len;
     if (angle) {
@@ -482,7 +498,7 @@ static int fetch_mail(struct imap_session *s, unsigned long uid, struct imap_mai
                       struct err *e)
 {
     char section[16] = "1", command[256];
-    struct fetched f = {0};
+    struct imap_fetch f = {0};
     for (int depth = 0; depth < IMAP_PART_DEPTH; depth++) {
         snprintf(command, sizeof command,
                  "UID FETCH %lu (UID BODY.PEEK[HEADER.FIELDS (FROM IN-REPLY-TO REFERENCES)] "
@@ -490,9 +506,9 @@ static int fetch_mail(struct imap_session *s, unsigned long uid, struct imap_mai
                  uid, section, section, IMAP_TEXT_MAX);
         if (perform(s, "fetch", command, e) < 0)
             return -1;
-        fetched_clear(&f);
-        if (!parse_fetch(&f, s->head.data ? s->head.data : "", s->head.len) || f.uid != uid) {
-            fetched_clear(&f);
+        imap_fetch_clear(&f);
+        if (!imap_parse_fetch(&f, s->head.data ? s->head.data : "", s->head.len) || f.uid != uid) {
+            imap_fetch_clear(&f);
             err_set(e, "imap: mail %lu: an answer to FETCH that does not parse", uid);
             return -2;
         }
@@ -517,7 +533,7 @@ static int fetch_mail(struct imap_session *s, unsigned long uid, struct imap_mai
     out->references = f.header ? header_field(f.header, "References") : NULL;
     if (!out->text)
         out->text = xstrdup("");
-    fetched_clear(&f);
+    imap_fetch_clear(&f);
     return 0;
 }
 

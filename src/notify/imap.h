@@ -51,6 +51,23 @@ int imap_unseen(struct imap_session *s, struct imap_mail **out, size_t *n, struc
 /* Marks the mail `uid` \Seen. 0, or -1 with the reason in `e`. */
 int imap_mark_seen(struct imap_session *s, unsigned long uid, struct err *e);
 
+/* The parts of one FETCH answer that a mail is read from. */
+struct imap_fetch {
+    unsigned long uid;
+    char *header; /* BODY[HEADER.FIELDS (...)]: the header fields asked for */
+    char *mime;   /* BODY[SECTION.MIME]: the header of the part */
+    char *text;   /* BODY[SECTION]<0>: the start of the part's body, as sent */
+};
+
+/* Takes apart the first "* N FETCH (...)" among the `len` bytes of
+ * `answer` (every line the server sent for one command: libcurl's header
+ * data), by its own literal counts: text inside a literal never ends it
+ * or passes for another answer. Fills *out (imap_fetch_clear) and returns
+ * true; false (and *out zeroed) when there is none, it is not whole or
+ * it has no UID. */
+bool imap_parse_fetch(struct imap_fetch *out, const char *answer, size_t len);
+void imap_fetch_clear(struct imap_fetch *f);
+
 /* The address of a From: field, lower case, or NULL when the field does
  * not name exactly one mailbox: "Ann <ann@lab.example>" and
  * "ann@lab.example (Ann)" give "ann@lab.example"; a display name is

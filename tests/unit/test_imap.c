@@ -53,6 +53,10 @@ Test(imap, a_from_field_of_no_or_several_mailboxes_gives_none)
     from_is("\"Ann <ann@lab.example>", NULL);
     from_is("Ann <ann@@lab.example>", NULL);
     from_is("Ann <@lab.example>", NULL);
+    from_is("onc\"x\"all@lab.example", NULL); /* no address pieced together around quotes */
+    from_is("x\"y\" oncall@lab.example", NULL);
+    from_is("onc(x)all@lab.example", NULL);
+    from_is("<ann@lab.example> \"Ann\"", NULL);
     from_is("Ann <ann@>", NULL);
 }
 
@@ -100,4 +104,43 @@ Test(imap, the_mailbox_password_in_every_login_form_and_the_pin_are_secrets)
     free(login);
     free(plain);
     redact_free(secrets);
+}
+
+Test(imap, a_fetch_answer_is_taken_apart_by_its_literal_counts)
+{
+    /* a mail whose text holds lines that look like the server's own */
+    static const char text[] = "ACK 1 moving\r\nA004 OK done\r\n* 2 FETCH (UID 9 BODY[1] {3}\r\n";
+    static const char header[] = "From: Ann <ann@lab.example>\r\n\r\n";
+    char *answer = xasprintf("* OK [CAPABILITY IMAP4rev1] ready\r\n"
+                             "A003 OK [READ-WRITE] Select completed\r\n"
+                             "* 1 FETCH (UID 7 FLAGS (\\Seen \\Answered) "
+                             "BODY[HEADER.FIELDS (FROM IN-REPLY-TO REFERENCES)] {%zu}\r\n%s"
+                             " BODY[1.MIME] NIL BODY[1]<0> {%zu}\r\n%s)\r\n"
+                             "A004 OK Fetch completed.\r\n",
+                             strlen(header), header, strlen(text), text);
+    struct imap_fetch f;
+    cr_assert(imap_parse_fetch(&f, answer, strlen(answer)));
+    cr_assert_eq(f.uid, 7);
+    cr_assert_str_eq(f.header, header);
+    cr_assert_null(f.mime);
+    cr_assert_str_eq(f.text, text);
+    imap_fetch_clear(&f);
+    /* a literal longer than what came, a missing ')' or UID: nothing */
+    static const char *const cut[] = {
+        "* 1 FETCH (UID 7 BODY[1] {99}\r\nshort\r\n",
+        "* 1 FETCH (UID 7 BODY[1] {5}\r\nshort",
+        "* 1 FETCH (BODY[1] {5}\r\nshort)\r\n",
+        "* 1 FETCH (UID 7 BODY[1] {18446744073709551615}\r\n)\r\n",
+        "A004 OK Fetch completed.\r\n",
+    };
+    for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
+        cr_assert_not(imap_parse_fetch(&f, cut[i], strlen(cut[i])), "%s", cut[i]);
+        cr_assert_null(f.text);
+    }
+    /* a quoted string is a value too */
+    static const char quoted[] = "* 3 FETCH (UID 12 BODY[1] \"ACK 4 \\\"ok\\\"\")\r\n";
+    cr_assert(imap_parse_fetch(&f, quoted, strlen(quoted)));
+    cr_assert_str_eq(f.text, "ACK 4 \"ok\"");
+    imap_fetch_clear(&f);
+    free(answer);
 }
