@@ -237,10 +237,25 @@ Test(mailack, an_ack_line_acknowledges_as_its_sender_with_its_note)
     imapd_start(&D, IMAP_USER, IMAP_PASSWORD);
     configure(D.port, IMAP_PASSWORD, false, NULL);
     char *alarm = alarm_mailed();
+    /* the mailbox is the on-call one, where the alarm itself lands too:
+     * the relay's own mail is no reply, and stays unseen */
+    char *own = smtpd_raw(&S, 0);
+    char *own_name = imapd_deliver(&D, own);
+    /* and so is a reminder of it, which follows it up */
+    char *reminder = reply("wsrelay <relay@example.org>", alarm,
+                           "Reminder 1: incident 1 open for 15 min, not acknowledged.\r\n");
+    char *reminder_name = imapd_deliver(&D, reminder);
     char *m = reply(ONCALL, NULL, "ACK 1 moving samples\r\n\r\nSent from my phone\r\n");
     char *name = imapd_deliver(&D, m);
     char *err = run(T0 + 60);
     acknowledged(alarm, "moving samples");
+    cr_assert_not(imapd_seen(&D, own_name), "the alarm mail stays unseen");
+    cr_assert_not(imapd_seen(&D, reminder_name), "the reminder stays unseen");
+    free(reminder_name);
+    free(reminder);
+    cr_assert_null(strstr(err, "warning"), "%s", err);
+    free(own_name);
+    free(own);
     cr_assert(strstr(err, "incident 1 acknowledged by " ONCALL " through receiver mail"), "%s",
               err);
     cr_assert(imapd_seen(&D, name), "the reply taken is marked seen");
