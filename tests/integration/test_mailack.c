@@ -419,6 +419,8 @@ Test(mailack, a_mailbox_that_never_answers_costs_no_alert_and_no_more_than_the_t
     test_ca_free(&ca);
 }
 
+/* test-receiver mails a test and reads the ack: mailbox; neither it nor
+ * check shows a secret. */
 Test(mailack, check_and_test_receiver_hold_no_secret)
 {
     imapd_start(&D, IMAP_USER, IMAP_PASSWORD);
@@ -431,7 +433,26 @@ Test(mailack, check_and_test_receiver_hold_no_secret)
     cr_assert_null(strstr(c.err, PIN));
     cmd_result_free(&c);
     c = wsrelay_cmd(60, "-c", R.config_path, "test-receiver", "mail", NULL);
+    cr_assert_eq(c.status, 0, "%s%s", c.out, c.err);
+    cr_assert(strstr(c.out, "receiver mail (email): test notification accepted\n"), "%s", c.out);
+    cr_assert(strstr(c.out, "  acknowledgements readable: 0 replies to this test\n"), "%s", c.out);
     cr_assert_null(strstr(c.out, IMAP_PASSWORD));
     cr_assert_null(strstr(c.err, IMAP_PASSWORD));
+    cmd_result_free(&c);
+}
+
+Test(mailack, test_receiver_says_when_the_mailbox_refuses_the_login)
+{
+    imapd_start(&D, IMAP_USER, IMAP_PASSWORD);
+    configure(D.port, "not-the-" IMAP_PASSWORD, false, NULL);
+    struct cmd_result c = wsrelay_cmd(60, "-c", R.config_path, "test-receiver", "mail", NULL);
+    cr_assert_neq(c.status, 0, "%s%s", c.out, c.err);
+    cr_assert(strstr(c.out, "receiver mail (email): test notification accepted\n"), "%s", c.out);
+    cr_assert(strstr(c.out, "  acknowledgements NOT readable: receiver 'mail' (email): "
+                            "acknowledgements: imaps://127.0.0.1:"),
+              "%s", c.out);
+    cr_assert(strstr(c.out, ": login as " IMAP_USER ": the server refused it\n"), "%s", c.out);
+    cr_assert_null(strstr(c.out, "not-the-"), "%s", c.out);
+    cr_assert_null(strstr(c.err, "not-the-"), "%s", c.err);
     cmd_result_free(&c);
 }
