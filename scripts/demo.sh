@@ -80,6 +80,10 @@ accounts:
 receivers:
   - name: on-call
     file: {path: "-"}
+  # The lab manager, told when an alarm is still not acknowledged after
+  # 20 minutes (the rule below).
+  - name: lab-manager
+    file: {path: "-"}
   # The same messages as the email, Slack and Teams receivers render them,
   # kept in files for the end of the demo.
   - name: as-email-subject
@@ -102,12 +106,21 @@ rules: $work/rules.yaml
 YAML
 chmod 0600 "$work/wsrelay.yaml" # it holds the demo's credentials
 
-# Two rules: alarms and sensor errors are marked critical; everything else
-# goes the same way without a label. See RULE FILES in wsrelay.yaml(5).
+# Three rules: alarms are critical, repeated every 20 minutes while nobody
+# acknowledges them and escalated to the lab manager after 20; sensor
+# errors are critical; everything else goes the same way without a label.
+# See RULE FILES in wsrelay.yaml(5) and INCIDENTS in wsrelay(1).
 every="[on-call, as-email-subject, as-email, as-slack, as-teams, mail]"
 cat >"$work/rules.yaml" <<YAML
+- name: cold-chain-alarm
+  match: {event: alarm}
+  receivers: $every
+  severity: critical
+  repeat: 20m
+  escalate:
+    - {after: 20m, receivers: [lab-manager]}
 - name: cold-chain-critical
-  match: {event: [alarm, sensor-error]}
+  match: {event: sensor-error}
   receivers: $every
   severity: critical
 - name: everything-else
@@ -125,13 +138,28 @@ echo "10 simulated minutes. Log lines go to stderr, notifications to stdout."
 echo "Watch Cold Room 1: its reading of 9.4 °C is announced at 11:16 from the"
 echo "current readings, before the platform logs it; its way back to 7.6 °C at"
 echo "11:26, also from the readings, and the platform's alarm and its recovery"
-echo "follow at 11:26 too."
+echo "follow at 11:26 too, joining its incident: nobody is paged twice."
+echo
+echo "Then watch Warehouse East: its alarm at 11:36 opens an incident that"
+echo "nobody acknowledges, so at 11:56 the on-call staff get a reminder and the"
+echo "lab manager the escalation; after that run the night shift acknowledges it"
+echo "(wsrelay ack), which everyone told hears at 12:06, with the recovery and"
+echo "its record."
 for step in 0 600 1200 1800 2400 3000 3600; do
   now=$((start + step))
   curl -fsS -X POST -d "{\"now\":$now}" "http://127.0.0.1:$port/_sim/clock" >/dev/null
   echo
   echo "### run at $(date -u -d "@$now" '+%Y-%m-%d %H:%M UTC')"
   "$bin/wsrelay" -c "$work/wsrelay.yaml" run --now "$now" || echo "(exit status $?)"
+  if [ "$step" = 3000 ]; then
+    echo
+    echo "### wsrelay incidents, then the night shift acknowledges Warehouse East's alarm"
+    "$bin/wsrelay" -c "$work/wsrelay.yaml" incidents --now "$now"
+    id=$("$bin/wsrelay" -c "$work/wsrelay.yaml" incidents --json --now "$now" |
+      python3 -c 'import json, sys; print(next(i["id"] for i in json.load(sys.stdin) if i["key"] == "5820D102/ch1"))')
+    "$bin/wsrelay" -c "$work/wsrelay.yaml" ack "$id" --by "night shift" \
+      --note "door shut, heater on" --now "$((now + 60))"
+  fi
   if [ "$step" = 0 ]; then
     echo
     echo "### the same message as an email (text part; the HTML part goes beside it)"
@@ -165,6 +193,9 @@ for name in sorted(os.listdir(sys.argv[1])):
 else:
     print("\n(no mail carried a chart)")
 PY
+echo
+echo "### wsrelay incidents --all: what is still open, and what ended"
+"$bin/wsrelay" -c "$work/wsrelay.yaml" incidents --all --now "$now"
 echo
 echo "### wsrelay status: is everything covered?"
 "$bin/wsrelay" -c "$work/wsrelay.yaml" status --now "$now" || echo "(exit status $?)"

@@ -90,12 +90,17 @@ static int check_header_name(char *v, struct err *e);
 #define WEBHOOK_AT(member) (AT(receiver_conf, webhook.member) - AT(receiver_conf, webhook))
 #define EMAIL_AT(member) (AT(receiver_conf, email.member) - AT(receiver_conf, email))
 #define ACK_AT(member) AT(email_ack_conf, member)
+#define PAGERDUTY_AT(member) (AT(receiver_conf, pagerduty.member) - AT(receiver_conf, pagerduty))
+#define OPSGENIE_AT(member) (AT(receiver_conf, opsgenie.member) - AT(receiver_conf, opsgenie))
 #define MATCH_AT(member) (AT(rule_conf, match.member) - AT(rule_conf, match))
 #define SELF_AT(member) AT(self_conf, member)
 #define OUTBOX_AT(member) AT(outbox_conf, member)
 #define INCIDENTS_AT(member) AT(incidents_conf, member)
 
 static const char *const starttls_words[] = {"required", "opportunistic", "off", NULL};
+static const char *const pagerduty_severity_words[] = {"critical", "error", "warning", "info",
+                                                       NULL};
+static const char *const opsgenie_region_words[] = {"us", "eu", NULL};
 /* `match: source:`, word i being bit 1 << i: RULE_SOURCE_READING, RULE_SOURCE_LOG. */
 static const char *const source_words[] = {"reading", "log", NULL};
 
@@ -504,6 +509,61 @@ static const struct key chat_keys[] = {
 static const struct schema chat_schema = {
     .what = "chat", .keys = chat_keys, .n_keys = N(chat_keys), .size = sizeof(struct chat_conf)};
 
+/* PagerDuty's Events API v2 (notify/pagerduty.c). */
+static const struct key pagerduty_keys[] = {
+    {.name = "routing_key_file",
+     .kind = K_SECRET_FILE,
+     .flags = F_SECRET | F_REQUIRED,
+     .off = PAGERDUTY_AT(routing_key),
+     .help = "A file holding the integration key of an Events API v2 integration (mode 0600)."},
+    {.name = "severity",
+     .kind = K_ENUM,
+     .off = PAGERDUTY_AT(severity),
+     .def = "error",
+     .words = pagerduty_severity_words,
+     .help = "The alert's severity when the rule's severity is not critical, error, warning or "
+             "info."},
+    {.name = "base_url",
+     .kind = K_STRING,
+     .off = PAGERDUTY_AT(base_url),
+     .def = "https://events.pagerduty.com",
+     .check = check_base_url,
+     .help = "The Events API: https://, or http:// to this machine; events go to "
+             "BASE_URL/v2/enqueue."},
+};
+static const struct schema pagerduty_schema = {.what = "pagerduty",
+                                               .keys = pagerduty_keys,
+                                               .n_keys = N(pagerduty_keys),
+                                               .size =
+                                                   sizeof(((struct receiver_conf *)0)->pagerduty)};
+
+/* Opsgenie's Alert API (notify/opsgenie.c). */
+static const struct key opsgenie_keys[] = {
+    {.name = "api_key_file",
+     .kind = K_SECRET_FILE,
+     .flags = F_SECRET | F_REQUIRED,
+     .off = OPSGENIE_AT(api_key),
+     .help = "A file holding the key of an API integration (mode 0600)."},
+    {.name = "region",
+     .kind = K_ENUM,
+     .off = OPSGENIE_AT(region),
+     .def = "us",
+     .words = opsgenie_region_words,
+     .help = "us: api.opsgenie.com; eu: api.eu.opsgenie.com."},
+    {.name = "base_url",
+     .kind = K_STRING,
+     .off = OPSGENIE_AT(base_url),
+     .check = check_base_url,
+     .help = "Another Alert API in place of the region's (Jira Service Management's, after "
+             "Opsgenie ends): https://, or http:// to this machine; alerts go to "
+             "BASE_URL/v2/alerts."},
+};
+static const struct schema opsgenie_schema = {.what = "opsgenie",
+                                              .keys = opsgenie_keys,
+                                              .n_keys = N(opsgenie_keys),
+                                              .size =
+                                                  sizeof(((struct receiver_conf *)0)->opsgenie)};
+
 static const struct key receiver_keys[] = {
     {.name = "name",
      .kind = K_STRING,
@@ -541,6 +601,19 @@ static const struct key receiver_keys[] = {
      .off = AT(receiver_conf, teams),
      .sub = &chat_schema,
      .help = "Post events to a Microsoft Teams incoming webhook."},
+    {.name = "pagerduty",
+     .kind = K_MAP,
+     .group = 1,
+     .off = AT(receiver_conf, pagerduty),
+     .sub = &pagerduty_schema,
+     .help = "Trigger, acknowledge and resolve PagerDuty alerts (Events API v2), one per "
+             "incident."},
+    {.name = "opsgenie",
+     .kind = K_MAP,
+     .group = 1,
+     .off = AT(receiver_conf, opsgenie),
+     .sub = &opsgenie_schema,
+     .help = "Create, acknowledge and close Opsgenie alerts (Alert API), one per incident."},
     {.name = "timeout",
      .kind = K_DURATION,
      .off = AT(receiver_conf, timeout),
@@ -1179,6 +1252,10 @@ static void finish_receiver(void *obj)
         r->type = RECEIVER_SLACK;
     else if (r->teams.url)
         r->type = RECEIVER_TEAMS;
+    else if (r->pagerduty.routing_key)
+        r->type = RECEIVER_PAGERDUTY;
+    else if (r->opsgenie.api_key)
+        r->type = RECEIVER_OPSGENIE;
     else
         r->type = RECEIVER_WEBHOOK;
 }

@@ -7,7 +7,8 @@
  * variable is an error, and so is a control character (a line break...)
  * that a variable brings. Keys ending in `_file` read a secret from a file.
  * Secrets (api_key, login_pass, webhook, Slack and Teams URLs, header
- * values, the SMTP password, the heartbeat URL), from a file, ${VAR} or
+ * values, the SMTP password, the heartbeat URL, PagerDuty's routing key,
+ * Opsgenie's API key), from a file, ${VAR} or
  * written out, lose the whitespace at their end and may hold no control
  * character (tab included); they are never part of an error message, nor
  * is any part of them (a variable name in a secret is not named either).
@@ -97,6 +98,8 @@ enum receiver_type {
     RECEIVER_EMAIL,
     RECEIVER_SLACK,
     RECEIVER_TEAMS,
+    RECEIVER_PAGERDUTY,
+    RECEIVER_OPSGENIE,
 };
 
 /* `starttls:` of an email receiver, in the order of the words in the file. */
@@ -104,6 +107,21 @@ enum starttls_mode {
     STARTTLS_REQUIRED,      /* no STARTTLS offered, or a failed one: nothing is sent */
     STARTTLS_OPPORTUNISTIC, /* STARTTLS when offered (the certificate is still verified) */
     STARTTLS_OFF,           /* plain SMTP */
+};
+
+/* PagerDuty's severities (`pagerduty: severity:`), in the order of the
+ * words in the file. */
+enum pagerduty_severity {
+    PAGERDUTY_CRITICAL,
+    PAGERDUTY_ERROR,
+    PAGERDUTY_WARNING,
+    PAGERDUTY_INFO,
+};
+
+/* `opsgenie: region:`, in the order of the words in the file. */
+enum opsgenie_region {
+    OPSGENIE_US,
+    OPSGENIE_EU,
 };
 
 /* A Slack or Teams incoming webhook. */
@@ -156,6 +174,19 @@ struct receiver_conf {
     } email;
     struct chat_conf slack;
     struct chat_conf teams;
+    struct {
+        char *routing_key;                /* secret: an Events API v2 integration's key */
+        enum pagerduty_severity severity; /* when the rule's label is none of the four;
+                                             default PAGERDUTY_ERROR */
+        char *base_url; /* https://, or http:// to this machine; no trailing slash;
+                           default https://events.pagerduty.com */
+    } pagerduty;
+    struct {
+        char *api_key;               /* secret: an API integration's key */
+        enum opsgenie_region region; /* default OPSGENIE_US */
+        char *base_url; /* https://, or http:// to this machine; no trailing slash; NULL:
+                           the region's API */
+    } opsgenie;
     long timeout; /* seconds one delivery may take in all, 5 to 120; default 60 */
 };
 

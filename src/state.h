@@ -122,15 +122,15 @@ int state_peek(struct state **out, const char *path, struct err *e);
  * device files whose seen keys changed the same way (one fsync of PATH.d
  * for them all; PATH.d is created when missing) and only after that drops
  * their keys from the journal, so that the next save's file no longer
- * holds them. Returns 0 when all is written; -1 when the state file could
- * not be (the previous file is intact); STATE_SAVED_BEHIND when the state
- * file is written but a device file could not be (the error in `e` names
- * it): its keys stay in the journal, which the written state file holds,
- * so nothing is lost or repeated and the next save tries again. Fails for
- * a state of state_peek. The file is kept under a size
- * limit (32 MiB; half of what state_open reads, so a saved state always
- * loads again): when it would be larger, the oldest outbox items are given
- * up first, whatever their receiver, and state_take_trimmed tells which. */
+ * holds them. The incidents' timeline lines noted since the last save go
+ * to the incident log after the state file is written (state/incidentlog.h),
+ * and the file is then written once more without them. Returns 0 when all is written; -1 when the
+ * state file could not be (the previous file is intact); STATE_SAVED_BEHIND when the state file is
+ * written but a device file could not be (the error in `e` names it): its keys stay in the journal,
+ * which the written state file holds, so nothing is lost or repeated and the next save tries again.
+ * Fails for a state of state_peek. The file is kept under a size limit (32 MiB; half of what
+ * state_open reads, so a saved state always loads again): when it would be larger, the oldest
+ * outbox items are given up first, whatever their receiver, and state_take_trimmed tells which. */
 #define STATE_SAVED_BEHIND 1
 int state_save(struct state *s, struct err *e);
 

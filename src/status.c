@@ -12,6 +12,7 @@
  * for an hour. */
 #include "status.h"
 #include "budget.h"
+#include "incident.h"
 #include "notify/notify.h"
 #include "scheduler.h"
 #include "util/buf.h"
@@ -97,6 +98,8 @@ struct report {
     long long expired, lost;        /* outbox events given up: too old, beyond the cap */
     struct state_silence *silences; /* the active ones, texts made printable */
     size_t n_silences;
+    struct incident *incidents; /* the open ones */
+    size_t n_incidents;
     struct notes problems, warnings;
 };
 
@@ -484,6 +487,38 @@ static void gather_silences(struct report *r, const struct state *s)
     state_silences_free(all, n);
 }
 
+/* The open incidents: what people have to do, not a problem of the
+ * relay's (it told them), but who reads the status wants to see them. */
+static void gather_incidents(struct report *r, const struct state *s)
+{
+    size_t n = 0;
+    unsigned long *ids = state_incident_ids(s, &n);
+    r->incidents = xcalloc(n ? n : 1, sizeof *r->incidents);
+    for (size_t i = 0; i < n; i++) {
+        struct incident *inc = &r->incidents[r->n_incidents];
+        if (!state_incident_get(s, ids[i], inc))
+            continue;
+        if (inc->state == INCIDENT_OPEN)
+            r->n_incidents++;
+        else
+            incident_clear(inc);
+    }
+    free(ids);
+}
+
+/* "Freezer A ch1": the device's name (else its serial) and what of it the
+ * incident is about; a new string, printable. */
+static char *incident_subject(const struct incident *inc)
+{
+    const struct event *ev = &inc->first;
+    const char *slash = inc->key ? strchr(inc->key, '/') : NULL;
+    char *text = xasprintf("%s %s", ev->name && *ev->name ? ev->name : ev->serial,
+                           slash ? slash + 1 : ev->kind);
+    char *out = printable(text);
+    free(text);
+    return out;
+}
+
 /* --- judging ---------------------------------------------------------- */
 
 static void judge_login(struct report *r, const struct login_row *l)
@@ -783,6 +818,25 @@ static void write_words(struct buf *b, const struct report *r)
         buf_printf(b, "  silenced: %s%s until %s (%s, by %s)\n", v->glob, ch, until, v->reason,
                    v->by);
     }
+    buf_puts(b, "\nincidents\n");
+    if (r->n_incidents == 0)
+        buf_puts(b, "  no open incident\n");
+    for (size_t i = 0; i < r->n_incidents; i++) {
+        const struct incident *inc = &r->incidents[i];
+        char age[32], *subject = incident_subject(inc), *by = NULL;
+        incident_duration_text(age, sizeof age, r->now - inc->opened_at);
+        buf_printf(b, "  incident %lu: %s open %s, ", inc->id, subject, age);
+        if (inc->acked_at) {
+            by = printable(inc->acked_by ? inc->acked_by : "?");
+            buf_printf(b, "acknowledged by %s\n", by);
+        } else if (!inc->paged) {
+            buf_printf(b, "under silence %lu: nobody paged yet\n", inc->silence);
+        } else {
+            buf_puts(b, "not acknowledged\n");
+        }
+        free(subject);
+        free(by);
+    }
     buf_puts(b, "\nself-monitoring\n");
     if (r->n_conds == 0)
         buf_puts(b, "  no open condition\n");
@@ -1003,6 +1057,30 @@ static void write_json(struct buf *b, const struct report *r)
         }
     }
     jsonv_put(o, "silences", silences);
+    struct json_object *incidents = NULL;
+    if (!r->state_error) {
+        incidents = jsonv_need(json_object_new_array());
+        for (size_t i = 0; i < r->n_incidents; i++) {
+            const struct incident *inc = &r->incidents[i];
+            struct json_object *one = jsonv_need(json_object_new_object());
+            char id[24], *key = printable(inc->key), *by = NULL;
+            snprintf(id, sizeof id, "%lu", inc->id);
+            put_str(one, "id", id);
+            put_str(one, "key", key);
+            put_str(one, "state", inc->acked_at ? "acknowledged" : "open");
+            jsonv_put_int(one, "opened", inc->first.unixtime);
+            jsonv_put_int(one, "age", r->now - inc->opened_at);
+            if (inc->acked_at)
+                by = printable(inc->acked_by ? inc->acked_by : "?");
+            put_str(one, "acknowledged_by", by);
+            jsonv_put_int(one, "reminders", inc->reminders);
+            jsonv_put_int(one, "step", inc->step);
+            jsonv_append(incidents, one);
+            free(key);
+            free(by);
+        }
+    }
+    jsonv_put(o, "incidents", incidents);
     struct json_object *self = NULL;
     if (!r->state_error) {
         self = jsonv_need(json_object_new_object());
@@ -1068,6 +1146,9 @@ static void report_free(struct report *r)
     }
     free(r->conds);
     state_silences_free(r->silences, r->n_silences);
+    for (size_t i = 0; i < r->n_incidents; i++)
+        incident_clear(&r->incidents[i]);
+    free(r->incidents);
     state_health_clear(&r->heartbeat);
     for (size_t i = 0; i < r->problems.n; i++)
         free(r->problems.items[i]);
@@ -1091,6 +1172,7 @@ enum status_verdict status_report(FILE *out, const struct config *c, const struc
         gather_receivers(&r, c, s);
         gather_self(&r, c, s);
         gather_silences(&r, s);
+        gather_incidents(&r, s);
         r.dropped = state_counter(s, "dropped");
         r.throttled = state_counter(s, "throttled");
         r.unrouted = state_counter(s, "unrouted");

@@ -17,7 +17,9 @@
  * platform refuses, a receiver whose last delivery failed (or whose events
  * were given up), events queued for a receiver no longer configured. An
  * active silence (planned work) is listed, never a problem: the alarms it
- * covers are still recorded. */
+ * covers are still recorded. An open incident is listed too, never a
+ * problem: the relay did its part (it told the receivers, and reminds
+ * them as the rules say); what remains is for people to do. */
 #ifndef WSRELAY_STATUS_H
 #define WSRELAY_STATUS_H
 

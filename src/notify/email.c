@@ -1,8 +1,9 @@
 /* The email receiver: one mail per message. Its subject and bodies come
  * from the email templates over the message's context, its charts are
  * drawn as images of the mail (chartproc.h), its Message-ID and the mail
- * it follows up put it in its alarm's thread; mime.h composes it and
- * notify/smtp.h hands it to the server. */
+ * it follows up put it in its alarm's thread (an incident's reminders,
+ * escalations, acknowledgement and closing under its first mail); mime.h
+ * composes it and notify/smtp.h hands it to the server. */
 #include "chartproc.h"
 #include "mime.h"
 #include "notify/imap.h"
@@ -260,41 +261,73 @@ static char *lone_id(const struct receiver_conf *r, const struct event *ev, long
     return id;
 }
 
-/* The Message-ID of a notice of an incident after its first (a reminder,
- * an acknowledgement, ...): the id of `ev`'s lone mail with the notice
- * before the '@' ("<wsrelay.mail.5214000A.ch1.1794999000.reminder-2@
- * example.org>"), so that each notice has one of its own and a reply to
- * any of them names its incident's first mail (email_names). NULL for a
- * first notice or an event of no incident. */
-static char *notice_id(const struct receiver_conf *r, const struct event *ev, const char *host)
+/* The integer member `key` of an incident snapshot; 0 when it has none. */
+static long long snapshot_int(struct json_object *inc, const char *key)
 {
-    const char *notice = json_object_get_string(jsonv_member(ev->incident, "notice"));
-    if (!notice || !strcmp(notice, "opened"))
-        return NULL;
-    char suffix[48];
-    long long k = 0;
+    struct json_object *v = NULL;
+    return json_object_object_get_ex(inc, key, &v) ? json_object_get_int64(v) : 0;
+}
+
+/* What the notice of an incident that `ev` is adds to its mail's id, in
+ * `out` (at least 32 bytes): "reminder2", "escalation1", "acknowledged",
+ * "closed". A notice after the first is a copy of the incident's first
+ * event (its serial, kind and time), whose id would be the first mail's:
+ * mail services drop a repeated id as a duplicate. The part comes from
+ * the notice and its number, never from the clock, so that a retry keeps
+ * its id. "" for the first notice, for a resolution (the recovery's own
+ * event, with an id of its own) and for an event of no incident. */
+static void notice_part(char *out, size_t size, const struct event *ev)
+{
+    out[0] = '\0';
+    if (!ev->incident)
+        return;
+    const char *notice = member_text(ev->incident, "notice");
     if (!strcmp(notice, "reminder"))
-        jsonv_int(jsonv_member(ev->incident, "reminder"), &k);
+        snprintf(out, size, "reminder%lld", snapshot_int(ev->incident, "reminder"));
     else if (!strcmp(notice, "escalation"))
-        jsonv_int(jsonv_member(ev->incident, "step"), &k);
-    snprintf(suffix, sizeof suffix, k ? ".%.20s-%lld" : ".%.20s", notice, k);
-    char *base = lone_id(r, ev, ev->unixtime, 1, host);
-    char *at = strrchr(base, '@');
-    char *id = xasprintf("%.*s%s%s", (int)(at - base), base, suffix, at);
+        snprintf(out, size, "escalation%lld", snapshot_int(ev->incident, "step"));
+    else if (!strcmp(notice, "acknowledged") || !strcmp(notice, "closed") ||
+             (!strcmp(notice, "resolved") && ev->unixtime == snapshot_int(ev->incident, "opened")))
+        snprintf(out, size, "%s", notice);
+}
+
+/* The Message-ID of a mail whose first event is `ev`, of `n` events: the
+ * lone id, with the notice's part after the kind for an incident's
+ * follow-up ("ch1-reminder2": no kind of the platform ends so). */
+static char *message_id(const struct receiver_conf *r, const struct event *ev, size_t n,
+                        const char *host)
+{
+    char part[32];
+    notice_part(part, sizeof part, ev);
+    if (!*part)
+        return lone_id(r, ev, ev->unixtime, n, host);
+    char *base = id_kind(ev);
+    char *kind = xasprintf("%s-%s", base, part);
+    char *id = mime_message_id(r->name, ev->serial, kind, ev->unixtime, n, host);
+    free(kind);
     free(base);
     return id;
 }
 
-/* Whether `ref`, a msg-id a reply names, is the mail `id` or one of the
- * notices that follow it up (notice_id). */
+/* Whether `ref`, a msg-id a reply names, is the mail `id` or a
+ * follow-up of it (message_id: the notice's part after the kind,
+ * "<wsrelay.mail.5214000A.ch1-reminder2.1794999000@example.org>"). */
 static bool email_names(const char *id, const char *ref)
 {
     const char *at = strrchr(id, '@');
-    size_t head = (size_t)(at - id), len = strlen(ref), tail = strlen(at);
+    const char *dot = at;
+    while (dot > id && *dot != '.')
+        dot--;
+    size_t head = (size_t)(dot - id), len = strlen(ref), tail = strlen(dot);
     if (!strcmp(id, ref))
         return true;
-    return len > head + tail && !strncmp(ref, id, head) && ref[head] == '.' &&
-           !strcmp(ref + len - tail, at) && !memchr(ref + head, '@', len - head - tail);
+    if (*dot != '.' || len <= head + 1 + tail || strncmp(ref, id, head) || ref[head] != '-' ||
+        strcmp(ref + len - tail, dot))
+        return false;
+    for (size_t i = head + 1; i < len - tail; i++)
+        if (!isalnum((unsigned char)ref[i]))
+            return false;
+    return true;
 }
 
 /* The mail an event's mail belongs under: its thread's root. */
@@ -371,6 +404,28 @@ static char *email_parent_id(const struct receiver_conf *r, const struct event *
     return mime_message_id(r->name, first.serial, first.kind, first.at, 1, host);
 }
 
+/* The Message-ID that a mail of an incident's follow-ups answers: the
+ * incident's first mail, when every event of the mail is a follow-up
+ * (notice_part) of one incident; NULL otherwise. A follow-up is a copy of
+ * the incident's first event, so that mail is the one of its first event
+ * alone (lone_id), or, when that one was under an early warning, the
+ * warning's: the root of the thread it joined. */
+static char *incident_parent_id(const struct receiver_conf *r, const struct event *events, size_t n,
+                                const char *host)
+{
+    char part[32];
+    const char *id = events[0].incident ? member_text(events[0].incident, "id") : "";
+    for (size_t i = 0; i < n; i++) {
+        notice_part(part, sizeof part, &events[i]);
+        if (!*id || !*part || strcmp(member_text(events[i].incident, "id"), id))
+            return NULL;
+    }
+    struct thread_root root;
+    if (thread_root(&root, &events[0], &events[0], 1))
+        return mime_message_id(r->name, root.serial, root.kind, root.at, 1, host);
+    return lone_id(r, &events[0], events[0].unixtime, 1, host);
+}
+
 static void add_unique(char ***list, size_t *n, const char *addr)
 {
     for (size_t i = 0; i < *n; i++)
@@ -411,13 +466,10 @@ static int email_send(const struct notify_env *env, const struct receiver_conf *
         res->permanent = rendered == -2; /* a template to fix, not a server to retry */
         goto out;
     }
-    /* A notice of an incident after its first has an id of its own and
-     * follows up the first (a recovery's, its alarm's mail). */
-    char *notice = events[0].incident ? notice_id(r, &events[0], host) : NULL;
-    id = notice ? notice : lone_id(r, &events[0], events[0].unixtime, n, host);
-    parent = email_parent_id(r, events, n, host);
-    if (!parent && notice)
-        parent = lone_id(r, &events[0], events[0].unixtime, 1, host);
+    id = message_id(r, &events[0], n, host);
+    parent = incident_parent_id(r, events, n, host);
+    if (!parent)
+        parent = email_parent_id(r, events, n, host);
     struct mime_mail m = {
         .from = r->email.from,
         .to = (const char *const *)r->email.to,
@@ -441,7 +493,8 @@ static int email_send(const struct notify_env *env, const struct receiver_conf *
     /* The answer is a line for people; a long one is cut. */
     const char *answer = rc == 0 ? "the server accepted the message for every recipient" : e->msg;
     /* the first mail of an incident: what a reply to it names */
-    if (rc == 0 && events[0].incident && !notice) {
+    if (rc == 0 && events[0].incident &&
+        !strcmp(member_text(events[0].incident, "notice"), "opened")) {
         res->refs = jsonv_need(json_object_new_object());
         jsonv_put(res->refs, "message_id", jsonv_need(json_object_new_string(id)));
     }

@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 static const struct notifier *const notifiers[] = {
-    &notifier_webhook, &notifier_file, &notifier_email, &notifier_slack, &notifier_teams,
+    &notifier_webhook, &notifier_file,      &notifier_email,    &notifier_slack,
+    &notifier_teams,   &notifier_pagerduty, &notifier_opsgenie,
 };
 
 static const struct notifier *notify_find(enum receiver_type type)
@@ -81,6 +82,12 @@ void notify_add_secrets(struct redact *secrets, const struct receiver_conf *r)
         break;
     case RECEIVER_TEAMS:
         redact_add_url(secrets, r->teams.url);
+        break;
+    case RECEIVER_PAGERDUTY: /* in the body's routing_key */
+        redact_add(secrets, r->pagerduty.routing_key);
+        break;
+    case RECEIVER_OPSGENIE: /* in the header "Authorization: GenieKey KEY" */
+        redact_add(secrets, r->opsgenie.api_key);
         break;
     case RECEIVER_FILE:
         break;
@@ -276,13 +283,26 @@ static int serial_compare(const void *pa, const void *pb)
     return c ? c : a->index < b->index ? -1 : a->index > b->index;
 }
 
+/* The rank an event is ordered by: its rank, but an incident's
+ * acknowledgement goes with the alarms, ahead of a recovery that may
+ * share its message: people read that someone had it, then that it is
+ * over. */
+static int order_rank(const struct event *ev)
+{
+    struct json_object *v = NULL;
+    if (ev->incident && json_object_object_get_ex(ev->incident, "notice", &v) &&
+        !strcmp(json_object_get_string(v), "acknowledged"))
+        return NOTIFY_RANK_ALARM;
+    return (int)notify_rank_of(ev);
+}
+
 void notify_order(size_t *out, const struct event *events, size_t n)
 {
     struct order_key *keys = xcalloc(n ? n : 1, sizeof *keys);
     struct by_serial *serials = xcalloc(n ? n : 1, sizeof *serials);
     for (size_t i = 0; i < n; i++) {
         keys[i].index = i;
-        keys[i].rank = (int)notify_rank_of(&events[i]);
+        keys[i].rank = order_rank(&events[i]);
         keys[i].dev_rank = NOTIFY_RANKS;
         serials[i] = (struct by_serial){events[i].serial, i};
     }
@@ -490,6 +510,9 @@ int notify_check_templates(const struct notify_env *env, const struct receiver_c
     case RECEIVER_TEAMS:
         uses[0].path = r->teams.template, uses[0].name = "teams.json";
         break;
+    case RECEIVER_PAGERDUTY:
+    case RECEIVER_OPSGENIE:
+        break; /* their payloads are the service's fields, without a template */
     }
     for (size_t i = 0; i < 3 && uses[i].name; i++) {
         struct template *t = NULL;

@@ -111,6 +111,8 @@ extern const struct notifier notifier_file;
 extern const struct notifier notifier_email;
 extern const struct notifier notifier_slack;
 extern const struct notifier notifier_teams;
+extern const struct notifier notifier_pagerduty;
+extern const struct notifier notifier_opsgenie;
 
 /* Sends message `m` to receiver `r`. Returns 0 when the far end accepted
  * it; -1 with the reason in `e` (prefixed with the receiver's name) and the
@@ -219,7 +221,8 @@ enum notify_rank {
 enum notify_rank notify_rank_of(const struct event *ev);
 
 /* The order in which a message shows `events` (n of them), in out[0..n)
- * as indexes into `events`: by rank; within a rank, grouped by device,
+ * as indexes into `events`: by rank (an incident's acknowledgement with
+ * the alarms, ahead of its resolution); within a rank, grouped by device,
  * the devices in the order of their most important event and then of
  * their first event; within a device, as given (the alert logs' time
  * order). The order is stable: ordering events already in this order

@@ -6,6 +6,7 @@
 #include "metrics.h"
 #include "notify/notify.h"
 #include "readings_memory.h"
+#include "state/incidentlog.h"
 #include "util/jsonv.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -218,7 +219,8 @@ static void take_reading(struct tick *t, struct incident *inc)
 {
     struct watch w;
     int channel = event_channel(&inc->first);
-    if (channel <= 0 || !state_watch(t->st, inc->first.serial, &w) || w.unixtime <= inc->live_at)
+    if (channel <= 0 || !state_watch(t->st, inc->first.serial, &w) || w.unixtime <= inc->live_at ||
+        w.unixtime < inc->first.unixtime) /* a reading from before it is not how it is now */
         return;
     const struct watch_channel *wc = watch_channel(&w, channel);
     if (wc && !wc->error && wc->n_history > 0)
@@ -232,6 +234,7 @@ static void page_again(struct tick *t, struct incident *inc)
     bool inside = false;
     long long now = t->opt->now;
     const struct rule_conf *r = rules_find(t->rules, inc->first.rule, &inside, now);
+    size_t before = inc->n_told; /* those told before an escalation of this run */
     if (!r || !inside)
         return;
     while ((size_t)inc->step < r->n_escalate &&
@@ -253,7 +256,8 @@ static void page_again(struct tick *t, struct incident *inc)
         inc->reminders++;
         inc->last_page = now;
         log_info("incident %lu: reminder %d", inc->id, inc->reminders);
-        queue_notice(t->st, inc, NOTICE_REMINDER, NULL, inc->told, inc->n_told, now, "reminder");
+        /* a receiver the escalation just told has its message already */
+        queue_notice(t->st, inc, NOTICE_REMINDER, NULL, inc->told, before, now, "reminder");
     }
 }
 
@@ -365,6 +369,18 @@ long long incidents_due(const struct tick *t)
     return due;
 }
 
+/* Bounds the incident log by age: the month files whose every line is
+ * older than incidents.keep go, once a run (the run holds the state's
+ * lock, which covers the log). A failure costs nothing but the bound: the
+ * next run tries again. */
+static void prune_log(struct tick *t)
+{
+    struct err e;
+    long keep = t->cfg->incidents.keep;
+    if (keep > 0 && incidentlog_prune(t->cfg->state_file, t->opt->now - keep, &e) < 0)
+        log_warn("incident log: %s (the next run tries again)", e.msg);
+}
+
 void incidents_tend(struct tick *t)
 {
     size_t n = 0;
@@ -381,6 +397,7 @@ void incidents_tend(struct tick *t)
     }
     free(ids);
     state_prune_incidents(t->st, t->opt->now - INCIDENT_KEEP);
+    prune_log(t);
 }
 
 /* --- acknowledgements from the receivers' services ----------------------- */

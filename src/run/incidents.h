@@ -51,7 +51,9 @@ bool incidents_route(struct tick *t, const struct event *ev, const struct route 
  * and, paged and not acknowledged, escalates to the receivers of each
  * `escalate:` step that is due and repeats to all told every `repeat:`,
  * inside its rule's `when:` windows. Ended incidents older than
- * INCIDENT_KEEP are forgotten. Never makes a platform call. */
+ * INCIDENT_KEEP are forgotten, and the incident log's month files older
+ * than incidents.keep removed (a failure to is a warning, not a failed
+ * run). Never makes a platform call. */
 void incidents_tend(struct tick *t);
 
 /* The earliest time at which an open incident has something due with

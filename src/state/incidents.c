@@ -293,7 +293,7 @@ static long month_of(long long t)
     return (long)tm.tm_year * 12 + tm.tm_mon;
 }
 
-void incidents_flush(struct state *s)
+size_t incidents_flush(struct state *s)
 {
     size_t n = 0, done = 0;
     struct err e;
@@ -311,4 +311,5 @@ void incidents_flush(struct state *s)
     }
     free(lines);
     state_incident_journal_drop(s, done);
+    return done;
 }

@@ -438,10 +438,10 @@ extern const struct state_section state_section_silences;  /* silences.c */
 extern const struct state_section *const state_sections[];
 
 /* After a save wrote the state file: appends the incidents' journal to the
- * incident log and drops from memory what went there (the next save
- * writes the file without it); a failure is logged and the rest waits
- * for the next save (incidents.c). */
-void incidents_flush(struct state *s);
+ * incident log and drops from memory what went there, returning how many
+ * lines (the save then writes the file again without them); a failure is
+ * logged and the rest waits for the next save (incidents.c). */
+size_t incidents_flush(struct state *s);
 extern const size_t state_n_sections;
 
 #define STATE_N_NATIVES 5 /* the rows of state_natives */

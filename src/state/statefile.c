@@ -776,7 +776,11 @@ int state_save(struct state *s, struct err *e)
         return refuse_read_only(s, e);
     if (write_state_file(s, e) < 0)
         return err_prefix(e, "%s: cannot save state", s->path);
-    incidents_flush(s);
+    /* The log has the journal's lines now: the file must not keep them,
+     * or the next run would append them again. Should this second write
+     * fail, it does once, and the log's reader skips the repeats. */
+    if (incidents_flush(s) > 0 && write_state_file(s, e) < 0)
+        log_warn("%s: %s (the incident log may get its last lines twice)", s->path, e->msg);
     if (seen_flush(s, e) < 0) {
         err_prefix(e, "%s: seen keys kept in the state file for now", s->path);
         return STATE_SAVED_BEHIND;

@@ -3,6 +3,8 @@
  * STARTTLS and AUTH, certificates made for the test by a throwaway CA.
  * What arrived is read back with Python's email package, an independent
  * decoder of what wsrelay wrote. */
+#include "incident.h"
+#include "notify/notify.h"
 #include "proc.h"
 #include "relay.h"
 #include "smtpd.h"
@@ -32,7 +34,7 @@
 #define WRONG_PASSWORD "wr0ng-Pa55word"
 
 static struct relay R;
-static struct smtpd S;
+static struct smtpd S, S2;
 static struct test_ca CA;
 static char *server_cert, *server_key;
 
@@ -50,6 +52,7 @@ static void setup(void)
 static void teardown(void)
 {
     smtpd_stop(&S);
+    smtpd_stop(&S2);
     relay_stop(&R);
     test_ca_free(&CA);
     free(server_cert);
@@ -599,4 +602,232 @@ Test(email, a_long_alert_text_makes_a_bounded_subject)
     cr_assert_str_eq(subject + strlen(subject) - strlen("…"), "…", "%s", subject);
     cr_assert_str_eq(json_object_to_json_string(json_object_object_get(mail, "defects")), "[ ]");
     json_object_put(mail);
+}
+
+/* The receiver "mail" on server `s` (plain SMTP), with incidents on and a
+ * rule that reminds every 15 minutes. */
+static void use_incident_mail(const struct smtpd *s)
+{
+    char *rules = xasprintf("%s/rules.yaml", R.dir);
+    write_file(rules, "- name: freezers\n"
+                      "  match: {kind: ch1}\n"
+                      "  receivers: [mail]\n"
+                      "  repeat: 15m\n");
+    free(rules);
+    char *yaml = xasprintf("  - name: mail\n"
+                           "    email:\n"
+                           "      host: 127.0.0.1\n"
+                           "      port: %d\n"
+                           "      from: \"wsrelay <relay@example.org>\"\n"
+                           "      starttls: off\n"
+                           "%s",
+                           s->port, to_oncall);
+    R.incidents = true;
+    relay_config_extra(&R, NULL, yaml, "rules: @DIR@/rules.yaml\n");
+    free(yaml);
+}
+
+/* An incident nobody acknowledges for half an hour, then somebody does:
+ * its first notice, two reminders and the acknowledgement are four mails
+ * with four ids, each follow-up answering the first mail; the subject of
+ * each follow-up names its notice and the incident; a reminder refused
+ * once is sent again with the same id. */
+Test(email, an_incidents_notices_are_distinct_mails_in_the_first_ones_thread)
+{
+    smtpd_start(&S, R.dir, NULL);
+    use_incident_mail(&S);
+    cr_assert_eq(relay_run_at(&R, T0, NULL), 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 900, NULL), 0);
+    cr_assert_eq(smtpd_count(&S), 2);
+
+    /* The second reminder meets a server that refuses it once. */
+    char *dir2 = xasprintf("%s/second", R.dir);
+    cr_assert_eq(mkdir(dir2, 0700), 0);
+    smtpd_start(&S2, dir2,
+                &(struct smtpd_options){.fail_first = 1, .fail_reply = "451 4.3.0 try again"});
+    free(dir2);
+    use_incident_mail(&S2);
+    cr_assert_eq(relay_run_at(&R, T0 + 1800, NULL), 1);
+    cr_assert_eq(smtpd_refused(&S2), 1);
+    cr_assert_eq(relay_run_at(&R, T0 + 1860, NULL), 0);
+    cr_assert_eq(smtpd_count(&S2), 1);
+    struct cmd_result ack =
+        wsrelay_cmd(30, "-c", R.config_path, "ack", "1", "--by", "night shift", "--note",
+                    "moving the samples", "--now", "1795001900", NULL);
+    cr_assert_eq(ack.status, 0, "%s", ack.err);
+    cmd_result_free(&ack);
+    cr_assert_eq(relay_run_at(&R, T0 + 1960, NULL), 0);
+    cr_assert_eq(relay_run_at(&R, T0 + 2700, NULL), 0);
+    cr_assert_eq(smtpd_count(&S2), 2, "the acknowledgement, and no reminder after it");
+    sim_add_alert(&R.sim, "5214000A",
+                  "{\"unixtime\": 1795002000, \"ch1\": \"CH1 正常復帰 -79.5℃\"}");
+    cr_assert_eq(relay_run_at(&R, T0 + 3000, NULL), 0);
+    cr_assert_eq(smtpd_count(&S2), 3, "the resolution");
+
+    struct json_object *mails[4] = {smtpd_mail(&S, 0), smtpd_mail(&S, 1), smtpd_mail(&S2, 0),
+                                    smtpd_mail(&S2, 1)};
+    static const char *const subjects[4] = {
+        "[ALARM] " DEVICE ": CH1 上限値警報 -70.2℃",
+        "[REMINDER 1] " DEVICE ": incident 1 · open 15 min · not acknowledged · wsrelay ack 1",
+        "[REMINDER 2] " DEVICE ": incident 1 · open 30 min · not acknowledged · wsrelay ack 1",
+        "[ACKNOWLEDGED] " DEVICE ": incident 1 · open 31 min · acknowledged by night shift at "
+        "20:38: moving the samples",
+    };
+    static const char *const ids[4] = {
+        MESSAGE_ID,
+        "<wsrelay.mail.5214000A.ch1-reminder1.1794999000@example.org>",
+        "<wsrelay.mail.5214000A.ch1-reminder2.1794999000@example.org>",
+        "<wsrelay.mail.5214000A.ch1-acknowledged.1794999000@example.org>",
+    };
+    for (size_t i = 0; i < 4; i++) {
+        cr_assert_str_eq(member(mails[i], "subject"), subjects[i]);
+        cr_assert_str_eq(header(mails[i], "message-id"), ids[i]);
+        for (size_t k = 0; k < i; k++)
+            cr_assert_str_neq(header(mails[i], "message-id"), header(mails[k], "message-id"));
+        if (i == 0) {
+            cr_assert_eq(header_count(mails[i], "in-reply-to"), 0);
+            continue;
+        }
+        cr_assert_str_eq(header(mails[i], "in-reply-to"), MESSAGE_ID, "mail %zu", i);
+        cr_assert_str_eq(header(mails[i], "references"), MESSAGE_ID, "mail %zu", i);
+    }
+    /* the retry is the same mail */
+    char *refused = smtpd_refused_raw(&S2, 0);
+    char *line = xasprintf("Message-ID: %s\r\n", ids[2]);
+    cr_assert_not_null(strstr(refused, line), "%s", refused);
+    free(line);
+    free(refused);
+    for (size_t i = 0; i < 4; i++)
+        json_object_put(mails[i]);
+
+    /* The resolution is the recovery's mail, under its alarm's. */
+    struct json_object *resolved = smtpd_mail(&S2, 2);
+    cr_assert_str_eq(member(resolved, "subject"),
+                     "[RESOLVED] " DEVICE ": incident 1 · resolved after 50 min · acknowledged by "
+                     "night shift at 20:38: moving the samples");
+    cr_assert_str_eq(header(resolved, "message-id"),
+                     "<wsrelay.mail.5214000A.ch1.1795002000@example.org>");
+    cr_assert_str_eq(header(resolved, "in-reply-to"), MESSAGE_ID);
+    json_object_put(resolved);
+}
+
+/* --- the ids of an incident's mails, sent one by one -------------------- */
+
+/* An incident of 5214000A's ch1 whose first event is `kind` ("ch1" or
+ * "reading") at `at`, announced by an early warning at `warning` (0:
+ * none). */
+static struct incident incident_of(const char *kind, long long at, long long warning)
+{
+    struct incident inc = {.id = 7,
+                           .key = xstrdup("5214000A/ch1"),
+                           .state = INCIDENT_OPEN,
+                           .opened_at = at + 30,
+                           .paged = true};
+    inc.first = (struct event){
+        .account = xstrdup("lab"),
+        .serial = xstrdup("5214000A"),
+        .model = xstrdup("TR-72A2"),
+        .name = xstrdup("Freezer"),
+        .base_serial = xstrdup("5214000A"),
+        .unixtime = at,
+        .kind = xstrdup(kind),
+        .text = xstrdup("CH1 Upper Limit -70.2°C"),
+        .state = xstrdup("alarm"),
+        .channel = strcmp(kind, "reading") ? 0 : 1,
+        .early_warning = warning,
+        .utc_offset = 540,
+    };
+    incident_tell(&inc, "boss");
+    return inc;
+}
+
+/* Sends `ev` alone to the receiver "boss" on S; returns the mail as the
+ * server decoded it. */
+static struct json_object *send_alone(const struct event *ev)
+{
+    char name[] = "boss", host[] = "127.0.0.1", from[] = "wsrelay <relay@example.org>";
+    char boss[] = "boss@example.org";
+    char *to[] = {boss};
+    struct receiver_conf r = {.name = name,
+                              .type = RECEIVER_EMAIL,
+                              .email = {.host = host,
+                                        .port = S.port,
+                                        .starttls = STARTTLS_OFF,
+                                        .from = from,
+                                        .to = to,
+                                        .n_to = 1},
+                              .timeout = 30};
+    struct notify_message m = {.events = ev, .n = 1, .now = ev->unixtime + 60};
+    struct notify_result res;
+    struct err e = {{0}};
+    size_t before = smtpd_count(&S);
+    struct notify_env env = {0};
+    cr_assert_eq(notify_send(&env, &r, &m, &res, &e), 0, "%s", e.msg);
+    cr_assert_eq(smtpd_count(&S), before + 1);
+    return smtpd_mail(&S, before);
+}
+
+/* Each notice of `inc` sent: the first one's id is `first_id`, and every
+ * other has its own id and answers `parent`. */
+static void expect_thread(struct incident *inc, const char *first_id, const char *parent)
+{
+    static const char *const parts[] = {"",           "-reminder1",    "-escalation1",
+                                        "-reminder2", "-acknowledged", "-closed"};
+    const char *kind = strcmp(inc->first.kind, "reading") ? "ch1" : "reading-ch1";
+    long long now = inc->opened_at;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        enum incident_notice notice = NOTICE_REMINDER;
+        now += 600;
+        if (i == 0)
+            notice = NOTICE_OPENED;
+        else if (i == 2)
+            notice = NOTICE_ESCALATION, inc->step++;
+        else if (i == 4)
+            notice = NOTICE_ACKNOWLEDGED, inc->acked_at = now, inc->acked_by = xstrdup("x");
+        else if (i == 5)
+            notice = NOTICE_CLOSED, inc->state = INCIDENT_CLOSED, inc->ended = now;
+        else
+            inc->reminders++;
+        struct event ev;
+        incident_message(&ev, inc, notice, NULL, now);
+        struct json_object *mail = send_alone(&ev);
+        char *id = xasprintf("<wsrelay.boss.5214000A.%s%s.%lld@example.org>", kind, parts[i],
+                             inc->first.unixtime);
+        if (i == 0)
+            cr_assert_str_eq(id, first_id);
+        cr_assert_str_eq(header(mail, "message-id"), id);
+        if (i > 0) {
+            cr_assert_str_eq(header(mail, "in-reply-to"), parent, "%s", id);
+            cr_assert_str_eq(header(mail, "references"), parent, "%s", id);
+        }
+        if (i == 1) { /* a retry of the same notice is the same mail */
+            json_object_put(mail);
+            mail = send_alone(&ev);
+            cr_assert_str_eq(header(mail, "message-id"), id);
+        }
+        free(id);
+        json_object_put(mail);
+        event_clear(&ev);
+    }
+}
+
+Test(email, an_incidents_follow_ups_answer_its_first_mail_or_that_ones_warning)
+{
+    smtpd_start(&S, R.dir, NULL);
+    /* opened by the alert log's alarm: under that alarm's mail */
+    struct incident inc = incident_of("ch1", 1794999000, 0);
+    expect_thread(&inc, "<wsrelay.boss.5214000A.ch1.1794999000@example.org>",
+                  "<wsrelay.boss.5214000A.ch1.1794999000@example.org>");
+    incident_clear(&inc);
+    /* opened by wsrelay's early warning: under the warning's mail */
+    inc = incident_of("reading", 1794998700, 0);
+    expect_thread(&inc, "<wsrelay.boss.5214000A.reading-ch1.1794998700@example.org>",
+                  "<wsrelay.boss.5214000A.reading-ch1.1794998700@example.org>");
+    incident_clear(&inc);
+    /* opened by an alarm that a warning announced, whose mail went under
+     * the warning's: the follow-ups too */
+    inc = incident_of("ch1", 1794999000, 1794998700);
+    expect_thread(&inc, "<wsrelay.boss.5214000A.ch1.1794999000@example.org>",
+                  "<wsrelay.boss.5214000A.reading-ch1.1794998700@example.org>");
+    incident_clear(&inc);
 }

@@ -290,6 +290,42 @@ Test(mailack, a_reply_to_the_alarm_mail_acknowledges_by_in_reply_to)
     free(alarm);
 }
 
+/* "<wsrelay.mail.5214000A.ch1.1794999000@example.org>" with `part` after
+ * the kind, as the mail of a follow-up notice has it (caller frees). */
+static char *follow_up_id(const char *alarm_id, const char *part)
+{
+    const char *at = strrchr(alarm_id, '@'), *dot = at;
+    while (*dot != '.')
+        dot--;
+    return xasprintf("%.*s-%s%s", (int)(dot - alarm_id), alarm_id, part, dot);
+}
+
+Test(mailack, a_reply_to_a_reminder_acknowledges_its_incident)
+{
+    imapd_start(&D, IMAP_USER, IMAP_PASSWORD);
+    configure(D.port, IMAP_PASSWORD, false, NULL);
+    char *alarm = alarm_mailed();
+    char *reminder = follow_up_id(alarm, "reminder2");
+    /* a mail client that names the mail it answers only */
+    char *m = reply(ONCALL, reminder, "looking now\r\n");
+    char *name = imapd_deliver(&D, m);
+    /* and one whose id only looks like a follow-up's */
+    char *forged = follow_up_id(alarm, "x.y");
+    char *other = reply(ONCALL, forged, "not this one\r\n");
+    char *other_name = imapd_deliver(&D, other);
+    free(run(T0 + 60));
+    acknowledged(alarm, "looking now");
+    cr_assert(imapd_seen(&D, name));
+    cr_assert_not(imapd_seen(&D, other_name));
+    free(other_name);
+    free(other);
+    free(forged);
+    free(name);
+    free(m);
+    free(reminder);
+    free(alarm);
+}
+
 Test(mailack, a_sender_not_allowed_or_a_reply_without_the_pin_acknowledges_nothing)
 {
     imapd_start(&D, IMAP_USER, IMAP_PASSWORD);

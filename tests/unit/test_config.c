@@ -470,11 +470,12 @@ Test(config, receiver_needs_exactly_one_type)
                          "  - name: both\n"
                          "    webhook: {url: \"https://a.example\"}\n"
                          "    file: {path: x}\n",
-                 "9:5: receivers[0]: give webhook, file, email, slack or teams, not both");
+                 "9:5: receivers[0]: give webhook, file, email, slack, teams, pagerduty or "
+                 "opsgenie, not both");
     expect_error(ACCOUNT "receivers:\n"
                          "  - name: none\n",
-                 "7:5: receivers[0]: missing required key 'webhook', 'file', 'email', 'slack' or "
-                 "'teams'");
+                 "7:5: receivers[0]: missing required key 'webhook', 'file', 'email', 'slack', "
+                 "'teams', 'pagerduty' or 'opsgenie'");
 }
 
 Test(config, secret_files)
@@ -1502,15 +1503,16 @@ Test(config, reference_names_every_key)
         "accounts[].signals (boolean; default true)\n",
         "receivers (list; required)\n",
         "receivers[].name (string; required; unique)\n",
-        "receivers[].webhook (mapping; give exactly one of webhook, file, email, slack or "
-        "teams)\n",
+        "receivers[].webhook (mapping; give exactly one of webhook, file, email, slack, teams, "
+        "pagerduty or opsgenie)\n",
         "receivers[].webhook.url (string; give exactly one of url or url_file; secret)\n",
         "receivers[].webhook.url_file (",
         "receivers[].webhook.allow_http (boolean; default false)\n"
         "    Allow a plain http:// URL to a host other than this machine; the URL and headers "
         "then cross the network unencrypted.\n",
         "receivers[].webhook.headers (mapping of header names to values)\n",
-        "receivers[].file (mapping; give exactly one of webhook, file, email, slack or teams)\n",
+        "receivers[].file (mapping; give exactly one of webhook, file, email, slack, teams, "
+        "pagerduty or opsgenie)\n",
         "receivers[].file.path (path; required)\n",
         "receivers[].email.port (whole number from 1 to 65535; default 587)\n",
         "receivers[].email.starttls (required, opportunistic or off; default required)\n",
@@ -1520,6 +1522,9 @@ Test(config, reference_names_every_key)
         "receivers[].slack.url_file (path of a secret file; give exactly one of url or url_file; "
         "secret)\n",
         "receivers[].teams.template (path)\n",
+        "receivers[].pagerduty.routing_key_file (path of a secret file; required; secret)\n",
+        "receivers[].pagerduty.severity (critical, error, warning or info; default error)\n",
+        "receivers[].opsgenie.region (us or eu; default us)\n",
         "templates (path)\n",
         "incidents (mapping)\n",
         "incidents.max_open (duration from 1h to 365d; default 7d)\n",

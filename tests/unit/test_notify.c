@@ -2,6 +2,7 @@
  * the file receiver. The webhook is tested end to end in test_run.c. */
 #include "notify/http.h"
 #include "alerttext.h"
+#include "incident.h"
 #include "notify/chat.h"
 #include "notify/notify.h"
 #include "util/buf.h"
@@ -349,4 +350,45 @@ Test(notify, what_fits_fits_with_the_deliverys_longest_message_number)
         event_clear(&two[1]);
         free(text);
     }
+}
+
+/* A Slack message of incidents' reminders, whose line takes a block of
+ * its own (three an event), still holds what Slack takes: notify_fit
+ * gives as many as fit in 50 blocks, and they do. */
+Test(notify, reminders_fit_slacks_blocks_with_their_incident_lines)
+{
+    struct receiver_conf r = {.name = (char *)"oncall-slack",
+                              .type = RECEIVER_SLACK,
+                              .slack = {.url = (char *)"http://127.0.0.1:1/"}};
+    struct event evs[23];
+    for (size_t i = 0; i < 23; i++) {
+        struct incident inc = {.id = i + 1, .state = INCIDENT_OPEN, .opened_at = 1795000030};
+        char *name = xasprintf("Freezer %zu", i);
+        inc.first = sample(name, "CH1 Upper Limit Exceeded -70.2°C");
+        inc.reminders = 1;
+        incident_message(&evs[i], &inc, NOTICE_REMINDER, NULL, 1795000930);
+        free(name);
+        incident_clear(&inc);
+    }
+    struct notify_message m = {.events = evs, .n = 23, .now = 1795000930};
+    struct notify_env env = {0};
+    size_t k = notify_fit(&env, &r, &m);
+    /* a summary, three blocks an event, the footer */
+    cr_assert_eq(k, 16);
+    /* the message of those k events, as the delivery sends it */
+    struct notify_message first = {.events = evs, .n = k, .now = 1795000930};
+    struct json_object *ctx = notify_context(r.name, &first);
+    struct buf out;
+    struct err e = {{0}};
+    buf_init(&out, 1 << 20);
+    cr_assert_eq(notify_render(&out, &env, NULL, "slack.json", ctx, &e), 0, "%s", e.msg);
+    struct json_object *doc = notify_parse_json(buf_str(&out), &e), *blocks = NULL;
+    cr_assert_not_null(doc, "%s", e.msg);
+    cr_assert(json_object_object_get_ex(doc, "blocks", &blocks));
+    cr_assert_eq(json_object_array_length(blocks), 50, "%s", buf_str(&out));
+    json_object_put(doc);
+    json_object_put(ctx);
+    buf_free(&out);
+    for (size_t i = 0; i < 23; i++)
+        event_clear(&evs[i]);
 }

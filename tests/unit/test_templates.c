@@ -5,6 +5,7 @@
  * byte; webhook.json the webhook document; the JSON ones valid JSON
  * whatever the device names and alert texts hold. */
 #include "event.h"
+#include "incident.h"
 #include "notify/notify.h"
 #include "proc.h"
 #include "templates.h"
@@ -856,4 +857,335 @@ Test(templates, webhook_json_carries_group_and_routing)
     free(got);
     template_free(t);
     free_events(evs, n);
+}
+
+/* --- incidents ----------------------------------------------------------- */
+
+/* 03:00 at the device (+09:00): 2026-11-17 18:00:00 UTC. */
+#define ALARM_AT 1794938400LL
+
+/* The freezer's ch1 alarm at 03:00, as routed by the rule "freezers". */
+static struct event freezer_event(const char *state, long long at, const char *text,
+                                  const char *value, const char *limit)
+{
+    struct event ev = make_event("Freezer -80 A", "TR-71A", text, "ch1");
+    free(ev.serial);
+    free(ev.base_serial);
+    free(ev.channel_name);
+    free(ev.channel_unit);
+    free(ev.account);
+    ev.account = xstrdup("lab");
+    ev.serial = xstrdup("5214000A");
+    ev.base_serial = xstrdup("5214000A");
+    ev.channel_name = xstrdup("Temperature");
+    ev.channel_unit = xstrdup("°C");
+    ev.unixtime = at;
+    ev.state = xstrdup(state);
+    ev.value = value ? xstrdup(value) : NULL;
+    ev.limit = limit ? xstrdup(limit) : NULL;
+    ev.rule = xstrdup("freezers");
+    ev.severity = xstrdup("critical");
+    return ev;
+}
+
+/* Incident 12 of that alarm, opened 30 s after it; the channel peaked at
+ * -66.0°C at 03:20 and read -68.1°C at 03:34. */
+static struct incident freezer_incident(void)
+{
+    struct incident inc = {.id = 12,
+                           .key = xstrdup("5214000A/ch1"),
+                           .state = INCIDENT_OPEN,
+                           .opened_at = ALARM_AT + 30,
+                           .paged = true,
+                           .last_page = ALARM_AT + 30};
+    inc.first = freezer_event("alarm", ALARM_AT, "CH1 Upper Limit -70.2°C", "-70.2°C", "-75.0°C");
+    incident_tell(&inc, "on-call");
+    incident_note_reading(&inc, -70.2, ALARM_AT);
+    incident_note_reading(&inc, -66.0, ALARM_AT + 1200);
+    incident_note_reading(&inc, -68.1, ALARM_AT + 2040);
+    return inc;
+}
+
+static void acknowledge(struct incident *inc, const char *by, const char *note)
+{
+    inc->acked_at = ALARM_AT + 1500; /* 03:25 */
+    inc->acked_by = xstrdup(by);
+    inc->ack_note = note ? xstrdup(note) : NULL;
+}
+
+/* The message of each notice, as run/incidents.c queues it. */
+enum { N_NOTICES = 6 };
+
+static void notice_events(struct event out[N_NOTICES], const char *note)
+{
+    struct incident inc = freezer_incident();
+    incident_message(&out[NOTICE_OPENED], &inc, NOTICE_OPENED, NULL, ALARM_AT + 30);
+    inc.step = 1;
+    incident_message(&out[NOTICE_ESCALATION], &inc, NOTICE_ESCALATION, NULL, ALARM_AT + 1230);
+    inc.reminders = 2;
+    incident_message(&out[NOTICE_REMINDER], &inc, NOTICE_REMINDER, NULL, ALARM_AT + 2070);
+    struct incident lone = freezer_incident();
+    lone.state = INCIDENT_CLOSED;
+    lone.ended = lone.ended_at = lone.opened_at + 7 * 86400;
+    incident_message(&out[NOTICE_CLOSED], &lone, NOTICE_CLOSED, NULL, lone.ended_at);
+    incident_clear(&lone);
+    acknowledge(&inc, "night shift", note);
+    incident_message(&out[NOTICE_ACKNOWLEDGED], &inc, NOTICE_ACKNOWLEDGED, NULL, ALARM_AT + 1530);
+    struct event back =
+        freezer_event("recovered", ALARM_AT + 2820, "CH1 Recovered -79.5°C", "-79.5°C", NULL);
+    back.recovers = ALARM_AT;
+    inc.state = INCIDENT_RESOLVED;
+    inc.ended = ALARM_AT + 2820;
+    inc.ended_at = ALARM_AT + 2850;
+    incident_message(&out[NOTICE_RESOLVED], &inc, NOTICE_RESOLVED, &back, ALARM_AT + 2850);
+    event_clear(&back);
+    incident_clear(&inc);
+}
+
+static void clear_notices(struct event evs[N_NOTICES])
+{
+    for (size_t i = 0; i < N_NOTICES; i++)
+        event_clear(&evs[i]);
+}
+
+/* The built-in template `name` rendered for the message of `ev` alone, as
+ * its receiver renders it. */
+static char *render_one(const char *name, const struct event *ev)
+{
+    struct notify_message m = {.events = ev, .n = 1, .now = ALARM_AT + 2850};
+    struct json_object *ctx = notify_context("on-call", &m);
+    struct template *t = builtin(name);
+    char *got = render(t, ctx, templates_escape(name), NULL);
+    template_free(t);
+    json_object_put(ctx);
+    return got;
+}
+
+static const char *const notice_labels[N_NOTICES] = {
+    [NOTICE_OPENED] = "ALARM",         [NOTICE_REMINDER] = "REMINDER 2",
+    [NOTICE_ESCALATION] = "ESCALATED", [NOTICE_ACKNOWLEDGED] = "ACKNOWLEDGED",
+    [NOTICE_RESOLVED] = "RESOLVED",    [NOTICE_CLOSED] = "CLOSED",
+};
+
+static const char *const notice_emoji[N_NOTICES] = {
+    [NOTICE_OPENED] = "🔴",       [NOTICE_REMINDER] = "⏰", [NOTICE_ESCALATION] = "📣",
+    [NOTICE_ACKNOWLEDGED] = "👍", [NOTICE_RESOLVED] = "✅", [NOTICE_CLOSED] = "🔒",
+};
+
+#define NOTE "moving the samples to freezer B"
+
+static const char *const notice_lines[N_NOTICES] = {
+    [NOTICE_OPENED] = "incident 12 · open 0 min · not acknowledged · wsrelay ack 12",
+    [NOTICE_REMINDER] = "incident 12 · open 34 min · not acknowledged · wsrelay ack 12",
+    [NOTICE_ESCALATION] = "incident 12 · open 20 min · not acknowledged · wsrelay ack 12",
+    [NOTICE_ACKNOWLEDGED] =
+        "incident 12 · open 25 min · acknowledged by night shift at 03:25: " NOTE,
+    [NOTICE_RESOLVED] = "incident 12 · 47 min beyond its limit, peak -66.0°C at 03:20 · "
+                        "acknowledged by night shift at 03:25: " NOTE,
+    [NOTICE_CLOSED] = "incident 12 · closed after 7 d 0 h without a recovery · nobody "
+                      "acknowledged it",
+};
+
+Test(templates, file_txt_shows_each_notice_with_its_label_and_incident_line)
+{
+    struct event evs[N_NOTICES];
+    notice_events(evs, NOTE);
+    for (size_t i = 0; i < N_NOTICES; i++) {
+        char *got = render_one("file.txt", &evs[i]);
+        char *head = xasprintf("\n[%s · critical] Freezer -80 A (TR-71A, 5214000A) - ch1 "
+                               "Temperature [°C]\n  %s\n  2026-11-18 03:",
+                               notice_labels[i], notice_lines[i]);
+        cr_assert(strstr(got, head), "notice %s:\n%s\nwant\n%s", incident_notice_name(i), got,
+                  head);
+        cr_assert(strstr(got, evs[i].text), "%s", got);
+        free(head);
+        free(got);
+    }
+    /* The whole block of a reminder and of a resolution. */
+    char *got = render_one("file.txt", &evs[NOTICE_REMINDER]);
+    cr_assert_str_eq(got,
+                     "== wsrelay: 1 new alert for on-call ==\n"
+                     "\n"
+                     "[REMINDER 2 · critical] Freezer -80 A (TR-71A, 5214000A) - ch1 Temperature "
+                     "[°C]\n"
+                     "  incident 12 · open 34 min · not acknowledged · wsrelay ack 12\n"
+                     "  2026-11-18 03:00:00 +09:00  account lab\n"
+                     "  Reminder 2: incident 12 open for 34 min, not acknowledged. Now -68.1°C "
+                     "at 03:34 (limit -75.0°C, peak -66.0°C at 03:20). CH1 Upper Limit -70.2°C "
+                     "Acknowledge: wsrelay ack 12\n");
+    free(got);
+    got = render_one("file.txt", &evs[NOTICE_RESOLVED]);
+    cr_assert_str_eq(got, "== wsrelay: 1 new alert for on-call ==\n"
+                          "\n"
+                          "[RESOLVED · critical] Freezer -80 A (TR-71A, 5214000A) - ch1 "
+                          "Temperature [°C]\n"
+                          "  incident 12 · 47 min beyond its limit, peak -66.0°C at 03:20 · "
+                          "acknowledged by night shift at 03:25: " NOTE "\n"
+                          "  2026-11-18 03:47:00 +09:00  account lab\n"
+                          "  CH1 Recovered -79.5°C Incident 12: beyond its limit for 47 min, peak "
+                          "-66.0°C at 03:20; acknowledged by night shift at 03:25.\n");
+    free(got);
+    clear_notices(evs);
+}
+
+Test(templates, the_mail_subject_gives_the_notice_and_the_incident)
+{
+    struct event evs[N_NOTICES];
+    notice_events(evs, NOTE);
+    for (size_t i = 0; i < N_NOTICES; i++) {
+        char *got = render_one("email-subject.txt", &evs[i]);
+        /* the first notice says what the platform said, as an alarm does */
+        char *want = i == NOTICE_OPENED
+                         ? xstrdup("[ALARM] Freezer -80 A: CH1 Upper Limit -70.2°C")
+                         : xasprintf("[%s] Freezer -80 A: %s", notice_labels[i], notice_lines[i]);
+        cr_assert_str_eq(got, want, "notice %s", incident_notice_name(i));
+        free(want);
+        free(got);
+    }
+    clear_notices(evs);
+}
+
+Test(templates, mail_bodies_show_each_notice_with_its_incident_line)
+{
+    struct event evs[N_NOTICES];
+    notice_events(evs, "<b>moved</b> & \"done\"");
+    for (size_t i = 0; i < N_NOTICES; i++) {
+        char *got = render_one("email.txt", &evs[i]);
+        char *want = xasprintf("[%s · critical] Freezer -80 A\nincident 12 · ", notice_labels[i]);
+        cr_assert(strstr(got, want), "notice %s:\n%s", incident_notice_name(i), got);
+        free(want);
+        free(got);
+        got = render_one("email.html", &evs[i]);
+        want = xasprintf("%s · critical</span> Freezer -80 A</div>\n"
+                         "<div style=\"margin:4px 0;font-weight:bold\">incident 12 · ",
+                         notice_labels[i]);
+        cr_assert(strstr(got, want), "notice %s:\n%s", incident_notice_name(i), got);
+        cr_assert_null(strstr(got, "<b>moved"), "%s", got);
+        if (i == NOTICE_ACKNOWLEDGED)
+            cr_assert(strstr(got, "at 03:25: &lt;b&gt;moved&lt;/b&gt; &amp; &quot;done&quot;"
+                                  "</div>"),
+                      "%s", got);
+        free(want);
+        free(got);
+    }
+    clear_notices(evs);
+}
+
+/* A note as a person types it, meant to ping everyone, shout and hide a
+ * link. */
+#define HOSTILE_NOTE "<!channel> *bold* [x](http://x) ](http://x) \"q\\ <@U123>"
+
+Test(templates, slack_shows_each_notice_under_its_header_and_stays_json)
+{
+    struct event evs[N_NOTICES];
+    notice_events(evs, HOSTILE_NOTE);
+    for (size_t i = 0; i < N_NOTICES; i++) {
+        char *got = render_one("slack.json", &evs[i]);
+        struct json_object *doc = parse_output(got, "slack.json");
+        struct json_object *blocks = member(doc, "blocks");
+        /* header, the incident, the text, the footer */
+        cr_assert_eq(json_object_array_length(blocks), 4, "%s", got);
+        struct json_object *header = json_object_array_get_idx(blocks, 0);
+        struct json_object *line = json_object_array_get_idx(blocks, 1);
+        char *want = xasprintf("%s %s · critical Freezer -80 A", notice_emoji[i], notice_labels[i]);
+        cr_assert_str_eq(member_str(header, "type"), "header");
+        cr_assert_str_eq(member_str(member(header, "text"), "text"), want);
+        free(want);
+        cr_assert_str_eq(member_str(member(line, "text"), "type"), "plain_text");
+        const char *text = member_str(member(line, "text"), "text");
+        if (i == NOTICE_ACKNOWLEDGED || i == NOTICE_RESOLVED) {
+            /* the note as Slack shows it: its & < > as entities, so that it
+             * mentions nobody and links nowhere */
+            cr_assert(strstr(text, "at 03:25: &lt;!channel&gt; *bold* [x](http://x) ](http://x) "
+                                   "\"q\\ &lt;@U123&gt;"),
+                      "%s", text);
+            cr_assert_null(strstr(got, "<!channel>"), "%s", got);
+            cr_assert_null(strstr(got, "<@U123>"), "%s", got);
+        } else {
+            cr_assert_str_eq(text, notice_lines[i]);
+        }
+        want = xasprintf("%s %s · critical Freezer -80 A: ", notice_emoji[i], notice_labels[i]);
+        cr_assert(strncmp(member_str(doc, "text"), want, strlen(want)) == 0, "%s",
+                  member_str(doc, "text"));
+        free(want);
+        json_object_put(doc);
+        free(got);
+    }
+    clear_notices(evs);
+}
+
+Test(templates, teams_shows_each_notice_under_its_header_and_stays_json)
+{
+    struct event evs[N_NOTICES];
+    notice_events(evs, HOSTILE_NOTE);
+    for (size_t i = 0; i < N_NOTICES; i++) {
+        char *got = render_one("teams.json", &evs[i]);
+        struct json_object *doc = parse_output(got, "teams.json");
+        struct json_object *body = member(
+            member(json_object_array_get_idx(member(doc, "attachments"), 0), "content"), "body");
+        /* the heading, then header, incident, text and facts */
+        cr_assert_eq(json_object_array_length(body), 5, "%s", got);
+        char *want = xasprintf("%s %s · critical Freezer -80 A", notice_emoji[i], notice_labels[i]);
+        cr_assert_str_eq(member_str(json_object_array_get_idx(body, 1), "text"), want);
+        free(want);
+        const char *text = member_str(json_object_array_get_idx(body, 2), "text");
+        cr_assert_str_eq(member_str(json_object_array_get_idx(body, 2), "weight"), "Bolder");
+        if (i == NOTICE_ACKNOWLEDGED || i == NOTICE_RESOLVED) {
+            /* the note's Markdown inert: no emphasis, no link */
+            cr_assert(strstr(text, "\\*bold\\*"), "%s", text);
+            cr_assert_null(strstr(text, "](http"), "%s", text);
+        } else {
+            cr_assert_str_eq(text, notice_lines[i]);
+        }
+        json_object_put(doc);
+        free(got);
+    }
+    clear_notices(evs);
+}
+
+Test(templates, webhook_json_carries_the_incident_whole)
+{
+    struct event evs[N_NOTICES];
+    notice_events(evs, HOSTILE_NOTE);
+    struct template *t = builtin("webhook.json");
+    for (size_t i = 0; i < N_NOTICES; i++) {
+        struct json_object *ctx = webhook_document(&evs[i], 1);
+        char *got = render(t, ctx, TEMPLATE_ESCAPE_JSON, NULL);
+        struct json_object *doc = parse_output(got, "webhook.json");
+        struct json_object *ev = json_object_array_get_idx(member(doc, "events"), 0);
+        cr_assert(json_object_equal(member(ev, "incident"), evs[i].incident), "%s", got);
+        cr_assert_str_eq(member_str(member(ev, "incident"), "notice"), incident_notice_name(i));
+        struct json_object *want = webhook_document(&evs[i], 1);
+        blank_channels_are_null(want);
+        cr_assert(json_object_equal(doc, want), "got\n%s\nwant\n%s",
+                  json_object_to_json_string(doc), json_object_to_json_string(want));
+        json_object_put(want);
+        json_object_put(doc);
+        json_object_put(ctx);
+        free(got);
+    }
+    template_free(t);
+    clear_notices(evs);
+}
+
+/* Two notices in one message: each keeps its own label and line. */
+Test(templates, several_notices_in_one_message_each_say_their_own)
+{
+    struct event evs[N_NOTICES];
+    notice_events(evs, NOTE);
+    struct event two[2] = {evs[NOTICE_REMINDER], evs[NOTICE_RESOLVED]};
+    struct notify_message m = {.events = two, .n = 2, .now = ALARM_AT + 2850};
+    struct json_object *ctx = notify_context("on-call", &m);
+    struct template *t = builtin("file.txt");
+    char *got = render(t, ctx, TEMPLATE_ESCAPE_TEXT, NULL);
+    cr_assert(strstr(got, "[REMINDER 2 · critical] Freezer -80 A"), "%s", got);
+    cr_assert(strstr(got, "\n  "
+                          "incident 12 · open 34 min · not acknowledged"),
+              "%s", got);
+    cr_assert(strstr(got, "[RESOLVED · critical] Freezer -80 A"), "%s", got);
+    cr_assert(strstr(got, "\n  incident 12 · 47 min beyond its limit"), "%s", got);
+    free(got);
+    template_free(t);
+    json_object_put(ctx);
+    clear_notices(evs);
 }
