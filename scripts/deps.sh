@@ -8,7 +8,7 @@ wsrelay_packages=(
   libcurl4-openssl-dev libjson-c-dev libyaml-dev libesmtp-dev libssl-dev libpcre2-dev
   libcairo2-dev libfontconfig-dev fonts-dejavu-core fonts-ipaexfont-gothic
   libcriterion-dev libmicrohttpd-dev
-  python3-aiosmtpd openssl clang-format mandoc
+  python3-aiosmtpd dovecot-imapd openssl clang-format mandoc
   dpkg-dev lintian python3-yaml
 )
 

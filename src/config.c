@@ -67,6 +67,7 @@ static int check_readable_file(char *v, struct err *e);
 static int check_directory(char *v, struct err *e);
 static int check_https_url(char *v, struct err *e);
 static int check_email(const void *obj, size_t *off, struct err *e);
+static int check_imaps_url(char *v, struct err *e);
 static int check_glob(char *v, struct err *e);
 static int check_kind(char *v, struct err *e);
 static int check_event_state(char *v, struct err *e);
@@ -94,6 +95,7 @@ static int check_pushover(const void *obj, size_t *off, struct err *e);
 /* The webhook mapping is an anonymous struct inside struct receiver_conf. */
 #define WEBHOOK_AT(member) (AT(receiver_conf, webhook.member) - AT(receiver_conf, webhook))
 #define EMAIL_AT(member) (AT(receiver_conf, email.member) - AT(receiver_conf, email))
+#define ACK_AT(member) AT(email_ack_conf, member)
 #define PAGERDUTY_AT(member) (AT(receiver_conf, pagerduty.member) - AT(receiver_conf, pagerduty))
 #define OPSGENIE_AT(member) (AT(receiver_conf, opsgenie.member) - AT(receiver_conf, opsgenie))
 #define MATCH_AT(member) (AT(rule_conf, match.member) - AT(rule_conf, match))
@@ -367,6 +369,47 @@ static const struct schema file_schema = {.what = "file",
                                           .n_keys = N(file_keys),
                                           .size = sizeof(((struct receiver_conf *)0)->file)};
 
+static const struct key email_ack_keys[] = {
+    {.name = "imap",
+     .kind = K_STRING,
+     .flags = F_REQUIRED,
+     .off = ACK_AT(imap),
+     .check = check_imaps_url,
+     .help = "The mailbox that replies to the mails reach: imaps://host[:port]/MAILBOX "
+             "(TLS from the start; port 993 by default)."},
+    {.name = "username",
+     .kind = K_STRING,
+     .flags = F_REQUIRED,
+     .off = ACK_AT(username),
+     .help = "The mailbox's user."},
+    {.name = "password_file",
+     .kind = K_SECRET_FILE,
+     .flags = F_SECRET | F_REQUIRED,
+     .off = ACK_AT(password),
+     .help = "A file holding the mailbox's password (mode 0600)."},
+    {.name = "pin_file",
+     .kind = K_SECRET_FILE,
+     .flags = F_SECRET,
+     .off = ACK_AT(pin),
+     .help = "A file holding a PIN that a reply must carry after its ACK line (\"ACK 12 PIN\"): "
+             "a forged sender cannot acknowledge without it."},
+    {.name = "from",
+     .kind = K_STRINGS,
+     .off = ACK_AT(from),
+     .count_off = ACK_AT(n_from),
+     .check = check_address,
+     .help = "More senders whose replies acknowledge, besides the receiver's to: and cc:."},
+    {.name = "ca_file",
+     .kind = K_PATH,
+     .off = ACK_AT(ca_file),
+     .check = check_readable_file,
+     .help = "PEM certificates to verify the IMAP server with (default: the system's store)."},
+};
+static const struct schema email_ack_schema = {.what = "ack",
+                                               .keys = email_ack_keys,
+                                               .n_keys = N(email_ack_keys),
+                                               .size = sizeof(struct email_ack_conf)};
+
 static const struct key email_keys[] = {
     {.name = "host",
      .kind = K_STRING,
@@ -439,6 +482,12 @@ static const struct key email_keys[] = {
      .off = EMAIL_AT(html_template),
      .check = check_readable_file,
      .help = "A template for the HTML body sent beside the text one (default: email.html)."},
+    {.name = "ack",
+     .kind = K_MAP,
+     .off = EMAIL_AT(ack),
+     .sub = &email_ack_schema,
+     .help = "Take acknowledgements from replies to the mails: a mailbox read over IMAP "
+             "after each run's deliveries."},
 };
 static const struct schema email_schema = {.what = "email",
                                            .keys = email_keys,
@@ -1233,6 +1282,23 @@ static int check_pushover(const void *obj, size_t *off, struct err *e)
         *off = PUSHOVER_AT(expire);
         return err_set(e, "expire (%lds) must not be shorter than retry (%lds)", expire, retry);
     }
+    return 0;
+}
+
+/* imaps:// (IMAP over TLS from the start) to a host, with a mailbox as
+ * its path and nothing after it. */
+static int check_imaps_url(char *v, struct err *e)
+{
+    struct url u;
+    if (url_parse(&u, v, e) < 0)
+        return -1;
+    if (strcmp(u.scheme, "imaps"))
+        return err_set(e, "expected imaps://host[:port]/MAILBOX: the password and the "
+                          "replies cross the network, so TLS from the start");
+    if (u.has_userinfo || u.has_query || u.has_fragment || v[u.path_start] != '/' ||
+        !v[u.path_start + 1] || strchr(v + u.path_start, ';'))
+        return err_set(e, "expected imaps://host[:port]/MAILBOX, the mailbox after the host "
+                          "and nothing else (the user and password are keys of their own)");
     return 0;
 }
 

@@ -140,6 +140,18 @@ struct chat_conf {
     char *api_url;  /* Slack only: the Web API's base, without trailing slash; NULL: Slack's */
 };
 
+/* `ack:` of an email receiver: the mailbox its replies reach, read over
+ * IMAP for acknowledgements (notify/imap.h). */
+struct email_ack_conf {
+    char *imap;     /* imaps://host[:port]/MAILBOX; NULL: no ack: */
+    char *username; /* set exactly when imap is */
+    char *password; /* secret; set exactly when imap is */
+    char *pin;      /* secret: the word a reply's ACK line must carry; NULL: none */
+    char **from;    /* more senders allowed besides to: and cc:, as addresses */
+    size_t n_from;
+    char *ca_file; /* a readable file, or NULL for the system store */
+};
+
 struct receiver_conf {
     char *name;
     enum receiver_type type;
@@ -168,6 +180,7 @@ struct receiver_conf {
         size_t n_cc;
         char *template; /* readable files, or NULL */
         char *html_template;
+        struct email_ack_conf ack;
     } email;
     struct chat_conf slack;
     struct chat_conf teams;

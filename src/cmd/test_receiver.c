@@ -67,6 +67,26 @@ static int cmd_test_receiver(const struct cmd_globals *g, const struct opt_args 
     free(answer);
     free(why);
     rc = sent == 0 ? RUN_OK : RUN_FAILED;
+    /* A receiver that takes acknowledgements (an email receiver's ack:
+     * mailbox) is asked too, about the test alone: that it logs in and
+     * reads, never acknowledging anything. */
+    if (notify_collects(r)) {
+        struct notify_open probe = {.id = 0, .key = "test", .first = &ev};
+        struct notify_ack *acks = NULL;
+        size_t n_acks = 0;
+        if (notify_collect(&env, r, &probe, 1, ev.unixtime, &acks, &n_acks, &e) < 0) {
+            secrets = notify_secrets(c);
+            why = redact_text(secrets, e.msg);
+            redact_free(secrets);
+            printf("  acknowledgements NOT readable: %s\n", why);
+            free(why);
+            rc = RUN_FAILED;
+        } else {
+            printf("  acknowledgements readable: %zu repl%s to this test\n", n_acks,
+                   n_acks == 1 ? "y" : "ies");
+        }
+        notify_acks_free(acks, n_acks);
+    }
 out:
     config_free(c);
     return rc;

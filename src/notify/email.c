@@ -6,13 +6,16 @@
  * composes it and notify/smtp.h hands it to the server. */
 #include "chartproc.h"
 #include "mime.h"
+#include "notify/imap.h"
 #include "notify/notify.h"
 #include "notify/smtp.h"
 #include "util/buf.h"
+#include "util/jsonv.h"
 #include "util/log.h"
 #include "util/utf8.h"
 #include "util/xalloc.h"
 
+#include <ctype.h>
 #include <json-c/json.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -306,6 +309,27 @@ static char *message_id(const struct receiver_conf *r, const struct event *ev, s
     return id;
 }
 
+/* Whether `ref`, a msg-id a reply names, is the mail `id` or a
+ * follow-up of it (message_id: the notice's part after the kind,
+ * "<wsrelay.mail.5214000A.ch1-reminder2.1794999000@example.org>"). */
+static bool email_names(const char *id, const char *ref)
+{
+    const char *at = strrchr(id, '@');
+    const char *dot = at;
+    while (dot > id && *dot != '.')
+        dot--;
+    size_t head = (size_t)(dot - id), len = strlen(ref), tail = strlen(dot);
+    if (!strcmp(id, ref))
+        return true;
+    if (*dot != '.' || len <= head + 1 + tail || strncmp(ref, id, head) || ref[head] != '-' ||
+        strcmp(ref + len - tail, dot))
+        return false;
+    for (size_t i = head + 1; i < len - tail; i++)
+        if (!isalnum((unsigned char)ref[i]))
+            return false;
+    return true;
+}
+
 /* The mail an event's mail belongs under: its thread's root. */
 struct thread_root {
     const char *serial;
@@ -468,6 +492,12 @@ static int email_send(const struct notify_env *env, const struct receiver_conf *
     rc = smtp_send(&j, e);
     /* The answer is a line for people; a long one is cut. */
     const char *answer = rc == 0 ? "the server accepted the message for every recipient" : e->msg;
+    /* the first mail of an incident: what a reply to it names */
+    if (rc == 0 && events[0].incident &&
+        !strcmp(member_text(events[0].incident, "notice"), "opened")) {
+        res->refs = jsonv_need(json_object_new_object());
+        jsonv_put(res->refs, "message_id", jsonv_need(json_object_new_string(id)));
+    }
     size_t len = strlen(answer) < sizeof res->answer - 1 ? strlen(answer) : sizeof res->answer - 1;
     memcpy(res->answer, answer, len);
     res->answer[len] = '\0';
@@ -483,8 +513,255 @@ out:
     return rc;
 }
 
+/* One mail per incident: its first mail is the one a reply names, and its
+ * later notices follow it up. Events of no incident go together. */
+static size_t email_fit(const struct notify_env *env, const struct receiver_conf *r,
+                        const struct notify_message *m)
+{
+    (void)env;
+    (void)r;
+    if (m->events[0].incident)
+        return 1;
+    size_t k = 1;
+    while (k < m->n && !m->events[k].incident)
+        k++;
+    return k;
+}
+
+/* ---- acknowledgements by reply (ack:) ---- */
+
+/* The longest note kept from a reply: a line for a timeline. */
+#define EMAIL_NOTE_MAX 200
+
+/* Whether `addr` (lower case) may acknowledge: one of the receiver's to:,
+ * cc: or ack.from:, compared without regard to case. */
+static bool sender_allowed(const struct receiver_conf *r, const char *addr)
+{
+    size_t n = r->email.n_to + r->email.n_cc + r->email.ack.n_from;
+    bool allowed = false;
+    for (size_t i = 0; i < n && !allowed; i++) {
+        const char *text = i < r->email.n_to ? r->email.to[i]
+                           : i < r->email.n_to + r->email.n_cc
+                               ? r->email.cc[i - r->email.n_to]
+                               : r->email.ack.from[i - r->email.n_to - r->email.n_cc];
+        struct mime_address a;
+        if (mime_address_parse(&a, text, NULL) == 0) {
+            allowed = !strcasecmp(a.addr, addr);
+            mime_address_clear(&a);
+        }
+    }
+    return allowed;
+}
+
+/* What the text of a reply says: the ACK line's incident and PIN, and the
+ * note (the ACK line's words after them, else the first other line that
+ * is not empty and not quoted). */
+struct reply_words {
+    bool has_ack;
+    unsigned long id;
+    bool pin_ok; /* the ACK line carries the receiver's PIN (true when it has none) */
+    char *note;  /* one line of valid UTF-8, at most EMAIL_NOTE_MAX bytes; NULL: none */
+};
+
+/* The words of a line after `p` (a word and the blanks after it). */
+static const char *next_word(const char *p, const char *end, size_t *len)
+{
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    const char *w = p;
+    while (p < end && *p != ' ' && *p != '\t')
+        p++;
+    *len = (size_t)(p - w);
+    return w;
+}
+
+static void read_reply(struct reply_words *out, const char *text, const char *pin)
+{
+    memset(out, 0, sizeof *out);
+    const char *first_line = NULL, *note = NULL, *note_end = NULL;
+    for (const char *p = text; *p;) {
+        const char *end = p + strcspn(p, "\r\n");
+        const char *next = end + strspn(end, "\r\n");
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        const char *last = end;
+        while (last > p && (last[-1] == ' ' || last[-1] == '\t'))
+            last--;
+        if (p == last || *p == '>') { /* empty, or quoted from the mail replied to */
+            p = next;
+            continue;
+        }
+        if (!strncmp(p, "-- ", 3) && last == p + 2)
+            break; /* the signature */
+        size_t len;
+        const char *w = next_word(p, last, &len);
+        if (!out->has_ack && len == 3 && !strncasecmp(w, "ACK", 3)) {
+            const char *num = next_word(w + len, last, &len);
+            char *stop = NULL;
+            unsigned long id = len ? strtoul(num, &stop, 10) : 0;
+            if (len && isdigit((unsigned char)*num) && stop == num + len) {
+                out->has_ack = true;
+                out->id = id;
+                const char *after = num + len;
+                out->pin_ok = !pin;
+                if (pin) {
+                    const char *given = next_word(after, last, &len);
+                    out->pin_ok = len == strlen(pin) && !memcmp(given, pin, len);
+                    if (out->pin_ok)
+                        after = given + len;
+                }
+                after += strspn(after, " \t");
+                if (after < last && (!pin || out->pin_ok)) {
+                    note = after;
+                    note_end = last;
+                }
+                p = next;
+                continue;
+            }
+        }
+        if (!first_line) {
+            first_line = p;
+            if (!note) {
+                note = p;
+                note_end = last;
+            }
+        }
+        p = next;
+    }
+    if (note) {
+        out->note = utf8_clean(note, (size_t)(note_end - note), EMAIL_NOTE_MAX, UTF8_CONTROLS_NONE);
+        if (pin && strstr(out->note, pin)) { /* a PIN written twice stays out of the timeline */
+            free(out->note);
+            out->note = NULL;
+        }
+    }
+}
+
+/* The incidents among open[0..n) a reply names by In-Reply-To or
+ * References: each incident's first mail (its refs' message_id, else the
+ * id its opening event's lone mail has) or a notice after it. Sets
+ * hit[i] for each. */
+static void named_incidents(bool *hit, const struct receiver_conf *r,
+                            const struct notify_open *open, size_t n, const char *host,
+                            const struct imap_mail *m)
+{
+    const char *fields[] = {m->in_reply_to, m->references};
+    for (size_t i = 0; i < n; i++) {
+        const char *kept = json_object_get_string(jsonv_member(open[i].refs, "message_id"));
+        char *lone = lone_id(r, open[i].first, open[i].first->unixtime, 1, host);
+        for (size_t f = 0; f < 2 && !hit[i]; f++) {
+            char ref[512];
+            for (const char *next = fields[f]; !hit[i] && imap_next_id(ref, sizeof ref, &next);)
+                hit[i] = email_names(lone, ref) || (kept && email_names(kept, ref));
+        }
+        free(lone);
+    }
+}
+
+/* What mail `m` acknowledges among open[0..n), appended to *acks; true
+ * when it acknowledges one (the caller marks it seen). A mail from the
+ * relay itself, from a sender not allowed, or without the PIN where one
+ * is set acknowledges nothing (the last two are logged with the sender). */
+static bool take_reply(struct notify_ack **acks, size_t *n_acks, const struct receiver_conf *r,
+                       const struct notify_open *open, size_t n, const char *self,
+                       const struct imap_mail *m)
+{
+    const char *host = strchr(self, '@') + 1;
+    const struct email_ack_conf *a = &r->email.ack;
+    char *from = m->from ? imap_from_address(m->from) : NULL;
+    bool *hit = xcalloc(n, sizeof *hit), taken = false;
+    struct reply_words words;
+    read_reply(&words, m->text, a->pin);
+    named_incidents(hit, r, open, n, host, m);
+    size_t named = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (words.has_ack)
+            hit[i] = open[i].id == words.id; /* the ACK line says which */
+        named += hit[i];
+    }
+    if (!named || (from && !strcasecmp(from, self)))
+        goto out; /* not a reply to an open incident, or the relay's own mail */
+    if (!from) {
+        log_warn("receiver %s: mail %lu names an incident but its From: is not one address: "
+                 "it acknowledges nothing",
+                 r->name, m->uid);
+        goto out;
+    }
+    if (!sender_allowed(r, from)) {
+        log_warn("receiver %s: a reply from %s names an incident, but %s is not among to:, cc: "
+                 "or ack.from: it acknowledges nothing",
+                 r->name, from, from);
+        goto out;
+    }
+    if (a->pin && !(words.has_ack && words.pin_ok)) {
+        log_warn("receiver %s: a reply from %s names an incident without the PIN (\"ACK ID "
+                 "PIN\"): it acknowledges nothing",
+                 r->name, from);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!hit[i])
+            continue;
+        *acks = xreallocarray(*acks, *n_acks + 1, sizeof **acks);
+        (*acks)[(*n_acks)++] = (struct notify_ack){
+            .id = open[i].id, .by = xstrdup(from), .note = words.note ? xstrdup(words.note) : NULL};
+    }
+    taken = true;
+out:
+    free(words.note);
+    free(hit);
+    free(from);
+    return taken;
+}
+
+static int email_collect(const struct notify_env *env, const struct receiver_conf *r,
+                         const struct notify_open *open, size_t n, long long now,
+                         struct notify_ack **acks, size_t *n_acks, struct err *e)
+{
+    (void)env;
+    (void)now;
+    int rc = -1;
+    struct imap_session *s = NULL;
+    struct imap_mail *mails = NULL;
+    struct mime_address self = {0};
+    size_t n_mails = 0;
+    *acks = NULL;
+    *n_acks = 0;
+    if (!r->email.ack.imap)
+        return 0;
+    if (mime_address_parse(&self, r->email.from, e) < 0)
+        return -1;
+    imap_open(&s, &r->email.ack, r->timeout);
+    if (imap_unseen(s, &mails, &n_mails, e) < 0)
+        goto out;
+    log_debug("receiver %s: %zu unseen mails in its ack: mailbox", r->name, n_mails);
+    for (size_t i = 0; i < n_mails; i++) {
+        struct err why;
+        log_debug("receiver %s: mail %lu from %s", r->name, mails[i].uid,
+                  mails[i].from ? mails[i].from : "(none)");
+        if (!take_reply(acks, n_acks, r, open, n, self.addr, &mails[i]))
+            continue;
+        if (imap_mark_seen(s, mails[i].uid, &why) < 0) /* its acknowledgement still counts */
+            log_warn("receiver %s: mail %lu: cannot mark it seen: %s", r->name, mails[i].uid,
+                     why.msg);
+    }
+    rc = 0;
+out:
+    imap_mails_free(mails, n_mails);
+    imap_close(s);
+    mime_address_clear(&self);
+    if (rc < 0) {
+        notify_acks_free(*acks, *n_acks);
+        *acks = NULL;
+        *n_acks = 0;
+    }
+    return rc;
+}
+
 const struct notifier notifier_email = {
     .type = RECEIVER_EMAIL,
     .name = "email",
+    .fit = email_fit,
     .send = email_send,
+    .collect = email_collect,
 };

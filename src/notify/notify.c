@@ -40,6 +40,28 @@ unsigned notify_pace_ms(enum receiver_type type)
     return n ? n->pace_ms : 0;
 }
 
+/* A password and the forms in which a login sends it: AUTH LOGIN in
+ * base64, AUTH PLAIN "\0user\0password" in base64. */
+static void add_login(struct redact *secrets, const char *username, const char *password)
+{
+    if (!password)
+        return;
+    const char *user = username ? username : "";
+    size_t ul = strlen(user), pl = strlen(password);
+    char *blob = xmalloc(ul + pl + 2);
+    blob[0] = '\0';
+    memcpy(blob + 1, user, ul + 1);
+    memcpy(blob + ul + 2, password, pl);
+    redact_add(secrets, password);
+    char *b64 = redact_base64(password, pl);
+    redact_add(secrets, b64);
+    free(b64);
+    b64 = redact_base64(blob, ul + pl + 2);
+    redact_add(secrets, b64);
+    free(b64);
+    free(blob);
+}
+
 void notify_add_secrets(struct redact *secrets, const struct receiver_conf *r)
 {
     switch (r->type) {
@@ -49,24 +71,12 @@ void notify_add_secrets(struct redact *secrets, const struct receiver_conf *r)
             redact_add_header(secrets, r->webhook.headers[i].value);
         break;
     case RECEIVER_EMAIL:
-        if (r->email.password) {
-            /* AUTH LOGIN sends the password in base64, AUTH PLAIN
-             * "\0user\0password" in base64. */
-            const char *user = r->email.username ? r->email.username : "";
-            size_t ul = strlen(user), pl = strlen(r->email.password);
-            char *blob = xmalloc(ul + pl + 2);
-            blob[0] = '\0';
-            memcpy(blob + 1, user, ul + 1);
-            memcpy(blob + ul + 2, r->email.password, pl);
-            redact_add(secrets, r->email.password);
-            char *b64 = redact_base64(r->email.password, pl);
-            redact_add(secrets, b64);
-            free(b64);
-            b64 = redact_base64(blob, ul + pl + 2);
-            redact_add(secrets, b64);
-            free(b64);
-            free(blob);
-        }
+        add_login(secrets, r->email.username, r->email.password);
+        /* the ack: mailbox's login goes the same ways (IMAP AUTHENTICATE
+         * PLAIN or LOGIN), and its PIN is a secret of its own */
+        add_login(secrets, r->email.ack.username, r->email.ack.password);
+        if (r->email.ack.pin)
+            redact_add(secrets, r->email.ack.pin);
         break;
     case RECEIVER_SLACK:
         redact_add_url(secrets, r->slack.url);
@@ -182,6 +192,8 @@ void notify_acks_free(struct notify_ack *acks, size_t n)
 bool notify_collects(const struct receiver_conf *r)
 {
     const struct notifier *nt = notify_find(r->type);
+    if (r->type == RECEIVER_EMAIL && !r->email.ack.imap)
+        return false; /* a mailbox to read is the email receiver's option */
     return nt && nt->collect;
 }
 

@@ -2405,3 +2405,72 @@ Test(config, incidents_mistakes_name_file_line_and_column)
     expect_error(ACCOUNT RECEIVER "incidents: 7d\n",
                  "9:12: incidents: expected a mapping, got a string");
 }
+
+/* Lines 6-12: an email receiver whose ack: block follows, its keys
+ * indented eight spaces. */
+#define EMAIL_ACK                                                                                  \
+    EMAIL "      host: smtp.example.org\n"                                                         \
+          "      from: a@example.org\n"                                                            \
+          "      to: b@example.org\n"                                                              \
+          "      ack:\n"
+
+Test(config, an_email_receiver_reads_its_ack_mailbox)
+{
+    free(put("imap.pass", "imap-secret\n", 0600));
+    free(put("ack.pin", "4711\n", 0600));
+    free(put("ca.pem", "-----BEGIN CERTIFICATE-----\n", 0644));
+    expect_ok(ACCOUNT EMAIL_ACK "        imap: imaps://imap.example.org:9993/INBOX\n"
+                                "        username: relay\n"
+                                "        password_file: imap.pass\n"
+                                "        pin_file: ack.pin\n"
+                                "        from: [\"Lead <lead@example.org>\", c@example.org]\n"
+                                "        ca_file: ca.pem\n");
+    const struct email_ack_conf *a = &cfg->receivers[0].email.ack;
+    cr_assert_str_eq(a->imap, "imaps://imap.example.org:9993/INBOX");
+    cr_assert_str_eq(a->username, "relay");
+    cr_assert_str_eq(a->password, "imap-secret");
+    cr_assert_str_eq(a->pin, "4711");
+    cr_assert_eq(a->n_from, 2);
+    cr_assert_str_eq(a->from[1], "c@example.org");
+    cr_assert_not_null(a->ca_file);
+    /* without ack: nothing is read */
+    expect_ok(ACCOUNT EMAIL "      host: smtp.example.org\n"
+                            "      from: a@example.org\n"
+                            "      to: b@example.org\n");
+    cr_assert_null(cfg->receivers[0].email.ack.imap);
+}
+
+Test(config, an_ack_mailbox_is_imaps_with_a_mailbox_and_nothing_else)
+{
+    free(put("imap.pass", "imap-secret\n", 0600));
+    free(put("empty.pin", "\n", 0600));
+    static const char *const bad[] = {"imap://imap.example.org/INBOX",
+                                      "https://imap.example.org/INBOX",
+                                      "imaps://imap.example.org",
+                                      "imaps://imap.example.org/",
+                                      "imaps://relay:pw@imap.example.org/INBOX",
+                                      "imaps://imap.example.org/INBOX;UID=1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *yaml = xasprintf(ACCOUNT EMAIL_ACK "        imap: \"%s\"\n"
+                                                 "        username: relay\n"
+                                                 "        password_file: imap.pass\n",
+                               bad[i]);
+        cr_assert_eq(load(yaml), -1, "%s loaded", bad[i]);
+        cr_assert(strstr(err.msg, ":13:15: receivers[0].email.ack.imap: expected imaps://"),
+                  "%s: %s", bad[i], err.msg);
+        cr_assert_null(strstr(err.msg, "pw@"), "%s", err.msg);
+        free(yaml);
+    }
+    expect_error(ACCOUNT EMAIL_ACK "        imap: imaps://imap.example.org/INBOX\n"
+                                   "        password_file: imap.pass\n",
+                 "13:9: receivers[0].email.ack: missing required key 'username'");
+    /* an empty PIN would let every reply through: refused as every empty secret is */
+    cr_assert_eq(load(ACCOUNT EMAIL_ACK "        imap: imaps://imap.example.org/INBOX\n"
+                                        "        username: relay\n"
+                                        "        password_file: imap.pass\n"
+                                        "        pin_file: empty.pin\n"),
+                 -1);
+    cr_assert(strstr(err.msg, ":16:19: receivers[0].email.ack.pin_file: secret file ") &&
+                  strstr(err.msg, "empty.pin is empty"),
+              "%s", err.msg);
+}
