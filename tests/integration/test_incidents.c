@@ -568,3 +568,31 @@ Test(incidents, a_resolution_shows_the_whole_excursion)
                   (long long)json_object_get_int64(since));
     json_object_put(found);
 }
+
+/* Reminders keep to their rule's `when:`: an incident opened inside the
+ * window is not repeated outside it, and its resolution still reaches
+ * everyone told. */
+Test(incidents, reminders_keep_to_the_rules_time_windows)
+{
+    char *scen = scenario();
+    relay_start(&R, scen);
+    free(scen);
+    R.incidents = true;
+    char *path = xasprintf("%s/rules.yaml", R.dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    /* T0 is 11:06:40 UTC: the alarm is read about 11:21, its first
+     * reminder would come at 11:36 */
+    fputs("- name: freezers\n"
+          "  receivers: [hook]\n"
+          "  when: \"00:00-11:30\"\n"
+          "  repeat: 15m\n",
+          f);
+    fclose(f);
+    free(path);
+    relay_config_extra(&R, ACCOUNT, NULL, "rules: @DIR@/rules.yaml\ntimezone: UTC\n");
+    run_minutes(T0 - 600, END);
+    char *list = notice_list();
+    cr_expect_str_eq(list, "opened resolved", "%s", list);
+    free(list);
+}
