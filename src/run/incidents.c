@@ -102,7 +102,8 @@ out:
 }
 
 /* Opens an incident for `ev`, routed to rt's receivers, and queues its
- * first notice to them; under a silence, to nobody until it ends. */
+ * first notice to them; under a silence, to nobody until it ends. Takes
+ * over `key`. */
 static void open_incident(struct tick *t, const struct event *ev, const struct route *rt, char *key)
 {
     struct incident inc = {.key = key, .state = INCIDENT_OPEN, .opened_at = t->opt->now};
@@ -155,8 +156,7 @@ static void open_incident(struct tick *t, const struct event *ev, const struct r
     }
     state_incident_put(t->st, &inc);
     log_info("incident %lu opens: %s", inc.id, key);
-    inc.key = NULL; /* the caller's */
-    incident_clear(&inc);
+    incident_clear(&inc); /* frees `key` too */
 }
 
 /* Resolves the open incident `inc` with the recovery `ev`: the resolution
