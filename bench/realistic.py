@@ -603,15 +603,16 @@ def measure(entries, delivered, stats, truth, hours, bound):
                 if e.cat == "alarm":
                     win = (x["from"], hi)
         want = "alarm" if e.cat == "alarm" else "recovered"
+        by = "entry"
         for w in by_serial.get(e.serial, []):
             ch = signals.reading_channel(w)
             if (w["state"] == want and (ch is None or ch == e.channel) and
                     win[0] <= w["unixtime"] <= win[1] and (best is None or w["at"] < best)):
-                best = w["at"]
+                best, by = w["at"], "warning"
         if best is not None:
             n = (best - e.unixtime) / 60.0
             notice.append(n)
-            slow.append((n, e))
+            slow.append((n, e, by))
             (notice_alarm if e.cat == "alarm" else notice_recovery).append(n)
     # Early warnings of an alarm with no excursion (or sensor error) of that
     # device and channel within WARN_WINDOW.
@@ -700,7 +701,13 @@ def measure(entries, delivered, stats, truth, hours, bound):
         "slowest_first_notice": [
             {"minutes": round(n, 1), "id": e.id, "category": e.cat,
              "remote": remote.get(e.serial), "logged_after_s": e.logged_at - e.unixtime,
-             "upload_after_s": e.upload_at - e.unixtime} for n, e in slow[:5]],
+             "upload_after_s": e.upload_at - e.unixtime, "by": by} for n, e, by in slow[:5]],
+        # every first notice of 10 minutes or more, the same way
+        "slow_first_notices": [
+            {"minutes": round(n, 1), "id": e.id, "category": e.cat,
+             "remote": remote.get(e.serial), "logged_after_s": e.logged_at - e.unixtime,
+             "upload_after_s": e.upload_at - e.unixtime, "by": by}
+            for n, e, by in slow if n >= 10],
         "raw": {"first_notice": notice, "log_entry": lat, "floor_distance": dist},
     }
 

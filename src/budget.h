@@ -31,8 +31,10 @@ long budget_spacing(enum platform_op op);
  * every 5 min 27 s), 10 with one kept free. Signals take calls beyond the
  * headroom too (the round robin stops while the window holds its share),
  * so a busy hour still spends 11, and a quiet one keeps nothing free for
- * nothing. (A fixed 5 kept free left half the budget unspent on quiet
- * days: a call not spent within its hour never comes back.) */
+ * nothing; while no device has a signal, the scheduler lends all but
+ * SCHED_HEADROOM_LENT of it to the round robin. (A fixed 5 kept free left
+ * half the budget unspent on quiet days: a call not spent within its hour
+ * never comes back.) */
 #define BUDGET_HEADROOM_MAX 5
 int budget_headroom(const struct state *s, const char *login, long long now);
 

@@ -33,6 +33,7 @@
  * values of the old normal by then. */
 #define BAND_REBASE (WATCH_HISTORY - WATCH_BAND_MIN + 2)
 #define ZONE_MARGIN_STEPS 3  /* leaving a zone needs at least this many steps */
+#define FLANK_READINGS 2     /* readings out of the band that may be a fast excursion's flank */
 #define SILENCE_INTERVALS 3  /* usual intervals without a reading make silence */
 #define SILENCE_MIN 180      /* seconds; silence is never shorter */
 #define NUMBER_MAX 32        /* characters of a number, sign and point included */
@@ -416,7 +417,14 @@ static unsigned channel_take(struct watch_channel *c, const char *text, const st
     bool nearer =
         c->zone == 0 && near_limit(&b, c->step, l, v) && !near_limit(&b, c->step, l, before);
     bool recovered = c->alarmed && pos == 0 && from != 0;
-    if ((pos != from && !limits_cover(l, from, pos)) || nearer || recovered)
+    /* Out of the band towards a known limit for a reading or two, never
+     * near enough the limit to ask for a look, and back: those readings
+     * may be the flanks of a fast excursion that crossed the limit between
+     * two uploads (a humidity spike on a remote unit's ten-minute uploads).
+     * No crossing tells of it, and the way back is its only sign. */
+    bool flank = pos == 0 && from != 0 && c->zone == 0 && c->out <= FLANK_READINGS &&
+                 limits_cover(l, from, pos) && !near_limit(&b, c->step, l, before);
+    if ((pos != from && !limits_cover(l, from, pos)) || nearer || recovered || flank)
         reasons |= WATCH_BAND;
     if (pos == 0) {
         history_push(c, v);

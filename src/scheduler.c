@@ -272,16 +272,58 @@ static bool signalled_earlier(const struct sched_device *a, const struct sched_d
     return a->signal_since < b->signal_since;
 }
 
+/* The budget the round robin plans with: while no device has a signal,
+ * the headroom is lent to it but for one call (the reserve and that one
+ * are what an arriving signal needs at once); a call kept free for a
+ * signal that does not come is lost when its hour ends. */
+static struct sched_budget lent_budget(const struct sched_budget *b,
+                                       const struct sched_device *devs, size_t n)
+{
+    struct sched_budget lent = *b;
+    for (size_t i = 0; i < n; i++)
+        if (devs[i].signal)
+            return lent;
+    if (lent.headroom > SCHED_HEADROOM_LENT)
+        lent.headroom = SCHED_HEADROOM_LENT;
+    return lent;
+}
+
+/* The round robin's calls now: the grid's (scheduler_allowance), or, when
+ * signals took calls in the last hour (a headroom) and the grid gives none
+ * yet the window holds fewer calls than the round robin's share, one, half
+ * a spacing after its last call. While signals held the window the round
+ * robin paused, and their calls leave it an hour later, often together;
+ * the grid alone then only replaces each call that leaves, one for one, and
+ * every hour after stays as short as that one. Half a spacing keeps the
+ * calls apart, so a cluster spreads instead of coming back as one. Not
+ * while signals still come (a call of theirs in the last
+ * SCHED_SIGNALS_QUIET seconds): a device looked at again and again (its
+ * uploads stopped, its excursion goes on) needs the room for its next
+ * looks. Nor after an hour without signals: the slack a cluster of first
+ * polls leaves is room for the signals to come. */
+static size_t routine_allowance(const struct sched_budget *b, size_t planned, long long now)
+{
+    size_t allowance = scheduler_allowance(b, now);
+    size_t routine = (size_t)routine_limit(b);
+    if (allowance > 0 || b->last_call == 0 || now < b->blocked_until || b->headroom <= 0 ||
+        (b->last_signal && now - b->last_signal < SCHED_SIGNALS_QUIET))
+        return allowance;
+    if (b->used + planned < routine && now - b->last_call >= scheduler_spacing(b) / 2)
+        return 1;
+    return 0;
+}
+
 /* Why step 2 may use the reserve for one signal only: it is there for
  * `run --look`, and one urgent call an hour is all it holds. */
 size_t scheduler_plan_signals(size_t *out, size_t max_out, const struct sched_device *devs,
-                              size_t n, const struct sched_budget *b, long long now,
+                              size_t n, const struct sched_budget *given, long long now,
                               size_t *n_signal)
 {
+    struct sched_budget lent = lent_budget(given, devs, n);
+    const struct sched_budget *b = &lent;
     size_t count = 0, signals = 0;
     size_t room = room_limit(b) > b->used ? room_limit(b) - b->used : 0;
-    size_t allowance = scheduler_allowance(b, now);
-    long long before = now - worst_round(b, n);
+    long long before = now - worst_round(given, n); /* the bound's, not lent */
     bool reserve = b->used < (size_t)b->limit;
     if (n_signal)
         *n_signal = 0;
@@ -327,6 +369,7 @@ size_t scheduler_plan_signals(size_t *out, size_t max_out, const struct sched_de
      * (its allowance already stops short of the headroom). */
     size_t rr = room > count ? room - count : 0;
     size_t routine = (size_t)routine_limit(b);
+    size_t allowance = routine_allowance(b, count, now);
     if (rr > allowance)
         rr = allowance;
     if (b->used + count + rr > routine) /* the calls planned above count too */

@@ -15,6 +15,10 @@
 #include <stddef.h>
 
 #define SCHED_CREDIT_SPAN 1800 /* seconds of missed slots a late run gets credit for */
+#define SCHED_HEADROOM_LENT 1  /* headroom kept while no device has a signal */
+#define SCHED_SIGNALS_QUIET                                                                        \
+    900 /* seconds without a signal's call before the round                                        \
+           robin fills the window again */
 
 struct sched_device {
     long long last_poll;    /* 0: never */
@@ -40,6 +44,8 @@ struct sched_budget {
     long long oldest;        /* the oldest of those; 0: none or unknown */
     long long last_call;     /* 0: none */
     long long blocked_until; /* no call before this time */
+    long long last_signal;   /* the window's last call a signal asked for; 0: none
+                                (or unknown) */
 };
 
 /* The seconds between two routine calls: span / (limit - reserve -
@@ -85,7 +91,10 @@ long long scheduler_bound(const struct sched_budget *b, size_t n);
 /* Like scheduler_plan, for a pool where some devices have a signal. The
  * calls come from two sources: the window's room beyond the reserve (what
  * the headroom keeps free, and any routine call not yet made) and, for one
- * signal, the reserve. In order:
+ * signal, the reserve. While no device has a signal, the headroom is lent
+ * to the round robin but for SCHED_HEADROOM_LENT calls: those and the
+ * reserve are what an arriving signal needs at once, and a call kept free
+ * for a signal that does not come is lost with its hour. In order:
  *   1. the devices polled longer ago than one round (scheduler_bound),
  *      the longest waiting first, while the window has room beyond the
  *      reserve (the first may take the reserve when there is no other); a
@@ -98,7 +107,12 @@ long long scheduler_bound(const struct sched_budget *b, size_t n);
  *      the headroom allows: a first poll teaches a device's limits, and one
  *      a run keeps the calls evenly spaced;
  *   4. scheduler_allowance's calls, as far as the room left goes, in
- *      scheduler_plan's order over the devices not taken yet.
+ *      scheduler_plan's order over the devices not taken yet; when
+ *      signals took calls in the last hour (headroom > 0) but none in the
+ *      last SCHED_SIGNALS_QUIET seconds, and the grid gives none but the
+ *      window holds fewer calls than the round robin's share (signals held
+ *      it, and their calls left it), one, half a spacing after the round
+ *      robin's last call.
  * Nothing while the budget is blocked. Returns how many indices were
  * written into `out` (at most max_out); *n_signal (may be NULL) gets how
  * many of them step 2 took. With no signal, nothing overdue and no device

@@ -738,6 +738,31 @@ Test(watch, an_open_alarm_asks_for_a_look_when_its_channel_is_back_in_its_band)
     cr_assert_eq(take1(&w, t + 600, "5.0", &upper, NULL, NULL), 0u, "once");
 }
 
+Test(watch, a_short_way_out_and_back_towards_a_known_limit_asks_for_a_look)
+{
+    /* A humidity channel with its upper limit 70 known, at 45. One reading
+     * of 61 leaves the band towards the limit, not near enough it to ask
+     * for a look (the limit's side keeps the band quiet), and the next is
+     * back: the excursion may have crossed 70 between the two uploads, so
+     * the way back asks for a look. Out for three readings and back, the
+     * readings followed the excursion: quiet. */
+    struct watch_limit upper = {.has_upper = true, .upper = 70.0};
+    const char *normal[] = {"45", "46", "44", "45", "47", "43"};
+    struct watch w = {0};
+    long long t = T0;
+    for (int i = 0; i < 20; i++, t += 600)
+        take1(&w, t, normal[i % 6], &upper, NULL, NULL);
+    struct watch longer = w;
+    cr_assert_eq(take1(&w, t, "61", &upper, NULL, NULL), 0u, "out, towards a known limit");
+    cr_assert_eq(w.ch[0].band, 1);
+    cr_assert_eq(take1(&w, t + 600, "45", &upper, NULL, NULL), (unsigned)WATCH_BAND,
+                 "the way back");
+    cr_assert_eq(take1(&w, t + 1200, "46", &upper, NULL, NULL), 0u, "once");
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(take1(&longer, t + 600 * i, "61", &upper, NULL, NULL), 0u);
+    cr_assert_eq(take1(&longer, t + 1800, "45", &upper, NULL, NULL), 0u, "three readings out");
+}
+
 Test(watch, the_level_is_the_median)
 {
     struct watch_channel c = {

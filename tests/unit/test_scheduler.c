@@ -722,3 +722,87 @@ Test(scheduler, a_told_signal_of_a_device_never_polled_does_not_wait)
     cr_assert_eq(out[0], 0);
     cr_assert_eq(out[1], 1);
 }
+
+/* While no device has a signal, the headroom is lent to the round robin
+ * but for one call: with 9 calls in the hour and 2 kept free, the round
+ * robin makes the tenth; a device with a signal makes it keep both. */
+Test(scheduler, headroom_is_lent_while_no_signal_waits)
+{
+    struct sched_device devs[12];
+    for (size_t i = 0; i < 12; i++)
+        devs[i] = (struct sched_device){.last_poll = 1000000 + (long long)i};
+    struct sched_budget b = signal_budget(9, 1000000 + 11);
+    long long now = 1000000 + 11 + 400;
+    size_t out[12], signals = 0;
+    size_t n = scheduler_plan_signals(out, 12, devs, 12, &b, now, &signals);
+    cr_assert_eq(n, 1, "the tenth call of the hour");
+    cr_assert_eq(out[0], 0);
+    cr_assert_eq(signals, 0);
+    /* A signal waits: it takes one of the two kept free, and the round
+     * robin keeps to its 9. */
+    devs[5].signal = true;
+    devs[5].signal_since = now - 60;
+    n = scheduler_plan_signals(out, 12, devs, 12, &b, now, &signals);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(out[0], 5, "the signal only");
+    b.used = 10;
+    n = scheduler_plan_signals(out, 12, devs, 12, &b, now, &signals);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(out[0], 5, "the signal takes the last one kept free");
+    devs[5].signal = false;
+    cr_assert_eq(scheduler_plan_signals(out, 12, devs, 12, &b, now, &signals), 0,
+                 "without it, one is kept free");
+}
+
+/* The round robin at its pace (one call every 360 s with one call kept
+ * free for signals, who took calls in the last hour) while calls that
+ * signals made together an hour ago leave the window: it holds 7 of the
+ * round robin's 10. The grid gives nothing until its next boundary, and
+ * then only replaces each call that leaves, so the hour would end short:
+ * one call is made half a spacing after the last, then another half a
+ * spacing later, until the window holds the 10; then the grid's pace.
+ * Not while signals still come, nor after an hour without them (no
+ * headroom): the grid's pace only. */
+Test(scheduler, a_window_left_short_is_filled_half_a_spacing_apart)
+{
+    struct sched_device devs[48];
+    for (size_t i = 0; i < 48; i++)
+        devs[i] = (struct sched_device){.last_poll = 1800000 - 300 * (long long)i};
+    long long last = 1800000 + 10; /* a boundary of the 360 s grid, and a run's seconds */
+    struct sched_budget b = signal_budget(7, last);
+    b.headroom = 1;
+    size_t out[48];
+    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 150, NULL), 0,
+                 "less than half a spacing after the last call");
+    size_t n = scheduler_plan_signals(out, 48, devs, 48, &b, last + 180, NULL);
+    cr_assert_eq(n, 1, "half a spacing after it, before the grid's boundary");
+    cr_assert_eq(out[0], 47, "the round robin's device");
+    b.used = 8;
+    b.last_call = last + 180;
+    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 300, NULL), 0);
+    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 360, NULL), 1);
+    b.used = 9;
+    b.last_call = last + 360;
+    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 540, NULL), 1,
+                 "one short still");
+    b.used = 10;
+    b.last_call = last + 540;
+    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 720, NULL), 0,
+                 "the share is there: the grid's pace");
+    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 1080, NULL), 0,
+                 "the window has no room for the round robin");
+    b.used = 9;
+    b.last_call = last + 870; /* and now, at last + 1060, before the next boundary */
+    b.last_signal = last + 1060 - SCHED_SIGNALS_QUIET + 60;
+    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 1060, NULL), 0,
+                 "a signal's call less than SCHED_SIGNALS_QUIET ago: its next looks need room");
+    b.last_signal = last + 1060 - SCHED_SIGNALS_QUIET;
+    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 1060, NULL), 1);
+    /* No signal call in the last hour: the grid only. */
+    b.headroom = 0;
+    b.used = 7;
+    b.last_call = last;
+    cr_assert_eq(scheduler_spacing(&b), 327);
+    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 200, NULL), 0,
+                 "the slack is the signals' to come");
+}

@@ -3327,6 +3327,30 @@ Test(state, the_alert_budget_counts_its_spacing_from_the_last_routine_call)
     state_close(s);
 }
 
+/* The alert budget knows the window's last call a signal asked for: the
+ * round robin fills the window again only once signals have been quiet. */
+Test(state, the_alert_budget_knows_the_last_signal_call)
+{
+    struct state *s = state_open_ok(path);
+    state_record_call(s, "tbzz9999", PLATFORM_ALERT, 10000);
+    struct sched_budget b = budget_read(s, "tbzz9999", PLATFORM_ALERT, 10300);
+    cr_expect_eq(b.last_signal, 0, "no signal call");
+    state_record_call(s, "tbzz9999", PLATFORM_ALERT, 10100);
+    state_record_signal_call(s, "tbzz9999", 10100);
+    state_record_call(s, "tbzz9999", PLATFORM_ALERT, 10200);
+    b = budget_read(s, "tbzz9999", PLATFORM_ALERT, 10300);
+    cr_expect_eq(b.last_signal, 10100, "the routine call after it does not count");
+    state_record_call(s, "tbzz9999", PLATFORM_ALERT, 10250);
+    state_record_signal_call(s, "tbzz9999", 10250);
+    b = budget_read(s, "tbzz9999", PLATFORM_ALERT, 10300);
+    cr_expect_eq(b.last_signal, 10250);
+    b = budget_read(s, "tbzz9999", PLATFORM_ALERT, 10250 + 3601);
+    cr_expect_eq(b.last_signal, 0, "out of the window");
+    b = budget_read(s, "tbzz9999", PLATFORM_CURRENT, 10300);
+    cr_expect_eq(b.last_signal, 0, "the alert operation's only");
+    state_close(s);
+}
+
 /* A file cut short inside a per-device section says so, naming the
  * section, in a message a log line can carry. */
 Test(state, a_file_cut_short_in_a_device_section_says_where)
