@@ -763,6 +763,7 @@ static struct json_object *send_alone(const struct event *ev)
     size_t before = smtpd_count(&S);
     struct notify_env env = {0};
     cr_assert_eq(notify_send(&env, &r, &m, &res, &e), 0, "%s", e.msg);
+    json_object_put(res.refs); /* the mail's id, kept by a run with its incident */
     cr_assert_eq(smtpd_count(&S), before + 1);
     return smtpd_mail(&S, before);
 }
