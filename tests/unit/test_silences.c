@@ -84,7 +84,8 @@ static bool silence_of(const struct state *s, unsigned long id, struct state_sil
 static size_t count_silences(const struct state *s)
 {
     size_t n = 0;
-    state_silences_free(state_silences(s, &n), n);
+    struct state_silence *all = state_silences(s, &n); /* n is set before the free reads it */
+    state_silences_free(all, n);
     return n;
 }
 
