@@ -435,7 +435,7 @@ static char *now_text(const struct incident *inc, long long now)
  * min, peak -66.0°C at 03:20; acknowledged by night shift at 03:25." */
 static char *record_text(const struct incident *inc, long long now)
 {
-    char dur[24], at[24], peak_at[24];
+    char dur[INCIDENT_DURATION_MAX], at[24], peak_at[24];
     long long end = inc->ended ? inc->ended : now;
     incident_duration_text(dur, sizeof dur, end - inc->first.unixtime);
     char *peak = NULL, *ack = NULL;
@@ -460,7 +460,7 @@ static char *record_text(const struct incident *inc, long long now)
 void incident_message(struct event *out, const struct incident *inc, enum incident_notice notice,
                       const struct event *cause, long long now)
 {
-    char age[24], at[24];
+    char age[INCIDENT_DURATION_MAX], at[24];
     const struct event *from = notice == NOTICE_RESOLVED && cause ? cause : &inc->first;
     event_copy(out, from);
     json_object_put(out->incident);
@@ -510,7 +510,7 @@ void incident_message(struct event *out, const struct incident *inc, enum incide
 struct json_object *incident_snapshot(const struct incident *inc, enum incident_notice notice,
                                       long long now)
 {
-    char buf[48], dur[24];
+    char buf[48], dur[INCIDENT_DURATION_MAX];
     struct json_object *o = jsonv_need(json_object_new_object());
     snprintf(buf, sizeof buf, "%lu", inc->id);
     put_str(o, "id", buf);

@@ -141,8 +141,9 @@ void incident_message(struct event *out, const struct incident *inc, enum incide
 struct json_object *incident_snapshot(const struct incident *inc, enum incident_notice notice,
                                       long long now);
 
-/* "34 min", "2 h 05 min", "3 d 4 h": a duration for people. `out` of
- * at least 24 bytes. */
+/* "34 min", "2 h 05 min", "3 d 4 h": a duration for people, in `out` of
+ * INCIDENT_DURATION_MAX bytes (room for any long long). */
+#define INCIDENT_DURATION_MAX 48
 void incident_duration_text(char *out, size_t size, long long seconds);
 
 #endif

@@ -823,7 +823,7 @@ static void write_words(struct buf *b, const struct report *r)
         buf_puts(b, "  no open incident\n");
     for (size_t i = 0; i < r->n_incidents; i++) {
         const struct incident *inc = &r->incidents[i];
-        char age[32], *subject = incident_subject(inc), *by = NULL;
+        char age[INCIDENT_DURATION_MAX], *subject = incident_subject(inc), *by = NULL;
         incident_duration_text(age, sizeof age, r->now - inc->opened_at);
         buf_printf(b, "  incident %lu: %s open %s, ", inc->id, subject, age);
         if (inc->acked_at) {

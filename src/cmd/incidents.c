@@ -510,7 +510,7 @@ static int list_span(const struct config *c, const struct list_options *o)
     struct json_object *arr = o->json ? jsonv_need(json_object_new_array()) : NULL;
     for (size_t i = 0; i < sp.n; i++) {
         struct summary *s = &sp.rows[i];
-        char opened[48], dur[32], device[400];
+        char opened[48], dur[INCIDENT_DURATION_MAX], device[400];
         if (!s->in_span)
             continue;
         if (!s->ended)
@@ -635,7 +635,7 @@ static void print_step(const struct json_object *line)
         text = NULL;
     }
     if (jsonv_int(jsonv_member(line, "duration"), &v)) {
-        char dur[32];
+        char dur[INCIDENT_DURATION_MAX];
         incident_duration_text(dur, sizeof dur, v);
         printf("%sduration %s", sep, dur);
     }
@@ -646,7 +646,7 @@ static void print_step(const struct json_object *line)
 /* The incident in words, then its timeline. */
 static void print_show(const struct summary *s, const struct json_object *lines)
 {
-    char device[400], when[48], dur[32];
+    char device[400], when[48], dur[INCIDENT_DURATION_MAX];
     device_text(device, sizeof device, s);
     printf("incident %s: %s, %s\n", s->id, device, summary_state(s));
     local_text(when, sizeof when, s->opened, false);

@@ -150,7 +150,8 @@ static void changed(struct entry *en, enum member m)
     for (int i = 0; i < en->n_changed; i++)
         if (en->changed[i] == m)
             return;
-    en->changed[en->n_changed++] = (unsigned char)m;
+    if (en->n_changed < M_COUNT) /* always: each member once; the compiler cannot know */
+        en->changed[en->n_changed++] = (unsigned char)m;
 }
 
 static void put_member(struct json_object *item, const struct entry *en, enum member m)

@@ -181,7 +181,7 @@ static int get_bool(bool *out, const struct json_object *obj, const char *key, b
 static int get_data_id(long *out, const struct json_object *obj, const char *key, long dflt,
                        const struct where *w, struct err *e)
 {
-    long long v;
+    long long v = 0;
     if (!json_object_object_get_ex(obj, key, NULL)) {
         *out = dflt;
         return 0;
