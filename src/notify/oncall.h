@@ -5,6 +5,7 @@
 #define WSRELAY_NOTIFY_ONCALL_H
 
 #include "event.h"
+#include "notify/notify.h"
 
 #include <json-c/json.h>
 #include <stddef.h>
@@ -17,6 +18,11 @@ enum oncall_action {
     ONCALL_ACK,     /* acknowledged in wsrelay */
     ONCALL_CLOSE,   /* resolved, or closed for being open too long */
 };
+
+/* The fit of both receivers: each event is an alert of its own (or a
+ * step of one), so one event a message. */
+size_t oncall_fit(const struct notify_env *env, const struct receiver_conf *r,
+                  const struct notify_message *m);
 
 /* The action of `ev`, from its incident's notice (event.h: `incident`). */
 enum oncall_action oncall_action_of(const struct event *ev);

@@ -207,20 +207,10 @@ out:
     return rc;
 }
 
-/* Each event is an alert of its own (or a step of one): one a message. */
-static size_t opsgenie_fit(const struct notify_env *env, const struct receiver_conf *r,
-                           const struct notify_message *m)
-{
-    (void)env;
-    (void)r;
-    (void)m;
-    return 1;
-}
-
 const struct notifier notifier_opsgenie = {
     .type = RECEIVER_OPSGENIE,
     .name = "opsgenie",
     .pace_ms = 500, /* Opsgenie limits requests a minute per account */
-    .fit = opsgenie_fit,
+    .fit = oncall_fit,
     .send = opsgenie_send,
 };

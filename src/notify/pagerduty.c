@@ -148,20 +148,10 @@ out:
     return rc;
 }
 
-/* Each event is an alert of its own (or a step of one): one a message. */
-static size_t pagerduty_fit(const struct notify_env *env, const struct receiver_conf *r,
-                            const struct notify_message *m)
-{
-    (void)env;
-    (void)r;
-    (void)m;
-    return 1;
-}
-
 const struct notifier notifier_pagerduty = {
     .type = RECEIVER_PAGERDUTY,
     .name = "pagerduty",
     .pace_ms = 500, /* PagerDuty takes about 120 events a minute from one integration */
-    .fit = pagerduty_fit,
+    .fit = oncall_fit,
     .send = pagerduty_send,
 };

@@ -38,25 +38,6 @@ static char *log_dir(const char *state_path)
     return xasprintf("%s.incidents", state_path);
 }
 
-/* Opens the directory `dir` without following a symlink; -1 with errno
- * kept (ENOENT when it does not exist) and a message. */
-static int open_dir(const char *dir, struct err *e)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0)
-        return fd;
-    int err = errno;
-    struct stat st;
-    if ((err == ELOOP || err == ENOTDIR) && lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
-        err_set(e, "%s: is a symbolic link (refused: wsrelay never follows one here)", dir);
-    else if (err == ENOTDIR)
-        err_set(e, "%s: not a directory", dir);
-    else
-        err_set(e, "%s: %s", dir, strerror(err));
-    errno = err;
-    return -1;
-}
-
 /* The month file's name of `at`: "YYYY-MM.jsonl" in UTC. */
 static int month_name(char *out, size_t size, long long at, struct err *e)
 {
@@ -210,14 +191,14 @@ int incidentlog_append(const char *state_path, long long at, const char *const *
     if (month_name(name, sizeof name, at, e) < 0)
         goto out;
     path = xasprintf("%s/%s", dir, name);
-    dirfd = open_dir(dir, e);
+    dirfd = file_open_dir(dir, e);
     if (dirfd < 0 && errno == ENOENT) {
         if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
             err_set(e, "%s: cannot create: %s", dir, strerror(errno));
             goto out;
         }
         dir_created = true;
-        dirfd = open_dir(dir, e);
+        dirfd = file_open_dir(dir, e);
     }
     if (dirfd < 0)
         goto out;
@@ -269,7 +250,7 @@ int incidentlog_prune(const char *state_path, long long before, struct err *e)
     size_t n = 0;
     size_t removed = 0;
     char *dir = log_dir(state_path);
-    int dirfd = open_dir(dir, e);
+    int dirfd = file_open_dir(dir, e);
     if (dirfd < 0) {
         rc = errno == ENOENT ? 0 : -1;
         goto out;
@@ -433,7 +414,7 @@ int incidentlog_read(size_t *out, const char *state_path, long long since,
     size_t n = 0;
     struct reader r = {.since = since, .fn = fn, .ctx = ctx};
     char *dir = log_dir(state_path);
-    int dirfd = open_dir(dir, e);
+    int dirfd = file_open_dir(dir, e);
     *out = 0;
     if (dirfd < 0) {
         rc = errno == ENOENT ? 0 : -1;

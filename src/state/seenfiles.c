@@ -73,25 +73,6 @@ static char *file_name(const char *serial)
     return name;
 }
 
-/* Opens the directory `dir` without following a symlink; -1 with errno
- * ENOENT (and a message) when it does not exist. */
-static int open_dir(const char *dir, struct err *e)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0)
-        return fd;
-    int err = errno;
-    struct stat st;
-    if ((err == ELOOP || err == ENOTDIR) && lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
-        err_set(e, "%s: is a symbolic link (refused: wsrelay never follows one here)", dir);
-    else if (err == ENOTDIR)
-        err_set(e, "%s: not a directory", dir);
-    else
-        err_set(e, "%s: %s", dir, strerror(err));
-    errno = err;
-    return -1;
-}
-
 /* Creates the directory (0700) on the first write, and makes its entry
  * durable before any file in it is relied on. */
 static int make_dir(struct seen_files *f, struct err *e)
@@ -104,7 +85,7 @@ static int make_dir(struct seen_files *f, struct err *e)
         err_set(e, "%s: cannot create: %s", f->dir, strerror(errno));
         goto out;
     }
-    f->fd = open_dir(f->dir, e);
+    f->fd = file_open_dir(f->dir, e);
     if (f->fd < 0 || file_sync_dir(parent, e) < 0)
         goto out;
     rc = 0;
@@ -118,7 +99,7 @@ int seen_files_open(struct seen_files **out, const char *state_path, bool read_o
     struct seen_files *f = xcalloc(1, sizeof *f);
     f->dir = xasprintf("%s.d", state_path);
     f->read_only = read_only;
-    f->fd = open_dir(f->dir, e);
+    f->fd = file_open_dir(f->dir, e);
     if (f->fd < 0 && errno != ENOENT) {
         seen_files_free(f);
         *out = NULL;

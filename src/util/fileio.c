@@ -246,3 +246,20 @@ char *file_exe_dir(void)
     exe[n] = '\0';
     return file_dirname(exe);
 }
+
+int file_open_dir(const char *dir, struct err *e)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0)
+        return fd;
+    int err = errno;
+    struct stat st;
+    if ((err == ELOOP || err == ENOTDIR) && lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+        err_set(e, "%s: is a symbolic link (refused: wsrelay never follows one here)", dir);
+    else if (err == ENOTDIR)
+        err_set(e, "%s: not a directory", dir);
+    else
+        err_set(e, "%s: %s", dir, strerror(err));
+    errno = err;
+    return -1;
+}

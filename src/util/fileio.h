@@ -31,6 +31,12 @@ int file_open_regular(const char *path, enum file_links links, struct stat *st, 
 int file_open_regular_at(int dirfd, const char *name, const char *path, enum file_links links,
                          struct stat *st, struct err *e);
 
+/* Opens the directory `dir` (O_DIRECTORY, close-on-exec) without following
+ * a symbolic link: the descriptor, or -1 with errno kept (ENOENT when it
+ * does not exist) and a message in `e` naming a link, a file that is not
+ * a directory, or the error. */
+int file_open_dir(const char *dir, struct err *e);
+
 /* Reads what remains of `fd` into `out` (whose cap applies); `path` names
  * it in errors. Does not close `fd`. */
 int file_read_fd(struct buf *out, int fd, const char *path, struct err *e);
