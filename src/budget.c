@@ -1,8 +1,6 @@
 /* A login ID's budget, from the platform's limits and the state's ledger. */
 #include "budget.h"
 
-#include <limits.h>
-
 #define ALERT_RESERVE 1
 #define HEADROOM_PER 6 /* signal calls of the last hour per call kept free */
 
@@ -59,23 +57,6 @@ static long long last_routine_call(const struct state *s, const char *login)
     return last;
 }
 
-/* The latest second since `since` that holds a call a signal asked for;
- * 0 when there is none. */
-static long long last_signal_call(const struct state *s, const char *login, long long since)
-{
-    if (state_signal_calls_since(s, login, since) == 0)
-        return 0;
-    long long lo = since, hi = LLONG_MAX / 4; /* calls at lo or later, none at hi */
-    while (hi - lo > 1) {
-        long long mid = lo + (hi - lo) / 2;
-        if (state_signal_calls_since(s, login, mid) > 0)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 struct sched_budget budget_read(const struct state *s, const char *login, enum platform_op op,
                                 long long now)
 {
@@ -90,7 +71,6 @@ struct sched_budget budget_read(const struct state *s, const char *login, enum p
             op == PLATFORM_ALERT ? last_routine_call(s, login) : state_last_call(s, login, op),
         .blocked_until = state_blocked_until(s, login, op),
         .headroom_max = op == PLATFORM_ALERT ? BUDGET_HEADROOM_MAX : 0,
-        .last_signal = op == PLATFORM_ALERT ? last_signal_call(s, login, now - l.span) : 0,
     };
 }
 

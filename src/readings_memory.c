@@ -32,8 +32,11 @@
  * normal: a full history (WATCH_HISTORY) has faded to WATCH_BAND_MIN
  * values of the old normal by then. */
 #define BAND_REBASE (WATCH_HISTORY - WATCH_BAND_MIN + 2)
-#define ZONE_MARGIN_STEPS 3  /* leaving a zone needs at least this many steps */
-#define FLANK_READINGS 2     /* readings out of the band that may be a fast excursion's flank */
+#define ZONE_MARGIN_STEPS 3 /* leaving a zone needs at least this many steps */
+#define FLANK_READINGS 2    /* readings out of the band that may be a fast excursion's flank */
+#define HINT_WAIT_MAX 600   /* seconds a standalone device's hint waits at most */
+#define UNUSUAL_FLOOR_QUANTA                                                                       \
+    2                        /* an unusual value is at least this many quanta beyond the history */
 #define SILENCE_INTERVALS 3  /* usual intervals without a reading make silence */
 #define SILENCE_MIN 180      /* seconds; silence is never shorter */
 #define NUMBER_MAX 32        /* characters of a number, sign and point included */
@@ -254,17 +257,12 @@ double watch_level(const struct watch_channel *c)
     return quantile(sorted, n, 0.5);
 }
 
-static struct band band_of(const struct watch_channel *c)
+/* The quartiles and spread of the first `n` values of the history. */
+static struct band quartiles_of(const struct watch_channel *c, int n)
 {
-    struct band b = {0};
-    if (c->n_history < WATCH_BAND_MIN)
-        return b;
-    int n = c->n_history - BAND_LAG;
-    if (n < WATCH_BAND_MIN)
-        n = WATCH_BAND_MIN;
+    struct band b = {.known = true};
     double sorted[WATCH_HISTORY];
     sort_values(c->history, n, sorted);
-    b.known = true;
     b.low = quantile(sorted, n, QUANTILE_LOW);
     b.high = quantile(sorted, n, QUANTILE_HIGH);
     b.spread = b.high - b.low;
@@ -272,6 +270,59 @@ static struct band band_of(const struct watch_channel *c)
     if (deciles > b.spread)
         b.spread = deciles;
     return b;
+}
+
+static struct band band_of(const struct watch_channel *c)
+{
+    struct band b = {0};
+    if (c->n_history < WATCH_BAND_MIN)
+        return b;
+    int n = c->n_history - BAND_LAG;
+    return quartiles_of(c, n < WATCH_BAND_MIN ? WATCH_BAND_MIN : n);
+}
+
+/* Whether `v` lies beyond everything the history holds by more than its
+ * spread (the band's, or that of a history too young for a band), and by
+ * at least two of its quanta: the least difference between two of its
+ * values, never less than the step (readings_memory.h, Unusual). A sensor
+ * that reads in half degrees writes "-80.5" with a step of 0.1, and one
+ * quantum beyond the history is its noise. */
+static bool unusual(const struct watch_channel *c, const struct band *b, double v)
+{
+    int n = c->n_history > WATCH_HISTORY ? WATCH_HISTORY : c->n_history;
+    if (n < WATCH_UNUSUAL_MIN)
+        return false;
+    double sorted[WATCH_HISTORY];
+    sort_values(c->history, n, sorted);
+    double quantum = 0;
+    for (int i = 1; i < n; i++) {
+        double gap = sorted[i] - sorted[i - 1];
+        if (gap > c->step / 2 && (quantum == 0 || gap < quantum))
+            quantum = gap;
+    }
+    if (quantum == 0)
+        return false; /* one value again and again: nothing to measure against */
+    if (quantum < c->step)
+        quantum = c->step;
+    double margin = b->known ? b->spread : quartiles_of(c, n).spread;
+    if (margin < UNUSUAL_FLOOR_QUANTA * quantum)
+        margin = UNUSUAL_FLOOR_QUANTA * quantum;
+    return v > sorted[n - 1] + margin || v < sorted[0] - margin;
+}
+
+/* Whether `v` lies nearer a known limit on its side than the channel's
+ * level (beyond the midpoint of the two): the middle of the band's
+ * quartiles, which leave the newest values out (a value that came halfway
+ * does not move it), or the median of a history too young for a band. */
+static bool halfway_to_limit(const struct watch_channel *c, const struct band *b,
+                             const struct watch_limit *l, double v)
+{
+    double level = b->known ? (b->low + b->high) / 2 : watch_level(c);
+    if (!l)
+        return false;
+    if (l->has_upper && v > level && v > (level + l->upper) / 2)
+        return true;
+    return l->has_lower && v < level && v < (level + l->lower) / 2;
 }
 
 /* How far beyond its quartiles a value leaves the band. */
@@ -384,9 +435,10 @@ static void channel_start(struct watch_channel *c, const char *text, const struc
 }
 
 /* A channel's next value: the reasons it raises; a crossing goes to *cross
- * (its zone changed) when `crossed` is set. */
+ * (its zone changed) when `crossed` is set; *odd is set when the value is
+ * unusual (readings_memory.h), left alone otherwise. */
 static unsigned channel_take(struct watch_channel *c, const char *text, const struct watch_limit *l,
-                             struct watch_crossing *cross, bool *crossed)
+                             struct watch_crossing *cross, bool *crossed, bool *odd)
 {
     unsigned reasons = 0;
     double v, step;
@@ -424,8 +476,21 @@ static unsigned channel_take(struct watch_channel *c, const char *text, const st
      * No crossing tells of it, and the way back is its only sign. */
     bool flank = pos == 0 && from != 0 && c->zone == 0 && c->out <= FLANK_READINGS &&
                  limits_cover(l, from, pos) && !near_limit(&b, c->step, l, before);
-    if ((pos != from && !limits_cover(l, from, pos)) || nearer || recovered || flank)
+    /* An alarm the log holds, of an excursion the band never saw (its
+     * readings came halfway to the limit, not out of the band): the way
+     * back from halfway is its recovery's sign. */
+    bool back_from_halfway = c->alarmed && pos == 0 && from == 0 && c->zone == 0 &&
+                             halfway_to_limit(c, &b, l, before) && !halfway_to_limit(c, &b, l, v);
+    if ((pos != from && !limits_cover(l, from, pos)) || nearer || recovered || flank ||
+        back_from_halfway)
         reasons |= WATCH_BAND;
+    else if (pos == 0 && from == 0 && c->zone == 0 && zone_of(l, 0, v, 0) == 0 &&
+             unusual(c, &b, v)) {
+        if (halfway_to_limit(c, &b, l, v))
+            reasons |= WATCH_BAND;
+        else
+            *odd = true;
+    }
     if (pos == 0) {
         history_push(c, v);
         c->out = 0;
@@ -527,8 +592,10 @@ unsigned watch_take(struct watch *w, const struct watch_reading *r,
             continue;
         }
         struct watch_crossing cross;
-        bool crossed;
-        reasons |= channel_take(c, text, l, &cross, &crossed);
+        bool crossed, odd = false;
+        reasons |= channel_take(c, text, l, &cross, &crossed, &odd);
+        if (odd && !w->hint_at)
+            w->hint_at = r->unixtime < seen_at ? r->unixtime : seen_at;
         if (crossed && n < max) {
             out[n++] = cross;
             c->warned = cross.zone;
@@ -623,4 +690,17 @@ void watch_polled(struct watch *w)
     w->pending_since = 0;
     w->pending_told = false;
     w->recheck_at = 0;
+    w->hint_at = 0;
+}
+
+long long watch_hint_due(const struct watch *w, bool remote)
+{
+    if (!w->hint_at || remote)
+        return w->hint_at;
+    long long wait = watch_interval(w);
+    if (wait < WATCH_SETTLE_STANDALONE)
+        wait = WATCH_SETTLE_STANDALONE;
+    if (wait > HINT_WAIT_MAX)
+        wait = HINT_WAIT_MAX;
+    return w->hint_at + wait;
 }

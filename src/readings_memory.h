@@ -19,10 +19,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define WATCH_HISTORY 32  /* recent values kept per channel */
-#define WATCH_CHANNELS 8  /* channels kept per device (the platform has up to 6) */
-#define WATCH_GAPS 8      /* recent gaps between uploads kept */
-#define WATCH_BAND_MIN 12 /* values a channel needs before its band is used */
+#define WATCH_HISTORY 32    /* recent values kept per channel */
+#define WATCH_CHANNELS 8    /* channels kept per device (the platform has up to 6) */
+#define WATCH_GAPS 8        /* recent gaps between uploads kept */
+#define WATCH_BAND_MIN 12   /* values a channel needs before its band is used */
+#define WATCH_UNUSUAL_MIN 6 /* values a channel needs before a value is unusual */
 /* Seconds a standalone device's reading is old before its signal's first
  * look (watch_look_at). */
 #define WATCH_SETTLE_STANDALONE 90
@@ -92,7 +93,25 @@
  * Channels are matched by num (>= 1; a later duplicate in one reading is
  * ignored) and ch[] is kept sorted by num; a channel missing from a
  * reading keeps its memory; channels met after WATCH_CHANNELS are ignored.
- * A channel's step is the finest step its values were written in. */
+ * A channel's step is the finest step its values were written in.
+ *
+ * Unusual. A value that raises no band signal, is inside the band (or
+ * the channel has no band yet) and in zone 0, yet lies beyond everything
+ * the history holds (its lowest and highest value) by more than the
+ * spread (the band's, or the same quantiles of a history too young for a
+ * band; never less than two steps), with at least WATCH_UNUSUAL_MIN values
+ * in the history, sets the device's hint_at (when 0) to the reading's
+ * time, never later than seen_at. It is no signal and spends nothing: the
+ * round robin looks at a hinted device before the others (scheduler.h,
+ * watch_hint_due). The band is wide so that noise never leaves it, and a
+ * short excursion between two uploads may show only as one reading
+ * nearer its limit than any before, still inside it. An unusual value
+ * nearer a known limit on its side than the channel's level (beyond the
+ * midpoint of the two) raises WATCH_BAND instead, as a value out of the
+ * band near a limit does: it may have crossed it between two uploads; and
+ * while the channel is `alarmed`, the first value back from beyond that
+ * midpoint raises WATCH_BAND (the way back of an excursion the band never
+ * saw: the platform has logged its recovery). */
 
 /* Why a device has a signal: bits, several at once. */
 enum watch_reason {
@@ -182,6 +201,9 @@ struct watch {
                                 watch_look_at */
     long long recheck_at;    /* look once more at this time (a poll found nothing
                                 that explains the signal); 0: no */
+    long long hint_at;       /* set by watch_take: the device's time of the first
+                                unusual reading since the last poll (see
+                                Unusual above); 0: none */
     bool pending_told;       /* every reason of the signal was a limit crossing
                                 (into a zone) that an early warning announced to
                                 someone: the news is out, so its look waits behind
@@ -278,6 +300,16 @@ long long watch_interval(const struct watch *w);
  * once more a few minutes later (recheck_at). */
 long long watch_look_at(const struct watch *w, bool remote);
 
+/* When the round robin should look at a device with an unusual reading
+ * (hint_at) before the others, on the device's clock; 0 when there is no
+ * hint. A remote unit's at once: its base unit logged what the reading
+ * shows before the upload. A standalone device's one usual interval after
+ * the reading (watch_interval; at least WATCH_SETTLE_STANDALONE, at most
+ * 10 minutes): the reading may be the first flank of a short excursion,
+ * whose alarm the platform logs after it, and the next reading shows
+ * whether it went on (a signal then) or came back. */
+long long watch_hint_due(const struct watch *w, bool remote);
+
 /* At `now`, with no new reading: returns WATCH_SILENT (and sets `silent`)
  * the first time nothing new has come for more than three usual intervals
  * (the median of the recent gaps, the mean of the middle two for an even
@@ -298,8 +330,8 @@ void watch_relimit(struct watch *w, const struct watch_limit *limits, size_t n_l
 /* An alert-log poll of the device was made: records each channel's value
  * as at_poll (at_poll_error for an error value; has_at_poll for every
  * channel that has shown a value) and clears `pending`, `pending_since`,
- * `pending_told` and `recheck_at` (`pending_after` stays: a look once more still needs
- * it). */
+ * `pending_told`, `recheck_at` and `hint_at` (`pending_after` stays: a look
+ * once more still needs it). */
 void watch_polled(struct watch *w);
 
 /* Whether an excursion is under way on a channel of `w` that no known

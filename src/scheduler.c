@@ -113,7 +113,24 @@ long long scheduler_next_call(const struct sched_budget *b, long long now)
     return at;
 }
 
-/* Never-polled devices first; then the earliest "due" time, a device's
+/* The device's hint, when it counts now; 0 otherwise. A hint does not
+ * count when the round robin's turn of the device (its due time: last
+ * poll + `period` / priority) comes within SCHED_HINT_GAIN: it comes soon
+ * anyway, and most hints are noise, each look they take moving every
+ * other device one spacing later. A turn further away, or one past
+ * already (signals took the round robin's calls), is worth the hint. */
+static long long hint_counts(const struct sched_device *d, long long period, long long now)
+{
+    long long p = d->priority ? d->priority : 1;
+    long long due_p = d->last_poll * p + period; /* due * p */
+    if (!d->hint || (d->last_poll && due_p > now * p && due_p <= (now + SCHED_HINT_GAIN) * p))
+        return 0;
+    return d->hint;
+}
+
+/* Hinted devices first, the earliest hint first (an excursion may be
+ * under way: it goes before teaching a device its limits); then
+ * never-polled devices; then the earliest "due" time, a device's
  * last poll plus `period` / its priority, where `period` is how long one
  * round of the whole pool takes (the spacing times the sum of the
  * priorities). That is earliest-deadline-first with deadlines set so that
@@ -121,8 +138,13 @@ long long scheduler_next_call(const struct sched_budget *b, long long now)
  * it plain least-recently-polled. Ties keep configuration order so the
  * choice is stable. Cross-multiplied to stay in integers. */
 static int more_urgent(const struct sched_device *a, size_t ia, const struct sched_device *b,
-                       size_t ib, long long period)
+                       size_t ib, long long period, long long now)
 {
+    long long ha = hint_counts(a, period, now), hb = hint_counts(b, period, now);
+    if ((ha != 0) != (hb != 0))
+        return ha != 0;
+    if (ha != hb)
+        return ha < hb;
     if ((a->last_poll == 0) != (b->last_poll == 0))
         return a->last_poll == 0;
     long long pa = a->priority ? a->priority : 1, pb = b->priority ? b->priority : 1;
@@ -141,16 +163,23 @@ static bool taken(const size_t *out, size_t count, size_t i)
     return false;
 }
 
-/* The first `want` devices in the round robin's order (more_urgent). */
-static size_t plan_order(size_t *out, size_t want, const struct sched_device *devs, size_t n,
-                         long long spacing)
+/* How long one round of the whole pool takes: the spacing times the sum
+ * of the priorities. */
+static long long round_period(const struct sched_device *devs, size_t n, long spacing)
 {
-    if (want > n)
-        want = n;
     long long total = 0;
     for (size_t i = 0; i < n; i++)
         total += devs[i].priority ? devs[i].priority : 1;
-    long long period = spacing * total;
+    return spacing * total;
+}
+
+/* The first `want` devices in the round robin's order (more_urgent). */
+static size_t plan_order(size_t *out, size_t want, const struct sched_device *devs, size_t n,
+                         long spacing, long long now)
+{
+    if (want > n)
+        want = n;
+    long long period = round_period(devs, n, spacing);
     /* Selection by repeated minimum: n is a few dozen devices at most and
      * `want` at most the allowance, so this stays tiny and allocation-free. */
     size_t count = 0;
@@ -158,7 +187,7 @@ static size_t plan_order(size_t *out, size_t want, const struct sched_device *de
         size_t best = n;
         for (size_t i = 0; i < n; i++)
             if (!taken(out, count, i) &&
-                (best == n || more_urgent(&devs[i], i, &devs[best], best, period)))
+                (best == n || more_urgent(&devs[i], i, &devs[best], best, period, now)))
                 best = i;
         out[count++] = best;
     }
@@ -169,7 +198,7 @@ size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *de
                       const struct sched_budget *b, long long now)
 {
     size_t want = scheduler_allowance(b, now);
-    return plan_order(out, want < max_out ? want : max_out, devs, n, scheduler_spacing(b));
+    return plan_order(out, want < max_out ? want : max_out, devs, n, scheduler_spacing(b), now);
 }
 
 /* The platform documents X-RateLimit-Reset as the length of the span, not
@@ -236,6 +265,20 @@ static bool never_polled(const struct sched_device *d, long long unused)
     return d->last_poll == 0;
 }
 
+/* The device not yet taken whose hint counts (hint_counts) and came
+ * first; n when none. */
+static size_t first_hinted(const size_t *out, size_t count, const struct sched_device *devs,
+                           size_t n, long long period, long long now)
+{
+    size_t best = n;
+    for (size_t i = 0; i < n; i++) {
+        long long h = hint_counts(&devs[i], period, now);
+        if (h && !taken(out, count, i) && (best == n || h < hint_counts(&devs[best], period, now)))
+            best = i;
+    }
+    return best;
+}
+
 static int headroom_of(const struct sched_budget *b)
 {
     return b->headroom > 0 ? b->headroom : 0;
@@ -273,44 +316,25 @@ static bool signalled_earlier(const struct sched_device *a, const struct sched_d
 }
 
 /* The budget the round robin plans with: while no device has a signal,
- * the headroom is lent to it but for one call (the reserve and that one
- * are what an arriving signal needs at once); a call kept free for a
- * signal that does not come is lost when its hour ends. */
+ * the headroom is lent to it whole (the reserve is what an arriving signal
+ * needs at once), or but one call while a device will look again (a
+ * silent device's looks come every few minutes, and each needs a call
+ * when it is due); a call kept free for a signal that does not come is
+ * lost when its hour ends. */
 static struct sched_budget lent_budget(const struct sched_budget *b,
                                        const struct sched_device *devs, size_t n)
 {
     struct sched_budget lent = *b;
-    for (size_t i = 0; i < n; i++)
+    int keep = 0;
+    for (size_t i = 0; i < n; i++) {
         if (devs[i].signal)
             return lent;
-    if (lent.headroom > SCHED_HEADROOM_LENT)
-        lent.headroom = SCHED_HEADROOM_LENT;
+        if (devs[i].looks_again)
+            keep = 1;
+    }
+    if (lent.headroom > keep)
+        lent.headroom = keep;
     return lent;
-}
-
-/* The round robin's calls now: the grid's (scheduler_allowance), or, when
- * signals took calls in the last hour (a headroom) and the grid gives none
- * yet the window holds fewer calls than the round robin's share, one, half
- * a spacing after its last call. While signals held the window the round
- * robin paused, and their calls leave it an hour later, often together;
- * the grid alone then only replaces each call that leaves, one for one, and
- * every hour after stays as short as that one. Half a spacing keeps the
- * calls apart, so a cluster spreads instead of coming back as one. Not
- * while signals still come (a call of theirs in the last
- * SCHED_SIGNALS_QUIET seconds): a device looked at again and again (its
- * uploads stopped, its excursion goes on) needs the room for its next
- * looks. Nor after an hour without signals: the slack a cluster of first
- * polls leaves is room for the signals to come. */
-static size_t routine_allowance(const struct sched_budget *b, size_t planned, long long now)
-{
-    size_t allowance = scheduler_allowance(b, now);
-    size_t routine = (size_t)routine_limit(b);
-    if (allowance > 0 || b->last_call == 0 || now < b->blocked_until || b->headroom <= 0 ||
-        (b->last_signal && now - b->last_signal < SCHED_SIGNALS_QUIET))
-        return allowance;
-    if (b->used + planned < routine && now - b->last_call >= scheduler_spacing(b) / 2)
-        return 1;
-    return 0;
 }
 
 /* Why step 2 may use the reserve for one signal only: it is there for
@@ -353,15 +377,19 @@ size_t scheduler_plan_signals(size_t *out, size_t max_out, const struct sched_de
     }
     if (n_signal)
         *n_signal = signals;
-    /* A device never polled yet: its first poll teaches its limits (its
-     * log usually holds old alarms), worth more than a round of the
-     * others; it may use the room, as long as the headroom stays free for
-     * signals. One a run: a dozen new devices polled in the same minute
-     * would leave the window full for the hour, and come back as a burst
-     * when it frees. */
+    /* A hinted device (an unusual reading: an excursion may be under
+     * way), else a device never polled yet: its first poll teaches its
+     * limits (its log usually holds old alarms). Either is worth more than
+     * a round of the others; it may use the room, as long as the headroom
+     * stays free for signals. One a run: a dozen new devices polled in the
+     * same minute would leave the window full for the hour, and come back
+     * as a burst when it frees. */
     size_t first_room = room > (size_t)headroom_of(b) ? room - (size_t)headroom_of(b) : 0;
     if (count < max_out && count < first_room) {
-        size_t i = pick(out, count, devs, n, never_polled, 0, waiting_longer);
+        size_t i =
+            first_hinted(out, count, devs, n, round_period(devs, n, scheduler_spacing(b)), now);
+        if (i == n)
+            i = pick(out, count, devs, n, never_polled, 0, waiting_longer);
         if (i < n)
             out[count++] = i;
     }
@@ -369,7 +397,7 @@ size_t scheduler_plan_signals(size_t *out, size_t max_out, const struct sched_de
      * (its allowance already stops short of the headroom). */
     size_t rr = room > count ? room - count : 0;
     size_t routine = (size_t)routine_limit(b);
-    size_t allowance = routine_allowance(b, count, now);
+    size_t allowance = scheduler_allowance(b, now);
     if (rr > allowance)
         rr = allowance;
     if (b->used + count + rr > routine) /* the calls planned above count too */
@@ -386,7 +414,7 @@ size_t scheduler_plan_signals(size_t *out, size_t max_out, const struct sched_de
         }
     size_t *order = xcalloc(n_left ? n_left : 1, sizeof *order);
     size_t k = plan_order(order, rr < max_out - count ? rr : max_out - count, left, n_left,
-                          scheduler_spacing(b));
+                          scheduler_spacing(b), now);
     for (size_t j = 0; j < k; j++)
         out[count++] = rest[order[j]];
     free(order);

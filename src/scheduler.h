@@ -15,10 +15,7 @@
 #include <stddef.h>
 
 #define SCHED_CREDIT_SPAN 1800 /* seconds of missed slots a late run gets credit for */
-#define SCHED_HEADROOM_LENT 1  /* headroom kept while no device has a signal */
-#define SCHED_SIGNALS_QUIET                                                                        \
-    900 /* seconds without a signal's call before the round                                        \
-           robin fills the window again */
+#define SCHED_HINT_GAIN 3600   /* a hint counts unless the round robin comes within this */
 
 struct sched_device {
     long long last_poll;    /* 0: never */
@@ -29,6 +26,12 @@ struct sched_device {
                                waits behind the signals whose news is not out */
     long long known_since;  /* for a device never polled: since when it is in the
                                pool (its bound counts from then); 0: unknown */
+    bool looks_again;       /* a look once more is planned for later (a silence,
+                               an excursion under way): the headroom is not
+                               lent whole */
+    long long hint;         /* an unusual reading asks the round robin to look
+                               here before the others, since this time
+                               (readings_memory.h, watch_hint_due); 0: none */
 };
 
 struct sched_budget {
@@ -44,8 +47,6 @@ struct sched_budget {
     long long oldest;        /* the oldest of those; 0: none or unknown */
     long long last_call;     /* 0: none */
     long long blocked_until; /* no call before this time */
-    long long last_signal;   /* the window's last call a signal asked for; 0: none
-                                (or unknown) */
 };
 
 /* The seconds between two routine calls: span / (limit - reserve -
@@ -71,7 +72,11 @@ bool scheduler_urgent(const struct sched_budget *b, long long now);
 
 /* Writes into `out` the indices of the devices to poll now, most urgent
  * first, at most `max_out` and at most the allowance; returns how many.
- * Never-polled devices are the most urgent; then the one most overdue,
+ * Hinted devices are the most urgent, the earliest hint first (a hint
+ * spends no call, it only comes first), unless the device's own turn comes
+ * within SCHED_HINT_GAIN (it comes soon anyway; a turn already past
+ * counts: signals took the round robin's calls); then never-polled ones;
+ * then the one most overdue,
  * where a device is due a round of the pool after its last poll, divided
  * by its priority: a device of priority 3 is looked at three times as
  * often as one of priority 1, and with equal priorities this is least
@@ -92,9 +97,10 @@ long long scheduler_bound(const struct sched_budget *b, size_t n);
  * calls come from two sources: the window's room beyond the reserve (what
  * the headroom keeps free, and any routine call not yet made) and, for one
  * signal, the reserve. While no device has a signal, the headroom is lent
- * to the round robin but for SCHED_HEADROOM_LENT calls: those and the
- * reserve are what an arriving signal needs at once, and a call kept free
- * for a signal that does not come is lost with its hour. In order:
+ * to the round robin whole, or but one call while a device `looks_again`:
+ * the reserve (and that one) are what an arriving signal (and the next
+ * look) need at once, and a call kept free for a signal that does not come
+ * is lost with its hour. In order:
  *   1. the devices polled longer ago than one round (scheduler_bound),
  *      the longest waiting first, while the window has room beyond the
  *      reserve (the first may take the reserve when there is no other); a
@@ -103,20 +109,17 @@ long long scheduler_bound(const struct sched_budget *b, size_t n);
  *      polled counts as not told), the oldest signal first among equals,
  *      while the window has room beyond the reserve, then one more (not
  *      told) from the reserve if step 1 did not take it;
- *   3. one device never polled (known longest first), if the room beyond
- *      the headroom allows: a first poll teaches a device's limits, and one
- *      a run keeps the calls evenly spaced;
+ *   3. one hinted device whose hint counts (scheduler_plan; the earliest
+ *      hint first), else one device never polled (known longest first),
+ *      if the room beyond the headroom allows: a hint may be an excursion
+ *      between two uploads, a first poll teaches a device's limits, and
+ *      one a run keeps the calls evenly spaced;
  *   4. scheduler_allowance's calls, as far as the room left goes, in
- *      scheduler_plan's order over the devices not taken yet; when
- *      signals took calls in the last hour (headroom > 0) but none in the
- *      last SCHED_SIGNALS_QUIET seconds, and the grid gives none but the
- *      window holds fewer calls than the round robin's share (signals held
- *      it, and their calls left it), one, half a spacing after the round
- *      robin's last call.
+ *      scheduler_plan's order over the devices not taken yet.
  * Nothing while the budget is blocked. Returns how many indices were
  * written into `out` (at most max_out); *n_signal (may be NULL) gets how
  * many of them step 2 took. With no signal, nothing overdue and no device
- * new, this is scheduler_plan. */
+ * new or hinted, this is scheduler_plan with the headroom lent. */
 size_t scheduler_plan_signals(size_t *out, size_t max_out, const struct sched_device *devs,
                               size_t n, const struct sched_budget *b, long long now,
                               size_t *n_signal);

@@ -263,6 +263,10 @@ void state_set_devices(struct state *s, const char *account, const struct state_
 struct state_device *state_devices(const struct state *s, const char *account, size_t *n);
 void state_devices_free(struct state_device *d, size_t n);
 
+/* Whether `d` is a remote unit: it has a base unit other than itself (a
+ * standalone device is its own base unit, or has none). */
+bool state_device_remote(const struct state_device *d);
+
 /* For callers that only look: the account's i-th listed device joined with
  * its history as state_devices gives it, but borrowed (its strings are the
  * state's, valid until the state next changes), and no copy of the list.

@@ -646,7 +646,7 @@ static void write_verdict(struct buf *b, const struct report *r)
         buf_printf(b, "WARNING: %s\n", r->warnings.items[i]);
 }
 
-/* The device's last reading and its signal, if any:
+/* The device's last reading and its signal or hint, if any:
  *   reading 2 min ago: ch1 -79.8, ch2 E01 (error); battery 4
  *   signal since 10:02 (limit): its alert log is read at the next call */
 static void write_reading(struct buf *b, const struct watch *w, long long now)
@@ -663,6 +663,11 @@ static void write_reading(struct buf *b, const struct watch *w, long long now)
     else if (w->recheck_at)
         buf_printf(b, "      a signal's poll found nothing yet: looked at once more %s\n",
                    when(w->recheck_at, now, true).s);
+    if (w->hint_at && !w->pending)
+        buf_printf(b,
+                   "      an unusual reading at %s: its alert log is read before the round "
+                   "robin's others\n",
+                   when(w->hint_at, now, false).s);
 }
 
 static void write_device(struct buf *b, const struct login_row *l, const struct device_row *row,
@@ -906,7 +911,7 @@ static void put_health(struct json_object *obj, const struct state_health *h, bo
 
 /* {"unixtime", "seen_at", "battery", "silent", "channels": [{"num",
  * "value" (null for an error value), "zone"}], "signal": null or
- * {"since", "reasons": [...]}, "recheck_at"} */
+ * {"since", "reasons": [...]}, "recheck_at", "hint_at"} */
 static struct json_object *reading_json(const struct watch *w)
 {
     struct json_object *o = jsonv_need(json_object_new_object());
@@ -937,6 +942,7 @@ static struct json_object *reading_json(const struct watch *w)
     }
     jsonv_put(o, "signal", sig);
     put_time(o, "recheck_at", w->recheck_at);
+    put_time(o, "hint_at", w->hint_at);
     return o;
 }
 

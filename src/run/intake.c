@@ -397,7 +397,14 @@ static void answer_signal(struct tick *t, const struct pooled *pd, long long new
         return;
     bool first_look = w.pending != 0, rechecking = w.recheck_at != 0;
     bool explained = newest > w.pending_after, told = w.pending_told;
+    /* A look made before a hint's is due (a turn of the round robin, or a
+     * signal's) leaves the hint: the platform may not have logged its
+     * excursion yet. */
+    long long hint = w.hint_at;
+    bool hint_waits = hint && t->opt->now < watch_hint_due(&w, state_device_remote(&pd->dev));
     watch_polled(&w);
+    if (hint_waits)
+        w.hint_at = hint;
     bool silent_looks = w.silent && t->opt->now - w.seen_at < SILENT_LOOKS;
     struct watch_limit limits[WATCH_CHANNELS];
     limits_of(t, pd->a, pd->dev.serial, limits);

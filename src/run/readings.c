@@ -311,6 +311,10 @@ static void watch_device(struct tick *t, const struct account_conf *a, const str
                         "not announced yet"
                       : "its alert log is read next");
     }
+    if (w.hint_at && !was.hint_at && !w.pending)
+        log_info("account %s, device %s: an unusual reading, unlike its recent ones: the "
+                 "round robin looks at its alert log first",
+                 a->name, d->serial);
     if (known || w.unixtime)
         state_set_watch(t->st, d->serial, &w);
 }

@@ -1098,6 +1098,11 @@ size_t state_device_count(const struct state *s, const char *account)
     return a ? a->n_devices : 0;
 }
 
+bool state_device_remote(const struct state_device *d)
+{
+    return d->base && *d->base && strcmp(d->base, d->serial) != 0;
+}
+
 void state_devices_free(struct state_device *d, size_t n)
 {
     if (!d)

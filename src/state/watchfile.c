@@ -303,6 +303,8 @@ static bool read_watch(struct jscan *js, struct watch *w, const struct where *at
             ok = read_bool(js, &w->silent, at, e);
         } else if (jscan_key_is(js, "told")) {
             ok = read_bool(js, &w->pending_told, at, e);
+        } else if (jscan_key_is(js, "hint")) {
+            ok = read_int(js, &w->hint_at, at, e);
         } else if (jscan_key_is(js, "gaps")) {
             ok = read_list(js, NULL, w->gaps, &w->n_gaps, WATCH_GAPS, at, e);
         } else if (jscan_key_is(js, "ch")) {
@@ -430,7 +432,8 @@ static bool fast_watch(struct text *t, struct watch *w)
         !take_int(t, &w->pending_after) || !TAKE(t, ",\"pending_at\":") ||
         !take_int(t, &w->pending_at) || !TAKE(t, ",\"recheck_at\":") ||
         !take_int(t, &w->recheck_at) ||
-        (TAKE(t, ",\"told\":") && !take_bool(t, &w->pending_told)) || !TAKE(t, ",\"ch\":["))
+        (TAKE(t, ",\"told\":") && !take_bool(t, &w->pending_told)) ||
+        (TAKE(t, ",\"hint\":") && !take_int(t, &w->hint_at)) || !TAKE(t, ",\"ch\":["))
         return false;
     w->battery = clamp_int(battery, 0, 99);
     w->pending = (unsigned)clamp_int(pending, 0, 0xffff);
@@ -695,6 +698,8 @@ static void put_watch(struct buf *out, const struct watch *w)
     put_int(out, "recheck_at", w->recheck_at);
     if (w->pending_told)
         put_bool(out, "told", true);
+    if (w->hint_at)
+        put_int(out, "hint", w->hint_at);
     buf_puts(out, ",\"ch\":[");
     for (int i = 0; i < w->n_ch && i < WATCH_CHANNELS; i++) {
         if (i)
@@ -800,6 +805,7 @@ static void clamp_watches(struct state *s, const struct state_clamp *to)
         bool changed = lower(&r->w->seen_at, to->now);
         changed = lower(&r->w->pending_since, to->now) || changed;
         changed = lower(&r->w->pending_at, to->now) || changed;
+        changed = lower(&r->w->hint_at, to->now) || changed;
         changed = lower(&r->w->recheck_at, to->now + 3600) || changed;
         if (changed)
             entry_text_drop(&r->watch_text);
@@ -849,7 +855,7 @@ static bool same_watch(const struct watch *a, const struct watch *b)
         a->battery != b->battery || a->silent != b->silent || a->pending != b->pending ||
         a->pending_since != b->pending_since || a->pending_after != b->pending_after ||
         a->pending_at != b->pending_at || a->recheck_at != b->recheck_at ||
-        a->pending_told != b->pending_told || a->n_ch != b->n_ch)
+        a->pending_told != b->pending_told || a->hint_at != b->hint_at || a->n_ch != b->n_ch)
         return false;
     for (int i = 0; i < a->n_ch; i++)
         if (!same_channel(&a->ch[i], &b->ch[i]))

@@ -971,3 +971,121 @@ Test(watch, a_remote_unit_is_looked_at_once_a_standalone_device_after_90_s)
     cr_assert_eq(watch_look_at(&w, false), 1000000 + WATCH_SETTLE_STANDALONE);
     cr_assert_eq(WATCH_SETTLE_STANDALONE, 90, "a standalone device: 90 s");
 }
+
+/* ---- unusual readings: hints for the round robin ---- */
+
+Test(watch, a_reading_beyond_its_history_inside_the_band_is_a_hint_not_a_signal)
+{
+    /* Humidity at 45 with a uniform ±4 scatter: the band reaches about 70
+     * below and 20 above. 36 is inside it, but lower than anything seen by
+     * more than the spread: the first flank of a short excursion towards
+     * the lower limit may look so. It spends nothing (no reason), sets
+     * hint_at to the reading's time, keeps the first hint's time, and a
+     * poll clears it. */
+    const char *normal[] = {"45", "49", "41", "47", "43", "48", "42", "46"};
+    struct watch w = {0};
+    long long t = T0;
+    for (int i = 0; i < 24; i++, t += 420)
+        cr_assert_eq(take1(&w, t, normal[i % 8], NULL, NULL, NULL), 0u);
+    cr_assert_eq(w.hint_at, 0, "ordinary scatter is no hint");
+    cr_assert_eq(take1(&w, t, "36", NULL, NULL, NULL), 0u, "no signal");
+    cr_assert_eq(w.ch[0].band, 0, "inside the band");
+    cr_assert_eq(w.hint_at, t, "the reading's time");
+    cr_assert_eq(take1(&w, t + 420, "33", NULL, NULL, NULL), 0u);
+    cr_assert_eq(w.hint_at, t, "the first hint's time stays");
+    watch_polled(&w);
+    cr_assert_eq(w.hint_at, 0, "a poll answers it");
+    cr_assert_eq(take1(&w, t + 840, "45", NULL, NULL, NULL), 0u);
+    cr_assert_eq(w.hint_at, 0, "back among the others: nothing");
+}
+
+Test(watch, one_quantum_beyond_the_history_is_no_hint)
+{
+    /* A sensor reading in half degrees writes "-80.5" (a step of 0.1):
+     * one half degree beyond what it showed is its noise, and the margin is
+     * two of them; more is unusual. A history of one value again and again
+     * has nothing to measure against. */
+    const char *halves[] = {"-80.0", "-79.5", "-80.0", "-80.0", "-79.5", "-80.0"};
+    struct watch w = {0};
+    long long t = T0;
+    for (int i = 0; i < 18; i++, t += 300)
+        take1(&w, t, halves[i % 6], NULL, NULL, NULL);
+    static const struct {
+        const char *text;
+        bool hint;
+    } rows[] = {
+        {"-80.5", false}, {"-81.0", false}, {"-81.5", true}, {"-78.5", false}, {"-78.0", true}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct watch next = w;
+        take1(&next, t, rows[i].text, NULL, NULL, NULL);
+        cr_assert_eq(next.hint_at != 0, rows[i].hint, "%s", rows[i].text);
+    }
+
+    struct watch flat = {0};
+    for (int i = 0; i < 18; i++)
+        take1(&flat, T0 + 300 * i, "5.0", NULL, NULL, NULL);
+    take1(&flat, T0 + 300 * 18, "5.5", NULL, NULL, NULL);
+    cr_assert_eq(flat.hint_at, 0, "one value again and again");
+}
+
+Test(watch, a_young_history_gives_hints_from_six_values)
+{
+    /* A remote unit seen for an hour (six ten-minute uploads) has no band
+     * yet; a reading far beyond its six values is unusual all the same. */
+    const char *six[] = {"44", "46", "43", "45", "47", "44"};
+    struct watch w = {0}, five = {0};
+    long long t = T0;
+    for (int i = 0; i < 6; i++, t += 600) {
+        take1(&w, t, six[i], NULL, NULL, NULL);
+        if (i < 5)
+            take1(&five, t, six[i], NULL, NULL, NULL);
+    }
+    take1(&five, t - 600, "57", NULL, NULL, NULL);
+    cr_assert_eq(five.hint_at, 0, "five values are too few");
+    take1(&w, t, "57", NULL, NULL, NULL);
+    cr_assert_eq(w.hint_at, t);
+}
+
+Test(watch, a_hint_is_due_at_once_for_a_remote_unit_one_interval_later_for_a_standalone_one)
+{
+    struct watch w = {.hint_at = 1000000, .n_gaps = 3, .gaps = {420, 420, 420}};
+    cr_assert_eq(watch_hint_due(&w, true), 1000000, "its base unit logged it already");
+    cr_assert_eq(watch_hint_due(&w, false), 1000000 + 420, "the next reading");
+    w.gaps[0] = w.gaps[1] = w.gaps[2] = 60;
+    cr_assert_eq(watch_hint_due(&w, false), 1000000 + WATCH_SETTLE_STANDALONE, "at least");
+    w.gaps[0] = w.gaps[1] = w.gaps[2] = 3600;
+    cr_assert_eq(watch_hint_due(&w, false), 1000000 + 600, "at most ten minutes");
+    w.hint_at = 0;
+    cr_assert_eq(watch_hint_due(&w, false), 0, "no hint");
+}
+
+Test(watch, an_unusual_reading_halfway_to_a_known_limit_is_a_signal)
+{
+    /* Humidity at 45 (±4), its upper limit 70 known. 58 is still inside
+     * the band (wide enough for the scatter), but unusual and nearer the
+     * limit than the level: it may have crossed 70 between two uploads,
+     * so it asks for a look. 36 is unusual on the side without a known
+     * limit: a hint only. 55, short of the midpoint 57.5: a hint. */
+    struct watch_limit upper = {.has_upper = true, .upper = 70.0};
+    const char *normal[] = {"45", "49", "41", "47", "43", "48", "42", "46"};
+    struct watch w = {0};
+    long long t = T0;
+    for (int i = 0; i < 24; i++, t += 420)
+        take1(&w, t, normal[i % 8], &upper, NULL, NULL);
+    struct watch low = w, short_of = w;
+    cr_assert_eq(take1(&w, t, "58", &upper, NULL, NULL), (unsigned)WATCH_BAND);
+    cr_assert_eq(w.ch[0].band, 0, "inside the band");
+    cr_assert_eq(w.hint_at, 0, "a signal, not a hint");
+    cr_assert_eq(take1(&low, t, "36", &upper, NULL, NULL), 0u);
+    cr_assert_eq(low.hint_at, t);
+    cr_assert_eq(take1(&short_of, t, "55", &upper, NULL, NULL), 0u);
+    cr_assert_eq(short_of.hint_at, t);
+
+    /* Its look found the alarm (the log's newest entry of ch1: `alarmed`):
+     * the way back from halfway is the recovery's sign. Without an alarm
+     * in the log, nothing. */
+    struct watch quiet = w;
+    w.ch[0].alarmed = true;
+    cr_assert_eq(take1(&w, t + 420, "46", &upper, NULL, NULL), (unsigned)WATCH_BAND);
+    cr_assert_eq(take1(&quiet, t + 420, "46", &upper, NULL, NULL), 0u);
+}

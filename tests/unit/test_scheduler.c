@@ -448,14 +448,17 @@ Test(scheduler, without_signals_the_plan_is_the_round_robin)
 {
     struct sched_device devs[4] = {
         {.last_poll = 40}, {.last_poll = 10}, {.last_poll = 20}, {.last_poll = 30}};
-    struct sched_budget b = signal_budget(3, 500);
+    struct sched_budget b = signal_budget(3, 500), lent = b;
+    lent.headroom = 0;
     size_t a[4], c[4];
     size_t n = scheduler_plan_signals(a, 4, devs, 4, &b, 1000, NULL);
-    size_t m = scheduler_plan(c, 4, devs, 4, &b, 1000);
-    cr_assert_eq(n, 1);
+    size_t m = scheduler_plan(c, 4, devs, 4, &lent, 1000);
+    cr_assert_eq(n, 2, "two slots of the lent budget's grid (327 s) since 500");
     cr_assert_eq(m, n);
+    for (size_t k = 0; k < n; k++)
+        cr_assert_eq(a[k], c[k]);
     cr_assert_eq(a[0], 1);
-    cr_assert_eq(c[0], 1);
+    cr_assert_eq(a[1], 2);
 }
 
 /* New devices get their first polls one a run (and the round robin's
@@ -731,78 +734,90 @@ Test(scheduler, headroom_is_lent_while_no_signal_waits)
     struct sched_device devs[12];
     for (size_t i = 0; i < 12; i++)
         devs[i] = (struct sched_device){.last_poll = 1000000 + (long long)i};
-    struct sched_budget b = signal_budget(9, 1000000 + 11);
+    struct sched_budget b = signal_budget(10, 1000000 + 11);
     long long now = 1000000 + 11 + 400;
     size_t out[12], signals = 0;
     size_t n = scheduler_plan_signals(out, 12, devs, 12, &b, now, &signals);
-    cr_assert_eq(n, 1, "the tenth call of the hour");
+    cr_assert_eq(n, 1, "the eleventh call of the hour: the headroom is lent whole");
     cr_assert_eq(out[0], 0);
     cr_assert_eq(signals, 0);
-    /* A signal waits: it takes one of the two kept free, and the round
+    /* A device that will look again (a silence) keeps one call free for
+     * its next look: the round robin stops at 10. */
+    devs[7].looks_again = true;
+    cr_assert_eq(scheduler_plan_signals(out, 12, devs, 12, &b, now, &signals), 0);
+    devs[7].looks_again = false;
+    /* A signal waits: it takes the room the headroom keeps, and the round
      * robin keeps to its 9. */
     devs[5].signal = true;
     devs[5].signal_since = now - 60;
     n = scheduler_plan_signals(out, 12, devs, 12, &b, now, &signals);
     cr_assert_eq(n, 1);
     cr_assert_eq(out[0], 5, "the signal only");
-    b.used = 10;
+    b.used = 11;
     n = scheduler_plan_signals(out, 12, devs, 12, &b, now, &signals);
     cr_assert_eq(n, 1);
-    cr_assert_eq(out[0], 5, "the signal takes the last one kept free");
+    cr_assert_eq(out[0], 5, "the signal takes the reserve");
     devs[5].signal = false;
     cr_assert_eq(scheduler_plan_signals(out, 12, devs, 12, &b, now, &signals), 0,
-                 "without it, one is kept free");
+                 "without it, the reserve is kept");
 }
 
-/* The round robin at its pace (one call every 360 s with one call kept
- * free for signals, who took calls in the last hour) while calls that
- * signals made together an hour ago leave the window: it holds 7 of the
- * round robin's 10. The grid gives nothing until its next boundary, and
- * then only replaces each call that leaves, so the hour would end short:
- * one call is made half a spacing after the last, then another half a
- * spacing later, until the window holds the 10; then the grid's pace.
- * Not while signals still come, nor after an hour without them (no
- * headroom): the grid's pace only. */
-Test(scheduler, a_window_left_short_is_filled_half_a_spacing_apart)
+/* A hint (an unusual reading, readings_memory.h) spends nothing: it puts
+ * its device first in the round robin's order, before devices never
+ * polled, the earliest hint first; the calls stay the allowance's. Only
+ * where the round robin would come to the device more than an hour later
+ * (SCHED_HINT_GAIN): 48 devices at one call every 300 s make a round of
+ * 4 h, and a device polled a round ago is due within the hour anyway. */
+Test(scheduler, a_hinted_device_goes_first_in_the_round_robin)
 {
+    const long long t = 1000200; /* on the grid of 300 s */
     struct sched_device devs[48];
     for (size_t i = 0; i < 48; i++)
-        devs[i] = (struct sched_device){.last_poll = 1800000 - 300 * (long long)i};
-    long long last = 1800000 + 10; /* a boundary of the 360 s grid, and a run's seconds */
-    struct sched_budget b = signal_budget(7, last);
-    b.headroom = 1;
-    size_t out[48];
-    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 150, NULL), 0,
-                 "less than half a spacing after the last call");
-    size_t n = scheduler_plan_signals(out, 48, devs, 48, &b, last + 180, NULL);
-    cr_assert_eq(n, 1, "half a spacing after it, before the grid's boundary");
-    cr_assert_eq(out[0], 47, "the round robin's device");
-    b.used = 8;
-    b.last_call = last + 180;
-    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 300, NULL), 0);
-    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 360, NULL), 1);
-    b.used = 9;
-    b.last_call = last + 360;
-    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 540, NULL), 1,
-                 "one short still");
-    b.used = 10;
-    b.last_call = last + 540;
-    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 720, NULL), 0,
-                 "the share is there: the grid's pace");
-    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 1080, NULL), 0,
-                 "the window has no room for the round robin");
-    b.used = 9;
-    b.last_call = last + 870; /* and now, at last + 1060, before the next boundary */
-    b.last_signal = last + 1060 - SCHED_SIGNALS_QUIET + 60;
-    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 1060, NULL), 0,
-                 "a signal's call less than SCHED_SIGNALS_QUIET ago: its next looks need room");
-    b.last_signal = last + 1060 - SCHED_SIGNALS_QUIET;
-    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 1060, NULL), 1);
-    /* No signal call in the last hour: the grid only. */
-    b.headroom = 0;
-    b.used = 7;
-    b.last_call = last;
-    cr_assert_eq(scheduler_spacing(&b), 327);
-    cr_assert_eq(scheduler_plan_signals(out, 48, devs, 48, &b, last + 200, NULL), 0,
-                 "the slack is the signals' to come");
+        devs[i] = (struct sched_device){.last_poll = t + 300 * (long long)i};
+    long long now = t + 48 * 300;
+    devs[20].last_poll = 0;
+    devs[47].hint = now - 100;
+    devs[40].hint = now - 200;
+    devs[1].hint = now - 300; /* due at t + 300 + 4 h: within the hour */
+    struct sched_budget b = alert_budget(0, now - 1200);
+    size_t out[8];
+    size_t n = scheduler_plan(out, 8, devs, 48, &b, now);
+    cr_assert_eq(n, 4, "the allowance, as without hints");
+    cr_assert_eq(out[0], 40, "the earliest hint that counts");
+    cr_assert_eq(out[1], 47);
+    cr_assert_eq(out[2], 20, "then a device never polled");
+    cr_assert_eq(out[3], 0, "then the least recently polled");
+    devs[40].hint = devs[47].hint = 0;
+    n = scheduler_plan(out, 8, devs, 48, &b, now);
+    cr_assert_eq(out[0], 20);
+    cr_assert_eq(out[1], 0);
+    cr_assert_eq(out[2], 1, "a hint that does not count: its own place");
+}
+
+/* With signals in the pool, a hinted device takes the one call a run that
+ * a device never polled would take (step 3), within the room beyond the
+ * headroom; signals and overdue devices still come first. */
+Test(scheduler, a_hinted_device_goes_before_a_first_poll_when_signals_plan)
+{
+    const long long t = 1000000;
+    struct sched_device devs[48];
+    for (size_t i = 0; i < 48; i++)
+        devs[i] = (struct sched_device){.last_poll = t + 100 + 400 * (long long)i};
+    long long now = t + 48 * 400 + 60;
+    devs[2].last_poll = 0;
+    devs[2].known_since = t + 1000;
+    devs[45].hint = now - 30;
+    devs[1].signal = true;
+    devs[1].signal_since = now - 40;
+    struct sched_budget b = signal_budget(3, now - 55);
+    size_t out[8], signals = 0;
+    size_t n = scheduler_plan_signals(out, 8, devs, 48, &b, now, &signals);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(out[0], 1, "the signal");
+    cr_assert_eq(signals, 1);
+    cr_assert_eq(out[1], 45, "the hint, before the first poll");
+    devs[45].hint = 0;
+    n = scheduler_plan_signals(out, 8, devs, 48, &b, now, &signals);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(out[1], 2, "without it, the first poll");
 }

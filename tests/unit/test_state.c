@@ -3150,6 +3150,7 @@ Test(state, a_readings_memory_comes_back_as_it_was_saved)
                       .pending_at = 1795000000,
                       .recheck_at = 1795000300,
                       .pending_told = true,
+                      .hint_at = 1794999700,
                       .n_ch = 2};
     w.ch[0] = (struct watch_channel){.num = 1,
                                      .value = -79.8,
@@ -3183,6 +3184,7 @@ Test(state, a_readings_memory_comes_back_as_it_was_saved)
     cr_expect_eq(got.pending_at, 1795000000);
     cr_expect_eq(got.recheck_at, 1795000300);
     cr_expect(got.pending_told);
+    cr_expect_eq(got.hint_at, 1794999700, "an unusual reading's hint");
     cr_assert_eq(got.n_ch, 2);
     cr_expect_eq(got.ch[0].num, 1);
     cr_expect_not(got.ch[0].error);
@@ -3324,30 +3326,6 @@ Test(state, the_alert_budget_counts_its_spacing_from_the_last_routine_call)
     for (int i = 0; i < 20; i++)
         state_record_signal_call(s, "tbzz9999", 10290 + i);
     cr_expect_eq(budget_headroom(s, "tbzz9999", 10400), BUDGET_HEADROOM_MAX);
-    state_close(s);
-}
-
-/* The alert budget knows the window's last call a signal asked for: the
- * round robin fills the window again only once signals have been quiet. */
-Test(state, the_alert_budget_knows_the_last_signal_call)
-{
-    struct state *s = state_open_ok(path);
-    state_record_call(s, "tbzz9999", PLATFORM_ALERT, 10000);
-    struct sched_budget b = budget_read(s, "tbzz9999", PLATFORM_ALERT, 10300);
-    cr_expect_eq(b.last_signal, 0, "no signal call");
-    state_record_call(s, "tbzz9999", PLATFORM_ALERT, 10100);
-    state_record_signal_call(s, "tbzz9999", 10100);
-    state_record_call(s, "tbzz9999", PLATFORM_ALERT, 10200);
-    b = budget_read(s, "tbzz9999", PLATFORM_ALERT, 10300);
-    cr_expect_eq(b.last_signal, 10100, "the routine call after it does not count");
-    state_record_call(s, "tbzz9999", PLATFORM_ALERT, 10250);
-    state_record_signal_call(s, "tbzz9999", 10250);
-    b = budget_read(s, "tbzz9999", PLATFORM_ALERT, 10300);
-    cr_expect_eq(b.last_signal, 10250);
-    b = budget_read(s, "tbzz9999", PLATFORM_ALERT, 10250 + 3601);
-    cr_expect_eq(b.last_signal, 0, "out of the window");
-    b = budget_read(s, "tbzz9999", PLATFORM_CURRENT, 10300);
-    cr_expect_eq(b.last_signal, 0, "the alert operation's only");
     state_close(s);
 }
 

@@ -897,3 +897,24 @@ Test(status, an_announced_signal_says_it_waits)
     cr_expect(json_object_is_type(told, json_type_boolean) && json_object_get_boolean(told));
     json_object_put(o);
 }
+
+/* An unusual reading's hint says that the round robin reads the device
+ * first; the JSON has its time. */
+Test(status, a_hint_says_the_round_robin_reads_the_device_first)
+{
+    cfg->accounts[0].signals = true;
+    struct state *s = begin();
+    healthy(s);
+    struct watch w = {.unixtime = NOW - 90, .seen_at = NOW - 60, .n_ch = 1, .hint_at = NOW - 90};
+    w.ch[0] = (struct watch_channel){.num = 1, .value = 36.0};
+    state_set_watch(s, "5214000A", &w);
+    commit(s);
+    struct result r = report(false);
+    expect_line(r.text, "      an unusual reading at 11:58 (1 min ago): its alert log is read "
+                        "before the round robin's others");
+    free(r.text);
+    enum status_verdict v;
+    struct json_object *o = report_json(&v);
+    expect_int(o, "logins.0.devices.0.reading.hint_at", NOW - 90);
+    json_object_put(o);
+}
