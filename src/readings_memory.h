@@ -99,8 +99,10 @@
  * the channel has no band yet) and in zone 0, yet lies beyond everything
  * the history holds (its lowest and highest value) by more than the
  * spread (the band's, or the same quantiles of a history too young for a
- * band; never less than two steps), with at least WATCH_UNUSUAL_MIN values
- * in the history, sets the device's hint_at (when 0) to the reading's
+ * band; never less than two quanta, the least difference between two of
+ * the history's values and at least the step; a history of one value
+ * again and again has none), with at least WATCH_UNUSUAL_MIN values in
+ * the history, sets the device's hint_at (when 0) to the reading's
  * time, never later than seen_at. It is no signal and spends nothing: the
  * round robin looks at a hinted device before the others (scheduler.h,
  * watch_hint_due). The band is wide so that noise never leaves it, and a

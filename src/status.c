@@ -665,8 +665,8 @@ static void write_reading(struct buf *b, const struct watch *w, long long now)
                    when(w->recheck_at, now, true).s);
     if (w->hint_at && !w->pending)
         buf_printf(b,
-                   "      an unusual reading at %s: its alert log is read before the round "
-                   "robin's others\n",
+                   "      an unusual reading at %s: the round robin reads its alert log "
+                   "early\n",
                    when(w->hint_at, now, false).s);
 }
 

@@ -313,7 +313,7 @@ static void watch_device(struct tick *t, const struct account_conf *a, const str
     }
     if (w.hint_at && !was.hint_at && !w.pending)
         log_info("account %s, device %s: an unusual reading, unlike its recent ones: the "
-                 "round robin looks at its alert log first",
+                 "round robin reads its alert log early",
                  a->name, d->serial);
     if (known || w.unixtime)
         state_set_watch(t->st, d->serial, &w);

@@ -910,8 +910,8 @@ Test(status, a_hint_says_the_round_robin_reads_the_device_first)
     state_set_watch(s, "5214000A", &w);
     commit(s);
     struct result r = report(false);
-    expect_line(r.text, "      an unusual reading at 11:58 (1 min ago): its alert log is read "
-                        "before the round robin's others");
+    expect_line(r.text, "      an unusual reading at 11:58 (1 min ago): the round robin reads "
+                        "its alert log early");
     free(r.text);
     enum status_verdict v;
     struct json_object *o = report_json(&v);
