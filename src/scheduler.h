@@ -30,8 +30,9 @@ struct sched_device {
                                an excursion under way): the headroom is not
                                lent whole */
     long long hint;         /* an unusual reading asks the round robin to look
-                               here before the others, since this time
-                               (readings_memory.h, watch_hint_due); 0: none */
+                               here early, since this time (readings_memory.h,
+                               watch_hint_due; when it counts: scheduler_plan);
+                               0: none */
 };
 
 struct sched_budget {

@@ -872,12 +872,20 @@ Test(status, signals_show_the_readings_the_bound_and_the_calls)
     json_object_put(o);
 }
 
-/* A signal an early warning told of says that it waits. */
-Test(status, an_announced_signal_says_it_waits)
+/* A healthy state whose device 5214000A has the readings memory `w`, in
+ * an account that watches readings. */
+static void commit_watch(const struct watch *w)
 {
     cfg->accounts[0].signals = true;
     struct state *s = begin();
     healthy(s);
+    state_set_watch(s, "5214000A", w);
+    commit(s);
+}
+
+/* A signal an early warning told of says that it waits. */
+Test(status, an_announced_signal_says_it_waits)
+{
     struct watch w = {.unixtime = NOW - 90,
                       .seen_at = NOW - 60,
                       .n_ch = 1,
@@ -885,8 +893,7 @@ Test(status, an_announced_signal_says_it_waits)
                       .pending_since = NOW - 60,
                       .pending_told = true};
     w.ch[0] = (struct watch_channel){.num = 1, .value = 9.4, .zone = 1};
-    state_set_watch(s, "5214000A", &w);
-    commit(s);
+    commit_watch(&w);
     struct result r = report(false);
     expect_line(r.text, "      signal since 11:59 (1 min ago) (limit): its warning is out; its "
                         "alert log is read after the signals not announced yet");
@@ -899,16 +906,12 @@ Test(status, an_announced_signal_says_it_waits)
 }
 
 /* An unusual reading's hint says that the round robin reads the device
- * first; the JSON has its time. */
-Test(status, a_hint_says_the_round_robin_reads_the_device_first)
+ * early; the JSON has its time. */
+Test(status, a_hint_says_the_round_robin_reads_the_device_early)
 {
-    cfg->accounts[0].signals = true;
-    struct state *s = begin();
-    healthy(s);
     struct watch w = {.unixtime = NOW - 90, .seen_at = NOW - 60, .n_ch = 1, .hint_at = NOW - 90};
     w.ch[0] = (struct watch_channel){.num = 1, .value = 36.0};
-    state_set_watch(s, "5214000A", &w);
-    commit(s);
+    commit_watch(&w);
     struct result r = report(false);
     expect_line(r.text, "      an unusual reading at 11:58 (1 min ago): the round robin reads "
                         "its alert log early");
