@@ -573,11 +573,15 @@ def measure(entries, delivered, stats, truth, hours, bound):
         count[d["id"]] = count.get(d["id"], 0) + 1
         first_at.setdefault(d["id"], d["at"])
     lat, dist = [], []
+    by_kind, by_unit = {}, {}
     undelivered = []
     for e in entries:
         if e.id in first_at:
             lat.append((first_at[e.id] - e.unixtime) / 60.0)
             dist.append((first_at[e.id] - e.floor_at) / 60.0)
+            by_kind.setdefault(e.cat, []).append(lat[-1])
+            unit = "remote" if e.serial.startswith("5820") else "standalone"
+            by_unit.setdefault(unit, []).append(dist[-1])
         else:
             undelivered.append(e.id)
     ids = {e.id for e in entries}
@@ -679,6 +683,8 @@ def measure(entries, delivered, stats, truth, hours, bound):
         "first_notice_alarm_min": signals.summary(notice_alarm),
         "first_notice_recovery_min": signals.summary(notice_recovery),
         "log_entry_min": signals.summary(lat),
+        "log_entry_by_category": {k: signals.summary(v) for k, v in sorted(by_kind.items())},
+        "above_floor_by_unit": {k: signals.summary(v) for k, v in sorted(by_unit.items())},
         "floor_min": signals.summary([(e.floor_at - e.unixtime) / 60.0 for e in entries]),
         "floor_distance_min": statistics.mean(dist) if dist else None,
         "alert_calls_per_hour": statistics.mean(per_hour) if per_hour else 0,

@@ -33,6 +33,10 @@
  * values of the old normal by then. */
 #define BAND_REBASE (WATCH_HISTORY - WATCH_BAND_MIN + 2)
 #define ZONE_MARGIN_STEPS 3 /* leaving a zone needs at least this many steps */
+/* The mean difference between two readings, times this, is the
+ * interquartile range of noise that does not drift: 1.5 for uniform
+ * noise, 1.2 for normal noise. */
+#define JITTER_TO_SPREAD 1.5
 #define FLANK_READINGS 2    /* readings out of the band that may be a fast excursion's flank */
 #define HINT_WAIT_MAX 600   /* seconds a standalone device's hint waits at most */
 #define UNUSUAL_FLOOR_QUANTA                                                                       \
@@ -367,13 +371,33 @@ static void history_drop_oldest(struct watch_channel *c)
     c->n_history--;
 }
 
-/* The margin by which a value must be back inside a limit to leave its zone. */
+/* How far the channel moves from one reading to the next: the mean of the
+ * history's differences, oldest first, widened by JITTER_TO_SPREAD; 0 with
+ * fewer than two values. */
+static double jitter(const struct watch_channel *c)
+{
+    int n = c->n_history > WATCH_HISTORY ? WATCH_HISTORY : c->n_history;
+    double sum = 0;
+    for (int i = 1; i < n; i++) {
+        double d = c->history[i] - c->history[i - 1];
+        sum += d < 0 ? -d : d;
+    }
+    return n > 1 ? JITTER_TO_SPREAD * sum / (n - 1) : 0;
+}
+
+/* The margin by which a value must be back inside a limit to leave its
+ * zone: the band's spread, as far as the channel's jitter reaches it. A
+ * channel that drifts slowly has a wide spread but little jitter, and a
+ * value hovering at its limit moves by its jitter: a margin of its whole
+ * spread held the way back's warning for an upload or two. */
 static double zone_margin(const struct watch_channel *c, const struct band *b)
 {
     double margin = ZONE_MARGIN_STEPS * c->step;
-    if (b->known && b->spread > margin)
-        margin = b->spread;
-    return margin;
+    double wobble = b->known ? b->spread : 0;
+    double moves = jitter(c);
+    if (moves < wobble)
+        wobble = moves;
+    return wobble > margin ? wobble : margin;
 }
 
 /* The zone of `v` coming from zone `from`, against limit `l` (NULL: none). */

@@ -74,8 +74,11 @@
  * Zones. Zone +1 when value > upper, -1 when value < lower (a bound that
  * is not known makes no zone; a zone whose bound is no longer given falls
  * back to 0 without a crossing). Leaving a zone towards 0 needs the value
- * inside by margin = max(3 * step, spread) (spread as above, 0 while the
- * band is not known): back below upper - margin, above lower + margin.
+ * inside by margin = max(3 * step, min(spread, jitter)) (spread as above,
+ * 0 while the band is not known; jitter 1.5 times the mean difference
+ * between two consecutive values of the history, which for noise that
+ * does not drift is about its spread, and for a channel that drifts
+ * slowly is far less): back below upper - margin, above lower + margin.
  * A jump from one side to the other is one crossing. WATCH_LIMIT is raised
  * by every crossing, and once more per zone by the first value inside the
  * bare limit while the zone holds (the platform logs its recovery then;

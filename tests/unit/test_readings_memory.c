@@ -404,6 +404,34 @@ Test(watch, margin_grows_with_the_band_spread)
     cr_assert_eq(out[0].zone, 0);
 }
 
+Test(watch, a_channel_that_drifts_slowly_comes_back_by_its_jitter_not_its_spread)
+{
+    /* A room drifting from 4.0 to 6.0 over 30 readings: its band's spread
+     * is about a degree, but it moves 0.07 a reading. The way back from
+     * above 8.0 needs 3 steps (0.3), not the spread: a value hovering at
+     * the limit moves by its jitter, and the spread would hold the
+     * warning of its recovery for another reading or two. */
+    struct watch w = {0};
+    struct watch_limit limit = {.has_upper = true, .upper = 8.0};
+    struct watch_crossing out[4];
+    size_t n;
+    long long t = T0;
+    char text[16];
+    for (int i = 0; i < 30; i++, t += 60) {
+        snprintf(text, sizeof text, "%.1f", 4.0 + i * 0.07);
+        take1(&w, t, text, &limit, out, &n);
+    }
+    cr_assert_eq(take1(&w, t, "8.5", &limit, out, &n), (unsigned)WATCH_LIMIT);
+    t += 60;
+    cr_assert_eq(take1(&w, t, "7.8", &limit, out, &n), (unsigned)WATCH_LIMIT,
+                 "inside the bare limit: the platform's recovery is due");
+    cr_assert_eq(n, 0, "inside by less than 3 steps");
+    t += 60;
+    cr_assert_eq(take1(&w, t, "7.6", &limit, out, &n), (unsigned)WATCH_LIMIT);
+    cr_assert_eq(n, 1, "inside by more than 3 steps and the jitter: back");
+    cr_assert_eq(out[0].zone, 0);
+}
+
 Test(watch, lower_limit_and_a_jump_across_both)
 {
     struct watch w = {0};
