@@ -37,8 +37,8 @@
  * interquartile range of noise that does not drift: 1.5 for uniform
  * noise, 1.2 for normal noise. */
 #define JITTER_TO_SPREAD 1.5
-#define FLANK_READINGS 2    /* readings out of the band that may be a fast excursion's flank */
-#define HINT_WAIT_MAX 600   /* seconds a standalone device's hint waits at most */
+#define FLANK_READINGS 2  /* readings out of the band that may be a fast excursion's flank */
+#define HINT_WAIT_MAX 600 /* seconds a standalone device's hint waits at most */
 #define UNUSUAL_FLOOR_QUANTA                                                                       \
     2                        /* an unusual value is at least this many quanta beyond the history */
 #define SILENCE_INTERVALS 3  /* usual intervals without a reading make silence */
@@ -191,13 +191,18 @@ const char *watch_summary(char *out, size_t size, const struct watch *w)
     return out;
 }
 
-struct watch_channel *watch_channel(struct watch *w, int num)
+static const struct watch_channel *channel_in(const struct watch *w, int num)
 {
     for (int i = 0; i < w->n_ch; i++) {
         if (w->ch[i].num == num)
             return &w->ch[i];
     }
     return NULL;
+}
+
+struct watch_channel *watch_channel(struct watch *w, int num)
+{
+    return (struct watch_channel *)channel_in(w, num);
 }
 
 /* A new channel `num` in its place (ch[] is sorted by num), or NULL when
@@ -700,6 +705,46 @@ bool watch_excursion(const struct watch *w, const struct watch_limit *limits, si
         out = !c->error && c->band != 0 && !known;
     }
     return out;
+}
+
+/* When channel `c`, at `v` now and at `before` `dt` seconds earlier, meets
+ * `limit` going on as it went; 0: it does not go towards it. */
+static long long meets(double before, double v, long long dt, double limit, long long now)
+{
+    bool towards = (v < limit && v > before) || (v > limit && v < before);
+    if (!towards || dt <= 0)
+        return 0;
+    double speed = (v - before) / (double)dt;
+    return now + (long long)((limit - v) / speed + 0.5); /* positive: rounded */
+}
+
+long long watch_foresee(const struct watch *was, const struct watch *now,
+                        const struct watch_limit *limits, size_t n_limits)
+{
+    long long interval = watch_interval(now), dt = now->unixtime - was->unixtime, first = 0;
+    if (interval <= WATCH_FORESEE_GAIN || was->unixtime == 0 || dt <= 0)
+        return 0;
+    for (int i = 0; i < now->n_ch; i++) {
+        const struct watch_channel *c = &now->ch[i], *p = channel_in(was, c->num);
+        const struct watch_limit *l =
+            c->num >= 1 && (size_t)c->num <= n_limits ? &limits[c->num - 1] : NULL;
+        if (!p || !l || c->error || p->error || c->step == 0 || p->step == 0)
+            continue;
+        /* Beyond a limit (its recovery), or out of the band on its side
+         * without reaching it yet (its alarm). */
+        bool up =
+            l->has_upper && (c->zone == 1 ? c->value > l->upper
+                                          : c->zone == 0 && c->band == 1 && c->value < l->upper);
+        bool down =
+            l->has_lower && (c->zone == -1 ? c->value < l->lower
+                                           : c->zone == 0 && c->band == -1 && c->value > l->lower);
+        long long at = up     ? meets(p->value, c->value, dt, l->upper, now->unixtime)
+                       : down ? meets(p->value, c->value, dt, l->lower, now->unixtime)
+                              : 0;
+        if (at && at + WATCH_FORESEE_GAIN <= now->unixtime + interval && (!first || at < first))
+            first = at;
+    }
+    return first;
 }
 
 void watch_polled(struct watch *w)

@@ -19,7 +19,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define WATCH_HISTORY 32    /* recent values kept per channel */
+#define WATCH_HISTORY 32      /* recent values kept per channel */
+#define WATCH_FORESEE_GAIN 60 /* seconds a foreseen crossing must come before the next reading */
+/* Seconds after a foreseen crossing its look waits: the platform logs a
+ * remote unit's at its base unit's next monitoring tick (1 to 5 minutes). */
+#define WATCH_FORESEE_LAG 120
 #define WATCH_CHANNELS 8    /* channels kept per device (the platform has up to 6) */
 #define WATCH_GAPS 8        /* recent gaps between uploads kept */
 #define WATCH_BAND_MIN 12   /* values a channel needs before its band is used */
@@ -348,6 +352,17 @@ void watch_polled(struct watch *w);
  * of it. A side with a known limit needs no such looks: its crossing is a
  * signal of its own. */
 bool watch_excursion(const struct watch *w, const struct watch_limit *limits, size_t n_limits);
+
+/* A crossing foreseen between two readings: the device's time at which a
+ * channel, going on as from `was`'s reading to `now`'s, crosses a known
+ * limit before its next reading is due (watch_interval) by at least
+ * WATCH_FORESEE_GAIN; 0: none. Two kinds count: a channel beyond a
+ * limit coming back towards it (its recovery: the platform logs it at
+ * the crossing, the next upload shows it up to an interval later), and a
+ * channel out of its band on the side of a limit, going towards it (its
+ * alarm). The earliest of the channels' is given. Nothing is changed. */
+long long watch_foresee(const struct watch *was, const struct watch *now,
+                        const struct watch_limit *limits, size_t n_limits);
 
 /* The last reading in words, into `out` (cut to `size`, at least 1):
  * "ch1 -65 (above its limit), ch2 error value; battery 4; uploads have

@@ -661,7 +661,9 @@ static void write_reading(struct buf *b, const struct watch *w, long long now)
                                      "signals not announced yet"
                                    : "its alert log is read at the next call");
     else if (w->recheck_at)
-        buf_printf(b, "      a signal's poll found nothing yet: looked at once more %s\n",
+        buf_printf(b,
+                   "      its alert log is read once more %s (a signal's look found nothing "
+                   "yet, or a limit will be crossed before its next upload)\n",
                    when(w->recheck_at, now, true).s);
     if (w->hint_at && !w->pending)
         buf_printf(b,

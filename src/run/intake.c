@@ -389,7 +389,10 @@ out:
  *     its limit, and a device whose limits are not known may have no way
  *     but this look to tell. Whatever else signals take: the scheduler
  *     keeps the bound (overdue devices go first);
- *   - any other waits until the readings move again. */
+ *   - any other waits until the readings move again.
+ * A look planned for later when this one came (a look once more, or a
+ * crossing foreseen between two uploads: run/readings.c) stays planned,
+ * and goes before the look once more this one would plan. */
 static void answer_signal(struct tick *t, const struct pooled *pd, long long newest)
 {
     struct watch w;
@@ -402,6 +405,9 @@ static void answer_signal(struct tick *t, const struct pooled *pd, long long new
      * excursion yet. */
     long long hint = w.hint_at;
     bool hint_waits = hint && t->opt->now < watch_hint_due(&w, state_device_remote(&pd->dev));
+    /* A look planned for later (a crossing foreseen between two uploads, a
+     * look once more) stays planned: this one came before it was due. */
+    long long planned = w.recheck_at > t->opt->now ? w.recheck_at : 0;
     watch_polled(&w);
     if (hint_waits)
         w.hint_at = hint;
@@ -423,6 +429,8 @@ static void answer_signal(struct tick *t, const struct pooled *pd, long long new
                   "more at %lld",
                   pd->a->name, pd->dev.serial, w.recheck_at);
     }
+    if (planned)
+        w.recheck_at = planned;
     state_set_watch(t->st, pd->dev.serial, &w);
 }
 

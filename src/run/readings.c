@@ -311,6 +311,20 @@ static void watch_device(struct tick *t, const struct account_conf *a, const str
                         "not announced yet"
                       : "its alert log is read next");
     }
+    /* A crossing foreseen before the next upload: a look just after it
+     * finds the platform's entry an upload sooner. A signal's look may
+     * come first; the foreseen one stays planned (run/intake.c). */
+    long long foreseen =
+        known && w.unixtime != before ? watch_foresee(&was, &w, limits, WATCH_CHANNELS) : 0;
+    if (foreseen) {
+        long long at = t->opt->now + (foreseen - w.unixtime) + WATCH_FORESEE_LAG;
+        if (!w.recheck_at || at < w.recheck_at) {
+            w.recheck_at = at;
+            log_info("account %s, device %s: a limit will be crossed before its next upload: "
+                     "its alert log is read just after",
+                     a->name, d->serial);
+        }
+    }
     if (w.hint_at && !was.hint_at && !w.pending)
         log_info("account %s, device %s: an unusual reading, unlike its recent ones: the "
                  "round robin reads its alert log early",

@@ -335,6 +335,68 @@ Test(signals, a_ramp_past_the_limit_its_fleet_makes_likely_is_looked_at_when_it_
     free(alarm);
 }
 
+/* The freezer as a remote unit on ten-minute uploads, among twelve quiet
+ * ones of its base unit (so that the round robin comes round once an
+ * hour), its upper limit -70 configured. From T0 it warms: -76.0, then
+ * -71.6 at T0 + 600, 4.4 degrees in ten minutes, so that it crosses -70 at
+ * FORESEEN_CROSS, which the platform logs at its base unit's next tick;
+ * the upload that shows it (-68.0) comes at T0 + 1200. */
+#define FORESEEN_CROSS (T0 + 818)
+#define FORESEEN_LOGGED (T0 + 880)
+static char *foreseen_scenario(void)
+{
+    static const char *const wobble[] = {"-80.1", "-79.9", "-80.0", "-80.2", "-79.8"};
+    struct buf b;
+    buf_init(&b, 0);
+    relay_scenario_open(&b, T0);
+    for (int d = 0; d < 13; d++) {
+        char *head = d ? xasprintf(",{\"serial\": \"5820%04d\", \"model\": \"RTR501B\", "
+                                   "\"name\": \"Fridge %d\", \"num\": %d, \"base\": "
+                                   "{\"serial\": \"5893C000\", \"model\": \"RTR500BW\", "
+                                   "\"name\": \"Base 1\"},",
+                                   d, d, d + 1)
+                       : xstrdup(REMOTE);
+        open_freezer(&b, head);
+        free(head);
+        for (long long t = T0 - 12000; t <= T0 + 1800; t += 600) {
+            const char *v = wobble[(t - T0 + 12000) / 600 % 5];
+            if (d == 0 && t >= T0)
+                v = t == T0 ? "-76.0" : t == T0 + 600 ? "-71.6" : "-68.0";
+            buf_printf(&b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%s\"]}",
+                       t > T0 - 12000 ? "," : "", t + 20, t, v);
+        }
+        if (d == 0)
+            close_freezer(&b, "CH1 Upper Limit Exceeded -69.9°C (limit -70.0°C)", FORESEEN_CROSS,
+                          FORESEEN_LOGGED, NULL, 0, 0);
+        else
+            buf_puts(&b, "], \"alerts\": []}");
+    }
+    buf_puts(&b, "]}]}");
+    return buf_steal(&b);
+}
+
+Test(signals, a_crossing_foreseen_between_two_uploads_is_looked_at_just_after_it)
+{
+    /* Ten-minute runs, then a run a minute. The reading at T0 + 600 is
+     * near the limit: its look finds nothing, and so would a look once
+     * more four minutes later. The way it goes, it crosses -70 before the
+     * next upload: the look just after that finds the alarm, five
+     * minutes before the upload could show it. */
+    start_on(foreseen_scenario(), account, NULL);
+    for (long long t = T0 - 12000; t < T0; t += 600)
+        run_minutes(t, t);
+    run_minutes(T0, T0 + 540);
+    run_logging(T0 + 600, "device " SERIAL ": a limit will be crossed before its next upload");
+    run_minutes(T0 + 660, FORESEEN_CROSS + 180);
+    size_t n = 0;
+    char *keys = relay_hook_keys(&R, &n);
+    char *alarm = key_of(FORESEEN_CROSS, "ch1");
+    cr_assert_eq(occurrences(keys, alarm), 1, "the alarm before the upload that shows it:\n%s",
+                 keys);
+    free(keys);
+    free(alarm);
+}
+
 /* The freezer, its upper limit -70 configured, in a short excursion that
  * no reading shows beyond the limit: -70.5 at NEAR_AT, then -74.0 for nine
  * minutes, back to -80 at BACK_AT. The platform logged the alarm just

@@ -432,6 +432,77 @@ Test(watch, a_channel_that_drifts_slowly_comes_back_by_its_jitter_not_its_spread
     cr_assert_eq(out[0].zone, 0);
 }
 
+/* A fridge uploading every 10 minutes at 5.0 +- 0.1 for four hours, upper
+ * limit 8.0: the clock of its last reading. */
+static long long fridge_every_ten_minutes(struct watch *w, const struct watch_limit *limit)
+{
+    static const char *const noise[] = {"4.9", "5.0", "5.1", "5.0"};
+    long long t = T0;
+    for (int i = 0; i < 24; i++, t += 600)
+        take1(w, t, noise[i % 4], limit, NULL, NULL);
+    return t - 600;
+}
+
+/* The next reading, 10 minutes later, and the crossing it foresees. */
+static long long foresee_after(struct watch *w, long long t, const char *text,
+                               const struct watch_limit *limit)
+{
+    struct watch was = *w;
+    take1(w, t, text, limit, NULL, NULL);
+    return watch_foresee(&was, w, limit, 1);
+}
+
+Test(watch, a_recovery_between_two_uploads_is_foreseen)
+{
+    struct watch w = {0};
+    struct watch_limit limit = {.has_upper = true, .upper = 8.0};
+    long long t = fridge_every_ten_minutes(&w, &limit);
+    cr_assert_eq(foresee_after(&w, t + 600, "9.6", &limit), 0, "going away from the limit");
+    cr_assert_eq(watch_channel(&w, 1)->zone, 1);
+    cr_assert_eq(foresee_after(&w, t + 1200, "9.2", &limit), 0,
+                 "back at 8.0 in 24 minutes: the next upload comes first");
+    cr_assert_eq(foresee_after(&w, t + 1800, "8.6", &limit), 0,
+                 "back at 8.0 in 10 minutes: no sooner than the next upload");
+    cr_assert_eq(foresee_after(&w, t + 2400, "8.3", &limit), 0, "0.3 a reading, 0.3 left");
+    cr_assert_eq(foresee_after(&w, t + 3000, "8.1", &limit), t + 3000 + 300,
+                 "0.2 a reading, 0.1 left: 5 minutes, before the next upload");
+    cr_assert_eq(foresee_after(&w, t + 3600, "7.5", &limit), 0,
+                 "back inside: the way back's own signal tells");
+}
+
+Test(watch, an_alarm_between_two_uploads_is_foreseen)
+{
+    struct watch w = {0};
+    struct watch_limit limit = {.has_upper = true, .upper = 8.0};
+    long long t = fridge_every_ten_minutes(&w, &limit);
+    cr_assert_eq(foresee_after(&w, t + 600, "5.6", &limit), 0, "inside the band");
+    cr_assert_eq(watch_channel(&w, 1)->band, 0);
+    cr_assert_eq(foresee_after(&w, t + 1200, "6.8", &limit), 0, "at 8.0 in 10 minutes");
+    cr_assert_eq(watch_channel(&w, 1)->band, 1);
+    cr_assert_eq(foresee_after(&w, t + 1800, "7.6", &limit), t + 1800 + 300,
+                 "0.8 a reading, 0.4 from the limit: 5 minutes");
+    cr_assert_eq(foresee_after(&w, t + 2400, "7.4", &limit), 0, "going back");
+
+    /* No limit on that side: nothing to foresee. */
+    struct watch v = {0};
+    struct watch_limit lower = {.has_lower = true, .lower = 2.0};
+    t = fridge_every_ten_minutes(&v, &lower);
+    foresee_after(&v, t + 600, "6.8", &lower);
+    cr_assert_eq(foresee_after(&v, t + 1200, "7.6", &lower), 0);
+}
+
+Test(watch, nothing_is_foreseen_for_uploads_every_minute)
+{
+    struct watch w = {0};
+    struct watch_limit limit = {.has_upper = true, .upper = 8.0};
+    long long t = T0;
+    for (int i = 0; i < 24; i++, t += 60)
+        take1(&w, t, i % 2 ? "5.0" : "5.1", &limit, NULL, NULL);
+    foresee_after(&w, t, "6.8", &limit);
+    cr_assert_eq(foresee_after(&w, t + 60, "7.9", &limit), 0,
+                 "the next upload comes as soon as any look");
+}
+
 Test(watch, lower_limit_and_a_jump_across_both)
 {
     struct watch w = {0};
