@@ -200,6 +200,7 @@ static const struct watch_channel *channel_in(const struct watch *w, int num)
     return NULL;
 }
 
+/* The one lookup, for callers that change what it finds: `w` is theirs. */
 struct watch_channel *watch_channel(struct watch *w, int num)
 {
     return (struct watch_channel *)channel_in(w, num);
@@ -707,8 +708,8 @@ bool watch_excursion(const struct watch *w, const struct watch_limit *limits, si
     return out;
 }
 
-/* When channel `c`, at `v` now and at `before` `dt` seconds earlier, meets
- * `limit` going on as it went; 0: it does not go towards it. */
+/* When a value at `v` at `now`, and at `before` `dt` seconds earlier,
+ * meets `limit` going on as it went; 0: it does not go towards it. */
 static long long meets(double before, double v, long long dt, double limit, long long now)
 {
     bool towards = (v < limit && v > before) || (v > limit && v < before);
