@@ -662,7 +662,7 @@ static void write_reading(struct buf *b, const struct watch *w, long long now)
                                    : "its alert log is read at the next call");
     else if (w->recheck_at)
         buf_printf(b,
-                   "      its alert log is read once more %s (a signal's look found nothing "
+                   "      its alert log is read once more at %s (a signal's look found nothing "
                    "yet, or a limit will be crossed before its next upload)\n",
                    when(w->recheck_at, now, true).s);
     if (w->hint_at && !w->pending)

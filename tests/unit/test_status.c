@@ -921,3 +921,22 @@ Test(status, a_hint_says_the_round_robin_reads_the_device_early)
     expect_int(o, "logins.0.devices.0.reading.hint_at", NOW - 90);
     json_object_put(o);
 }
+
+/* A look planned for later (a look once more, or a crossing foreseen
+ * before the next upload) says when; the JSON has its time. */
+Test(status, a_planned_look_says_when)
+{
+    struct watch w = {
+        .unixtime = NOW - 90, .seen_at = NOW - 60, .n_ch = 1, .recheck_at = NOW + 240};
+    w.ch[0] = (struct watch_channel){.num = 1, .value = -71.6};
+    commit_watch(&w);
+    struct result r = report(false);
+    expect_line(r.text,
+                "      its alert log is read once more at 12:04 (in 4 min) (a signal's look "
+                "found nothing yet, or a limit will be crossed before its next upload)");
+    free(r.text);
+    enum status_verdict v;
+    struct json_object *o = report_json(&v);
+    expect_int(o, "logins.0.devices.0.reading.recheck_at", NOW + 240);
+    json_object_put(o);
+}
