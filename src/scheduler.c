@@ -259,6 +259,62 @@ static bool is_overdue(const struct sched_device *d, long long before)
     return waiting_since(d) != 0 && waiting_since(d) < before;
 }
 
+/* An overdue device and since when it waits, for sorting. */
+struct waiting {
+    long long since;
+    size_t i;
+};
+
+static int by_waiting(const void *pa, const void *pb)
+{
+    const struct waiting *a = pa, *b = pb;
+    if (a->since != b->since)
+        return a->since < b->since ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* Writes into `ranked` (n entries) the devices waiting since before
+ * `before`, the longest waiting first (ties: the lower index); returns how
+ * many. */
+static size_t rank_overdue(size_t *ranked, const struct sched_device *devs, size_t n,
+                           long long before)
+{
+    struct waiting *w = xcalloc(n ? n : 1, sizeof *w);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (is_overdue(&devs[i], before))
+            w[m++] = (struct waiting){waiting_since(&devs[i]), i};
+    qsort(w, m, sizeof *w, by_waiting);
+    for (size_t k = 0; k < m; k++)
+        ranked[k] = w[k].i;
+    free(w);
+    return m;
+}
+
+/* Whether the overdue device ranked `first` in `ranked` (m devices, the
+ * longest waiting first; those before `first` are taken) must go now so
+ * that every one left keeps its bound. The k-th left needs k + 1 calls:
+ * those of the devices before it and its own. The window gives at least
+ * its limit less the reserve an hour, but the first of them perhaps only
+ * when its oldest call leaves it, an hour from now. So each may wait until
+ * a span and k + 1 spacings (at the most headroom: fewer calls an hour
+ * than the window gives) remain of its bound; once one may not, the
+ * longest waiting goes. Until then signals go first, and overdue devices
+ * take the round robin's turns, the longest waiting first. */
+static bool bound_presses(const size_t *ranked, size_t m, size_t first,
+                          const struct sched_device *devs, const struct sched_budget *b, size_t n,
+                          long long now)
+{
+    long long bound = scheduler_bound(b, n);
+    long long spacing = worst_round(b, n) / (long long)(n ? n : 1);
+    for (size_t k = first; k < m; k++) {
+        long long calls = (long long)(k - first + 1);
+        if (waiting_since(&devs[ranked[k]]) + bound - b->span - calls * spacing <= now)
+            return true;
+    }
+    return false;
+}
+
 static bool never_polled(const struct sched_device *d, long long unused)
 {
     (void)unused;
@@ -354,18 +410,23 @@ size_t scheduler_plan_signals(size_t *out, size_t max_out, const struct sched_de
     if (b->limit <= 0 || b->span <= 0 || now < b->blocked_until)
         return 0;
     /* Overdue devices, the longest waiting first, as far as the window has
-     * room: a device is overdue after one round, half a round and a
-     * spacing before its bound. Several fall due together when signals
-     * held the window for long, and a window that signals fill in one run
-     * frees its calls together an hour later: taking one a run let the
-     * last of two dozen wait a day. The first may use the reserve when
-     * the window has no other room, as one signal may. */
-    while (count < max_out && (count < room || (reserve && count == 0 && room == 0))) {
-        size_t i = pick(out, count, devs, n, is_overdue, before, waiting_longer);
-        if (i == n)
-            break;
-        out[count++] = i;
-    }
+     * room and their bound presses (bound_presses): a device is overdue
+     * after one round, half a round and a spacing before its bound.
+     * Several fall due together when signals held the window for long,
+     * and a window that signals fill in one run frees its calls together
+     * an hour later: taking one a run let the last of two dozen wait a
+     * day. Taking every one as soon as it was overdue made the signals of
+     * a first day at 48 devices wait half an hour behind them. The first
+     * may use the reserve when the window has no other room, as one
+     * signal may. */
+    size_t *ranked = xcalloc(n ? n : 1, sizeof *ranked);
+    size_t m = rank_overdue(ranked, devs, n, before);
+    for (size_t k = 0;
+         k < m && count < max_out && (count < room || (reserve && count == 0 && room == 0)) &&
+         bound_presses(ranked, m, k, devs, given, n, now);
+         k++)
+        out[count++] = ranked[k];
+    free(ranked);
     while (count < max_out) {
         size_t i = pick(out, count, devs, n, has_signal, 0, signalled_earlier);
         if (i == n)

@@ -88,10 +88,11 @@ size_t scheduler_plan(size_t *out, size_t max_out, const struct sched_device *de
 /* How long a device may wait for the round robin when signals take
  * calls: one and a half rounds of a pool of `n` devices at the routine
  * spacing the most headroom leaves (headroom_max), plus a spacing for the
- * window to free a call. A device polled longer ago than one round goes
- * before signals, as far as the window has room (of k devices overdue
- * together the last waits for the calls of the k - 1 before it: the half
- * round is theirs). */
+ * window to free a call. A device polled longer ago than one round is
+ * overdue; overdue devices go before signals, as far as the window has
+ * room, once the bound of one of them presses: when no more remains of it
+ * than a span (the window may free its first call only an hour later) and
+ * a spacing for each overdue device that goes before it and itself. */
 long long scheduler_bound(const struct sched_budget *b, size_t n);
 
 /* Like scheduler_plan, for a pool where some devices have a signal. The
@@ -104,8 +105,9 @@ long long scheduler_bound(const struct sched_budget *b, size_t n);
  * is lost with its hour. In order:
  *   1. the devices polled longer ago than one round (scheduler_bound),
  *      the longest waiting first, while the window has room beyond the
- *      reserve (the first may take the reserve when there is no other); a
- *      device never polled counts from its known_since (when known);
+ *      reserve (the first may take the reserve when there is no other)
+ *      and the bound of one of those left presses; a device never polled
+ *      counts from its known_since (when known);
  *   2. devices with a signal, those not `told` first (a device never
  *      polled counts as not told), the oldest signal first among equals,
  *      while the window has room beyond the reserve, then one more (not

@@ -680,6 +680,41 @@ Test(scheduler, announced_signals_wait_behind_the_others_and_leave_the_reserve)
     cr_assert_eq(out[0], 0);
 }
 
+/* At 48 devices a round is hours long, and a device overdue by minutes
+ * has hours before its bound: a signal takes the one call the window has
+ * room for, and the overdue device goes first only once its bound presses
+ * (a span and a spacing before it, at the most headroom). */
+Test(scheduler, an_overdue_device_lets_signals_go_first_until_its_bound_presses)
+{
+    enum { N = 48 };
+    struct sched_budget b = signal_budget(10, 0);
+    long long now = 2000000, bound = scheduler_bound(&b, N);
+    long long spacing = 400; /* 3600 / (12 - 1 - 2) */
+    long long round = N * spacing;
+    cr_assert_eq(bound, round + round / 2 + spacing);
+    struct sched_device devs[N];
+    for (size_t i = 0; i < N; i++)
+        devs[i] = (struct sched_device){.last_poll = now - 600 - (long long)i};
+    devs[0].last_poll = now - round - 60;
+    devs[1].signal = true;
+    devs[1].signal_since = now - 60;
+    b.last_call = now - 300;
+    size_t out[N], signals = 0;
+    size_t n = scheduler_plan_signals(out, N, devs, N, &b, now, &signals);
+    cr_assert_eq(n, 1, "one call of room: the signal's");
+    cr_assert_eq(out[0], 1);
+    cr_assert_eq(signals, 1);
+    /* A span and a spacing before its bound, it goes first, and the
+     * signal takes the reserve. */
+    long long presses = devs[0].last_poll + bound - 3600 - spacing;
+    n = scheduler_plan_signals(out, N, devs, N, &b, presses - 60, &signals);
+    cr_assert_eq(out[0], 1, "not yet");
+    n = scheduler_plan_signals(out, N, devs, N, &b, presses, &signals);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(out[0], 0, "its bound presses");
+    cr_assert_eq(out[1], 1);
+}
+
 /* Devices that fell overdue together (signals held the window) come back
  * one a run, least recently polled first, and leave the rest of the room
  * to the signals. */
