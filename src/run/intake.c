@@ -388,7 +388,7 @@ out:
  *     own). A slow ramp leaves its band long before the platform alarms at
  *     its limit, and a device whose limits are not known may have no way
  *     but this look to tell. Whatever else signals take: the scheduler
- *     keeps the bound (overdue devices go first);
+ *     keeps the bound (overdue devices go first once it presses);
  *   - any other waits until the readings move again.
  * A look planned for later when this one came (a look once more, or a
  * crossing foreseen between two uploads: run/readings.c) stays planned,
