@@ -708,6 +708,7 @@ Test(scheduler, an_overdue_device_lets_signals_go_first_until_its_bound_presses)
      * signal takes the reserve. */
     long long presses = devs[0].last_poll + bound - 3600 - spacing;
     n = scheduler_plan_signals(out, N, devs, N, &b, presses - 60, &signals);
+    cr_assert_eq(n, 1);
     cr_assert_eq(out[0], 1, "not yet");
     n = scheduler_plan_signals(out, N, devs, N, &b, presses, &signals);
     cr_assert_eq(n, 2);
