@@ -360,14 +360,25 @@ static bool waits(const struct sched_device *d)
     return d->told && d->last_poll != 0;
 }
 
-/* Signals whose news is not out yet first: an alarm that an early warning
- * announced can wait for its log entry, while a sensor error, a low
- * battery, silence, or the alarms a value on its way back may have set off
- * between two uploads reach people only by a look. */
+/* Where a signal stands: 0 when it points at an entry whose news is not
+ * out (a sensor error, a low battery, silence, a crossing, the alarms a
+ * value on its way back may have set off between two uploads: they reach
+ * people only by a look), 1 for a guess (a look planned in advance: a
+ * look once more finds nothing most of the time, and a guess that took
+ * the window's one call left the signals behind it waiting for their
+ * entries), 2 when an early warning
+ * announced its news (the alarm can wait for its log entry). */
+static int standing(const struct sched_device *d)
+{
+    if (waits(d))
+        return 2;
+    return d->guess ? 1 : 0;
+}
+
 static bool signalled_earlier(const struct sched_device *a, const struct sched_device *b)
 {
-    if (waits(a) != waits(b))
-        return !waits(a);
+    if (standing(a) != standing(b))
+        return standing(a) < standing(b);
     return a->signal_since < b->signal_since;
 }
 

@@ -26,6 +26,11 @@ struct sched_device {
                                waits behind the signals whose news is not out */
     long long known_since;  /* for a device never polled: since when it is in the
                                pool (its bound counts from then); 0: unknown */
+    bool guess;             /* its signal is a look planned in advance (a look
+                               once more, a crossing foreseen; not a silent
+                               device's): a guess at when an entry is there. It
+                               goes behind the signals that point at an entry,
+                               before the `told` ones */
     bool looks_again;       /* a look once more is planned for later (a silence,
                                an excursion under way): the headroom is not
                                lent whole */
@@ -108,8 +113,9 @@ long long scheduler_bound(const struct sched_budget *b, size_t n);
  *      reserve (the first may take the reserve when there is no other)
  *      and the bound of one of those left presses; a device never polled
  *      counts from its known_since (when known);
- *   2. devices with a signal, those not `told` first (a device never
- *      polled counts as not told), the oldest signal first among equals,
+ *   2. devices with a signal: first those that point at an entry and
+ *      are not `told` (a device never polled counts as not told), then the
+ *      guesses, then the told ones, the oldest signal first among equals,
  *      while the window has room beyond the reserve, then one more (not
  *      told) from the reserve if step 1 did not take it;
  *   3. one hinted device whose hint counts (scheduler_plan; the earliest

@@ -206,36 +206,39 @@ static size_t plan_looks(struct tick *t, struct login_run *lr, struct sched_budg
 }
 
 /* Whether the device's readings ask for a look at its alert log now: a
- * signal since its last poll, or the second look a signal poll that found
- * nothing asked for. When so, *since is when that began and *told whether
- * its news is out already (readings_memory.h). *hint gets since when an
- * unusual reading asks the round robin to look at it first, once that is
- * due (watch_hint_due); 0: not now. *looks_again whether a look once more
+ * signal since its last poll, or a look planned for now (the look once
+ * more a poll that found nothing planned, a crossing foreseen between two
+ * uploads). When so, sd->signal_since is when that began, sd->told whether
+ * its news is out already (readings_memory.h) and sd->guess whether it is
+ * a planned look at a device that is not silent (a silent device's looks
+ * wait for the communication error the platform will log; the others are
+ * guesses, and most find nothing). sd->hint gets since when an unusual
+ * reading asks the round robin to look at it first, once that is due
+ * (watch_hint_due); 0: not now. sd->looks_again whether a look once more
  * is planned for later. */
-static bool signal_of(const struct tick *t, const struct state_device *dev, long long *since,
-                      bool *told, long long *hint, bool *looks_again)
+static bool signal_of(const struct tick *t, const struct state_device *dev, struct sched_device *sd)
 {
     struct watch w;
     bool remote = state_device_remote(dev);
-    *hint = 0;
-    *looks_again = false;
+    sd->hint = 0;
+    sd->looks_again = false;
     if (!state_watch(t->st, dev->serial, &w))
         return false;
-    *looks_again = w.recheck_at > t->opt->now;
+    sd->looks_again = w.recheck_at > t->opt->now;
     if (w.hint_at && t->opt->now >= watch_hint_due(&w, remote))
-        *hint = w.hint_at;
+        sd->hint = w.hint_at;
     if (w.pending) {
         /* The platform logs what a reading shows a little after the
          * measurement, a remote unit's before the upload: a look made
          * earlier finds nothing and costs a second one. */
-        long long due = watch_look_at(&w, remote);
-        *since = w.pending_since;
-        *told = w.pending_told;
-        return t->opt->now >= due;
+        sd->signal_since = w.pending_since;
+        sd->told = w.pending_told;
+        return t->opt->now >= watch_look_at(&w, remote);
     }
     if (w.recheck_at && w.recheck_at <= t->opt->now) {
-        *since = w.recheck_at;
-        *told = w.pending_told;
+        sd->signal_since = w.recheck_at;
+        sd->told = w.pending_told;
+        sd->guess = !w.silent;
         return true;
     }
     return false;
@@ -293,9 +296,7 @@ static size_t plan_pool(struct tick *t, struct login_run *lr)
         sd[i].last_poll = pl->items[i].dev.last_poll;
         sd[i].known_since = pl->items[i].dev.first_known;
         sd[i].priority = (unsigned)account_device_priority(pl->items[i].a, pl->items[i].dev.serial);
-        sd[i].signal =
-            pl->items[i].a->signals && signal_of(t, &pl->items[i].dev, &sd[i].signal_since,
-                                                 &sd[i].told, &sd[i].hint, &sd[i].looks_again);
+        sd[i].signal = pl->items[i].a->signals && signal_of(t, &pl->items[i].dev, &sd[i]);
     }
     struct sched_budget b = budget_read(t->st, lr->login, PLATFORM_ALERT, t->opt->now);
     b.headroom = lr->signals ? budget_headroom(t->st, lr->login, t->opt->now) : 0;

@@ -680,6 +680,43 @@ Test(scheduler, announced_signals_wait_behind_the_others_and_leave_the_reserve)
     cr_assert_eq(out[0], 0);
 }
 
+/* Guesses (a look planned in advance: a look once more, a crossing
+ * foreseen) go behind the signals that point at an entry and before the
+ * told ones, the oldest first; one may take the reserve, as a signal that
+ * points at an entry may. */
+Test(scheduler, guesses_go_between_the_signals_that_point_at_an_entry_and_the_told_ones)
+{
+    long long now = 100000;
+    struct sched_device devs[4] = {
+        {.last_poll = now - 600, .signal = true, .signal_since = now - 700},
+        {.last_poll = now - 600, .signal = true, .signal_since = now - 900, .guess = true},
+        {.last_poll = now - 600, .signal = true, .signal_since = now - 1000, .told = true},
+        {.last_poll = now - 600, .signal = true, .signal_since = now - 800, .guess = true},
+    };
+    struct sched_budget b = signal_budget(0, now - 60);
+    size_t out[4], signals = 0;
+    size_t n = scheduler_plan_signals(out, 4, devs, 4, &b, now, &signals);
+    cr_assert_eq(n, 4);
+    cr_assert_eq(signals, 4);
+    cr_assert_eq(out[0], 0, "the signal that points at an entry first");
+    cr_assert_eq(out[1], 1, "then the older guess");
+    cr_assert_eq(out[2], 3);
+    cr_assert_eq(out[3], 2, "the told signal last");
+    /* One call of room: the signal that points at an entry takes it, and
+     * the reserve goes to the older guess. */
+    b.used = 10;
+    n = scheduler_plan_signals(out, 4, devs, 4, &b, now, &signals);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(out[0], 0);
+    cr_assert_eq(out[1], 1);
+    /* No room at all but the reserve: the signal that points at an entry,
+     * younger than both guesses, takes it. */
+    b.used = 11;
+    n = scheduler_plan_signals(out, 4, devs, 4, &b, now, &signals);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(out[0], 0);
+}
+
 /* At 48 devices a round is hours long, and a device overdue by minutes
  * has hours before its bound: a signal takes the one call the window has
  * room for, and the overdue device goes first only once its bound presses
