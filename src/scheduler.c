@@ -366,8 +366,8 @@ static bool waits(const struct sched_device *d)
  * people only by a look), 1 for a guess (a look planned in advance: a
  * look once more finds nothing most of the time, and a guess that took
  * the window's one call left the signals behind it waiting for their
- * entries), 2 when an early warning
- * announced its news (the alarm can wait for its log entry). */
+ * entries), 2 when an early warning announced its news (the alarm can
+ * wait for its log entry). */
 static int standing(const struct sched_device *d)
 {
     if (waits(d))

@@ -23,7 +23,8 @@ struct sched_device {
     bool signal;            /* its readings moved (readings_memory.h): poll it first */
     long long signal_since; /* when that signal was raised */
     bool told;              /* an early warning told people its news already: it
-                               waits behind the signals whose news is not out */
+                               waits behind the signals whose news is not out,
+                               guesses included */
     long long known_since;  /* for a device never polled: since when it is in the
                                pool (its bound counts from then); 0: unknown */
     bool guess;             /* its signal is a look planned in advance (a look
