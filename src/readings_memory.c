@@ -663,6 +663,26 @@ long long watch_look_at(const struct watch *w, bool remote)
     return remote ? w->pending_at : w->pending_at + WATCH_SETTLE_STANDALONE;
 }
 
+void watch_ask(const struct watch *w, bool remote, long long now, struct watch_ask *out)
+{
+    *out = (struct watch_ask){.looks_again = w->recheck_at > now};
+    if (w->hint_at && now >= watch_hint_due(w, remote))
+        out->hint = w->hint_at;
+    if (w->pending) {
+        /* The platform logs what a reading shows a little after the
+         * measurement, a remote unit's before the upload: a look made
+         * earlier finds nothing and costs a second one. */
+        out->since = w->pending_since;
+        out->told = w->pending_told;
+        out->look = now >= watch_look_at(w, remote);
+    } else if (w->recheck_at && w->recheck_at <= now) {
+        out->since = w->recheck_at;
+        out->told = w->pending_told;
+        out->guess = !w->silent;
+        out->look = true;
+    }
+}
+
 unsigned watch_idle(struct watch *w, long long now)
 {
     if (w->unixtime == 0 || w->silent)

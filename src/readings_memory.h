@@ -319,6 +319,28 @@ long long watch_look_at(const struct watch *w, bool remote);
  * whether it went on (a signal then) or came back. */
 long long watch_hint_due(const struct watch *w, bool remote);
 
+/* What a device's memory asks of the scheduler at `now` (scheduler.h,
+ * struct sched_device): watch_ask. */
+struct watch_ask {
+    bool look;        /* a look is due now: a signal (pending) from
+                         watch_look_at on, or a look planned in advance
+                         (recheck_at) from its time */
+    long long since;  /* when the signal was raised (pending_since; a
+                         planned look: recheck_at); 0: none */
+    bool told;        /* pending_told: the signal's news is out */
+    bool guess;       /* the look is a planned one and the device is not
+                         silent: a guess at when an entry is there (a
+                         silent device's looks wait for its communication
+                         error, which comes) */
+    bool looks_again; /* a look once more is planned for later */
+    long long hint;   /* hint_at once watch_hint_due has come; 0: none */
+};
+
+/* Fills *out (all of it) with what `w` asks at `now`, for a device that
+ * is `remote` (it has a base unit) or not. A signal goes before a planned
+ * look: while one is pending, the planned look waits with it. */
+void watch_ask(const struct watch *w, bool remote, long long now, struct watch_ask *out);
+
 /* At `now`, with no new reading: returns WATCH_SILENT (and sets `silent`)
  * the first time nothing new has come for more than three usual intervals
  * (the median of the recent gaps, the mean of the middle two for an even

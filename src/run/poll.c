@@ -205,43 +205,23 @@ static size_t plan_looks(struct tick *t, struct login_run *lr, struct sched_budg
     return n;
 }
 
-/* Whether the device's readings ask for a look at its alert log now: a
- * signal since its last poll, or a look planned for now (the look once
- * more a poll that found nothing planned, a crossing foreseen between two
- * uploads). When so, sd->signal_since is when that began, sd->told whether
- * its news is out already (readings_memory.h) and sd->guess whether it is
- * a planned look at a device that is not silent (a silent device's looks
- * wait for the communication error the platform will log; the others are
- * guesses, and most find nothing). sd->hint gets since when an unusual
- * reading asks the round robin to look at it first, once that is due
- * (watch_hint_due); 0: not now. sd->looks_again whether a look once more
- * is planned for later. */
+/* Whether the device's readings ask for a look at its alert log now
+ * (readings_memory.h, watch_ask), and the rest of what they ask of the
+ * scheduler into *sd: since when, whether its news is out, whether the look
+ * is a guess, a look planned for later, a hint. Every one of those fields is
+ * set, whatever the answer. */
 static bool signal_of(const struct tick *t, const struct state_device *dev, struct sched_device *sd)
 {
     struct watch w;
-    bool remote = state_device_remote(dev);
-    sd->hint = 0;
-    sd->looks_again = false;
-    if (!state_watch(t->st, dev->serial, &w))
-        return false;
-    sd->looks_again = w.recheck_at > t->opt->now;
-    if (w.hint_at && t->opt->now >= watch_hint_due(&w, remote))
-        sd->hint = w.hint_at;
-    if (w.pending) {
-        /* The platform logs what a reading shows a little after the
-         * measurement, a remote unit's before the upload: a look made
-         * earlier finds nothing and costs a second one. */
-        sd->signal_since = w.pending_since;
-        sd->told = w.pending_told;
-        return t->opt->now >= watch_look_at(&w, remote);
-    }
-    if (w.recheck_at && w.recheck_at <= t->opt->now) {
-        sd->signal_since = w.recheck_at;
-        sd->told = w.pending_told;
-        sd->guess = !w.silent;
-        return true;
-    }
-    return false;
+    struct watch_ask ask = {0};
+    if (state_watch(t->st, dev->serial, &w))
+        watch_ask(&w, state_device_remote(dev), t->opt->now, &ask);
+    sd->signal_since = ask.since;
+    sd->told = ask.told;
+    sd->guess = ask.guess;
+    sd->looks_again = ask.looks_again;
+    sd->hint = ask.hint;
+    return ask.look;
 }
 
 /* Signals that waited for the budget since SATURATED_AFTER make one relay

@@ -1188,3 +1188,55 @@ Test(watch, an_unusual_reading_halfway_to_a_known_limit_is_a_signal)
     cr_assert_eq(take1(&w, t + 420, "46", &upper, NULL, NULL), (unsigned)WATCH_BAND);
     cr_assert_eq(take1(&quiet, t + 420, "46", &upper, NULL, NULL), 0u);
 }
+
+/* ---- what a device's memory asks of the scheduler ---- */
+
+Test(watch, a_signal_is_due_when_its_entry_is_logged_and_a_planned_look_is_a_guess_unless_silent)
+{
+    /* A standalone device's signal from a reading at T0 waits until the
+     * reading is WATCH_SETTLE_STANDALONE old; a remote unit's is due at
+     * once. Its news may be out (told); it is no guess. */
+    struct watch w = {
+        .pending = WATCH_LIMIT, .pending_since = T0 + 20, .pending_at = T0, .pending_told = true};
+    struct watch_ask ask;
+    watch_ask(&w, false, T0 + WATCH_SETTLE_STANDALONE - 1, &ask);
+    cr_assert(!ask.look, "the platform has not logged it yet");
+    cr_assert_eq(ask.since, T0 + 20);
+    watch_ask(&w, false, T0 + WATCH_SETTLE_STANDALONE, &ask);
+    cr_assert(ask.look && ask.told && !ask.guess);
+    watch_ask(&w, true, T0, &ask);
+    cr_assert(ask.look, "a remote unit's base unit logged it before the upload");
+
+    /* A look planned for T0 + 300 (a look once more, a crossing foreseen):
+     * later, looks_again; from its time, a look that is a guess, since its
+     * time. A silent device's planned look waits for the communication
+     * error, which the platform will log: it is no guess. */
+    struct watch planned = {.recheck_at = T0 + 300};
+    watch_ask(&planned, false, T0 + 299, &ask);
+    cr_assert(!ask.look && ask.looks_again && ask.since == 0);
+    watch_ask(&planned, false, T0 + 300, &ask);
+    cr_assert(ask.look && ask.guess && !ask.looks_again);
+    cr_assert_eq(ask.since, T0 + 300);
+    planned.silent = true;
+    watch_ask(&planned, false, T0 + 300, &ask);
+    cr_assert(ask.look && !ask.guess, "silent: no guess");
+
+    /* A signal pending beside a planned look: the signal's rules hold. */
+    planned.silent = false;
+    planned.pending = WATCH_BAND;
+    planned.pending_since = planned.pending_at = T0 + 400;
+    watch_ask(&planned, false, T0 + 400, &ask);
+    cr_assert(!ask.look && !ask.guess);
+    cr_assert_eq(ask.since, T0 + 400);
+
+    /* A hint counts once it is due (watch_hint_due), and every field is
+     * written whatever was in *out before. */
+    struct watch hinted = {.hint_at = T0, .n_gaps = 3, .gaps = {600, 600, 600}};
+    memset(&ask, 0xff, sizeof ask);
+    watch_ask(&hinted, false, T0 + 599, &ask);
+    cr_assert(!ask.look && !ask.told && !ask.guess && !ask.looks_again);
+    cr_assert_eq(ask.since, 0);
+    cr_assert_eq(ask.hint, 0, "a standalone device's hint waits for its next reading");
+    watch_ask(&hinted, false, T0 + 600, &ask);
+    cr_assert_eq(ask.hint, T0);
+}
