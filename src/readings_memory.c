@@ -43,6 +43,7 @@
     2                        /* an unusual value is at least this many quanta beyond the history */
 #define SILENCE_INTERVALS 3  /* usual intervals without a reading make silence */
 #define SILENCE_MIN 180      /* seconds; silence is never shorter */
+#define SILENCE_LOGGED 60    /* seconds for the platform's communication error to be logged */
 #define NUMBER_MAX 32        /* characters of a number, sign and point included */
 #define GAP_MAX 2147483647LL /* seconds; a longer gap is kept as this */
 
@@ -683,7 +684,7 @@ void watch_ask(const struct watch *w, bool remote, long long now, struct watch_a
     }
 }
 
-unsigned watch_idle(struct watch *w, long long now)
+unsigned watch_idle(struct watch *w, long long now, long long after)
 {
     if (w->unixtime == 0 || w->silent)
         return 0;
@@ -691,6 +692,11 @@ unsigned watch_idle(struct watch *w, long long now)
     if (interval == 0)
         return 0;
     long long threshold = SILENCE_INTERVALS * interval;
+    if (after > 0) {
+        threshold = after + SILENCE_LOGGED;
+        if (threshold < interval + SILENCE_LOGGED)
+            threshold = interval + SILENCE_LOGGED;
+    }
     if (threshold < SILENCE_MIN)
         threshold = SILENCE_MIN;
     if (now - w->seen_at <= threshold)

@@ -342,13 +342,21 @@ struct watch_ask {
 void watch_ask(const struct watch *w, bool remote, long long now, struct watch_ask *out);
 
 /* At `now`, with no new reading: returns WATCH_SILENT (and sets `silent`)
- * the first time nothing new has come for more than three usual intervals
- * (the median of the recent gaps, the mean of the middle two for an even
- * count; unknown before 2 gaps, and never less than 3 minutes), counted
- * from seen_at, else 0: silence is raised when now - seen_at > max(3 *
- * median, 180). Once silent, 0 until a new reading (which returns
- * WATCH_SILENT from watch_take). */
-unsigned watch_idle(struct watch *w, long long now);
+ * the first time nothing new has come for longer than the platform takes
+ * to log its communication error, counted from seen_at: `after` seconds
+ * (the delay the login's alert logs showed, state.h: state_silence_after)
+ * and a minute for the entry to be logged, never less than a usual
+ * interval and that minute; while `after` is 0 (not seen yet), three
+ * usual intervals. The usual interval is the median of the recent gaps
+ * (the mean of the middle two for an even count; unknown before 2 gaps),
+ * and silence is never shorter than 3 minutes. A silence raised before
+ * the platform logged its error costs looks that find nothing (a
+ * standalone device uploading every minute was looked at after 3, 7, 10
+ * and 15 minutes for an error logged after 20); one raised long after it
+ * makes the error late (a remote unit's ten-minute uploads: 30 minutes
+ * for an error logged after 20). Once silent, 0 until a new reading
+ * (which returns WATCH_SILENT from watch_take). */
+unsigned watch_idle(struct watch *w, long long now, long long after);
 
 /* The limits changed (learnt from an alert text, or configured anew):
  * recomputes each channel's zone from its last value without a signal or a

@@ -551,6 +551,13 @@ size_t state_signal_calls_since(const struct state *s, const char *login, long l
 long long state_signals_starved(const struct state *s, const char *login);
 void state_set_signals_starved(struct state *s, const char *login, long long since);
 
+/* How long after a device's last upload the platform of `login` logged
+ * its communication error, as the alert log last showed it (seconds; 0:
+ * not seen yet): a silence is looked at when that error is there
+ * (readings_memory.h, watch_idle). state_set_silence_after sets it. */
+long long state_silence_after(const struct state *s, const char *login);
+void state_set_silence_after(struct state *s, const char *login, long long seconds);
+
 /* --- outbox limits ---------------------------------------------------- */
 
 /* Removes the items of `receiver` queued before `before`; returns how

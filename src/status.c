@@ -60,6 +60,7 @@ struct login_row {
     long long bound;         /* with signals: the longest a device waits for the round robin */
     size_t signal_calls;     /* alert calls of the last hour that signals asked for */
     long long starved_since; /* signals wait for the budget since then; 0: they do not */
+    long long silence_after; /* the platform's delay of a communication error; 0: unknown */
 };
 
 struct receiver_row {
@@ -339,6 +340,7 @@ static void gather_devices(struct login_row *l, const struct config *c, const st
         l->bound = scheduler_bound(b, l->n_polled);
         l->signal_calls = state_signal_calls_since(s, l->login, now - b->span);
         l->starved_since = state_signals_starved(s, l->login);
+        l->silence_after = state_silence_after(s, l->login);
     }
     estimate_polls(l, now);
 }
@@ -742,6 +744,11 @@ static void write_login(struct buf *b, const struct login_row *l, long long now)
                    "  signals have waited for alert calls since %s (a read-only login ID "
                    "adds 12 calls an hour)\n",
                    when(l->starved_since, now, false).s);
+    if (l->silence_after)
+        buf_printf(b,
+                   "  the platform logs a communication error %s after a device's last "
+                   "upload: a device whose uploads stop is looked at then\n",
+                   duration((long)l->silence_after).s);
     for (int op = 0; op < PLATFORM_N_OPS; op++)
         if (l->op[op].b.blocked_until > now)
             buf_printf(b, "  %s calls blocked by the platform until %s\n",
@@ -1002,6 +1009,8 @@ static struct json_object *login_json(const struct login_row *l, long long now)
               l->bound ? jsonv_need(json_object_new_int64(l->bound)) : NULL);
     jsonv_put_int(o, "signal_calls_last_hour", (long long)l->signal_calls);
     put_time(o, "signals_starved_since", l->starved_since);
+    jsonv_put(o, "silence_after",
+              l->silence_after ? jsonv_need(json_object_new_int64(l->silence_after)) : NULL);
     struct json_object *devs = jsonv_need(json_object_new_array());
     for (size_t i = 0; i < l->n_devs; i++)
         jsonv_append(devs, device_json(&l->devs[i]));

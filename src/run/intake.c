@@ -258,9 +258,6 @@ static void learn_limits(struct tick *t, const struct pooled *pd, const struct e
     }
 }
 
-/* Queues the events of one alert-log reply that were not seen before;
- * *newest gets the unixtime of the newest of them (0: none). Returns -1
- * when the reply could not be used. */
 /* Tells the device's readings memory which of its channels have an alarm
  * as their newest entry in `list`, the whole log just read (readings_memory.h:
  * `alarmed`): such a channel's way back into its band asks for a look, to
@@ -293,8 +290,12 @@ static void note_open_alarms(struct tick *t, const char *serial, const struct ev
         state_set_watch(t->st, serial, &w);
 }
 
+/* Queues the events of one alert-log reply that were not seen before;
+ * *newest gets the unixtime of the newest of them, *comm_error that of the
+ * newest communication error among them (0: none). Returns -1 when the
+ * reply could not be used. */
 static int take_events(struct tick *t, const struct pooled *pd, const struct json_object *body,
-                       long long *newest)
+                       long long *newest, long long *comm_error)
 {
     const struct state_device *dev = &pd->dev;
     const char *account = pd->a->name;
@@ -303,7 +304,7 @@ static int take_events(struct tick *t, const struct pooled *pd, const struct jso
     size_t fresh = 0, old = 0, known = 0, stale = 0;
     long long floor = state_seen_floor(t->st, dev->serial);
     int rc = -1;
-    *newest = 0;
+    *newest = *comm_error = 0;
     if (event_parse_alert_log(&list, body, account, &e) < 0) {
         log_error("account %s, device %s: %s", account, dev->serial, e.msg);
         goto out;
@@ -339,6 +340,8 @@ static int take_events(struct tick *t, const struct pooled *pd, const struct jso
         }
         if (ev->unixtime > *newest)
             *newest = ev->unixtime;
+        if (strcmp(ev->state, "communication") == 0 && ev->unixtime > *comm_error)
+            *comm_error = ev->unixtime;
         state_mark_seen(t->st, ev->serial, ev->unixtime, ev->kind);
     }
     if (list.entries >= FULL_PAGE) {
@@ -367,6 +370,28 @@ static int take_events(struct tick *t, const struct pooled *pd, const struct jso
 out:
     event_list_free(&list);
     return rc;
+}
+
+/* A communication error (logged at `error_at`; 0: none) that a poll found
+ * of a device whose uploads stopped: how long after its last upload the
+ * platform logged it is how long the next silence of the login waits
+ * before it is looked at (state_silence_after; readings_memory.h,
+ * watch_idle). An error logged before the last upload, or after
+ * SILENT_LOOKS, teaches nothing. */
+static void learn_silence(struct tick *t, const struct pooled *pd, long long error_at)
+{
+    struct watch w;
+    if (!error_at || !state_watch(t->st, pd->dev.serial, &w) || !w.silent ||
+        error_at <= w.seen_at || error_at - w.seen_at > SILENT_LOOKS)
+        return;
+    long long after = error_at - w.seen_at;
+    const char *login = pd->a->login_id;
+    if (after == state_silence_after(t->st, login))
+        return;
+    state_set_silence_after(t->st, login, after);
+    log_info("login %s: the platform logged the communication error of device %s %lld s after "
+             "its last upload: a silence is looked at after as long",
+             login, pd->dev.serial, after);
 }
 
 /* A poll of the device answered whatever signal it had. A new entry
@@ -445,9 +470,9 @@ bool take_poll(struct tick *t, const struct pooled *pd, const struct platform_re
     bool ok = false, more = true;
     char *what = xasprintf("account %s, device %s, alert logs", a->name, dev->serial);
     metrics_count_call(t->st, a->login_id, PLATFORM_ALERT, rq->rc == 0, r->http_status);
-    long long newest = 0;
+    long long newest = 0, comm_error = 0;
     if (rq->rc == 0) {
-        ok = take_events(t, pd, r->body, &newest) == 0;
+        ok = take_events(t, pd, r->body, &newest, &comm_error) == 0;
         if (!ok)
             t->failures++;
         note_result(t, a->login_id, r->http_status, what,
@@ -483,8 +508,10 @@ bool take_poll(struct tick *t, const struct pooled *pd, const struct platform_re
     }
     /* Polled, successfully or not: the device goes to the back of the line. */
     state_device_polled(t->st, a->name, dev->serial, dev->base, t->opt->now, ok);
-    if (ok)
+    if (ok) {
+        learn_silence(t, pd, comm_error);
         answer_signal(t, pd, newest);
+    }
     note_reply(t, a->login_id, PLATFORM_ALERT, r);
     free(what);
     return more;

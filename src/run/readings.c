@@ -275,7 +275,7 @@ static void watch_device(struct tick *t, const struct account_conf *a, const str
     unsigned reasons =
         watch_take(&w, &r, limits, WATCH_CHANNELS, t->opt->now, cross, WATCH_CHANNELS, &n_cross);
     if (w.unixtime == before)
-        reasons |= watch_idle(&w, t->opt->now);
+        reasons |= watch_idle(&w, t->opt->now, state_silence_after(t->st, a->login_id));
     else if (known)
         reasons |= likely_signal(t, f, d, &was, &w, limits);
     /* Told: only crossings beyond a limit, each announced; not a way back

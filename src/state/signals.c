@@ -1,6 +1,8 @@
 /* Per login ID, the alert calls a signal asked for (for `wsrelay status`:
- * signal calls against routine ones) and since when signals have waited
- * for the budget, in the "signals" section. */
+ * signal calls against routine ones), since when signals have waited for
+ * the budget, and how long after a device's last upload the platform logs
+ * its communication error, in the "signals" section. A file written before
+ * the last member existed has none: not seen yet. */
 #include "state.h"
 #include "state/section.h"
 #include "util/jsonv.h"
@@ -15,7 +17,8 @@ static int check_login_signals(struct json_object *l, const char *where, struct 
 {
     if (check_type(l, json_type_object, where, e) < 0 ||
         check_numbers(l, "calls", true, where, e) < 0 ||
-        check_opt(l, "starved_since", json_type_int, where, e) < 0)
+        check_opt(l, "starved_since", json_type_int, where, e) < 0 ||
+        check_opt(l, "silence_after", json_type_int, where, e) < 0)
         return -1;
     return 0;
 }
@@ -56,6 +59,19 @@ long long state_signals_starved(const struct state *s, const char *login)
 void state_set_signals_starved(struct state *s, const char *login, long long since)
 {
     jsonv_put_int(child_object(section(s, &state_section_signals), login), "starved_since", since);
+}
+
+long long state_silence_after(const struct state *s, const char *login)
+{
+    long long v = int_member(member(section(s, &state_section_signals), login, json_type_object),
+                             "silence_after", 0);
+    return v > 0 ? v : 0;
+}
+
+void state_set_silence_after(struct state *s, const char *login, long long seconds)
+{
+    jsonv_put_int(child_object(section(s, &state_section_signals), login), "silence_after",
+                  seconds);
 }
 
 const struct state_section state_section_signals = {

@@ -538,13 +538,28 @@ Test(signals, a_rule_routes_early_warnings_by_kind)
 /* Twelve fridges uploading every minute; the first stops uploading at
  * SILENT_FROM for an hour. The platform logs its communication error 20
  * minutes after the last upload and the recovery at the first upload
- * after the outage, half a minute late. */
+ * after the outage, half a minute late. With `second`, the second fridge
+ * stops too, at SECOND_FROM for 40 minutes, and the platform logs its
+ * error and recovery alike. */
 #define FRIDGES 12
 #define SILENT_FROM (T0 + 60)
 #define SILENT_UNTIL (T0 + 3660)
 #define COMM_ERROR_AT (T0 + 60 + 1200)
+#define SECOND_FROM (T0 + 4800)
+#define SECOND_UNTIL (T0 + 7200)
 
-static char *silent_scenario(void)
+/* Fridge k's alert log: its communication error `error_at`, its recovery
+ * at `back`, logged 40 s late. */
+static void put_outage(struct buf *b, long long error_at, long long back)
+{
+    buf_printf(b,
+               ", \"alerts\": [{\"unixtime\": %lld, \"communication-status\": "
+               "\"Communication Error\"}, {\"unixtime\": %lld, \"logged_at\": %lld, "
+               "\"communication-status\": \"Communication Recovery\"}]",
+               error_at, back, back + 40);
+}
+
+static char *silent_scenario_of(bool second)
 {
     struct buf b;
     buf_init(&b, 0);
@@ -556,8 +571,9 @@ static char *silent_scenario(void)
                    "\"readings\": [",
                    k ? "," : "", k);
         bool first = true;
-        for (long long t = T0 - 4800; t <= SILENT_UNTIL + 1200; t += 60) {
-            if (k == 0 && t > SILENT_FROM && t < SILENT_UNTIL)
+        for (long long t = T0 - 4800; t <= (second ? SECOND_UNTIL : SILENT_UNTIL) + 1200; t += 60) {
+            if ((k == 0 && t > SILENT_FROM && t < SILENT_UNTIL) ||
+                (second && k == 1 && t > SECOND_FROM && t < SECOND_UNTIL))
                 continue;
             buf_printf(&b, "%s{\"at\": %lld, \"unixtime\": %lld, \"values\": [\"%s\"]}",
                        first ? "" : ",", t + 10, t, t / 60 % 2 ? "5.0" : "5.1");
@@ -565,12 +581,9 @@ static char *silent_scenario(void)
         }
         buf_puts(&b, "]");
         if (k == 0)
-            buf_printf(&b,
-                       ", \"alerts\": [{\"unixtime\": %lld, \"communication-status\": "
-                       "\"Communication Error\"}, {\"unixtime\": %lld, \"logged_at\": %lld, "
-                       "\"communication-status\": \"Communication Recovery\"}]",
-                       (long long)COMM_ERROR_AT, (long long)SILENT_UNTIL,
-                       (long long)SILENT_UNTIL + 40);
+            put_outage(&b, COMM_ERROR_AT, SILENT_UNTIL);
+        if (second && k == 1)
+            put_outage(&b, SECOND_FROM + 1200, SECOND_UNTIL);
         buf_puts(&b, "}");
     }
     buf_puts(&b, "]}]}");
@@ -600,7 +613,7 @@ Test(signals, a_silent_device_is_looked_at_until_its_communication_error)
      * silence so far) until the platform's error is there, and the
      * resumption looks once the recovery is logged, though the first look
      * after it finds only the outage's error. */
-    start_on(silent_scenario(), plain_account, NULL);
+    start_on(silent_scenario_of(false), plain_account, NULL);
     /* An hour and a quarter before: the first polls leave the budget's
      * window before the outage. */
     run_minutes(T0 - 4500, T0);
@@ -621,6 +634,38 @@ Test(signals, a_silent_device_is_looked_at_until_its_communication_error)
     json_object_put(stats);
     free(error);
     free(recovery);
+}
+
+Test(signals, a_silence_is_looked_at_when_the_platform_logs_its_error_once_that_is_known)
+{
+    /* The first fridge's silence teaches how long after a last upload the
+     * platform logs its communication error (its last reading, at
+     * SILENT_FROM, was seen in the run 30 s later: 1170 s). The second
+     * fridge's silence is looked at then, not after three minutes and
+     * again and again, and its error arrives within minutes. */
+    start_on(silent_scenario_of(true), plain_account, NULL);
+    run_minutes(T0 - 4500, T0);
+    bool learnt = false;
+    long long first_look = 0;
+    for (long long t = T0 + 60; t <= SECOND_FROM + 1800; t += 60) {
+        char *err = NULL;
+        cr_assert_eq(relay_run_at(&R, t + 30, &err), 0, "run at T+%lld:\n%s", t - T0, err);
+        learnt = learnt || strstr(err, "the platform logged the communication error of device "
+                                       "5214F000 1170 s after its last upload");
+        if (!first_look && strstr(err, "device 5214F001: signal (silent)"))
+            first_look = t;
+        free(err);
+    }
+    cr_assert(learnt, "the delay was not learnt");
+    cr_assert_geq(first_look, SECOND_FROM + 1200, "looked at T+%lld, before the error was logged",
+                  first_look - T0);
+    cr_assert_leq(first_look, SECOND_FROM + 1320, "looked at T+%lld", first_look - T0);
+    char *error = xasprintf("5214F001/%lld/communication-status\n", (long long)SECOND_FROM + 1200);
+    size_t n = 0;
+    char *keys = relay_hook_keys(&R, &n);
+    cr_expect_gt(occurrences(keys, error), 0, "the second error never arrived:\n%s", keys);
+    free(keys);
+    free(error);
 }
 
 /* Twenty devices whose sensor fails and recovers with every upload: each

@@ -282,21 +282,21 @@ Test(watch, silence_and_resume)
 {
     struct watch w = {0};
     take1(&w, T0, "5.0", NULL, NULL, NULL);
-    cr_assert_eq(watch_idle(&w, T0 + 20 + 100000), 0u, "no interval known yet");
+    cr_assert_eq(watch_idle(&w, T0 + 20 + 100000, 0), 0u, "no interval known yet");
     take1(&w, T0 + 60, "5.0", NULL, NULL, NULL);
-    cr_assert_eq(watch_idle(&w, T0 + 80 + 100000), 0u, "one gap is not a usual interval");
+    cr_assert_eq(watch_idle(&w, T0 + 80 + 100000, 0), 0u, "one gap is not a usual interval");
     take1(&w, T0 + 120, "5.0", NULL, NULL, NULL);
     cr_assert_eq(w.n_gaps, 2);
     cr_assert_eq(w.gaps[0], 60);
     cr_assert_eq(w.seen_at, T0 + 140);
 
     /* 3 x 60 s is below the 180 s floor: measured from seen_at. */
-    cr_assert_eq(watch_idle(&w, T0 + 140 + 180), 0u);
+    cr_assert_eq(watch_idle(&w, T0 + 140 + 180, 0), 0u);
     cr_assert_not(w.silent);
-    cr_assert_eq(watch_idle(&w, T0 + 140 + 181), (unsigned)WATCH_SILENT);
+    cr_assert_eq(watch_idle(&w, T0 + 140 + 181, 0), (unsigned)WATCH_SILENT);
     cr_assert(w.silent);
-    cr_assert_eq(watch_idle(&w, T0 + 140 + 240), 0u, "raised once");
-    cr_assert_eq(watch_idle(&w, T0 + 140 + 9999), 0u);
+    cr_assert_eq(watch_idle(&w, T0 + 140 + 240, 0), 0u, "raised once");
+    cr_assert_eq(watch_idle(&w, T0 + 140 + 9999, 0), 0u);
 
     cr_assert_eq(take1(&w, T0 + 900, "5.0", NULL, NULL, NULL), (unsigned)WATCH_SILENT,
                  "uploads resumed");
@@ -313,16 +313,38 @@ Test(watch, silence_waits_three_usual_intervals)
     for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
         take1(&w, T0 + at[i], "5.0", NULL, NULL, NULL);
     cr_assert_eq(w.seen_at, T0 + 1800 + 20);
-    cr_assert_eq(watch_idle(&w, T0 + 1820 + 900), 0u);
-    cr_assert_eq(watch_idle(&w, T0 + 1820 + 901), (unsigned)WATCH_SILENT);
+    cr_assert_eq(watch_idle(&w, T0 + 1820 + 900, 0), 0u);
+    cr_assert_eq(watch_idle(&w, T0 + 1820 + 901, 0), (unsigned)WATCH_SILENT);
 
     /* Gaps are bounded: the oldest go. */
     for (int i = 1; i <= 20; i++)
         take1(&w, T0 + 100000 + 120 * i, "5.0", NULL, NULL, NULL);
     cr_assert_eq(w.n_gaps, WATCH_GAPS);
     cr_assert_eq(w.gaps[0], 120);
-    cr_assert_eq(watch_idle(&w, w.seen_at + 360), 0u);
-    cr_assert_eq(watch_idle(&w, w.seen_at + 361), (unsigned)WATCH_SILENT);
+    cr_assert_eq(watch_idle(&w, w.seen_at + 360, 0), 0u);
+    cr_assert_eq(watch_idle(&w, w.seen_at + 361, 0), (unsigned)WATCH_SILENT);
+}
+
+Test(watch, silence_waits_for_the_communication_error_once_its_delay_is_known)
+{
+    /* The login's alert logs showed a communication error 1200 s after a
+     * device's last upload: silence comes when that error is logged (and
+     * a minute more), sooner than three ten-minute intervals and later
+     * than three one-minute ones. Never sooner than an interval and that
+     * minute. */
+    struct watch remote = {0}, standalone = {0};
+    for (int i = 0; i < 6; i++) {
+        take1(&remote, T0 + 600 * i, "5.0", NULL, NULL, NULL);
+        take1(&standalone, T0 + 60 * i, "5.0", NULL, NULL, NULL);
+    }
+    struct watch r = remote, s = standalone, quick = remote;
+    cr_assert_eq(watch_idle(&r, remote.seen_at + 1260, 1200), 0u);
+    cr_assert_eq(watch_idle(&r, remote.seen_at + 1261, 1200), (unsigned)WATCH_SILENT);
+    cr_assert_eq(watch_idle(&s, standalone.seen_at + 181, 1200), 0u, "not after 3 minutes");
+    cr_assert_eq(watch_idle(&s, standalone.seen_at + 1260, 1200), 0u);
+    cr_assert_eq(watch_idle(&s, standalone.seen_at + 1261, 1200), (unsigned)WATCH_SILENT);
+    cr_assert_eq(watch_idle(&quick, remote.seen_at + 660, 200), 0u, "an interval at least");
+    cr_assert_eq(watch_idle(&quick, remote.seen_at + 661, 200), (unsigned)WATCH_SILENT);
 }
 
 /* ---- limits ---- */
@@ -1039,7 +1061,7 @@ Test(watch, extremes_do_not_crash)
         const char *text = texts[(int)(uniform01() * 7)];
         take1(&w, T0 + i, text, &limit, out, &n);
         cr_assert_leq(n, 1);
-        watch_idle(&w, T0 + i + 500);
+        watch_idle(&w, T0 + i + 500, 0);
     }
     cr_assert_eq(w.n_ch, 1);
     cr_assert_leq(w.ch[0].n_history, WATCH_HISTORY);

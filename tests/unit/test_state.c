@@ -2737,7 +2737,9 @@ Test(state, a_state_of_the_release_before_signals_loads_and_keeps_what_it_had)
  * readings memories and learnt limits, 6 events waiting for a webhook that
  * could not be reached. It loads as it is; its first save moves the
  * per-device sections to the fleet file, generation 1, and the state file
- * becomes version 2 without them. */
+ * becomes version 2 without them. Its login's signals have no delay of the
+ * platform's communication error yet (silence_after): 0, until one is
+ * learnt and kept. */
 Test(state, a_state_of_the_release_before_the_fleet_file_moves_to_it)
 {
     char *text = read_fixture("state/0.1.0-637411d.json");
@@ -2759,6 +2761,9 @@ Test(state, a_state_of_the_release_before_the_fleet_file_moves_to_it)
         cr_assert(state_learnt_limit(s, "5214A001", 1, &l));
         cr_expect(l.has_upper && l.upper == -75);
         cr_expect_eq(state_outbox_count(s, "hook"), 6);
+        cr_expect_eq(state_signal_calls_since(s, "demo0001", 0), 1);
+        cr_expect_eq(state_silence_after(s, "demo0001"), round ? 1230 : 0);
+        state_set_silence_after(s, "demo0001", 1230);
         state_save_ok(s);
         state_close(s);
     }

@@ -842,9 +842,12 @@ Test(status, signals_show_the_readings_the_bound_and_the_calls)
     state_set_watch(s, "5214000A", &w);
     state_record_signal_call(s, "tbzz9999", NOW - 500);
     state_set_signals_starved(s, "tbzz9999", NOW - 7200);
+    state_set_silence_after(s, "tbzz9999", 1170);
     commit(s);
     struct result r = report(false);
     expect_line(r.text, "  of those, 1 for signals and 3 for the round robin");
+    expect_line(r.text, "  the platform logs a communication error 20 min after a device's last "
+                        "upload: a device whose uploads stop is looked at then");
     expect_line(r.text, "  signals have waited for alert calls since 10:00 (2 h ago) (a read-only "
                         "login ID adds 12 calls an hour)");
     /* 3 polled devices (one is excluded) at 360 s (one signal call in the
@@ -865,6 +868,7 @@ Test(status, signals_show_the_readings_the_bound_and_the_calls)
     struct json_object *o = report_json(&v);
     expect_int(o, "logins.0.round_robin_bound", 3 * 600 + 900 + 600);
     expect_int(o, "logins.0.signal_calls_last_hour", 1);
+    expect_int(o, "logins.0.silence_after", 1170);
     expect_int(o, "logins.0.devices.0.reading.battery", 2);
     expect_int(o, "logins.0.devices.0.reading.channels.0.zone", 1);
     expect_null(o, "logins.0.devices.0.reading.channels.1.value");
