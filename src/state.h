@@ -554,7 +554,8 @@ void state_set_signals_starved(struct state *s, const char *login, long long sin
 /* How long after a device's last upload the platform of `login` logged
  * its communication error, as the alert log last showed it (seconds; 0:
  * not seen yet): a silence is looked at when that error is there
- * (readings_memory.h, watch_idle). state_set_silence_after sets it. */
+ * (readings_memory.h, watch_idle); a value over 6 hours in the file (no
+ * run learns one) reads as 0. state_set_silence_after sets it. */
 long long state_silence_after(const struct state *s, const char *login);
 void state_set_silence_after(struct state *s, const char *login, long long seconds);
 

@@ -2763,6 +2763,8 @@ Test(state, a_state_of_the_release_before_the_fleet_file_moves_to_it)
         cr_expect_eq(state_outbox_count(s, "hook"), 6);
         cr_expect_eq(state_signal_calls_since(s, "demo0001", 0), 1);
         cr_expect_eq(state_silence_after(s, "demo0001"), round ? 1230 : 0);
+        state_set_silence_after(s, "demo0001", 6 * 3600 + 1);
+        cr_expect_eq(state_silence_after(s, "demo0001"), 0, "more than a run learns");
         state_set_silence_after(s, "demo0001", 1230);
         state_save_ok(s);
         state_close(s);
