@@ -351,8 +351,8 @@ void watch_ask(const struct watch *w, bool remote, long long now, struct watch_a
  * (the mean of the middle two for an even count; unknown before 2 gaps),
  * and silence is never shorter than 3 minutes. A silence raised before
  * the platform logged its error costs looks that find nothing (a
- * standalone device uploading every minute was looked at after 3, 7, 10
- * and 15 minutes for an error logged after 20); one raised long after it
+ * standalone device uploading every minute was looked at after 3, 7, 11
+ * and 16 minutes for an error logged after 20); one raised long after it
  * makes the error late (a remote unit's ten-minute uploads: 30 minutes
  * for an error logged after 20). Once silent, 0 until a new reading
  * (which returns WATCH_SILENT from watch_take). */
