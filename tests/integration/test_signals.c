@@ -548,7 +548,7 @@ Test(signals, a_rule_routes_early_warnings_by_kind)
 #define SECOND_FROM (T0 + 4800)
 #define SECOND_UNTIL (T0 + 7200)
 
-/* Fridge k's alert log: its communication error `error_at`, its recovery
+/* A fridge's alert log: its communication error at `error_at`, its recovery
  * at `back`, logged 40 s late. */
 static void put_outage(struct buf *b, long long error_at, long long back)
 {
